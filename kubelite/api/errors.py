@@ -1,0 +1,130 @@
+"""API errors: one hierarchy, rendered as a Kubernetes `Status` at one edge.
+
+Reasons, codes and message formats follow k8s.io/apimachinery/pkg/api/errors,
+because kubectl prints `Error from server (<reason>): <message>` from the body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    reason: str
+    message: str
+    field: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"reason": self.reason, "message": self.message}
+        if self.field:
+            out["field"] = self.field
+        return out
+
+
+@dataclass
+class ApiError(Exception):
+    code: int
+    reason: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+def _qualified(resource: str, group: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(resource: str, name: str, group: str = "") -> ApiError:
+    qr = _qualified(resource, group)
+    return ApiError(404, "NotFound", f'{qr} "{name}" not found',
+                    {"name": name, "group": group, "kind": resource} if group else {"name": name, "kind": resource})
+
+
+def already_exists(resource: str, name: str, group: str = "") -> ApiError:
+    qr = _qualified(resource, group)
+    return ApiError(409, "AlreadyExists", f'{qr} "{name}" already exists', {"name": name, "kind": resource})
+
+
+def conflict(resource: str, name: str, detail: str, group: str = "") -> ApiError:
+    qr = _qualified(resource, group)
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qr} "{name}": {detail}',
+                    {"name": name, "kind": resource})
+
+
+def stale(resource: str, name: str, group: str = "") -> ApiError:
+    return conflict(resource, name, "the object has been modified; please apply your changes "
+                                    "to the latest version and try again", group)
+
+
+def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> ApiError:
+    parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    detail = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {detail}',
+                    {"name": name, "group": group, "kind": kind, "causes": [c.to_dict() for c in causes]})
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def forbidden(message: str) -> ApiError:
+    return ApiError(403, "Forbidden", message)
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def method_not_allowed(verb: str, resource: str) -> ApiError:
+    return ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource "
+                                             f"({verb} {resource})")
+
+
+def gone(message: str) -> ApiError:
+    return ApiError(410, "Expired", message)
+
+
+def too_many_requests(message: str, causes: list[Cause] | None = None) -> ApiError:
+    details = {"causes": [c.to_dict() for c in causes]} if causes else {}
+    return ApiError(429, "TooManyRequests", message, details)
+
+
+def too_large(limit: int) -> ApiError:
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+
+
+def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
+    return ApiError(415, "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format - accepted media types include: "
+                    f"{', '.join(accepted)} (got {content_type})")
+
+
+def not_acceptable(message: str) -> ApiError:
+    return ApiError(406, "NotAcceptable", message)
+
+
+def internal(message: str) -> ApiError:
+    return ApiError(500, "InternalError", f"Internal error occurred: {message}")
+
+
+def timeout(message: str) -> ApiError:
+    return ApiError(504, "Timeout", message)

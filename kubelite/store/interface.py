@@ -1,0 +1,119 @@
+"""The store seam: an etcd-shaped key-value store with one global revision.
+
+Every backend (SQLite now, etcd later) passes `tests/contract/test_store_contract.py`.
+An object's resourceVersion is the revision of its last write (etcd's mod_revision).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class StoreError(Exception):
+    pass
+
+
+class KeyExists(StoreError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key exists: {key}")
+        self.key = key
+
+
+class KeyNotFound(StoreError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key not found: {key}")
+        self.key = key
+
+
+class RevisionMismatch(StoreError):
+    """A compare-and-swap lost: the key's mod revision is not the expected one."""
+
+    def __init__(self, key: str, current: KeyValue | None) -> None:
+        super().__init__(f"revision mismatch on {key}")
+        self.key = key
+        self.current = current
+
+
+class Compacted(StoreError):
+    """The requested revision is older than the oldest one kept (HTTP 410)."""
+
+    def __init__(self, requested: int, compacted: int) -> None:
+        super().__init__(f"required revision {requested} has been compacted (compacted revision {compacted})")
+        self.requested = requested
+        self.compacted = compacted
+
+
+class FutureRevision(StoreError):
+    def __init__(self, requested: int, current: int) -> None:
+        super().__init__(f"required revision {requested} is a future revision (current {current})")
+        self.requested = requested
+        self.current = current
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: bytes
+    create_revision: int
+    mod_revision: int
+
+
+class EventType(enum.StrEnum):
+    PUT = "PUT"
+    DELETE = "DELETE"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One change. For DELETE, `kv.value` is the last value and `kv.mod_revision` the delete's revision."""
+
+    type: EventType
+    kv: KeyValue
+    prev: KeyValue | None
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[KeyValue]
+    revision: int
+
+
+def prefix_end(prefix: str) -> str:
+    """The first key after every key with this prefix (for key-range scans)."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else "\U0010ffff"
+
+
+class Store(Protocol):
+    async def get(self, key: str) -> KeyValue | None: ...
+
+    async def list(self, prefix: str, revision: int = 0) -> ListResult:
+        """Every key under `prefix` as of `revision` (0 = latest)."""
+        ...
+
+    async def create(self, key: str, value: bytes) -> KeyValue: ...
+
+    async def update(self, key: str, value: bytes, expected_mod_revision: int) -> KeyValue:
+        """Compare-and-swap: raises RevisionMismatch unless the key's mod revision matches."""
+        ...
+
+    async def delete(self, key: str, expected_mod_revision: int = 0) -> KeyValue:
+        """Delete (guarded when `expected_mod_revision` is set); returns the tombstone."""
+        ...
+
+    def watch(self, prefix: str, from_revision: int) -> AsyncIterator[Event]:
+        """Events with revision > `from_revision`, history first, then live, in order."""
+        ...
+
+    async def compact(self, revision: int) -> None: ...
+
+    @property
+    def revision(self) -> int: ...
+
+    @property
+    def compacted_revision(self) -> int: ...
+
+    async def close(self) -> None: ...
