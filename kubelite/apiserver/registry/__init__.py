@@ -1,0 +1,23 @@
+"""The catalogue of served resources and their strategies."""
+
+from __future__ import annotations
+
+from kubelite.apiserver.registry import apps, core, policy, scheduling
+from kubelite.apiserver.registry.base import Resource, Strategy
+from kubelite.apiserver.registry.pods import PODS, PodStrategy
+
+STRATEGIES: dict[Resource, type[Strategy]] = {
+    core.NAMESPACES: core.NamespaceStrategy,
+    core.NODES: core.NodeStrategy,
+    PODS: PodStrategy,
+    core.EVENTS: core.EventStrategy,
+    core.PERSISTENT_VOLUMES: core.VolumeStrategy,
+    core.PERSISTENT_VOLUME_CLAIMS: core.VolumeStrategy,
+    core.LEASES: core.LeaseStrategy,
+    scheduling.PRIORITY_CLASSES: scheduling.PriorityClassStrategy,
+    policy.PDBS: policy.PodDisruptionBudgetStrategy,
+    apps.STATEFULSETS: apps.StatefulSetStrategy,
+    apps.REPLICASETS: apps.WorkloadStrategy,
+    apps.DEPLOYMENTS: apps.DeploymentStrategy,
+}
+RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)

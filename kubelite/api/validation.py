@@ -1,0 +1,151 @@
+"""Name, label and metadata validation, with upstream's messages.
+
+Mirrors k8s.io/apimachinery/pkg/util/validation and api/validation/objectmeta.go.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubelite.api.errors import Cause
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+                     "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+                     "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+                         "'-' or '.', and must start and end with an alphanumeric character (e.g. "
+                         "'example.com', regex used for validation is "
+                         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+
+Path = str
+NameValidator = Callable[[str], list[str]]
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _DNS1123_LABEL.match(value):
+        errs.append(DNS1123_LABEL_MSG)
+    return errs
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    errs = []
+    if len(value) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _DNS1123_SUBDOMAIN.match(value):
+        errs.append(DNS1123_SUBDOMAIN_MSG)
+    return errs
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """A label or annotation key: an optional DNS subdomain prefix and a name of at most 63 characters."""
+    prefix, slash, name = value.rpartition("/")
+    errs = []
+    if slash:
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + e for e in is_dns1123_subdomain(prefix))
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    elif not _QUALIFIED_NAME.match(name):
+        errs.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+                    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
+                    "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    return errs
+
+
+def is_label_value(value: str) -> list[str]:
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.match(value):
+        errs.append("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+                    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+                    "'my_value',  or '12345', regex used for validation is "
+                    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+    return errs
+
+
+def invalid(path: Path, value: Any, detail: str) -> Cause:
+    shown = f'"{value}"' if isinstance(value, str) else str(value)
+    return Cause("FieldValueInvalid", f"Invalid value: {shown}: {detail}", path)
+
+
+def required(path: Path, detail: str = "") -> Cause:
+    return Cause("FieldValueRequired", "Required value" + (f": {detail}" if detail else ""), path)
+
+
+def forbidden(path: Path, detail: str) -> Cause:
+    return Cause("FieldValueForbidden", f"Forbidden: {detail}", path)
+
+
+def not_supported(path: Path, value: Any, supported: list[str]) -> Cause:
+    shown = f'"{value}"' if isinstance(value, str) else str(value)
+    return Cause("FieldValueNotSupported",
+                 f"Unsupported value: {shown}: supported values: " + ", ".join(f'"{s}"' for s in supported), path)
+
+
+def duplicate(path: Path, value: Any) -> Cause:
+    return Cause("FieldValueDuplicate", f'Duplicate value: "{value}"', path)
+
+
+def immutable(path: Path) -> Cause:
+    return Cause("FieldValueInvalid", "Invalid value: field is immutable", path)
+
+
+def validate_labels(labels: Mapping[str, Any] | None, path: Path) -> list[Cause]:
+    causes = []
+    for k, v in (labels or {}).items():
+        causes += [invalid(path, k, e) for e in is_qualified_name(k)]
+        if not isinstance(v, str):
+            causes.append(invalid(f"{path}[{k}]", v, "label values must be strings"))
+            continue
+        causes += [invalid(path, v, e) for e in is_label_value(v)]
+    return causes
+
+
+def validate_annotations(annotations: Mapping[str, Any] | None, path: Path) -> list[Cause]:
+    causes = []
+    total = 0
+    for k, v in (annotations or {}).items():
+        causes += [invalid(path, k, e) for e in is_qualified_name(k.lower())]
+        total += len(k) + len(str(v))
+    if total > 256 * 1024:
+        causes.append(Cause("FieldValueTooLong", "Too long: must have at most 262144 bytes", path))
+    return causes
+
+
+def validate_object_meta(meta: Mapping[str, Any], namespaced: bool, name_fn: NameValidator) -> list[Cause]:
+    causes: list[Cause] = []
+    name = meta.get("name", "")
+    if not name:
+        causes.append(required("metadata.name", "name or generateName is required"))
+    else:
+        causes += [invalid("metadata.name", name, e) for e in name_fn(name)]
+    ns = meta.get("namespace", "")
+    if namespaced:
+        if not ns:
+            causes.append(required("metadata.namespace"))
+        else:
+            causes += [invalid("metadata.namespace", ns, e) for e in is_dns1123_label(ns)]
+    elif ns:
+        causes.append(forbidden("metadata.namespace", "not allowed on this type"))
+    causes += validate_labels(meta.get("labels"), "metadata.labels")
+    causes += validate_annotations(meta.get("annotations"), "metadata.annotations")
+    for i, f in enumerate(meta.get("finalizers") or []):
+        if not isinstance(f, str) or is_qualified_name(f):
+            causes.append(invalid(f"metadata.finalizers[{i}]", f, "name is neither a standard finalizer name "
+                                                                  "nor is it fully qualified"))
+    return causes

@@ -1,0 +1,158 @@
+"""The API server: routing, authentication, errors as Status, and its lifecycle.
+
+Paths are parsed once by `request.parse_target` rather than registered route by route,
+so the resource catalogue alone decides what is served. Any exception that is not an
+ApiError is logged and answered as a Status, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from kubelite.api import errors
+from kubelite.api.errors import ApiError
+from kubelite.apiserver import bootstrap, discovery
+from kubelite.apiserver.cache import Caches
+from kubelite.apiserver.handlers import ResourceHandlers, respond
+from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.request import parse_target
+from kubelite.apiserver.rest import Registry
+from kubelite.clock import Clock
+from kubelite.store.interface import Store
+
+log = logging.getLogger("kubelite.apiserver")
+
+PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+COMPACTION_INTERVAL = 300.0
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class ApiServer:
+    store: Store
+    clock: Clock
+    tokens: frozenset[str] = frozenset()  # empty: no authentication (--insecure, loopback only)
+    server_address: str = "127.0.0.1:6443"
+    caches: Caches = field(init=False)
+    registry: Registry = field(init=False)
+    ready: bool = field(default=False, init=False)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.caches = Caches(self.store, RESOURCES)
+        self.registry = Registry(self.store, self.caches, self.clock)
+        self.handlers = ResourceHandlers(self.registry)
+
+    async def start(self) -> None:
+        await self.caches.start()
+        await bootstrap.ensure_defaults(self.registry)
+        self._tasks.append(asyncio.create_task(self._compact_loop(), name="compaction"))
+        self._tasks.append(asyncio.create_task(bootstrap.namespace_finalizer(self.registry), name="ns-finalizer"))
+        self.ready = True
+
+    async def stop(self) -> None:
+        self.ready = False
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        await self.caches.stop()
+
+    async def _compact_loop(self) -> None:
+        """Compact the change log to the revision seen one interval ago, as kube-apiserver does."""
+        previous = self.store.revision
+        while True:
+            await self.clock.sleep(COMPACTION_INTERVAL)
+            if previous > self.store.compacted_revision:
+                try:
+                    await self.store.compact(previous)
+                except Exception:  # a failed compaction is retried next interval
+                    log.exception("compaction failed")
+            previous = self.store.revision
+
+    # --- HTTP ------------------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._middleware], client_max_size=8 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        return app
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            if self.tokens and request.path not in PUBLIC_PATHS:
+                self._authenticate(request)
+            return await handler(request)
+        except ApiError as exc:
+            return respond(exc.status(), exc.code)
+        except (asyncio.CancelledError, ConnectionResetError):
+            raise
+        except web.HTTPException:
+            raise
+        except Exception as exc:  # never a traceback to the client
+            log.exception("internal error serving %s %s", request.method, request.path)
+            err = errors.internal(f"{type(exc).__name__}: {exc}")
+            return respond(err.status(), err.code)
+
+    def _authenticate(self, request: web.Request) -> None:
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not any(hmac.compare_digest(token.strip(), t) for t in self.tokens):
+            raise errors.unauthorized()
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez", "/readyz"):
+            if path == "/readyz" and not self.ready:
+                return web.Response(text="[-]informer-sync failed: not ready\nreadyz check failed", status=500)
+            return web.Response(text="ok")
+        if request.method == "GET":
+            doc = self._discovery(request, path)
+            if doc is not None:
+                return doc
+        target = parse_target(path)
+        if target is None:
+            if path.startswith("/openapi/v2"):
+                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource",
+                                  {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
+        return await self.handlers.handle(request, target)
+
+    def _discovery(self, request: web.Request, path: str) -> web.StreamResponse | None:
+        accept = request.headers.get("Accept", "")
+        aggregated = "g=apidiscovery.k8s.io;v=v2" in accept
+        if path == "/version":
+            return respond(discovery.VERSION)
+        if path in ("/api", "/apis") and aggregated:
+            resp = respond(discovery.aggregated(path == "/api"))
+            resp.content_type = discovery.AGGREGATED_V2.split(";")[0]
+            resp.headers["Content-Type"] = discovery.AGGREGATED_V2
+            return resp
+        if path == "/api":
+            return respond(discovery.api_versions(self.server_address))
+        if path == "/apis":
+            return respond(discovery.api_group_list())
+        if path == "/openapi/v3":
+            return respond(discovery.openapi_index())
+        if path.startswith("/openapi/v3/"):
+            doc = discovery.openapi_document(path.removeprefix("/openapi/v3/"))
+            return respond(doc) if doc is not None else None
+        parts = path.strip("/").split("/")
+        if parts == ["api", "v1"]:
+            return respond(discovery.resource_list("v1"))
+        if len(parts) == 2 and parts[0] == "apis":
+            group = discovery.api_group(parts[1])
+            return respond(group) if group is not None else None
+        if len(parts) == 3 and parts[0] == "apis":
+            rl = discovery.resource_list(f"{parts[1]}/{parts[2]}")
+            return respond(rl) if rl is not None else None
+        return None

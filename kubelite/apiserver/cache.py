@@ -1,0 +1,201 @@
+"""The watch cache: every object decoded once, kept current by one store watch.
+
+As in kube-apiserver, gets and lists are served from memory, and watches fan out from
+here: each change is decoded once and each wire encoding of it is made once, however
+many watchers receive it. A bounded ring of recent events lets watches resume from a
+resourceVersion; older ones get 410 Gone ("too old resource version"), as upstream.
+Writes wait until the cache has seen their revision before they are acknowledged, so
+a client always reads its own writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kubelite.apiserver.registry.base import Obj, Resource
+from kubelite.store.interface import Event, EventType, KeyValue, Store
+
+RING_SIZE = 50_000
+
+
+def decode(kv: KeyValue) -> Obj:
+    obj: Obj = orjson.loads(kv.value)
+    obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+    return obj
+
+
+@dataclass(slots=True)
+class CachedEvent:
+    type: str  # ADDED, MODIFIED, DELETED
+    obj: Obj
+    prev: Obj | None
+    revision: int
+    resource: Resource
+    encoded: dict[Any, bytes] = field(default_factory=dict)
+
+
+Filter = Callable[[Obj], bool]
+
+
+class Watcher:
+    """One watch request's mailbox: events are appended and the writer task woken (coalesced)."""
+
+    __slots__ = ("closed", "filter", "namespace", "pending", "wake")
+
+    def __init__(self, namespace: str, filt: Filter | None) -> None:
+        self.namespace = namespace
+        self.filter = filt
+        self.pending: list[CachedEvent] = []
+        self.wake = asyncio.Event()
+        self.closed = False
+
+    def offer(self, ev: CachedEvent) -> None:
+        if self.namespace and ev.obj["metadata"].get("namespace") != self.namespace:
+            return
+        if self.filter is None:
+            self.pending.append(ev)
+        else:
+            now = self.filter(ev.obj)
+            before = ev.prev is not None and ev.type != "ADDED" and self.filter(ev.prev)
+            if ev.type == "DELETED":
+                if before or now:
+                    self.pending.append(ev)
+                return
+            if now and before:
+                self.pending.append(ev)
+            elif now:
+                self.pending.append(CachedEvent("ADDED", ev.obj, None, ev.revision, ev.resource))
+            elif before:
+                self.pending.append(CachedEvent("DELETED", ev.obj, ev.prev, ev.revision, ev.resource))
+            else:
+                return
+        self.wake.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+
+
+class ResourceCache:
+    def __init__(self, resource: Resource) -> None:
+        self.resource = resource
+        self.by_ns: dict[str, dict[str, Obj]] = {}
+        self.watchers: set[Watcher] = set()
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self.by_ns.get(namespace, {}).get(name)
+
+    def list(self, namespace: str = "") -> list[Obj]:
+        if namespace or not self.resource.namespaced:
+            items = self.by_ns.get(namespace, {})
+            return [items[n] for n in sorted(items)]
+        return [self.by_ns[ns][n] for ns in sorted(self.by_ns) for n in sorted(self.by_ns[ns])]
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.by_ns.values())
+
+    def put(self, obj: Obj) -> Obj | None:
+        meta = obj["metadata"]
+        items = self.by_ns.setdefault(meta.get("namespace", ""), {})
+        prev = items.get(meta["name"])
+        items[meta["name"]] = obj
+        return prev
+
+    def remove(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        items = self.by_ns.get(meta.get("namespace", ""), {})
+        items.pop(meta["name"], None)
+
+
+class Caches:
+    """All resource caches, fed in revision order by one watch on the store."""
+
+    def __init__(self, store: Store, resources: tuple[Resource, ...]) -> None:
+        self.store = store
+        self.by_resource = {r: ResourceCache(r) for r in resources}
+        self._by_prefix = sorted(((r.key_prefix, c) for r, c in self.by_resource.items()),
+                                 key=lambda p: -len(p[0]))
+        self.ring: deque[CachedEvent] = deque(maxlen=RING_SIZE)
+        self.start_revision = 0
+        self.revision = 0
+        self._waiters: dict[int, list[asyncio.Future[None]]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def __getitem__(self, resource: Resource) -> ResourceCache:
+        return self.by_resource[resource]
+
+    async def start(self) -> None:
+        listed = await self.store.list("/registry/")
+        for kv in listed.items:
+            cache = self._route(kv.key)
+            if cache is not None:
+                cache.put(decode(kv))
+        self.start_revision = self.revision = listed.revision
+        self._task = asyncio.create_task(self._run(listed.revision), name="watch-cache")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for cache in self.by_resource.values():
+            for w in list(cache.watchers):
+                w.close()
+
+    def _route(self, key: str) -> ResourceCache | None:
+        for prefix, cache in self._by_prefix:
+            if key.startswith(prefix):
+                return cache
+        return None
+
+    async def _run(self, from_revision: int) -> None:
+        async for ev in self.store.watch("/registry/", from_revision):
+            self.apply(ev)
+
+    def apply(self, ev: Event) -> None:
+        cache = self._route(ev.kv.key)
+        if cache is not None:
+            obj = decode(ev.kv)
+            if ev.type is EventType.DELETE:
+                cache.remove(obj)
+                prev = decode(ev.prev) if ev.prev is not None else None
+                cev = CachedEvent("DELETED", obj, prev, ev.revision, cache.resource)
+            else:
+                prev = cache.put(obj)
+                cev = CachedEvent("MODIFIED" if prev is not None else "ADDED", obj, prev, ev.revision,
+                                  cache.resource)
+            self.ring.append(cev)
+            for w in cache.watchers:
+                w.offer(cev)
+        self.revision = ev.revision
+        for rev in [r for r in self._waiters if r <= ev.revision]:
+            for fut in self._waiters.pop(rev):
+                if not fut.done():
+                    fut.set_result(None)
+
+    async def wait_for(self, revision: int) -> None:
+        if revision <= self.revision:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(revision, []).append(fut)
+        await fut
+
+    def events_since(self, resource: Resource, revision: int) -> list[CachedEvent] | None:
+        """Events of `resource` after `revision`, or None when the ring no longer reaches back that far."""
+        oldest = self.ring[0].revision - 1 if len(self.ring) == self.ring.maxlen else self.start_revision
+        if revision < oldest:
+            return None
+        out: list[CachedEvent] = []
+        for ev in reversed(self.ring):
+            if ev.revision <= revision:
+                break
+            out.append(ev)
+        out.reverse()
+        return [e for e in out if e.resource is resource]

@@ -1,0 +1,161 @@
+"""Discovery (`/api`, `/apis`, per group-version lists, aggregated v2), `/version` and `/openapi/v3`.
+
+All of it is derived from the resource catalogue, so a new resource shows up everywhere
+at once. The OpenAPI documents are the minimal form kubectl needs to hand validation
+to the server (research/kubectl-compat.md §4.3): one patch path per kind declaring the
+`fieldValidation` parameter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry.base import Resource
+
+Obj = dict[str, Any]
+
+VERSION: Obj = {
+    "major": "1", "minor": "32", "gitVersion": "v1.32.0+kubelite", "gitCommit": "0" * 40,
+    "gitTreeState": "clean", "buildDate": "2026-11-22T00:00:00Z", "goVersion": "go1.23", "compiler": "gc",
+    "platform": "linux/amd64",
+}
+AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+_SUB_KIND = {"binding": ("", "v1", "Binding"), "eviction": ("policy", "v1", "Eviction"),
+             "scale": ("autoscaling", "v1", "Scale")}
+_SUB_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"], "eviction": ["create"],
+              "log": ["get"], "scale": ["get", "patch", "update"], "finalize": ["update"]}
+
+
+def groups() -> dict[str, list[Resource]]:
+    out: dict[str, list[Resource]] = {}
+    for r in RESOURCES:
+        out.setdefault(r.group_version, []).append(r)
+    return out
+
+
+def _sub_kind(r: Resource, sub: str) -> tuple[str, str, str]:
+    return _SUB_KIND.get(sub, (r.group, r.version, r.kind))
+
+
+def resource_list(group_version: str) -> Obj | None:
+    members = groups().get(group_version)
+    if members is None:
+        return None
+    resources: list[Obj] = []
+    for r in members:
+        entry: Obj = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
+                      "verbs": list(r.verbs)}
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        if r.categories:
+            entry["categories"] = list(r.categories)
+        resources.append(entry)
+        for sub in r.subresources:
+            group, version, kind = _sub_kind(r, sub)
+            item: Obj = {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced, "kind": kind,
+                         "verbs": _SUB_VERBS[sub]}
+            if (group, version) != (r.group, r.version):
+                item["group"], item["version"] = group, version
+            resources.append(item)
+    if group_version == "v1":
+        resources.append({"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding",
+                          "verbs": ["create"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+def api_versions(server_address: str) -> Obj:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
+
+
+def _group_names() -> list[str]:
+    return sorted({gv.split("/")[0] for gv in groups() if "/" in gv})
+
+
+def api_group(name: str) -> Obj | None:
+    versions = [gv for gv in groups() if gv.startswith(name + "/")]
+    if not versions:
+        return None
+    ref = {"groupVersion": versions[0], "version": versions[0].split("/")[1]}
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": [ref], "preferredVersion": ref}
+
+
+def api_group_list() -> Obj:
+    return {"kind": "APIGroupList", "apiVersion": "v1",
+            "groups": [{k: v for k, v in (api_group(n) or {}).items() if k not in ("kind", "apiVersion")}
+                       for n in _group_names()]}
+
+
+def _aggregated_item(name: str, gvs: Iterable[str]) -> Obj:
+    versions = []
+    for gv in gvs:
+        resources = []
+        for r in groups()[gv]:
+            subs = [{"subresource": s, "responseKind": dict(zip(("group", "version", "kind"), _sub_kind(r, s),
+                                                                strict=True)),
+                     "verbs": _SUB_VERBS[s]} for s in r.subresources]
+            entry: Obj = {"resource": r.plural,
+                          "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+                          "scope": "Namespaced" if r.namespaced else "Cluster", "singularResource": r.singular,
+                          "verbs": list(r.verbs)}
+            if r.short_names:
+                entry["shortNames"] = list(r.short_names)
+            if r.categories:
+                entry["categories"] = list(r.categories)
+            if subs:
+                entry["subresources"] = subs
+            resources.append(entry)
+        versions.append({"version": gv.split("/")[-1], "freshness": "Current", "resources": resources})
+    meta: Obj = {"creationTimestamp": None}
+    if name:
+        meta["name"] = name
+    return {"metadata": meta, "versions": versions}
+
+
+def aggregated(core: bool) -> Obj:
+    if core:
+        items = [_aggregated_item("", ["v1"])]
+    else:
+        items = [_aggregated_item(n, [gv for gv in groups() if gv.startswith(n + "/")]) for n in _group_names()]
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+
+
+# --- OpenAPI v3 ----------------------------------------------------------------------------------
+
+_PARAMS = [{"name": p, "in": "query", "schema": {"type": "string"}}
+           for p in ("dryRun", "fieldManager", "fieldValidation", "force")]
+
+
+def _openapi_path(gv: str) -> str:
+    return "api/v1" if gv == "v1" else f"apis/{gv}"
+
+
+def openapi_document(path: str) -> Obj | None:
+    gv = "v1" if path == "api/v1" else path.removeprefix("apis/")
+    members = groups().get(gv)
+    if members is None:
+        return None
+    paths: Obj = {}
+    for r in members:
+        base = f"/{_openapi_path(gv)}/" + ("namespaces/{namespace}/" if r.namespaced else "") + r.plural
+        paths[base + "/{name}"] = {"patch": {
+            "operationId": f"patch{r.kind}", "x-kubernetes-action": "patch",
+            "x-kubernetes-group-version-kind": {"group": r.group, "version": r.version, "kind": r.kind},
+            "parameters": _PARAMS, "responses": {"200": {"description": "OK"}}}}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
+            "components": {"schemas": {}}, "paths": paths}
+
+
+def openapi_index() -> Obj:
+    paths = {}
+    for gv in groups():
+        doc = orjson.dumps(openapi_document(_openapi_path(gv)))
+        digest = hashlib.sha512(doc).hexdigest()[:16].upper()
+        paths[_openapi_path(gv)] = {"serverRelativeURL": f"/openapi/v3/{_openapi_path(gv)}?hash={digest}"}
+    return {"paths": paths}

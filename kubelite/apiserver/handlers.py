@@ -1,0 +1,316 @@
+"""REST handlers for resources: verbs map to registry calls, results to JSON or Tables."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from kubelite.api import errors
+from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
+from kubelite.apiserver import logs, patch, schema, subresources, tables, watch
+from kubelite.apiserver.cache import decode
+from kubelite.apiserver.registry.base import Obj, Resource
+from kubelite.apiserver.request import (
+    APPLY_PATCH,
+    JSON,
+    JSON_PATCH,
+    MERGE_PATCH,
+    PATCH_TYPES,
+    PROTOBUF,
+    STRATEGIC_PATCH,
+    YAML,
+    Target,
+    decode_body,
+    media_type,
+    parse_bool,
+    parse_int,
+    read_body,
+    wants_table,
+)
+from kubelite.apiserver.rest import Registry, status_success
+from kubelite.store.interface import Compacted, FutureRevision
+
+_VALIDATION = ("Strict", "Warn", "Ignore")
+
+
+def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    resp = web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+    for w in warnings or []:
+        resp.headers.add("Warning", f'299 - "{w}"')
+    return resp
+
+
+class ResourceHandlers:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.caches = registry.caches
+        self.clock = registry.clock
+
+    async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
+        if target.resource is None:  # POST /api/v1/namespaces/NS/bindings
+            if request.method != "POST":
+                raise errors.method_not_allowed(request.method, "bindings")
+            return await self._binding(request, target.namespace, None)
+        r, method = target.resource, request.method
+        if target.subresource == "log":
+            if method != "GET":
+                raise errors.method_not_allowed(method, "pods/log")
+            return await logs.proxy(request, self.registry, target.namespace, target.name)
+        if target.subresource in ("binding", "eviction"):
+            if method != "POST":
+                raise errors.method_not_allowed(method, f"{r.plural}/{target.subresource}")
+            if target.subresource == "binding":
+                return await self._binding(request, target.namespace, target.name)
+            return await self._eviction(request, target)
+        if target.subresource in ("scale", "finalize"):
+            raise errors.method_not_allowed(method, f"{r.plural}/{target.subresource}")
+        if not target.name:
+            if method == "GET":
+                return await self._list(request, target)
+            if method == "POST":
+                return await self._create(request, target)
+            raise errors.method_not_allowed(method, r.plural)
+        if method == "GET":
+            obj = self.registry.current(r, target.namespace, target.name)
+            if wants_table(request):
+                return respond(tables.table(r.kind, [obj], self.clock.now(), _include(request),
+                                            obj["metadata"]["resourceVersion"]))
+            return respond(obj)
+        if method == "PUT":
+            return await self._update(request, target)
+        if method == "PATCH":
+            return await self._patch(request, target)
+        if method == "DELETE":
+            return await self._delete(request, target)
+        raise errors.method_not_allowed(method, r.plural)
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    def _selectors(self, request: web.Request, r: Resource) -> tuple[LabelSelector, FieldSelector]:
+        labels = parse_label_selector(request.query.get("labelSelector", ""))
+        fields = parse_field_selector(request.query.get("fieldSelector", ""), r.fields, r.plural)
+        return labels, fields
+
+    async def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
+        r = target.resource
+        assert r is not None
+        q = request.query
+        labels, fields = self._selectors(request, r)
+        matches = None
+        if not labels.empty or fields.requirements:
+            def matches(o: Obj) -> bool:
+                return labels.matches(o["metadata"].get("labels")) and fields.matches(o)
+        if parse_bool(q.get("watch"), "watch"):
+            encoder = watch.table_encoder(r.kind, _include(request), self.clock) if wants_table(request) \
+                else watch.json_encoder()
+            timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
+            return await watch.serve(request, self.caches, r, target.namespace, matches, encoder,
+                                     q.get("resourceVersion", ""), float(timeout) if timeout is not None else None,
+                                     parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), self.clock)
+        items, revision = await self._items(r, target.namespace, q.get("resourceVersion", ""),
+                                            q.get("resourceVersionMatch", ""))
+        if matches is not None:
+            items = [o for o in items if matches(o)]
+        items, token = _paginate(items, q.get("continue", ""), parse_int(q.get("limit"), "limit"), revision)
+        if wants_table(request):
+            return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token))
+        meta: Obj = {"resourceVersion": str(revision)}
+        if token:
+            meta["continue"] = token
+        return respond({"kind": f"{r.kind}List", "apiVersion": r.group_version, "metadata": meta, "items": items})
+
+    async def _items(self, r: Resource, namespace: str, rv: str, match: str) -> tuple[list[Obj], int]:
+        if match == "Exact" and rv not in ("", "0"):
+            try:
+                prefix = r.key_prefix + (f"{namespace}/" if namespace else "")
+                listed = await self.registry.store.list(prefix, int(rv))
+            except ValueError:
+                raise errors.bad_request(f'invalid resourceVersion "{rv}"') from None
+            except Compacted as exc:
+                raise errors.gone(f"too old resource version: {exc.requested} ({exc.compacted})") from None
+            except FutureRevision as exc:
+                raise errors.timeout(f"Too large resource version: {exc.requested}, current: {exc.current}") \
+                    from None
+            return [decode(kv) for kv in listed.items], listed.revision
+        return self.caches[r].list(namespace), self.caches.revision
+
+    # --- writes ----------------------------------------------------------------------------------
+
+    async def _decode_object(self, request: web.Request, r: Resource) -> tuple[Obj, list[str]]:
+        """Body → object with GVK defaulted from the URL and unknown fields handled per fieldValidation."""
+        body = await read_body(request)
+        ctype = media_type(request)
+        obj = decode_body(body, ctype)
+        if not isinstance(obj, dict):
+            raise errors.bad_request(f"the body of the request must be a {r.kind} object")
+        kind, api_version = obj.get("kind"), obj.get("apiVersion")
+        if (kind and kind != r.kind) or (api_version and api_version != r.group_version):
+            raise errors.bad_request(f"the object provided is unrecognized (must be of type {r.kind}): "
+                                     f"{api_version}, Kind={kind}")
+        obj["kind"], obj["apiVersion"] = r.kind, r.group_version
+        warnings = self._field_validation(request, r, obj, body if ctype == JSON else None)
+        return obj, warnings
+
+    def _field_validation(self, request: web.Request, r: Resource, obj: Obj, raw_json: bytes | None) -> list[str]:
+        mode = request.query.get("fieldValidation", "Warn")
+        if mode not in _VALIDATION:
+            raise errors.bad_request(f"fieldValidation parameter unsupported: {mode}")
+        problems = [f'unknown field "{p}"' for p in schema.prune_unknown(obj, r.model)]
+        if mode == "Strict" and raw_json is not None:
+            problems += [f'duplicate field "{d}"' for d in schema.duplicate_fields(raw_json)]
+        if not problems or mode == "Ignore":
+            return []
+        if mode == "Strict":
+            raise errors.bad_request(f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: strict '
+                                     f"decoding error: {', '.join(problems)}")
+        return problems
+
+    def _check_namespace(self, obj: Obj, target: Target) -> None:
+        ns = (obj.get("metadata") or {}).get("namespace")
+        if target.resource is not None and target.resource.namespaced and ns and ns != target.namespace:
+            raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
+                                     "the request")
+
+    async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:
+        r = target.resource
+        assert r is not None
+        if r.namespaced and not target.namespace:
+            raise errors.method_not_allowed("POST", r.plural)
+        obj, warnings = await self._decode_object(request, r)
+        self._check_namespace(obj, target)
+        created = await self.registry.create(r, target.namespace, obj, _dry_run(request))
+        return respond(created, 201, warnings)
+
+    async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
+        r = target.resource
+        assert r is not None
+        obj, warnings = await self._decode_object(request, r)
+        self._check_namespace(obj, target)
+        updated = await self.registry.update(r, target.namespace, target.name, obj, target.subresource,
+                                             _dry_run(request))
+        return respond(updated, 200, warnings)
+
+    async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        r = target.resource
+        assert r is not None
+        ctype = media_type(request)
+        body = await read_body(request)
+        patch_doc = decode_body(body, ctype, PATCH_TYPES)
+        dry_run = _dry_run(request)
+        if ctype == APPLY_PATCH:
+            return await self._apply(request, target, patch_doc, dry_run)
+        warnings: list[str] = []
+
+        def apply(cur: Obj) -> Obj:
+            if ctype == JSON_PATCH:
+                out: Obj = patch.json_patch(cur, patch_doc)
+            elif ctype == MERGE_PATCH:
+                out = patch.merge_patch(cur, patch_doc)
+            else:
+                out = patch.strategic_merge_patch(cur, patch_doc, r.kind)
+            warnings[:] = self._field_validation(request, r, out, None)
+            return out
+
+        patched = await self.registry.patch(r, target.namespace, target.name, apply, target.subresource, dry_run)
+        return respond(patched, 200, warnings)
+
+    async def _apply(self, request: web.Request, target: Target, doc: Any, dry_run: bool) -> web.StreamResponse:
+        """Server-side apply as an upsert plus strategic merge (no managedFields or conflict detection yet)."""
+        r = target.resource
+        assert r is not None
+        if not request.query.get("fieldManager"):
+            raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager to be set")
+        if not isinstance(doc, dict):
+            raise errors.bad_request("apply patch must be an object")
+        warnings = self._field_validation(request, r, doc, None)
+        if self.caches[r].get(target.namespace, target.name) is None:
+            doc.setdefault("metadata", {})["name"] = target.name
+            return respond(await self.registry.create(r, target.namespace, doc, dry_run), 201, warnings)
+        patched = await self.registry.patch(r, target.namespace, target.name,
+                                            lambda cur: patch.strategic_merge_patch(cur, doc, r.kind),
+                                            target.subresource, dry_run)
+        return respond(patched, 200, warnings)
+
+    async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
+        r = target.resource
+        assert r is not None
+        body = await read_body(request)
+        options: Obj = {}
+        if body.strip():
+            decoded = decode_body(body, media_type(request), (JSON, YAML, PROTOBUF))
+            if not isinstance(decoded, dict):
+                raise errors.bad_request("DeleteOptions must be an object")
+            options = decoded
+        grace = parse_int(request.query.get("gracePeriodSeconds"), "gracePeriodSeconds")
+        if grace is not None:
+            options["gracePeriodSeconds"] = grace
+        for key in ("uid", "resourceVersion"):
+            if request.query.get(f"preconditions.{key}"):
+                options.setdefault("preconditions", {})[key] = request.query[f"preconditions.{key}"]
+        dry_run = _dry_run(request) or "All" in (options.get("dryRun") or [])
+        obj, _ = await self.registry.delete(r, target.namespace, target.name, options, dry_run)
+        if r.kind == "Pod" or obj["metadata"].get("deletionTimestamp"):
+            return respond(obj)
+        return respond(status_success(r, obj))
+
+    # --- subresources ----------------------------------------------------------------------------
+
+    async def _binding(self, request: web.Request, namespace: str, name: str | None) -> web.StreamResponse:
+        binding = decode_body(await read_body(request), media_type(request))
+        if not isinstance(binding, dict):
+            raise errors.bad_request("the body must be a Binding")
+        meta = binding.setdefault("metadata", {})
+        if name is not None:
+            if meta.get("name") and meta["name"] != name:
+                raise errors.bad_request("name in URL does not match name in Binding object")
+            meta["name"] = name
+        await subresources.bind(self.registry, namespace, binding, _dry_run(request))
+        return respond({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201},
+                       201)
+
+    async def _eviction(self, request: web.Request, target: Target) -> web.StreamResponse:
+        eviction = decode_body(await read_body(request), media_type(request))
+        if not isinstance(eviction, dict):
+            raise errors.bad_request("the body must be an Eviction")
+        name = (eviction.get("metadata") or {}).get("name")
+        if name and name != target.name:
+            raise errors.bad_request("name in URL does not match name in Eviction object")
+        result = await subresources.evict(self.registry, target.namespace, target.name, eviction, _dry_run(request))
+        return respond(result, 201)
+
+
+def _dry_run(request: web.Request) -> bool:
+    values = request.query.getall("dryRun", [])
+    for v in values:
+        if v != "All":
+            raise errors.bad_request(f'unsupported dry run option "{v}": only "All" is supported')
+    return bool(values)
+
+
+def _include(request: web.Request) -> str:
+    value = request.query.get("includeObject", "Metadata")
+    if value not in ("None", "Metadata", "Object"):
+        raise errors.bad_request(f"includeObject must be None, Metadata or Object, not {value!r}")
+    return value
+
+
+def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) -> tuple[list[Obj], str]:
+    """limit/continue: the token names the last key returned; later pages are served from current state."""
+    start = 0
+    if token:
+        try:
+            state = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+            last = (state["ns"], state["name"])
+        except (ValueError, KeyError, TypeError):
+            raise errors.bad_request("continue key is not valid") from None
+        start = next((i for i, o in enumerate(items)
+                      if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > last), len(items))
+    if not limit or limit <= 0 or start + limit >= len(items):
+        return items[start:], ""
+    page = items[start:start + limit]
+    tail = page[-1]["metadata"]
+    state = {"rv": revision, "ns": tail.get("namespace", ""), "name": tail["name"]}
+    return page, base64.urlsafe_b64encode(orjson.dumps(state)).decode()

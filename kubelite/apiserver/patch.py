@@ -1,0 +1,269 @@
+"""JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
+
+Strategic merge needs per-field metadata (merge key, strategy) that upstream keeps in
+Go struct tags; `PATCH_META` holds it for the kinds we serve (k8s.io/api types.go).
+Directives supported: `null`, `$patch: replace|delete|merge`, `$setElementOrder/<list>`,
+`$retainKeys`, `$deleteFromPrimitiveList/<list>` (research/kubectl-compat.md §5.4).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubelite.api.errors import ApiError, bad_request
+
+Meta = dict[tuple[str, ...], tuple[str, str]]  # path → (strategy, merge key); strategy merge|replace|retainKeys
+
+_POD_SPEC: Meta = {
+    ("containers",): ("merge", "name"),
+    ("initContainers",): ("merge", "name"),
+    ("ephemeralContainers",): ("merge", "name"),
+    ("imagePullSecrets",): ("merge", "name"),
+    ("schedulingGates",): ("merge", "name"),
+    ("volumes",): ("merge", "name"),
+    ("resourceClaims",): ("merge", "name"),
+    ("hostAliases",): ("merge", "ip"),
+    ("topologySpreadConstraints",): ("merge", "topologyKey"),
+}
+_CONTAINER: Meta = {
+    ("ports",): ("merge", "containerPort"),
+    ("env",): ("merge", "name"),
+    ("volumeMounts",): ("merge", "mountPath"),
+    ("volumeDevices",): ("merge", "devicePath"),
+}
+_META: Meta = {("metadata", "finalizers"): ("merge", ""), ("metadata", "ownerReferences"): ("merge", "uid")}
+_CONDITIONS: Meta = {("status", "conditions"): ("merge", "type")}
+
+
+def _under(prefix: tuple[str, ...], meta: Meta) -> Meta:
+    return {prefix + k: v for k, v in meta.items()}
+
+
+def _pod_spec_meta(prefix: tuple[str, ...]) -> Meta:
+    out = _under(prefix, _POD_SPEC)
+    for c in ("containers", "initContainers", "ephemeralContainers"):
+        out.update(_under((*prefix, c), _CONTAINER))
+    return out
+
+
+_TEMPLATE = ("spec", "template", "spec")
+PATCH_META: dict[str, Meta] = {
+    "Pod": {**_META, **_pod_spec_meta(("spec",)), **_CONDITIONS,
+            ("status", "podIPs"): ("merge", "ip"), ("status", "hostIPs"): ("merge", "ip")},
+    "Node": {**_META, **_CONDITIONS, ("spec", "podCIDRs"): ("merge", ""),
+             ("status", "addresses"): ("merge", "type")},
+    "Namespace": {**_META, **_CONDITIONS},
+    "PersistentVolumeClaim": {**_META, **_CONDITIONS},
+    "PodDisruptionBudget": {**_META, **_CONDITIONS, ("spec", "selector"): ("replace", "")},
+    "Deployment": {**_META, **_CONDITIONS, **_pod_spec_meta(_TEMPLATE), ("spec", "strategy"): ("retainKeys", "")},
+    "ReplicaSet": {**_META, **_CONDITIONS, **_pod_spec_meta(_TEMPLATE)},
+    "StatefulSet": {**_META, **_CONDITIONS, **_pod_spec_meta(_TEMPLATE)},
+}
+
+
+# --- JSON merge patch ----------------------------------------------------------------------------
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+# --- JSON patch ----------------------------------------------------------------------------------
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(422, "Invalid", message)
+
+
+def _pointer(path: str) -> list[str]:
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise _invalid(f"invalid JSON pointer {path!r}")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _parent(doc: Any, parts: list[str], path: str) -> Any:
+    cur = doc
+    for p in parts[:-1]:
+        if isinstance(cur, dict) and p in cur:
+            cur = cur[p]
+        elif isinstance(cur, list) and p.isdigit() and int(p) < len(cur):
+            cur = cur[int(p)]
+        else:
+            raise _invalid(f"jsonpatch: path {path!r} does not exist")
+    return cur
+
+
+def _index(container: list[Any], token: str, path: str, allow_end: bool) -> int:
+    if token == "-" and allow_end:
+        return len(container)
+    if not token.isdigit():
+        raise _invalid(f"jsonpatch: invalid array index in {path!r}")
+    i = int(token)
+    if i > len(container) or (i == len(container) and not allow_end):
+        raise _invalid(f"jsonpatch: array index out of bounds in {path!r}")
+    return i
+
+
+def _get(doc: Any, path: str) -> Any:
+    parts = _pointer(path)
+    if not parts:
+        return doc
+    parent = _parent(doc, parts, path)
+    last = parts[-1]
+    if isinstance(parent, dict) and last in parent:
+        return parent[last]
+    if isinstance(parent, list):
+        return parent[_index(parent, last, path, False)]
+    raise _invalid(f"jsonpatch: path {path!r} does not exist")
+
+
+def _remove(doc: Any, path: str) -> Any:
+    parts = _pointer(path)
+    parent = _parent(doc, parts, path)
+    last = parts[-1] if parts else ""
+    if isinstance(parent, dict) and last in parent:
+        return parent.pop(last)
+    if isinstance(parent, list):
+        return parent.pop(_index(parent, last, path, False))
+    raise _invalid(f"jsonpatch: unable to remove nonexistent key {last!r}: missing value")
+
+
+def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
+    parts = _pointer(path)
+    if not parts:
+        return value
+    parent = _parent(doc, parts, path)
+    last = parts[-1]
+    if isinstance(parent, dict):
+        if replace and last not in parent:
+            raise _invalid(f"jsonpatch: replace operation does not apply: doc is missing key: {path}")
+        parent[last] = value
+    elif isinstance(parent, list):
+        i = _index(parent, last, path, not replace)
+        if replace:
+            parent[i] = value
+        else:
+            parent.insert(i, value)
+    else:
+        raise _invalid(f"jsonpatch: path {path!r} does not exist")
+    return doc
+
+
+def json_patch(doc: Any, ops: Any) -> Any:
+    if not isinstance(ops, list):
+        raise bad_request("json patch must be a list of operations")
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        if not isinstance(op, dict) or "op" not in op or "path" not in op:
+            raise bad_request(f"invalid json patch operation: {op!r}")
+        kind, path = op["op"], op["path"]
+        if kind == "add":
+            doc = _add(doc, path, copy.deepcopy(op.get("value")))
+        elif kind == "remove":
+            _remove(doc, path)
+        elif kind == "replace":
+            doc = _add(doc, path, copy.deepcopy(op.get("value")), replace=True)
+        elif kind in ("move", "copy"):
+            source = op.get("from", "")
+            value = _remove(doc, source) if kind == "move" else copy.deepcopy(_get(doc, source))
+            doc = _add(doc, path, value)
+        elif kind == "test":
+            if _get(doc, path) != op.get("value"):
+                raise _invalid(f"testing value {path} failed: test failed")
+        else:
+            raise bad_request(f"Unexpected kind: {kind}")
+    return doc
+
+
+# --- strategic merge patch -----------------------------------------------------------------------
+
+def strategic_merge_patch(original: dict[str, Any], patch: Any, kind: str) -> dict[str, Any]:
+    if not isinstance(patch, dict):
+        raise bad_request("strategic merge patch must be a JSON object")
+    result = _smp_map(copy.deepcopy(original), patch, (), PATCH_META.get(kind, {}))
+    return result if isinstance(result, dict) else {}
+
+
+def _smp_map(original: dict[str, Any], patch: dict[str, Any], path: tuple[str, ...], meta: Meta) -> Any:
+    directive = patch.get("$patch")
+    if directive == "delete":
+        return None
+    if directive == "replace":
+        return {k: v for k, v in patch.items() if k != "$patch"}
+    if "$retainKeys" in patch:
+        keep = set(patch["$retainKeys"] or [])
+        original = {k: v for k, v in original.items() if k in keep}
+    orders = {k.split("/", 1)[1]: v for k, v in patch.items() if k.startswith("$setElementOrder/")}
+    removals = {k.split("/", 1)[1]: v for k, v in patch.items() if k.startswith("$deleteFromPrimitiveList/")}
+    for key, value in patch.items():
+        if key.startswith("$"):
+            continue
+        sub = (*path, key)
+        strategy, merge_key = meta.get(sub, ("", ""))
+        if value is None:
+            original.pop(key, None)
+        elif strategy == "replace":
+            original[key] = value
+        elif isinstance(value, dict) and isinstance(original.get(key), dict):
+            merged = _smp_map(original[key], value, sub, meta)
+            if merged is None:
+                original.pop(key, None)
+            else:
+                original[key] = merged
+        elif isinstance(value, dict):
+            merged = _smp_map({}, value, sub, meta)
+            if merged is not None:
+                original[key] = merged
+        elif isinstance(value, list) and strategy == "merge":
+            original[key] = _smp_list(original.get(key) or [], value, sub, meta, merge_key)
+        else:
+            original[key] = value
+    for key, order in orders.items():
+        if isinstance(original.get(key), list):
+            original[key] = _apply_order(original[key], order, meta.get((*path, key), ("", ""))[1])
+    for key, values in removals.items():
+        if isinstance(original.get(key), list):
+            original[key] = [v for v in original[key] if v not in values]
+    return original
+
+
+def _smp_list(original: list[Any], patch: list[Any], path: tuple[str, ...], meta: Meta,
+              merge_key: str) -> list[Any]:
+    if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
+        return [p for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")]
+    if not merge_key:  # a set of primitives, e.g. finalizers
+        return list(original) + [p for p in patch if p not in original]
+    result = list(original)
+    for item in patch:
+        if not isinstance(item, dict) or merge_key not in item:
+            raise bad_request(f"map: {item!r} does not contain declared merge key: {merge_key}")
+        idx = next((i for i, o in enumerate(result) if isinstance(o, dict) and o.get(merge_key) == item[merge_key]),
+                   None)
+        if item.get("$patch") == "delete":
+            if idx is not None:
+                result.pop(idx)
+            continue
+        if idx is None:
+            result.append(_smp_map({}, item, path, meta))
+        else:
+            result[idx] = _smp_map(result[idx], item, path, meta)
+    return result
+
+
+def _apply_order(items: list[Any], order: list[Any], merge_key: str) -> list[Any]:
+    def ident(x: Any) -> Any:
+        return x.get(merge_key) if merge_key and isinstance(x, dict) else x
+
+    rank = {ident(o): i for i, o in enumerate(order)}
+    indexed = list(enumerate(items))
+    indexed.sort(key=lambda p: (rank.get(ident(p[1]), len(rank)), p[0]))
+    return [x for _, x in indexed]

@@ -1,0 +1,102 @@
+"""First-start security material: a CA, a serving certificate, an admin token, a kubeconfig.
+
+Generated once into the data dir and reused; kubectl needs TLS to send a bearer token
+at all (research/kubectl-compat.md), so HTTPS with a token is the default.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import secrets
+import socket
+from pathlib import Path
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+import base64
+
+
+def _write(path: Path, data: bytes, private: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    if private:
+        os.chmod(tmp, 0o600)
+    tmp.replace(path)
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def ensure_pki(pki: Path, hosts: list[str]) -> tuple[Path, Path, Path]:
+    """Return (ca.crt, server.crt, server.key), creating them on first start."""
+    ca_crt, srv_crt, srv_key = pki / "ca.crt", pki / "server.crt", pki / "server.key"
+    if ca_crt.exists() and srv_crt.exists() and srv_key.exists():
+        return ca_crt, srv_crt, srv_key
+    now = dt.datetime.now(dt.UTC)
+    ca_key = _key()
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubelite-ca")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+          .not_valid_after(now + dt.timedelta(days=3650))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, encipher_only=False, decipher_only=False),
+                         critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = _key()
+    names: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.DNSName("kubernetes"),
+                                     x509.DNSName(socket.gethostname())]
+    for h in {"127.0.0.1", "::1", *hosts}:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(h)))
+        except ValueError:
+            names.append(x509.DNSName(h))
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=3650))
+            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    _write(pki / "ca.key", _pem_key(ca_key), private=True)
+    _write(ca_crt, ca.public_bytes(serialization.Encoding.PEM))
+    _write(srv_key, _pem_key(key), private=True)
+    _write(srv_crt, cert.public_bytes(serialization.Encoding.PEM))
+    return ca_crt, srv_crt, srv_key
+
+
+def ensure_token(path: Path) -> str:
+    if path.exists():
+        return path.read_text().strip()
+    token = secrets.token_urlsafe(32)
+    _write(path, token.encode() + b"\n", private=True)
+    return token
+
+
+def write_kubeconfig(path: Path, server: str, token: str | None, ca_crt: Path | None) -> None:
+    cluster: dict[str, object] = {"server": server}
+    if ca_crt is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_crt.read_bytes()).decode()
+    user: dict[str, object] = {"token": token} if token else {}
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "kubelite", "preferences": {},
+        "clusters": [{"name": "kubelite", "cluster": cluster}],
+        "users": [{"name": "admin", "user": user}],
+        "contexts": [{"name": "kubelite", "context": {"cluster": "kubelite", "user": "admin",
+                                                     "namespace": "default"}}],
+    }
+    _write(path, yaml.safe_dump(config, sort_keys=False).encode(), private=True)

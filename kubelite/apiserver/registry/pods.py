@@ -1,0 +1,363 @@
+"""Pod strategy: upstream defaults, validation, update rules, priority admission, CheckGracefulDelete.
+
+Mirrors pkg/apis/core/v1/defaults.go, pkg/apis/core/validation (the fields we use),
+pkg/registry/core/pod/strategy.go and plugin/pkg/admission/priority.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubelite.api import validation as v
+from kubelite.api.errors import Cause
+from kubelite.api.quantity import QuantityError, parse_quantity
+from kubelite.api.selectors import COMMON_FIELDS, path_getter
+from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
+
+POD_FIELDS = {
+    **COMMON_FIELDS,
+    "spec.nodeName": path_getter("spec", "nodeName"),
+    "spec.restartPolicy": path_getter("spec", "restartPolicy"),
+    "spec.schedulerName": path_getter("spec", "schedulerName"),
+    "spec.serviceAccountName": path_getter("spec", "serviceAccountName"),
+    "spec.hostNetwork": path_getter("spec", "hostNetwork"),
+    "status.phase": path_getter("status", "phase"),
+    "status.podIP": path_getter("status", "podIP"),
+    "status.nominatedNodeName": path_getter("status", "nominatedNodeName"),
+}
+
+DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS = 0
+PREEMPT_LOWER = "PreemptLowerPriority"
+_PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
+_DEFAULT_TOLERATIONS = [
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+]
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def all_containers(spec: Obj) -> list[tuple[str, int, Obj]]:
+    return [(kind, i, c) for kind in ("initContainers", "containers") for i, c in enumerate(spec.get(kind) or [])]
+
+
+# --- defaults ------------------------------------------------------------------------------------
+
+def _default_container(c: Obj) -> None:
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    image = c.get("image", "")
+    if "imagePullPolicy" not in c:
+        tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
+        c["imagePullPolicy"] = "Always" if not tagged or image.endswith(":latest") else "IfNotPresent"
+    res = c.setdefault("resources", {})
+    if res.get("limits"):
+        requests = res.setdefault("requests", {})
+        for name, qty in res["limits"].items():
+            requests.setdefault(name, qty)
+    for port in c.get("ports") or []:
+        port.setdefault("protocol", "TCP")
+    for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = c.get(probe_name)
+        if isinstance(probe, dict):
+            for k, val in _PROBE_DEFAULTS.items():
+                probe.setdefault(k, val)
+            if isinstance(probe.get("httpGet"), dict):
+                probe["httpGet"].setdefault("scheme", "HTTP")
+                probe["httpGet"].setdefault("path", "/")
+    for env in c.get("env") or []:
+        ref = (env.get("valueFrom") or {}).get("fieldRef")
+        if isinstance(ref, dict):
+            ref.setdefault("apiVersion", "v1")
+
+
+def default_pod_spec(spec: Obj) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    if "serviceAccountName" not in spec:
+        spec["serviceAccountName"] = spec.get("serviceAccount") or "default"
+    spec["serviceAccount"] = spec["serviceAccountName"]
+    for _, _, c in all_containers(spec):
+        _default_container(c)
+    for vol in spec.get("volumes") or []:
+        if not any(k for k in vol if k != "name"):
+            vol["emptyDir"] = {}
+
+
+def _merge_default_tolerations(spec: Obj) -> None:
+    """DefaultTolerationSeconds admission: tolerate not-ready/unreachable for 300s unless told otherwise."""
+    tolerations = spec.setdefault("tolerations", [])
+    for default in _DEFAULT_TOLERATIONS:
+        covered = any(t.get("key") == default["key"] and t.get("effect") in ("NoExecute", None, "")
+                      or (not t.get("key") and t.get("operator") == "Exists") for t in tolerations)
+        if not covered:
+            tolerations.append(dict(default))
+
+
+def qos_class(spec: Obj) -> str:
+    """pkg/apis/core/helper/qos.GetPodQOS over app and init containers."""
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    guaranteed = True
+    for kind, _, c in all_containers(spec):
+        if kind not in ("containers", "initContainers"):
+            continue
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        for name, q in req.items():
+            if name in ("cpu", "memory") and _qty(q) != 0:
+                requests[name] = q
+        for name, q in lim.items():
+            if name in ("cpu", "memory") and _qty(q) != 0:
+                limits[name] = q
+        if not all(n in lim for n in ("cpu", "memory")):
+            guaranteed = False
+        elif any(_qty(req.get(n, lim[n])) != _qty(lim[n]) for n in ("cpu", "memory")):
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed and len(limits) == 2 else "Burstable"
+
+
+def _qty(q: Any) -> Any:
+    try:
+        return parse_quantity(q)
+    except QuantityError:
+        return None
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+_RESTART = ["Always", "OnFailure", "Never"]
+_DNS = ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]
+_EFFECTS = ["NoExecute", "NoSchedule", "PreferNoSchedule"]
+
+
+def _validate_container(c: Obj, path: str, init: bool) -> list[Cause]:
+    causes: list[Cause] = []
+    name = c.get("name", "")
+    if not name:
+        causes.append(v.required(f"{path}.name"))
+    else:
+        causes += [v.invalid(f"{path}.name", name, e) for e in v.is_dns1123_label(name)]
+    if not c.get("image"):
+        causes.append(v.required(f"{path}.image"))
+    policy = c.get("restartPolicy")
+    if policy is not None and policy not in (_RESTART if not init else ["Always"]):
+        causes.append(v.not_supported(f"{path}.restartPolicy", policy, ["Always"] if init else _RESTART))
+    for i, port in enumerate(c.get("ports") or []):
+        cp = port.get("containerPort")
+        if not isinstance(cp, int) or not 1 <= cp <= 65535:
+            causes.append(v.invalid(f"{path}.ports[{i}].containerPort", cp, "must be between 1 and 65535, "
+                                                                            "inclusive"))
+        if port.get("protocol") not in ("TCP", "UDP", "SCTP"):
+            causes.append(v.not_supported(f"{path}.ports[{i}].protocol", port.get("protocol"),
+                                          ["SCTP", "TCP", "UDP"]))
+    res = c.get("resources") or {}
+    for section in ("requests", "limits"):
+        for rname, q in (res.get(section) or {}).items():
+            parsed = _qty(q)
+            if parsed is None:
+                causes.append(v.invalid(f"{path}.resources.{section}[{rname}]", q,
+                                        "must match the regex (\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))"
+                                        "(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|"
+                                        "(\\.[0-9]+))))?"))
+            elif parsed < 0:
+                causes.append(v.invalid(f"{path}.resources.{section}[{rname}]", q,
+                                        "must be greater than or equal to 0"))
+    for rname, q in (res.get("requests") or {}).items():
+        lim = (res.get("limits") or {}).get(rname)
+        if lim is not None and _qty(q) is not None and _qty(lim) is not None and _qty(q) > _qty(lim):
+            causes.append(v.invalid(f"{path}.resources.requests", q, f"must be less than or equal to {rname} limit "
+                                                                      f"of {lim}"))
+    return causes
+
+
+def validate_pod_spec(spec: Obj, path: str = "spec") -> list[Cause]:
+    causes: list[Cause] = []
+    if not spec.get("containers"):
+        causes.append(v.required(f"{path}.containers"))
+    seen: set[str] = set()
+    for kind, i, c in all_containers(spec):
+        cpath = f"{path}.{kind}[{i}]"
+        causes += _validate_container(c, cpath, kind == "initContainers")
+        name = c.get("name", "")
+        if name in seen:
+            causes.append(v.duplicate(f"{cpath}.name", name))
+        seen.add(name)
+    if spec.get("restartPolicy") not in _RESTART:
+        causes.append(v.not_supported(f"{path}.restartPolicy", spec.get("restartPolicy"), _RESTART))
+    if spec.get("dnsPolicy") not in _DNS:
+        causes.append(v.not_supported(f"{path}.dnsPolicy", spec.get("dnsPolicy"), _DNS))
+    grace = spec.get("terminationGracePeriodSeconds")
+    if not isinstance(grace, int) or grace < 0:
+        causes.append(v.invalid(f"{path}.terminationGracePeriodSeconds", grace,
+                                "must be greater than or equal to 0"))
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None and (not isinstance(deadline, int) or deadline <= 0):
+        causes.append(v.invalid(f"{path}.activeDeadlineSeconds", deadline, "must be between 1 and 2147483647, "
+                                                                          "inclusive"))
+    vol_names: set[str] = set()
+    for i, vol in enumerate(spec.get("volumes") or []):
+        name = vol.get("name", "")
+        if not name:
+            causes.append(v.required(f"{path}.volumes[{i}].name"))
+        elif name in vol_names:
+            causes.append(v.duplicate(f"{path}.volumes[{i}].name", name))
+        vol_names.add(name)
+    for i, t in enumerate(spec.get("tolerations") or []):
+        tpath = f"{path}.tolerations[{i}]"
+        op = t.get("operator", "Equal")
+        if op not in ("Equal", "Exists"):
+            causes.append(v.not_supported(f"{tpath}.operator", op, ["Equal", "Exists"]))
+        if op == "Exists" and t.get("value"):
+            causes.append(v.invalid(f"{tpath}.operator", t.get("value"),
+                                    "value must be empty when `operator` is 'Exists'"))
+        if t.get("effect") and t["effect"] not in _EFFECTS:
+            causes.append(v.not_supported(f"{tpath}.effect", t["effect"], _EFFECTS))
+        if not t.get("key") and op != "Exists":
+            causes.append(v.invalid(f"{tpath}.operator", op, "operator must be Exists when `key` is empty, which "
+                                                            "means \"match all values and all keys\""))
+    for i, gate in enumerate(spec.get("schedulingGates") or []):
+        causes += [v.invalid(f"{path}.schedulingGates[{i}].name", gate.get("name", ""), e)
+                   for e in v.is_qualified_name(gate.get("name", ""))]
+    for i, tsc in enumerate(spec.get("topologySpreadConstraints") or []):
+        tpath = f"{path}.topologySpreadConstraints[{i}]"
+        skew = tsc.get("maxSkew")
+        if not isinstance(skew, int) or skew <= 0:
+            causes.append(v.invalid(f"{tpath}.maxSkew", skew, "must be greater than zero"))
+        if not tsc.get("topologyKey"):
+            causes.append(v.required(f"{tpath}.topologyKey", "can not be empty"))
+        when = tsc.get("whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            causes.append(v.not_supported(f"{tpath}.whenUnsatisfiable", when, ["DoNotSchedule", "ScheduleAnyway"]))
+        min_domains = tsc.get("minDomains")
+        if min_domains is not None and (not isinstance(min_domains, int) or min_domains <= 0):
+            causes.append(v.invalid(f"{tpath}.minDomains", min_domains, "must be greater than 0"))
+    return causes
+
+
+# --- update rules --------------------------------------------------------------------------------
+
+_UPDATE_FORBIDDEN = ("pod updates may not change fields other than `spec.containers[*].image`,"
+                     "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+                     "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                     "(allow it to be set to 1 if it was previously negative)")
+
+
+def validate_pod_spec_update(new: Obj, old: Obj) -> list[Cause]:
+    """ValidatePodUpdate: only images, deadline, added tolerations and removed gates may change."""
+    causes: list[Cause] = []
+    mutable = copy.deepcopy(new)
+    for kind in ("containers", "initContainers"):
+        olds = old.get(kind) or []
+        for i, c in enumerate(mutable.get(kind) or []):
+            if i < len(olds):
+                c["image"] = olds[i].get("image")
+    old_deadline, new_deadline = old.get("activeDeadlineSeconds"), new.get("activeDeadlineSeconds")
+    if new_deadline is not None and (old_deadline is None or new_deadline <= old_deadline):
+        mutable["activeDeadlineSeconds"] = old_deadline
+        if old_deadline is None:
+            mutable.pop("activeDeadlineSeconds", None)
+    old_tol, new_tol = old.get("tolerations") or [], new.get("tolerations") or []
+    if all(t in new_tol for t in old_tol):
+        if old_tol:
+            mutable["tolerations"] = old_tol
+        else:
+            mutable.pop("tolerations", None)
+    old_gates, new_gates = old.get("schedulingGates") or [], new.get("schedulingGates") or []
+    if any(g not in old_gates for g in new_gates):
+        causes.append(v.forbidden("spec.schedulingGates", "only deletion is allowed, but found new scheduling "
+                                                          "gate"))
+    elif old_gates:
+        mutable["schedulingGates"] = old_gates
+    if not old_gates and not new_gates:
+        mutable.pop("schedulingGates", None)
+    for key in ("nodeName",):  # set through binding only; unchanged here
+        if new.get(key) != old.get(key):
+            causes.append(v.forbidden(f"spec.{key}", "field is immutable"))
+            return causes
+    if mutable != old and not causes:
+        causes.append(v.forbidden("spec", _UPDATE_FORBIDDEN))
+    return causes
+
+
+# --- the strategy --------------------------------------------------------------------------------
+
+class PodStrategy(Strategy):
+    has_status = True
+
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        spec = obj.setdefault("spec", {})
+        default_pod_spec(spec)
+        _merge_default_tolerations(spec)
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+        if spec.get("schedulingGates"):
+            obj["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                                            "message": "Scheduling is blocked due to non-empty scheduling gates",
+                                            "lastProbeTime": None,
+                                            "lastTransitionTime": obj["metadata"]["creationTimestamp"]}]
+
+    def admit(self, obj: Obj, lookup: Lookup) -> list[Cause]:
+        return admit_priority(obj["spec"], lookup)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return super().validate(obj) + validate_pod_spec(obj.get("spec") or {})
+
+    def prepare_update(self, new: Obj, old: Obj) -> None:
+        super().prepare_update(new, old)
+        spec = new.setdefault("spec", {})
+        default_pod_spec(spec)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        causes = super().validate(new)
+        if causes:
+            return causes
+        return validate_pod_spec_update(new.get("spec") or {}, old.get("spec") or {})
+
+    def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
+        """podStrategy.CheckGracefulDelete, exactly."""
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
+        if not spec.get("nodeName"):
+            period = 0
+        if status.get("phase") in TERMINAL_PHASES:
+            period = 0
+        return period
+
+
+def admit_priority(spec: Obj, lookup: Lookup) -> list[Cause]:
+    """Priority admission (P2): resolve priorityClassName to spec.priority and preemptionPolicy."""
+    name = spec.get("priorityClassName", "")
+    if name:
+        pc = lookup.get("priorityclasses", "", name)
+        if pc is None:
+            return [v.Cause("FieldValueNotFound", f'no PriorityClass with name {name} was found',
+                            "spec.priorityClassName")]
+    else:
+        pc = next((p for p in lookup.list("priorityclasses") if p.get("globalDefault")), None)
+    value = pc.get("value", 0) if pc else DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS
+    policy = (pc or {}).get("preemptionPolicy") or PREEMPT_LOWER
+    if spec.get("priority") is not None and spec["priority"] != value:
+        return [v.forbidden("spec.priority", "the integer value of priority "
+                                             f"({spec['priority']}) must not be provided in pod spec; priority "
+                                             "admission controller computed "
+                                             f"{value} from the given PriorityClass name")]
+    spec["priority"] = value
+    if pc is not None and not name:
+        spec["priorityClassName"] = pc["metadata"]["name"]
+    if spec.get("preemptionPolicy") not in (None, policy):
+        return [v.forbidden("spec.preemptionPolicy", "the string value of preemptionPolicy "
+                                                     f"({spec['preemptionPolicy']}) must not be provided in pod spec; "
+                                                     "priority admission controller computed "
+                                                     f"{policy} from the given PriorityClass name")]
+    spec["preemptionPolicy"] = policy
+    return []
+
+
+PODS = Resource("", "v1", "pods", "pod", "Pod", True, "V1Pod", short_names=("po",), categories=("all",),
+                subresources=("status", "binding", "eviction", "log"), fields=POD_FIELDS)

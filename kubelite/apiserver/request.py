@@ -1,0 +1,132 @@
+"""Request parsing: paths to resources, query parameters, bodies by media type.
+
+Quirks handled here come from research/kubectl-compat.md: booleans as Go's
+strconv.ParseBool (the Python client sends `True`), a missing Content-Type means JSON,
+protobuf envelopes for DeleteOptions and imperative creates, YAML bodies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from kubelite.api import errors
+from kubelite.apiserver import protobuf
+from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry.base import Resource
+
+MAX_BODY = 3 * 1024 * 1024
+JSON = "application/json"
+YAML = "application/yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (MERGE_PATCH, STRATEGIC_PATCH, JSON_PATCH, APPLY_PATCH)
+
+_BY_GV_PLURAL = {(r.group_version, r.plural): r for r in RESOURCES}
+_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a resource request addresses."""
+
+    resource: Resource | None  # None for the top-level `bindings` collection
+    namespace: str
+    name: str
+    subresource: str
+    group_version: str
+
+
+def parse_target(path: str) -> Target | None:
+    """Map `/api/v1/...` and `/apis/G/V/...` paths to a Target; None when it names no resource."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        gv, rest = parts[1], parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        gv, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+    else:
+        return None
+    namespace = ""
+    if len(rest) >= 2 and rest[0] == "namespaces":
+        if len(rest) == 2 or (len(rest) == 3 and rest[2] in ("status", "finalize") and gv == "v1"):
+            return _target(gv, "namespaces", "", rest[1], rest[2] if len(rest) == 3 else "")
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        return None
+    if gv == "v1" and rest[0] == "bindings" and len(rest) == 1:
+        return Target(None, namespace, "", "binding", gv)
+    return _target(gv, rest[0], namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
+
+
+def _target(gv: str, plural: str, namespace: str, name: str, sub: str) -> Target | None:
+    resource = _BY_GV_PLURAL.get((gv, plural))
+    if resource is None:
+        return None
+    if sub and sub not in resource.subresources:
+        return None
+    if namespace and not resource.namespaced:
+        return None
+    return Target(resource, namespace, name, sub, gv)
+
+
+def parse_bool(value: str | None, name: str) -> bool:
+    if value is None or value == "":
+        return False
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise errors.bad_request(f'invalid boolean value for {name}: "{value}"')
+
+
+def parse_int(value: str | None, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.bad_request(f'invalid value for {name}: "{value}": must be an integer') from None
+
+
+def media_type(request: web.Request) -> str:
+    ct = request.headers.get("Content-Type", "")
+    return ct.split(";", 1)[0].strip().lower() or JSON
+
+
+async def read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise errors.too_large(MAX_BODY)
+    body = await request.content.read(MAX_BODY + 1)
+    if len(body) > MAX_BODY:
+        raise errors.too_large(MAX_BODY)
+    return body
+
+
+def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON, YAML, PROTOBUF)) -> Any:
+    """Decode by media type; malformed input is a 400, an unknown type a 415."""
+    if content_type not in allowed:
+        raise errors.unsupported_media_type(content_type, list(allowed))
+    try:
+        if content_type == PROTOBUF:
+            return protobuf.decode(body)
+        if content_type in (YAML, APPLY_PATCH):
+            return yaml.safe_load(body)
+        return orjson.loads(body)
+    except protobuf.UnsupportedKind as exc:
+        raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
+    except protobuf.ProtobufError as exc:
+        raise errors.bad_request(f"unable to decode protobuf body: {exc}") from None
+    except (orjson.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from None
+
+
+def wants_table(request: web.Request) -> bool:
+    return "as=Table" in request.headers.get("Accept", "")

@@ -1,0 +1,338 @@
+"""The generic registry store: create, update, patch, delete with upstream's rules.
+
+Mirrors k8s.io/apiserver/pkg/registry/generic/registry/store.go: optimistic concurrency
+on resourceVersion (GuaranteedUpdate retries a conflict from a fresh read unless the
+client pinned a version), status-subresource separation, finalizers, and the two-phase
+graceful delete of rest.BeforeDelete. Every write waits until the watch cache has seen
+its revision, so clients read their own writes.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from kubelite.api import errors
+from kubelite.api.errors import ApiError, Cause
+from kubelite.apiserver.cache import Caches, decode
+from kubelite.apiserver.registry import STRATEGIES
+from kubelite.apiserver.registry.base import Obj, Resource, Strategy
+from kubelite.apiserver.registry.core import NAMESPACES
+from kubelite.clock import Clock, parse_rfc3339, rfc3339
+from kubelite.store.interface import KeyExists, KeyNotFound, RevisionMismatch, Store
+
+MAX_RETRIES = 16
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+Mutate = Callable[[Obj], Obj]
+
+
+def copy_obj(obj: Obj) -> Obj:
+    """A deep copy at orjson speed (about 10x faster than copy.deepcopy for a pod)."""
+    out: Obj = orjson.loads(orjson.dumps(obj))
+    return out
+
+
+def encode(obj: Obj) -> bytes:
+    """Stored form: resourceVersion lives in the store's revision, not in the value."""
+    meta = obj["metadata"]
+    rv = meta.pop("resourceVersion", None)
+    try:
+        return orjson.dumps(obj)
+    finally:
+        if rv is not None:
+            meta["resourceVersion"] = rv
+
+
+def _with_rv(obj: Obj, rev: int) -> Obj:
+    obj["metadata"]["resourceVersion"] = str(rev)
+    return obj
+
+
+class Registry:
+    """Writes and reads for every resource; implements `Lookup` for admission."""
+
+    def __init__(self, store: Store, caches: Caches, clock: Clock) -> None:
+        self.store = store
+        self.caches = caches
+        self.clock = clock
+        self.strategies: dict[Resource, Strategy] = {r: cls(r) for r, cls in STRATEGIES.items()}
+        self.by_plural = {r.plural: r for r in STRATEGIES}
+
+    # --- Lookup ----------------------------------------------------------------------------------
+
+    def get(self, resource: str, namespace: str, name: str) -> Obj | None:
+        return self.caches[self.by_plural[resource]].get(namespace, name)
+
+    def list(self, resource: str, namespace: str = "") -> list[Obj]:
+        return self.caches[self.by_plural[resource]].list(namespace)
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def now(self) -> str:
+        return rfc3339(self.clock.now())
+
+    def current(self, resource: Resource, namespace: str, name: str) -> Obj:
+        obj = self.caches[resource].get(namespace, name)
+        if obj is None:
+            raise errors.not_found(resource.plural, name, resource.group)
+        return obj
+
+    async def _fresh(self, resource: Resource, namespace: str, name: str) -> Obj:
+        kv = await self.store.get(resource.key(namespace, name))
+        if kv is None:
+            raise errors.not_found(resource.plural, name, resource.group)
+        return decode(kv)
+
+    def _check_namespace(self, resource: Resource, namespace: str) -> None:
+        if not resource.namespaced:
+            return
+        ns = self.caches[NAMESPACES].get("", namespace)
+        if ns is None:
+            raise errors.not_found("namespaces", namespace)
+        if ns["metadata"].get("deletionTimestamp") and resource.plural != "events":
+            raise errors.forbidden(f'{resource.plural} "{{name}}" is forbidden: unable to create new content in '
+                                   f"namespace {namespace} because it is being terminated")
+
+    # --- create ----------------------------------------------------------------------------------
+
+    async def create(self, resource: Resource, namespace: str, obj: Obj, dry_run: bool = False) -> Obj:
+        strategy = self.strategies[resource]
+        meta = obj.setdefault("metadata", {})
+        if resource.namespaced:
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        obj["apiVersion"], obj["kind"] = resource.group_version, resource.kind
+        for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
+                      "selfLink", "managedFields"):
+            meta.pop(field, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = self.now()
+        generate = not meta.get("name") and meta.get("generateName")
+        if generate:
+            meta["name"] = meta["generateName"] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+        try:
+            self._check_namespace(resource, namespace)
+        except ApiError as exc:
+            exc.message = exc.message.replace("{name}", meta.get("name", ""))
+            raise
+        strategy.prepare_create(obj, self)
+        causes = strategy.validate(obj)
+        if not causes:
+            causes = strategy.admit(obj, self)
+        self._raise_invalid(resource, obj, causes)
+        if dry_run:
+            if self.caches[resource].get(namespace, meta["name"]) is not None:
+                raise errors.already_exists(resource.plural, meta["name"], resource.group)
+            return obj
+        for _ in range(5):
+            try:
+                kv = await self.store.create(resource.key(namespace, meta["name"]), encode(obj))
+                break
+            except KeyExists:
+                if not generate:
+                    raise errors.already_exists(resource.plural, meta["name"], resource.group) from None
+                meta["name"] = meta["generateName"] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+        else:
+            raise errors.already_exists(resource.plural, meta["name"], resource.group)
+        await self.caches.wait_for(kv.mod_revision)
+        return _with_rv(obj, kv.mod_revision)
+
+    def _raise_invalid(self, resource: Resource, obj: Obj, causes: list[Cause]) -> None:
+        if causes:
+            raise errors.invalid(resource.kind, obj.get("metadata", {}).get("name", ""), causes, resource.group)
+
+    # --- update ----------------------------------------------------------------------------------
+
+    async def guaranteed_update(self, resource: Resource, namespace: str, name: str, mutate: Mutate,
+                                dry_run: bool = False) -> Obj:
+        """Read, mutate, compare-and-swap; on a lost race re-read from the store and try again.
+
+        `mutate` raises a Conflict itself when the client pinned a resourceVersion.
+        """
+        cur = self.current(resource, namespace, name)
+        for _ in range(MAX_RETRIES):
+            new = mutate(copy_obj(cur))
+            new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            if new == cur:
+                return cur
+            if dry_run:
+                return new
+            if self._should_delete_during_update(new):
+                return await self._delete_now(resource, new)
+            try:
+                kv = await self.store.update(resource.key(namespace, name), encode(new),
+                                             int(cur["metadata"]["resourceVersion"]))
+            except RevisionMismatch:
+                cur = await self._fresh(resource, namespace, name)
+                continue
+            except KeyNotFound:
+                raise errors.not_found(resource.plural, name, resource.group) from None
+            await self.caches.wait_for(kv.mod_revision)
+            return _with_rv(new, kv.mod_revision)
+        raise errors.stale(resource.plural, name, resource.group)
+
+    @staticmethod
+    def _should_delete_during_update(obj: Obj) -> bool:
+        meta = obj["metadata"]
+        return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
+            not (obj.get("spec") or {}).get("finalizers") and meta.get("deletionGracePeriodSeconds") == 0
+
+    def _update_mutation(self, resource: Resource, body: Obj, subresource: str) -> Mutate:
+        strategy = self.strategies[resource]
+        pinned = str(body.get("metadata", {}).get("resourceVersion") or "")
+
+        def mutate(cur: Obj) -> Obj:
+            meta = body.setdefault("metadata", {})
+            name = cur["metadata"]["name"]
+            if pinned and pinned != cur["metadata"]["resourceVersion"]:
+                raise errors.stale(resource.plural, name, resource.group)
+            if meta.get("uid") and meta["uid"] != cur["metadata"]["uid"]:
+                raise errors.conflict(resource.plural, name, f"Precondition failed: UID in precondition: "
+                                                             f"{cur['metadata']['uid']}, UID in object meta: "
+                                                             f"{meta['uid']}", resource.group)
+            if meta.get("name", name) != name:
+                raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
+                                         f"the URL ({name})")
+            new = copy_obj(body)
+            new["apiVersion"], new["kind"] = resource.group_version, resource.kind
+            for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                          "deletionGracePeriodSeconds", "generation", "resourceVersion"):
+                if field in cur["metadata"]:
+                    new["metadata"][field] = cur["metadata"][field]
+                else:
+                    new["metadata"].pop(field, None)
+            if cur["metadata"].get("deletionTimestamp"):
+                # Finalizers may only be removed once deletion has started (upstream: no new ones).
+                added = set(new["metadata"].get("finalizers") or []) - set(cur["metadata"].get("finalizers") or [])
+                if added:
+                    raise errors.invalid(resource.kind, name, [Cause(
+                        "FieldValueForbidden", "Forbidden: no new finalizers can be added if the object is being "
+                                               "deleted", "metadata.finalizers")], resource.group)
+            if subresource == "status":
+                new = strategy.prepare_status_update(new, cur)
+                causes = strategy.validate_status_update(new, cur)
+            else:
+                strategy.prepare_update(new, cur)
+                causes = strategy.validate_update(new, cur)
+            self._raise_invalid(resource, new, causes)
+            return new
+
+        return mutate
+
+    async def update(self, resource: Resource, namespace: str, name: str, body: Obj, subresource: str = "",
+                     dry_run: bool = False) -> Obj:
+        return await self.guaranteed_update(resource, namespace, name,
+                                            self._update_mutation(resource, body, subresource), dry_run)
+
+    async def patch(self, resource: Resource, namespace: str, name: str, apply_patch: Callable[[Obj], Obj],
+                    subresource: str = "", dry_run: bool = False) -> Obj:
+        """Apply a patch to the current object and store it as an update (no-op patches write nothing)."""
+
+        def mutate(cur: Obj) -> Obj:
+            patched = apply_patch(copy_obj(cur))
+            if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
+                raise errors.bad_request("patch produced an object without metadata")
+            patched_rv = patched["metadata"].get("resourceVersion")
+            if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
+                raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
+            patched["metadata"].pop("resourceVersion", None)
+            return self._update_mutation(resource, patched, subresource)(cur)
+
+        return await self.guaranteed_update(resource, namespace, name, mutate, dry_run)
+
+    # --- delete ----------------------------------------------------------------------------------
+
+    async def delete(self, resource: Resource, namespace: str, name: str, options: Obj,
+                     dry_run: bool = False) -> tuple[Obj, bool]:
+        """Returns (object, deleted-now). Graceful deletes set deletionTimestamp and leave the object."""
+        strategy = self.strategies[resource]
+        grace_req = options.get("gracePeriodSeconds")
+        if grace_req is not None:
+            if not isinstance(grace_req, int) or isinstance(grace_req, bool):
+                raise errors.bad_request("gracePeriodSeconds must be an integer")
+            grace_req = max(grace_req, 1) if grace_req < 0 else grace_req  # negative → 1, as upstream
+        pre = options.get("preconditions") or {}
+        for _ in range(MAX_RETRIES):
+            cur = self.current(resource, namespace, name)
+            meta = cur["metadata"]
+            if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                raise errors.conflict(resource.plural, name, f"the UID in the precondition ({pre['uid']}) does not "
+                                                             f"match the UID in record ({meta.get('uid')}). The "
+                                                             "object might have been deleted and then recreated",
+                                      resource.group)
+            if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
+                raise errors.conflict(resource.plural, name, "the ResourceVersion in the precondition "
+                                                             f"({pre['resourceVersion']}) does not match the "
+                                                             f"ResourceVersion in record ({meta['resourceVersion']})."
+                                                             " The object might have been modified", resource.group)
+            new = self._plan_delete(strategy, cur, grace_req)
+            if new is cur:  # graceful deletion already pending with an equal or shorter period
+                return cur, False
+            if dry_run:
+                return (new or cur), new is None
+            try:
+                if new is None:
+                    return await self._delete_now(resource, cur), True
+                kv = await self.store.update(resource.key(namespace, name), encode(new),
+                                             int(meta["resourceVersion"]))
+                await self.caches.wait_for(kv.mod_revision)
+                return _with_rv(new, kv.mod_revision), False
+            except RevisionMismatch:
+                await self.caches.wait_for(self.store.revision)
+            except KeyNotFound:
+                raise errors.not_found(resource.plural, name, resource.group) from None
+        raise errors.stale(resource.plural, name, resource.group)
+
+    def _plan_delete(self, strategy: Strategy, cur: Obj, grace_req: int | None) -> Obj | None:
+        """rest.BeforeDelete: None = remove now; `cur` = nothing to do; a new object = store it."""
+        meta = cur["metadata"]
+        finalizers = strategy.pending_finalizers(cur)
+        if meta.get("deletionTimestamp"):
+            period = meta.get("deletionGracePeriodSeconds")
+            if not period:
+                return cur if finalizers else None
+            if grace_req is None or grace_req >= period:
+                return cur
+            new = copy_obj(cur)
+            shortened = self.clock.now() + grace_req
+            new["metadata"]["deletionTimestamp"] = rfc3339(min(shortened, parse_rfc3339(meta["deletionTimestamp"])))
+            new["metadata"]["deletionGracePeriodSeconds"] = grace_req
+            if grace_req == 0 and not finalizers:
+                return None
+            return new
+        grace = strategy.graceful_period(cur, grace_req)
+        if not grace and not finalizers:
+            return None
+        new = copy_obj(cur)
+        new["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now() + (grace or 0))
+        new["metadata"]["deletionGracePeriodSeconds"] = grace or 0
+        if new["metadata"].get("generation", 0) > 0:
+            new["metadata"]["generation"] += 1
+        if strategy.resource is NAMESPACES:
+            new.setdefault("status", {})["phase"] = "Terminating"
+        return new
+
+    async def _delete_now(self, resource: Resource, cur: Obj) -> Obj:
+        meta = cur["metadata"]
+        try:
+            kv = await self.store.delete(resource.key(meta.get("namespace", ""), meta["name"]),
+                                         int(meta["resourceVersion"]))
+        except KeyNotFound:
+            raise errors.not_found(resource.plural, meta["name"], resource.group) from None
+        await self.caches.wait_for(kv.mod_revision)
+        return _with_rv(cur, kv.mod_revision)
+
+
+def status_success(resource: Resource, obj: Obj, code: int = 200) -> dict[str, Any]:
+    meta = obj["metadata"]
+    details: dict[str, Any] = {"name": meta["name"], "kind": resource.plural, "uid": meta.get("uid", "")}
+    if resource.group:
+        details["group"] = resource.group
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code,
+            "details": details}

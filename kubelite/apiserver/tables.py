@@ -1,0 +1,351 @@
+"""Server-side printing: the meta.k8s.io/v1 Table that `kubectl get` asks for.
+
+Columns and cells follow pkg/printers/internalversion/printers.go (v1.32); the server
+always includes the wide (priority 1) columns and kubectl hides them without `-o wide`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubelite.clock import parse_rfc3339
+
+Obj = dict[str, Any]
+Cells = list[Any]
+Column = tuple[str, str, int]  # name, type, priority
+
+
+def human_duration(seconds: float) -> str:
+    """k8s.io/apimachinery/pkg/util/duration.HumanDuration."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        dy = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
+    return f"{hours // 24 // 365}y"
+
+
+def since(ts: str | None, now: float) -> str:
+    if not ts:
+        return "<unknown>"
+    return human_duration(now - parse_rfc3339(ts))
+
+
+def _age(obj: Obj, now: float) -> str:
+    return since(obj["metadata"].get("creationTimestamp"), now)
+
+
+# --- pods ----------------------------------------------------------------------------------------
+
+def _restartable(c: Obj | None) -> bool:
+    return bool(c) and c.get("restartPolicy") == "Always"  # type: ignore[union-attr]
+
+
+def _terminated_reason(term: Obj, prefix: str = "") -> str:
+    if term.get("reason"):
+        return prefix + term["reason"]
+    if term.get("signal"):
+        return f"{prefix}Signal:{term['signal']}"
+    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
+
+
+def _pod_cells(pod: Obj, now: float) -> Cells:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    conditions = status.get("conditions") or []
+    init_specs = {c.get("name"): c for c in spec.get("initContainers") or []}
+    total = len(spec.get("containers") or []) + sum(1 for c in init_specs.values() if _restartable(c))
+    ready = 0
+    restarts = sidecar_restarts = 0
+    last_restart = sidecar_last = ""
+    phase = status.get("phase", "")
+    reason = status.get("reason") or phase
+    if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in conditions):
+        reason = "SchedulingGated"
+    initializing = False
+    init_statuses = status.get("initContainerStatuses") or []
+    for i, cs in enumerate(init_statuses):
+        restarts += cs.get("restartCount", 0)
+        finished = ((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt") or ""
+        last_restart = max(last_restart, finished)
+        sidecar = _restartable(init_specs.get(cs.get("name")))
+        if sidecar:
+            sidecar_restarts += cs.get("restartCount", 0)
+            sidecar_last = max(sidecar_last, finished)
+        state = cs.get("state") or {}
+        term, waiting = state.get("terminated"), state.get("waiting")
+        if term is not None and term.get("exitCode", 0) == 0:
+            continue
+        if sidecar and cs.get("started"):
+            ready += 1 if cs.get("ready") else 0
+            continue
+        if term is not None:
+            reason = _terminated_reason(term, "Init:")
+        elif waiting and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = "Init:" + waiting["reason"]
+        else:
+            reason = f"Init:{i}/{len(init_specs)}"
+        initializing = True
+        break
+    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True" for c in conditions)
+    if not initializing or initialized:
+        restarts, last_restart = sidecar_restarts, sidecar_last
+        has_running = False
+        for cs in reversed(status.get("containerStatuses") or []):
+            restarts += cs.get("restartCount", 0)
+            finished = ((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt") or ""
+            last_restart = max(last_restart, finished)
+            state = cs.get("state") or {}
+            waiting, term = state.get("waiting"), state.get("terminated")
+            if waiting and waiting.get("reason"):
+                reason = waiting["reason"]
+            elif term is not None:
+                reason = _terminated_reason(term)
+            elif cs.get("ready") and state.get("running") is not None:
+                has_running = True
+                ready += 1
+        if reason == "Completed" and has_running:
+            has_ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+            reason = "Running" if has_ready else "NotReady"
+    if pod["metadata"].get("deletionTimestamp"):
+        if status.get("reason") == "NodeLost":
+            reason = "Unknown"
+        elif phase not in ("Succeeded", "Failed"):
+            reason = "Terminating"
+    restarts_str = str(restarts)
+    if restarts and last_restart:
+        restarts_str = f"{restarts} ({since(last_restart, now)} ago)"
+    pod_ips = status.get("podIPs") or []
+    ip = (pod_ips[0].get("ip") if pod_ips else "") or status.get("podIP") or "<none>"
+    gates = spec.get("readinessGates") or []
+    gate_str = "<none>"
+    if gates:
+        true = sum(1 for g in gates for c in conditions
+                   if c.get("type") == g.get("conditionType") and c.get("status") == "True")
+        gate_str = f"{true}/{len(gates)}"
+    return [pod["metadata"]["name"], f"{ready}/{total}", reason, restarts_str, _age(pod, now), ip,
+            spec.get("nodeName") or "<none>", status.get("nominatedNodeName") or "<none>", gate_str]
+
+
+def _pod_row_conditions(pod: Obj) -> list[Obj] | None:
+    phase = (pod.get("status") or {}).get("phase")
+    if phase == "Succeeded":
+        return [{"type": "Completed", "status": "True", "reason": "Succeeded", "message": "The pod has completed "
+                                                                                          "successfully."}]
+    if phase == "Failed":
+        return [{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}]
+    return None
+
+
+# --- other kinds ---------------------------------------------------------------------------------
+
+def _node_cells(node: Obj, now: float) -> Cells:
+    status = node.get("status") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    state = "Unknown"
+    if ready is not None:
+        state = {"True": "Ready", "False": "NotReady"}.get(ready.get("status", ""), "Unknown")
+    if (node.get("spec") or {}).get("unschedulable"):
+        state += ",SchedulingDisabled"
+    labels = node["metadata"].get("labels") or {}
+    roles = sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/") and "/" in k)
+    if labels.get("kubernetes.io/role"):
+        roles.append(labels["kubernetes.io/role"])
+    addrs = status.get("addresses") or []
+    info = status.get("nodeInfo") or {}
+
+    def addr(kind: str) -> str:
+        return next((a.get("address", "") for a in addrs if a.get("type") == kind), "<none>")
+
+    return [node["metadata"]["name"], state, ",".join(roles) or "<none>", _age(node, now),
+            info.get("kubeletVersion", ""), addr("InternalIP"), addr("ExternalIP"), info.get("osImage") or "<unknown>",
+            info.get("kernelVersion") or "<unknown>", info.get("containerRuntimeVersion") or "<unknown>"]
+
+
+def _event_cells(ev: Obj, now: float) -> Cells:
+    last = ev.get("lastTimestamp") or ev.get("eventTime") or ev["metadata"].get("creationTimestamp")
+    first = ev.get("firstTimestamp") or ev.get("eventTime") or ev["metadata"].get("creationTimestamp")
+    inv = ev.get("involvedObject") or {}
+    source = (ev.get("source") or {}).get("component") or ev.get("reportingComponent") or ""
+    host = (ev.get("source") or {}).get("host")
+    if host:
+        source = f"{source}, {host}"
+    return [since(last, now), ev.get("type", ""), ev.get("reason", ""),
+            f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}", ev.get("message", ""),
+            inv.get("fieldPath", ""), source, since(first, now), ev.get("count", 1), ev["metadata"]["name"]]
+
+
+def _int_or_na(value: Any) -> Any:
+    return "N/A" if value is None else value
+
+
+def _pdb_cells(pdb: Obj, now: float) -> Cells:
+    spec = pdb.get("spec") or {}
+    return [pdb["metadata"]["name"], _int_or_na(spec.get("minAvailable")), _int_or_na(spec.get("maxUnavailable")),
+            (pdb.get("status") or {}).get("disruptionsAllowed", 0), _age(pdb, now)]
+
+
+def _pc_cells(pc: Obj, now: float) -> Cells:
+    return [pc["metadata"]["name"], pc.get("value", 0), bool(pc.get("globalDefault", False)), _age(pc, now),
+            pc.get("preemptionPolicy", "")]
+
+
+_MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+
+
+def _modes(spec: Obj) -> str:
+    return ",".join(_MODES.get(m, m) for m in spec.get("accessModes") or [])
+
+
+def _pv_cells(pv: Obj, now: float) -> Cells:
+    spec, status = pv.get("spec") or {}, pv.get("status") or {}
+    ref = spec.get("claimRef") or {}
+    claim = f"{ref.get('namespace')}/{ref.get('name')}" if ref else ""
+    return [pv["metadata"]["name"], (spec.get("capacity") or {}).get("storage", ""), _modes(spec),
+            spec.get("persistentVolumeReclaimPolicy", ""), status.get("phase", ""), claim,
+            spec.get("storageClassName", ""), spec.get("volumeAttributesClassName") or "<unset>",
+            status.get("reason", ""), _age(pv, now), spec.get("volumeMode", "")]
+
+
+def _pvc_cells(pvc: Obj, now: float) -> Cells:
+    spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
+    return [pvc["metadata"]["name"], status.get("phase", ""), spec.get("volumeName", ""),
+            (status.get("capacity") or {}).get("storage", ""), _modes(status), spec.get("storageClassName", ""),
+            spec.get("volumeAttributesClassName") or "<unset>", _age(pvc, now), spec.get("volumeMode", "")]
+
+
+def _ns_cells(ns: Obj, now: float) -> Cells:
+    return [ns["metadata"]["name"], (ns.get("status") or {}).get("phase", ""), _age(ns, now)]
+
+
+def _lease_cells(lease: Obj, now: float) -> Cells:
+    return [lease["metadata"]["name"], (lease.get("spec") or {}).get("holderIdentity", ""), _age(lease, now)]
+
+
+def _template(obj: Obj) -> tuple[str, str, str]:
+    spec = obj.get("spec") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    selector = spec.get("selector") or {}
+    sel = ",".join(f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items())
+    return ",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers), sel
+
+
+def _sts_cells(sts: Obj, now: float) -> Cells:
+    spec, status = sts.get("spec") or {}, sts.get("status") or {}
+    containers, images, _ = _template(sts)
+    return [sts["metadata"]["name"], f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}", _age(sts, now),
+            containers, images]
+
+
+def _rs_cells(rs: Obj, now: float) -> Cells:
+    spec, status = rs.get("spec") or {}, rs.get("status") or {}
+    containers, images, sel = _template(rs)
+    return [rs["metadata"]["name"], spec.get("replicas", 1), status.get("replicas", 0),
+            status.get("readyReplicas", 0), _age(rs, now), containers, images, sel]
+
+
+def _deploy_cells(d: Obj, now: float) -> Cells:
+    spec, status = d.get("spec") or {}, d.get("status") or {}
+    containers, images, sel = _template(d)
+    return [d["metadata"]["name"], f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+            status.get("updatedReplicas", 0), status.get("availableReplicas", 0), _age(d, now), containers, images,
+            sel]
+
+
+def _default_cells(obj: Obj, now: float) -> Cells:
+    return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
+
+
+def _cols(*specs: str) -> list[Column]:
+    """`"Name"` is a priority-0 string column; `"+IP"` is wide-only; `"Value:integer"` sets the type."""
+    out = []
+    for s in specs:
+        priority = 1 if s.startswith("+") else 0
+        name, _, typ = s.lstrip("+").partition(":")
+        out.append((name, typ or "string", priority))
+    return out
+
+
+Printer = tuple[list[Column], Callable[[Obj, float], Cells]]
+PRINTERS: dict[str, Printer] = {
+    "Pod": (_cols("Name", "Ready", "Status", "Restarts", "Age", "+IP", "+Node", "+Nominated Node",
+                  "+Readiness Gates"), _pod_cells),
+    "Node": (_cols("Name", "Status", "Roles", "Age", "Version", "+Internal-IP", "+External-IP", "+OS-Image",
+                   "+Kernel-Version", "+Container-Runtime"), _node_cells),
+    "Event": (_cols("Last Seen", "Type", "Reason", "Object", "Message", "+Subobject", "+Source", "+First Seen",
+                    "+Count:integer", "+Name"), _event_cells),
+    "PodDisruptionBudget": (_cols("Name", "Min Available", "Max Unavailable", "Allowed Disruptions:integer", "Age"),
+                            _pdb_cells),
+    "PriorityClass": (_cols("Name", "Value:integer", "Global-Default:boolean", "Age", "PreemptionPolicy"),
+                      _pc_cells),
+    "PersistentVolume": (_cols("Name", "Capacity", "Access Modes", "Reclaim Policy", "Status", "Claim",
+                               "StorageClass", "VolumeAttributesClass", "Reason", "Age", "+VolumeMode"), _pv_cells),
+    "PersistentVolumeClaim": (_cols("Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass",
+                                    "VolumeAttributesClass", "Age", "+VolumeMode"), _pvc_cells),
+    "Namespace": (_cols("Name", "Status", "Age"), _ns_cells),
+    "Lease": (_cols("Name", "Holder", "Age"), _lease_cells),
+    "StatefulSet": (_cols("Name", "Ready", "Age", "+Containers", "+Images"), _sts_cells),
+    "ReplicaSet": (_cols("Name", "Desired:integer", "Current:integer", "Ready:integer", "Age", "+Containers",
+                         "+Images", "+Selector"), _rs_cells),
+    "Deployment": (_cols("Name", "Ready", "Up-to-date:integer", "Available:integer", "Age", "+Containers",
+                         "+Images", "+Selector"), _deploy_cells),
+}
+_DEFAULT: Printer = ([("Name", "string", 0), ("Created At", "date", 0)], _default_cells)
+
+
+def column_definitions(kind: str) -> list[Obj]:
+    columns, _ = PRINTERS.get(kind, _DEFAULT)
+    return [{"name": name, "type": typ, "format": "name" if name == "Name" else "", "description": name,
+             "priority": priority} for name, typ, priority in columns]
+
+
+def partial_metadata(obj: Obj) -> Obj:
+    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
+
+
+def row(kind: str, obj: Obj, now: float, include: str) -> Obj:
+    _, cells_fn = PRINTERS.get(kind, _DEFAULT)
+    out: Obj = {"cells": cells_fn(obj, now)}
+    if include == "Object":
+        out["object"] = obj
+    elif include != "None":
+        out["object"] = partial_metadata(obj)
+    if kind == "Pod":
+        conditions = _pod_row_conditions(obj)
+        if conditions:
+            out["conditions"] = conditions
+    return out
+
+
+def table(kind: str, objs: list[Obj], now: float, include: str, resource_version: str,
+          continue_token: str = "", headers: bool = True) -> Obj:
+    meta: Obj = {"resourceVersion": resource_version}
+    if continue_token:
+        meta["continue"] = continue_token
+    out: Obj = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+    if headers:
+        out["columnDefinitions"] = column_definitions(kind)
+    out["rows"] = [row(kind, o, now, include) for o in objs]
+    return out

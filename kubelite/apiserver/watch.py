@@ -1,0 +1,135 @@
+"""Watch streams: newline-delimited JSON over chunked HTTP, flushed per batch.
+
+Initial state is sent as synthetic ADDED events in ascending resourceVersion order
+(so a resuming client never sees one twice); a resourceVersion older than the watch
+cache reaches yields one ERROR event with a 410 Expired Status, as upstream. Each
+event's encoding is computed once per wire format and shared by all watchers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from kubelite.api import errors
+from kubelite.apiserver import tables
+from kubelite.apiserver.cache import CachedEvent, Caches, Watcher
+from kubelite.apiserver.registry.base import Obj, Resource
+from kubelite.clock import Clock
+
+BOOKMARK_INTERVAL = 60.0
+
+Encoder = Callable[[CachedEvent], bytes]
+
+
+def json_encoder() -> Encoder:
+    def enc(ev: CachedEvent) -> bytes:
+        line = ev.encoded.get("json")
+        if line is None:
+            line = orjson.dumps({"type": ev.type, "object": ev.obj}) + b"\n"
+            ev.encoded["json"] = line
+        return line
+
+    return enc
+
+
+def table_encoder(kind: str, include: str, clock: Clock) -> Encoder:
+    """One-row Tables; cells carry ages, so they are cached only within the same second."""
+    def enc(ev: CachedEvent) -> bytes:
+        now = int(clock.now())
+        key = ("table", include, now)
+        line = ev.encoded.get(key)
+        if line is None:
+            obj = tables.table(kind, [ev.obj], now, include, ev.obj["metadata"]["resourceVersion"])
+            line = orjson.dumps({"type": ev.type, "object": obj}) + b"\n"
+            ev.encoded[key] = line
+        return line
+
+    return enc
+
+
+def _synthetic(objs: list[Obj], resource: Resource) -> list[CachedEvent]:
+    ordered = sorted(objs, key=lambda o: int(o["metadata"]["resourceVersion"]))
+    return [CachedEvent("ADDED", o, None, int(o["metadata"]["resourceVersion"]), resource) for o in ordered]
+
+
+async def serve(request: web.Request, caches: Caches, resource: Resource, namespace: str,
+                matches: Callable[[Obj], bool] | None, encoder: Encoder, resource_version: str,
+                timeout: float | None, bookmarks: bool, clock: Clock) -> web.StreamResponse:
+    watcher = Watcher(namespace, matches)
+    cache = caches[resource]
+    # Register before reading the backlog: the loop is single-threaded, so nothing slips between.
+    if resource_version in ("", "0"):
+        initial = [e for e in _synthetic(cache.list(namespace), resource) if matches is None or matches(e.obj)]
+        start = caches.revision
+    else:
+        try:
+            start = int(resource_version)
+        except ValueError:
+            raise errors.bad_request(f'invalid resourceVersion "{resource_version}"') from None
+        backlog = caches.events_since(resource, start)
+        if backlog is None:
+            return await _expired(request, start, caches.revision)
+        initial = []
+        for ev in backlog:
+            watcher.offer(ev)
+    cache.watchers.add(watcher)
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    resp.enable_chunked_encoding()
+    try:
+        await resp.prepare(request)
+        if initial:
+            await resp.write(b"".join(encoder(e) for e in initial))
+        if bookmarks and resource_version in ("", "0"):
+            await resp.write(_bookmark(resource, start))
+        deadline = clock.monotonic() + (timeout if timeout is not None else random.uniform(1800, 3600))
+        next_bookmark = clock.monotonic() + BOOKMARK_INTERVAL
+        while not watcher.closed:
+            remaining = deadline - clock.monotonic()
+            if remaining <= 0:
+                break
+            if not watcher.pending:
+                watcher.wake.clear()
+                await _wait(watcher, min(remaining, next_bookmark - clock.monotonic()), clock)
+            if watcher.pending:
+                batch, watcher.pending = watcher.pending, []
+                await resp.write(b"".join(encoder(e) for e in batch))
+            elif bookmarks and clock.monotonic() >= next_bookmark:
+                await resp.write(_bookmark(resource, caches.revision))
+                next_bookmark = clock.monotonic() + BOOKMARK_INTERVAL
+        await resp.write_eof()
+    except (ConnectionResetError, ConnectionError):
+        pass
+    finally:
+        cache.watchers.discard(watcher)
+    return resp
+
+
+async def _wait(watcher: Watcher, seconds: float, clock: Clock) -> None:
+    sleeper = asyncio.ensure_future(clock.sleep(max(seconds, 0.0)))
+    waker = asyncio.ensure_future(watcher.wake.wait())
+    try:
+        await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        sleeper.cancel()
+        waker.cancel()
+
+
+def _bookmark(resource: Resource, revision: int) -> bytes:
+    return orjson.dumps({"type": "BOOKMARK", "object": {
+        "kind": resource.kind, "apiVersion": resource.group_version,
+        "metadata": {"resourceVersion": str(revision)}}}) + b"\n"
+
+
+async def _expired(request: web.Request, requested: int, current: int) -> web.StreamResponse:
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await resp.prepare(request)
+    status: dict[str, Any] = errors.gone(f"too old resource version: {requested} ({current})").status()
+    await resp.write(orjson.dumps({"type": "ERROR", "object": status}) + b"\n")
+    await resp.write_eof()
+    return resp

@@ -1,0 +1,60 @@
+"""`kubelite` command line: server, up (and, as their issues land, scheduler and agent)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from kubelite.cli import serve
+
+COMPONENTS = ("scheduler", "controllers")
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "kubelite"
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", type=Path, default=default_data_dir(), help="state, certificates, kubeconfig")
+    p.add_argument("--port", type=int, default=6443)
+    p.add_argument("--bind-address", default="127.0.0.1",
+                   help="address to listen on (with --insecure only loopback addresses are allowed)")
+    p.add_argument("--insecure", action="store_true", help="plain HTTP without authentication, loopback only")
+    p.add_argument("--disable", default="", help=f"comma-separated components to leave out: {', '.join(COMPONENTS)}")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="kubelite", description="A Kubernetes-compatible pod orchestrator")
+    sub = root.add_subparsers(dest="command", required=True)
+    _common(sub.add_parser("server", help="run the control plane (API server)"))
+    up = sub.add_parser("up", help="run the control plane and a local node agent")
+    _common(up)
+    up.add_argument("--node-config", type=Path, help="KubeletConfiguration file for the local node")
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kubelite").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    disabled = {c for c in args.disable.split(",") if c}
+    unknown = disabled - set(COMPONENTS)
+    if unknown:
+        print(f"kubelite: unknown component(s) for --disable: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    try:
+        return serve.run(serve.Options(data_dir=args.data_dir, port=args.port, bind=args.bind_address,
+                                       insecure=args.insecure, disabled=frozenset(disabled)))
+    except serve.ConfigError as exc:
+        print(f"kubelite: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

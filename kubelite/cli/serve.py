@@ -1,0 +1,95 @@
+"""The composition root for `kubelite server` and `kubelite up`: store, API server, TLS, kubeconfig.
+
+The scheduler, controllers and the local node agent join here as their packages land;
+`up` is `server` until the agent exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import signal
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvloop
+from aiohttp import web
+
+from kubelite.apiserver import pki
+from kubelite.apiserver.app import ApiServer
+from kubelite.clock import RealClock
+from kubelite.store.sqlite import SQLiteStore
+
+log = logging.getLogger("kubelite")
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Options:
+    data_dir: Path
+    port: int
+    bind: str = "127.0.0.1"
+    insecure: bool = False
+    disabled: frozenset[str] = frozenset()
+
+
+def _is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def run(opts: Options) -> int:
+    if opts.insecure and not _is_loopback(opts.bind):
+        raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
+                          f"not {opts.bind}")
+    uvloop.run(_serve(opts))
+    return 0
+
+
+async def _serve(opts: Options) -> None:
+    data = opts.data_dir
+    data.mkdir(parents=True, exist_ok=True)
+    store = await SQLiteStore.open(data / "state.db")
+    host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
+    scheme = "http" if opts.insecure else "https"
+    url = f"{scheme}://{host}:{opts.port}"
+    ssl_ctx = None
+    tokens: frozenset[str] = frozenset()
+    ca = None
+    token = None
+    if not opts.insecure:
+        ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host])
+        token = pki.ensure_token(data / "admin.token")
+        tokens = frozenset([token])
+        ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ssl_ctx.load_cert_chain(crt, key)
+    server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}")
+    await server.start()
+    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, opts.bind, opts.port, ssl_context=ssl_ctx, backlog=4096)
+    await site.start()
+    kubeconfig = data / "kubeconfig"
+    pki.write_kubeconfig(kubeconfig, url, token, ca)
+    print(f"kubelite: API server listening on {url}", flush=True)
+    print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    with contextlib.suppress(Exception):
+        await runner.cleanup()
+    await server.stop()
+    await store.close()
