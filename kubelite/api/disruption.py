@@ -20,10 +20,7 @@ class Budget:
     expected_pods: int
     current_healthy: int
     desired_healthy: int
-
-    @property
-    def disruptions_allowed(self) -> int:
-        return max(0, self.current_healthy - self.desired_healthy)
+    disruptions_allowed: int
 
 
 def pod_is_ready(pod: Obj) -> bool:
@@ -48,10 +45,12 @@ def _scaled(value: int | str, total: int, round_up: bool) -> int:
 
 
 def compute(pdb: Obj, pods: list[Obj]) -> Budget:
+    """Pods already in `status.disruptedPods` (evicted, not yet gone) do not count as healthy."""
+    disrupted = set(((pdb.get("status") or {}).get("disruptedPods") or {}))
     live = [p for p in pods if selects(pdb, p) and not p["metadata"].get("deletionTimestamp")
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     expected = len(live)
-    healthy = sum(1 for p in live if pod_is_ready(p))
+    healthy = sum(1 for p in live if pod_is_ready(p) and p["metadata"]["name"] not in disrupted)
     spec = pdb.get("spec") or {}
     if spec.get("maxUnavailable") is not None:
         desired = max(0, expected - _scaled(spec["maxUnavailable"], expected, True))
@@ -59,4 +58,4 @@ def compute(pdb: Obj, pods: list[Obj]) -> Budget:
         desired = _scaled(spec["minAvailable"], expected, True)
     else:
         desired = expected
-    return Budget(expected, healthy, desired)
+    return Budget(expected, healthy, desired, max(0, healthy - desired))

@@ -25,7 +25,7 @@ from kubelite.apiserver.registry.core import NAMESPACES
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.store.interface import KeyExists, KeyNotFound, RevisionMismatch, Store
 
-MAX_RETRIES = 16
+MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries unpinned conflicts without bound
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Mutate = Callable[[Obj], Obj]
@@ -300,8 +300,8 @@ class Registry:
             if grace_req is None or grace_req >= period:
                 return cur
             new = copy_obj(cur)
-            shortened = self.clock.now() + grace_req
-            new["metadata"]["deletionTimestamp"] = rfc3339(min(shortened, parse_rfc3339(meta["deletionTimestamp"])))
+            started = parse_rfc3339(meta["deletionTimestamp"]) - period
+            new["metadata"]["deletionTimestamp"] = rfc3339(started + grace_req)
             new["metadata"]["deletionGracePeriodSeconds"] = grace_req
             if grace_req == 0 and not finalizers:
                 return None

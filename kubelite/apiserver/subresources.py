@@ -57,15 +57,15 @@ async def bind(registry: Registry, namespace: str, binding: Obj, dry_run: bool) 
     await registry.guaranteed_update(PODS, namespace, name, assign, dry_run)
 
 
-def _budget(pdb: Obj, pods: list[Obj]) -> tuple[int, int, int]:
-    """(disruptionsAllowed, desiredHealthy, currentHealthy): the controller's status, or computed now."""
+def _budget(pdb: Obj, pods: list[Obj]) -> disruption.Budget:
+    """The disruption controller's status when it is current, else computed from the pods now."""
     status = pdb.get("status") or {}
     written = status.get("observedGeneration") is not None and \
         status["observedGeneration"] >= pdb["metadata"].get("generation", 1)
     if written:
-        return status.get("disruptionsAllowed", 0), status.get("desiredHealthy", 0), status.get("currentHealthy", 0)
-    b = disruption.compute(pdb, pods)
-    return b.disruptions_allowed, b.desired_healthy, b.current_healthy
+        return disruption.Budget(status.get("expectedPods", 0), status.get("currentHealthy", 0),
+                                 status.get("desiredHealthy", 0), status.get("disruptionsAllowed", 0))
+    return disruption.compute(pdb, pods)
 
 
 async def evict(registry: Registry, namespace: str, name: str, eviction: Obj, dry_run: bool) -> Obj:
@@ -101,16 +101,17 @@ async def _take_disruption(registry: Registry, pdb: Obj, pod: Obj, dry_run: bool
     policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy", "IfHealthyBudget")
 
     def spend(p: Obj) -> Obj:
-        allowed, desired, current = _budget(p, pods)
-        if not disruption.pod_is_ready(pod) and (policy == "AlwaysAllow" or current >= desired):
+        b = _budget(p, pods)
+        if not disruption.pod_is_ready(pod) and (policy == "AlwaysAllow" or b.current_healthy >= b.desired_healthy):
             return p  # an unready pod may go without spending the budget
-        if allowed <= 0:
+        if b.disruptions_allowed <= 0:
             raise errors.too_many_requests(
                 "Cannot evict pod as it would violate the pod's disruption budget.",
-                [Cause("DisruptionBudget", f"The disruption budget {p['metadata']['name']} needs {desired} healthy "
-                                           f"pods and has {current} currently")])
+                [Cause("DisruptionBudget", f"The disruption budget {p['metadata']['name']} needs "
+                                           f"{b.desired_healthy} healthy pods and has {b.current_healthy} currently")])
         status = p.setdefault("status", {})
-        status.update({"disruptionsAllowed": allowed - 1, "desiredHealthy": desired, "currentHealthy": current})
+        status.update({"disruptionsAllowed": b.disruptions_allowed - 1, "desiredHealthy": b.desired_healthy,
+                       "currentHealthy": b.current_healthy, "expectedPods": b.expected_pods})
         status.setdefault("disruptedPods", {})[pod["metadata"]["name"]] = registry.now()
         return p
 

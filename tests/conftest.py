@@ -1,0 +1,101 @@
+"""Shared fixtures: an in-process API server over real HTTP, and a real `kubelite server` process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from kubelite.apiserver.app import ApiServer
+from kubelite.clock import RealClock
+from kubelite.store.sqlite import SQLiteStore
+
+
+@pytest.fixture
+async def api(tmp_path: Path) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
+    """A real ApiServer on a real SQLite file, reached over HTTP on a loopback port."""
+    store = await SQLiteStore.open(tmp_path / "state.db")
+    server = ApiServer(store, RealClock())
+    await server.start()
+    client = TestClient(TestServer(server.app()))
+    await client.start_server()
+    yield client
+    await client.close()
+    await server.stop()
+    await store.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    data_dir: Path
+    port: int
+    proc: subprocess.Popen[bytes]
+    home: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    def kubectl(self, *args: str, check: bool = True, timeout: float = 60,
+                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "HOME": str(self.home)}
+        res = subprocess.run(["kubectl", *args], env=env, capture_output=True, text=True, timeout=timeout,
+                             input=stdin)
+        if check and res.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
+        return res
+
+    def stop(self, sig: int = 15) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=20)
+
+
+def start_server(data_dir: Path, home: Path, port: int | None = None, insecure: bool = False) -> ServerProcess:
+    port = port or free_port()
+    args = [sys.executable, "-m", "kubelite.cli.main", "server", "--data-dir", str(data_dir), "--port", str(port)]
+    if insecure:
+        args.append("--insecure")
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stdout.read().decode() if proc.stdout else ''}")
+        if (data_dir / "kubeconfig").exists():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                pass
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        raise RuntimeError("server did not start")
+    home.mkdir(parents=True, exist_ok=True)
+    return ServerProcess(data_dir, port, proc, home)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A real `kubelite server` (HTTPS + token) shared by one test module."""
+    if shutil.which("kubectl") is None:
+        pytest.fail("kubectl is required for the end-to-end tests")
+    base = tmp_path_factory.mktemp("server")
+    proc = start_server(base / "data", base / "home")
+    yield proc
+    proc.stop()
