@@ -65,10 +65,10 @@ class Watcher:
             now = self.filter(ev.obj)
             before = ev.prev is not None and ev.type != "ADDED" and self.filter(ev.prev)
             if ev.type == "DELETED":
-                if before or now:
-                    self.pending.append(ev)
-                return
-            if now and before:
+                if not (before or now):
+                    return
+                self.pending.append(ev)
+            elif now and before:
                 self.pending.append(ev)
             elif now:
                 self.pending.append(CachedEvent("ADDED", ev.obj, None, ev.revision, ev.resource))

@@ -39,7 +39,8 @@ _VALIDATION = ("Strict", "Warn", "Ignore")
 def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     resp = web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
     for w in warnings or []:
-        resp.headers.add("Warning", f'299 - "{w}"')
+        escaped = w.replace("\\", "\\\\").replace('"', '\\"')
+        resp.headers.add("Warning", f'299 - "{escaped}"')
     return resp
 
 

@@ -326,7 +326,7 @@ class Registry:
         except KeyNotFound:
             raise errors.not_found(resource.plural, meta["name"], resource.group) from None
         await self.caches.wait_for(kv.mod_revision)
-        return _with_rv(cur, kv.mod_revision)
+        return _with_rv(copy_obj(cur), kv.mod_revision)
 
 
 def status_success(resource: Resource, obj: Obj, code: int = 200) -> dict[str, Any]:

@@ -312,6 +312,7 @@ class PodStrategy(Strategy):
         super().prepare_update(new, old)
         spec = new.setdefault("spec", {})
         default_pod_spec(spec)
+        _merge_default_tolerations(spec)  # DefaultTolerationSeconds admits updates too
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         causes = super().validate(new)
