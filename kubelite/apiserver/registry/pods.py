@@ -74,6 +74,9 @@ def _default_container(c: Obj) -> None:
 def default_pod_spec(spec: Obj) -> None:
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
+    grace = spec["terminationGracePeriodSeconds"]
+    if isinstance(grace, int) and grace < 0:
+        spec["terminationGracePeriodSeconds"] = 1  # upstream turns negative periods into 1
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
@@ -328,6 +331,8 @@ class PodStrategy(Strategy):
             period = 0
         if status.get("phase") in TERMINAL_PHASES:
             period = 0
+        if period < 0:
+            period = 1
         return period
 
 
