@@ -46,7 +46,7 @@ def _scaled(value: int | str, total: int, round_up: bool) -> int:
 
 def compute(pdb: Obj, pods: list[Obj]) -> Budget:
     """Pods already in `status.disruptedPods` (evicted, not yet gone) do not count as healthy."""
-    disrupted = set(((pdb.get("status") or {}).get("disruptedPods") or {}))
+    disrupted = set((pdb.get("status") or {}).get("disruptedPods") or {})
     live = [p for p in pods if selects(pdb, p) and not p["metadata"].get("deletionTimestamp")
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     expected = len(live)

@@ -47,7 +47,7 @@ Filter = Callable[[Obj], bool]
 class Watcher:
     """One watch request's mailbox: events are appended and the writer task woken (coalesced)."""
 
-    __slots__ = ("closed", "filter", "namespace", "pending", "wake")
+    __slots__ = ("bookmark_due", "closed", "filter", "namespace", "pending", "wake")
 
     def __init__(self, namespace: str, filt: Filter | None) -> None:
         self.namespace = namespace
@@ -55,6 +55,7 @@ class Watcher:
         self.pending: list[CachedEvent] = []
         self.wake = asyncio.Event()
         self.closed = False
+        self.bookmark_due = False
 
     def offer(self, ev: CachedEvent) -> None:
         if self.namespace and ev.obj["metadata"].get("namespace") != self.namespace:

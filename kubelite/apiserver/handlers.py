@@ -20,7 +20,6 @@ from kubelite.apiserver.request import (
     MERGE_PATCH,
     PATCH_TYPES,
     PROTOBUF,
-    STRATEGIC_PATCH,
     YAML,
     Target,
     decode_body,

@@ -6,6 +6,7 @@ at all (research/kubectl-compat.md), so HTTPS with a token is the default.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ipaddress
 import os
@@ -18,8 +19,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-
-import base64
 
 
 def _write(path: Path, data: bytes, private: bool = False) -> None:

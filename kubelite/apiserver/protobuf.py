@@ -42,6 +42,7 @@ def _fields(b: bytes) -> Iterator[tuple[int, Any]]:
     while i < len(b):
         key, i = _varint(b, i)
         num, wire = key >> 3, key & 7
+        v: Any
         if wire == 0:
             v, i = _varint(b, i)
         elif wire == 2:

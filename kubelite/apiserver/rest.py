@@ -9,6 +9,7 @@ its revision, so clients read their own writes.
 
 from __future__ import annotations
 
+import builtins
 import secrets
 import uuid
 from collections.abc import Callable
@@ -68,7 +69,7 @@ class Registry:
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         return self.caches[self.by_plural[resource]].get(namespace, name)
 
-    def list(self, resource: str, namespace: str = "") -> list[Obj]:
+    def list(self, resource: str, namespace: str = "") -> builtins.list[Obj]:
         return self.caches[self.by_plural[resource]].list(namespace)
 
     # --- helpers ---------------------------------------------------------------------------------
@@ -143,7 +144,7 @@ class Registry:
         await self.caches.wait_for(kv.mod_revision)
         return _with_rv(obj, kv.mod_revision)
 
-    def _raise_invalid(self, resource: Resource, obj: Obj, causes: list[Cause]) -> None:
+    def _raise_invalid(self, resource: Resource, obj: Obj, causes: builtins.list[Cause]) -> None:
         if causes:
             raise errors.invalid(resource.kind, obj.get("metadata", {}).get("name", ""), causes, resource.group)
 

@@ -12,8 +12,8 @@ from typing import Any
 from kubelite.api import disruption, errors
 from kubelite.api.errors import Cause
 from kubelite.apiserver.registry.base import Obj
-from kubelite.apiserver.registry.policy import PDBS
 from kubelite.apiserver.registry.pods import PODS, TERMINAL_PHASES
+from kubelite.apiserver.registry.policy import PDBS
 from kubelite.apiserver.rest import Registry
 
 

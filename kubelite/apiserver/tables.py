@@ -66,7 +66,7 @@ def _restartable(c: Obj | None) -> bool:
 
 def _terminated_reason(term: Obj, prefix: str = "") -> str:
     if term.get("reason"):
-        return prefix + term["reason"]
+        return prefix + str(term["reason"])
     if term.get("signal"):
         return f"{prefix}Signal:{term['signal']}"
     return f"{prefix}ExitCode:{term.get('exitCode', 0)}"

@@ -81,43 +81,49 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
     cache.watchers.add(watcher)
     resp = web.StreamResponse(headers={"Content-Type": "application/json"})
     resp.enable_chunked_encoding()
+    lifetime = timeout if timeout is not None else random.uniform(1800, 3600)
+    ticker = asyncio.create_task(_tick(watcher, clock, lifetime, bookmarks))
     try:
         await resp.prepare(request)
         if initial:
             await resp.write(b"".join(encoder(e) for e in initial))
         if bookmarks and resource_version in ("", "0"):
             await resp.write(_bookmark(resource, start))
-        deadline = clock.monotonic() + (timeout if timeout is not None else random.uniform(1800, 3600))
-        next_bookmark = clock.monotonic() + BOOKMARK_INTERVAL
-        while not watcher.closed:
-            remaining = deadline - clock.monotonic()
-            if remaining <= 0:
-                break
-            if not watcher.pending:
-                watcher.wake.clear()
-                await _wait(watcher, min(remaining, next_bookmark - clock.monotonic()), clock)
+        while True:
             if watcher.pending:
                 batch, watcher.pending = watcher.pending, []
                 await resp.write(b"".join(encoder(e) for e in batch))
-            elif bookmarks and clock.monotonic() >= next_bookmark:
+            if watcher.closed:
+                break
+            if watcher.bookmark_due:
+                watcher.bookmark_due = False
                 await resp.write(_bookmark(resource, caches.revision))
-                next_bookmark = clock.monotonic() + BOOKMARK_INTERVAL
+            watcher.wake.clear()
+            if not watcher.pending and not watcher.closed:
+                await watcher.wake.wait()
         await resp.write_eof()
     except (ConnectionResetError, ConnectionError):
         pass
     finally:
+        ticker.cancel()
         cache.watchers.discard(watcher)
     return resp
 
 
-async def _wait(watcher: Watcher, seconds: float, clock: Clock) -> None:
-    sleeper = asyncio.ensure_future(clock.sleep(max(seconds, 0.0)))
-    waker = asyncio.ensure_future(watcher.wake.wait())
-    try:
-        await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        sleeper.cancel()
-        waker.cancel()
+async def _tick(watcher: Watcher, clock: Clock, lifetime: float, bookmarks: bool) -> None:
+    """The watch's only timer: closes it after `lifetime` and asks for periodic bookmarks."""
+    deadline = clock.monotonic() + lifetime
+    next_bookmark = clock.monotonic() + BOOKMARK_INTERVAL
+    while True:
+        wake_at = min(deadline, next_bookmark) if bookmarks else deadline
+        await clock.sleep(wake_at - clock.monotonic())
+        if clock.monotonic() >= deadline:
+            watcher.close()
+            return
+        if bookmarks and clock.monotonic() >= next_bookmark:
+            next_bookmark += BOOKMARK_INTERVAL
+            watcher.bookmark_due = True
+            watcher.wake.set()
 
 
 def _bookmark(resource: Resource, revision: int) -> bytes:

@@ -12,6 +12,7 @@ change's previous value too, so a list can be served as of an older revision.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import queue
 import sqlite3
@@ -112,11 +113,11 @@ class SQLiteStore:
 
     @property
     def revision(self) -> int:
-        return self._visible_rev
+        return int(self._visible_rev)
 
     @property
     def compacted_revision(self) -> int:
-        return self._compacted
+        return int(self._compacted)
 
     # --- reads -----------------------------------------------------------------------------------
 
@@ -197,9 +198,9 @@ class SQLiteStore:
                 batch.append(nxt)
             self._commit(conn, batch)
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[_Op]) -> None:
+    def _commit(self, conn: sqlite3.Connection, batch: builtins.list[_Op]) -> None:
         start_rev = self._rev
-        events: list[Event] = []
+        events: builtins.list[Event] = []
         cur = conn.cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
@@ -268,7 +269,7 @@ class SQLiteStore:
         cur.execute("UPDATE meta SET compacted = MAX(compacted, ?)", (revision,))
         self._compacted = max(self._compacted, revision)
 
-    def _complete(self, batch: list[_Op], events: list[Event], rev: int) -> None:
+    def _complete(self, batch: builtins.list[_Op], events: builtins.list[Event], rev: int) -> None:
         """Runs on the loop: publish events to watchers first, then acknowledge the writes."""
         self._visible_rev = max(self._visible_rev, rev)
         for ev in events:
@@ -307,7 +308,7 @@ class SQLiteStore:
         finally:
             self._watchers.remove(w)
 
-    def _history(self, prefix: str, end: str, after: int) -> list[Event]:
+    def _history(self, prefix: str, end: str, after: int) -> builtins.list[Event]:
         rows = self._reader.execute(
             "SELECT rev, key, type, value, create_rev, prev_value, prev_mod_rev FROM events "
             "WHERE rev > ? AND key >= ? AND key < ? ORDER BY rev", (after, prefix, end)).fetchall()

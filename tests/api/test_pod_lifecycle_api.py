@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import orjson
-from pathlib import Path
-
 from aiohttp.test_utils import TestClient, TestServer
 
 from kubelite.apiserver.app import ApiServer
 from kubelite.clock import RealClock
 from kubelite.store.sqlite import SQLiteStore
-
 from kubelite.testing.builders import make_node, make_pod
 from tests.api.test_rest import PODS, call
 

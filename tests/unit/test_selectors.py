@@ -7,7 +7,12 @@ from dataclasses import dataclass
 import pytest
 
 from kubelite.api.errors import ApiError
-from kubelite.api.selectors import COMMON_FIELDS, compile_label_selector, parse_field_selector, parse_label_selector
+from kubelite.api.selectors import (
+    COMMON_FIELDS,
+    compile_label_selector,
+    parse_field_selector,
+    parse_label_selector,
+)
 
 
 @dataclass(frozen=True)

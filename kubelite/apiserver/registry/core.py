@@ -31,13 +31,15 @@ class NamespaceStrategy(Strategy):
         obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
 
     def prepare_update(self, new: Obj, old: Obj) -> None:
+        """spec.finalizers change only through the finalize subresource (here: the namespace finalizer)."""
         super().prepare_update(new, old)
-        new["spec"] = old.get("spec", {})
+        if "spec" in old:
+            new["spec"] = old["spec"]
+        new["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = new["metadata"]["name"]
 
     def pending_finalizers(self, obj: Obj) -> list[str]:
         """Spec finalizers ("kubernetes") hold a namespace in Terminating until its content is gone."""
         return super().pending_finalizers(obj) + list((obj.get("spec") or {}).get("finalizers") or [])
-        new["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = new["metadata"]["name"]
 
 
 class NodeStrategy(Strategy):

@@ -95,7 +95,7 @@ def _merge_default_tolerations(spec: Obj) -> None:
     """DefaultTolerationSeconds admission: tolerate not-ready/unreachable for 300s unless told otherwise."""
     tolerations = spec.setdefault("tolerations", [])
     for default in _DEFAULT_TOLERATIONS:
-        covered = any(t.get("key") == default["key"] and t.get("effect") in ("NoExecute", None, "")
+        covered = any((t.get("key") == default["key"] and t.get("effect") in ("NoExecute", None, ""))
                       or (not t.get("key") and t.get("operator") == "Exists") for t in tolerations)
         if not covered:
             tolerations.append(dict(default))
@@ -117,9 +117,8 @@ def qos_class(spec: Obj) -> str:
         for name, q in lim.items():
             if name in ("cpu", "memory") and _qty(q) != 0:
                 limits[name] = q
-        if not all(n in lim for n in ("cpu", "memory")):
-            guaranteed = False
-        elif any(_qty(req.get(n, lim[n])) != _qty(lim[n]) for n in ("cpu", "memory")):
+        full_limits = all(n in lim for n in ("cpu", "memory"))
+        if not full_limits or any(_qty(req.get(n, lim[n])) != _qty(lim[n]) for n in ("cpu", "memory")):
             guaranteed = False
     if not requests and not limits:
         return "BestEffort"
@@ -342,7 +341,7 @@ def admit_priority(spec: Obj, lookup: Lookup) -> list[Cause]:
     if name:
         pc = lookup.get("priorityclasses", "", name)
         if pc is None:
-            return [v.Cause("FieldValueNotFound", f'no PriorityClass with name {name} was found',
+            return [Cause("FieldValueNotFound", f'no PriorityClass with name {name} was found',
                             "spec.priorityClassName")]
     else:
         pc = next((p for p in lookup.list("priorityclasses") if p.get("globalDefault")), None)

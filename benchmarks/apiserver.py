@@ -1,0 +1,132 @@
+"""API server benchmark: pod-create throughput and latency, and watch fan-out.
+
+Starts a real `kubelite server` (SQLite store, synchronous=FULL) in its own process and
+drives it over HTTP from this process, so server and client each get a core.
+
+    python -m benchmarks.apiserver [--pods 5000] [--clients 20] [--watchers 100] [--tls]
+
+Prints figures only; it never passes or fails on time (see BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import orjson
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.conftest import start_server  # noqa: E402
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "", "namespace": "default", "labels": {"app": "bench"}},
+       "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}]}}
+
+
+def _session(base: str, token: str | None, ca: Path | None, limit: int) -> aiohttp.ClientSession:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    ctx = ssl.create_default_context(cafile=str(ca)) if ca else None
+    return aiohttp.ClientSession(base, headers=headers, connector=aiohttp.TCPConnector(limit=limit, ssl=ctx or False))
+
+
+async def create_pods(session: aiohttp.ClientSession, prefix: str, count: int, clients: int) -> list[float]:
+    latencies: list[float] = []
+    counter = iter(range(count))
+
+    async def worker() -> None:
+        for i in counter:
+            body = dict(POD, metadata={**POD["metadata"], "name": f"{prefix}-{i}"})
+            start = time.perf_counter()
+            async with session.post("/api/v1/namespaces/default/pods", data=orjson.dumps(body)) as resp:
+                await resp.read()
+                if resp.status != 201:
+                    raise RuntimeError(f"create failed: {resp.status}")
+            latencies.append(time.perf_counter() - start)
+
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    return latencies
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def bench_creates(session: aiohttp.ClientSession, pods: int, clients: int) -> None:
+    await create_pods(session, "warm", min(500, pods), clients)
+    start = time.perf_counter()
+    lat = await create_pods(session, "c", pods, clients)
+    elapsed = time.perf_counter() - start
+    print(f"pod creates: {pods} pods, {clients} concurrent clients: {pods / elapsed:,.0f} creates/s, "
+          f"p50 {pct(lat, 0.50) * 1000:.1f} ms, p99 {pct(lat, 0.99) * 1000:.1f} ms, "
+          f"mean {statistics.mean(lat) * 1000:.1f} ms")
+
+
+async def bench_watch(session: aiohttp.ClientSession, watchers: int, events: int, clients: int) -> None:
+    rv = (await (await session.get("/api/v1/namespaces/default/pods?limit=1")).json())["metadata"]["resourceVersion"]
+    counts = [0] * watchers
+    done = asyncio.Event()
+    last_seen: list[float] = [0.0] * watchers
+
+    async def watcher(i: int) -> None:
+        async with session.get(f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}",
+                               timeout=aiohttp.ClientTimeout(total=None)) as resp:
+            async for chunk in resp.content.iter_any():
+                counts[i] += chunk.count(b"\n")
+                if counts[i] >= events:
+                    last_seen[i] = time.perf_counter()
+                    if all(c >= events for c in counts):
+                        done.set()
+                    return
+
+    tasks = [asyncio.create_task(watcher(i)) for i in range(watchers)]
+    await asyncio.sleep(1.0)
+    start = time.perf_counter()
+    await create_pods(session, "w", events, clients)
+    write_done = time.perf_counter()
+    await asyncio.wait_for(done.wait(), 300)
+    elapsed = max(last_seen) - start
+    for t in tasks:
+        t.cancel()
+    print(f"watch fan-out: {watchers} watchers x {events} events: writes {events / (write_done - start):,.0f}/s, "
+          f"each watcher received {events / elapsed:,.0f} events/s "
+          f"({watchers * events / elapsed:,.0f} events/s delivered in total)")
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pods", type=int, default=5000)
+    p.add_argument("--clients", type=int, default=20)
+    p.add_argument("--watchers", type=int, default=100)
+    p.add_argument("--watch-events", type=int, default=5000)
+    p.add_argument("--tls", action="store_true", help="HTTPS with a bearer token instead of --insecure")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_server(Path(tmp) / "data", Path(tmp) / "home", insecure=not args.tls)
+        try:
+            token = ca = None
+            scheme = "http"
+            if args.tls:
+                cfg = yaml.safe_load(server.kubeconfig.read_text())
+                token, ca, scheme = cfg["users"][0]["user"]["token"], Path(tmp) / "data/pki/ca.crt", "https"
+            base = f"{scheme}://127.0.0.1:{server.port}"
+            async with _session(base, token, ca, args.clients) as session:
+                await bench_creates(session, args.pods, args.clients)
+            async with _session(base, token, ca, args.watchers + args.clients) as session:
+                await bench_watch(session, args.watchers, args.watch_events, args.clients)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
