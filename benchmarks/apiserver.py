@@ -24,7 +24,7 @@ import orjson
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.conftest import start_server  # noqa: E402
+from tests.conftest import start_server
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "", "namespace": "default", "labels": {"app": "bench"}},
        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",

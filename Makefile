@@ -1,0 +1,37 @@
+# Two entry points for a fresh machine: `make up` (a local cluster) and `make test` (everything CI runs).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DATA_DIR ?= $(HOME)/.local/share/kubelite
+PORT ?= 6443
+
+.PHONY: up test install lint typecheck layers unit bench clean
+
+$(BIN)/kubelite: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(BIN)/kubelite
+
+up: install
+	$(BIN)/kubelite up --data-dir $(DATA_DIR) --port $(PORT)
+
+lint: install
+	$(BIN)/ruff check kubelite tests benchmarks
+
+typecheck: install
+	$(BIN)/mypy
+
+layers: install
+	$(BIN)/lint-imports
+
+test: lint typecheck layers
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python -m benchmarks.apiserver
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
