@@ -1,0 +1,106 @@
+"""Admission and validation through the API: PriorityClasses (P1, P2), PDBs, discovery and health."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from kubelite.testing.builders import make_pod
+from tests.api.test_rest import PODS, call
+
+Client = TestClient  # type: ignore[type-arg]
+PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    body: dict[str, Any]
+    code: int
+    message: str = ""
+
+
+# Mirrors TestValidatePriorityClass, pkg/apis/scheduling/validation/validation_test.go.
+PRIORITY_CLASS_CASES = [
+    Case("user class at the limit", {"metadata": {"name": "top"}, "value": 1_000_000_000}, 201),
+    Case("user class above the limit", {"metadata": {"name": "too-high"}, "value": 1_000_000_001}, 422,
+         "maximum allowed value of a user defined priority is 1000000000"),
+    Case("reserved system prefix", {"metadata": {"name": "system-mine"}, "value": 10}, 422,
+         "priority class names with 'system-' prefix are reserved"),
+    Case("missing value", {"metadata": {"name": "novalue"}}, 422, "value: Required value"),
+    Case("bad preemption policy", {"metadata": {"name": "pp"}, "value": 1, "preemptionPolicy": "Sometimes"}, 422,
+         "Unsupported value"),
+    Case("bad name", {"metadata": {"name": "Bad"}, "value": 1}, 422, "metadata.name"),
+]
+
+
+@pytest.mark.parametrize("case", PRIORITY_CLASS_CASES, ids=lambda c: c.name)
+async def test_priority_class_validation(api: Client, case: Case) -> None:
+    out = await call(api, "POST", PCS, case.body, expect=case.code)
+    if case.message:
+        assert case.message in out["message"]
+    else:
+        assert out["preemptionPolicy"] == "PreemptLowerPriority"
+
+
+async def test_one_global_default_and_value_immutable(api: Client) -> None:
+    await call(api, "POST", PCS, {"metadata": {"name": "d1"}, "value": 5, "globalDefault": True}, expect=201)
+    second = await call(api, "POST", PCS, {"metadata": {"name": "d2"}, "value": 6, "globalDefault": True},
+                        expect=422)
+    assert "d1 is already the global default" in second["message"]
+    changed = await call(api, "PATCH", f"{PCS}/d1", {"value": 7}, "application/merge-patch+json", expect=422)
+    assert "may not be changed in an update" in changed["message"]
+    pod = await call(api, "POST", PODS, make_pod("p").obj(), expect=201)
+    assert (pod["spec"]["priority"], pod["spec"]["priorityClassName"]) == (5, "d1")
+    await call(api, "DELETE", f"{PCS}/d1", expect=200)
+    again = await call(api, "GET", f"{PODS}/p")
+    assert again["spec"]["priority"] == 5  # removing a class never changes existing pods
+
+
+PDB_CASES = [
+    Case("minAvailable integer", {"minAvailable": 1}, 201),
+    Case("maxUnavailable percent", {"maxUnavailable": "25%"}, 201),
+    Case("both set", {"minAvailable": 1, "maxUnavailable": 1}, 422, "cannot be both set"),
+    Case("negative", {"minAvailable": -1}, 422, "must be greater than or equal to 0"),
+    Case("over 100 percent", {"maxUnavailable": "120%"}, 422, "must not be greater than 100%"),
+    Case("bad policy", {"minAvailable": 1, "unhealthyPodEvictionPolicy": "Never"}, 422, "Unsupported value"),
+]
+
+
+@pytest.mark.parametrize("case", PDB_CASES, ids=lambda c: c.name)
+async def test_pdb_validation(api: Client, case: Case) -> None:
+    body = {"metadata": {"name": "b"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, **case.body}}
+    out = await call(api, "POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", body, expect=case.code)
+    if case.message:
+        assert case.message in out["message"]
+
+
+async def test_discovery_documents(api: Client) -> None:
+    core = await call(api, "GET", "/api/v1", expect=200)
+    by_name = {r["name"]: r for r in core["resources"]}
+    assert by_name["pods"]["shortNames"] == ["po"] and by_name["pods"]["categories"] == ["all"]
+    assert (by_name["pods/eviction"]["group"], by_name["pods/eviction"]["version"]) == ("policy", "v1")
+    assert by_name["pods/binding"]["verbs"] == ["create"] and by_name["nodes"]["namespaced"] is False
+    groups = await call(api, "GET", "/apis", expect=200)
+    assert {g["name"] for g in groups["groups"]} == {"apps", "coordination.k8s.io", "policy", "scheduling.k8s.io"}
+    resp = await api.get("/api", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;"
+                                                    "as=APIGroupDiscoveryList,application/json"})
+    assert resp.headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
+    index = await call(api, "GET", "/openapi/v3", expect=200)
+    assert set(index["paths"]) == {"api/v1", "apis/apps/v1", "apis/policy/v1", "apis/scheduling.k8s.io/v1",
+                                   "apis/coordination.k8s.io/v1"}
+    doc = await call(api, "GET", index["paths"]["api/v1"]["serverRelativeURL"], expect=200)
+    patch = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
+    assert any(p["name"] == "fieldValidation" for p in patch["parameters"])
+    version = await call(api, "GET", "/version", expect=200)
+    assert version["gitVersion"].startswith("v1.32.") and version["minor"] == "32"
+    await call(api, "GET", "/openapi/v2", expect=404)
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+async def test_health_endpoints(api: Client, path: str) -> None:
+    resp = await api.get(path)
+    assert (resp.status, await resp.text()) == (200, "ok")
