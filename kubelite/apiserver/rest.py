@@ -89,15 +89,21 @@ class Registry:
             raise errors.not_found(resource.plural, name, resource.group)
         return decode(kv)
 
-    def _check_namespace(self, resource: Resource, namespace: str) -> None:
+    def _check_namespace(self, resource: Resource, namespace: str, name: str) -> None:
+        """NamespaceLifecycle admission: the namespace must exist and not be terminating."""
         if not resource.namespaced:
             return
         ns = self.caches[NAMESPACES].get("", namespace)
         if ns is None:
             raise errors.not_found("namespaces", namespace)
         if ns["metadata"].get("deletionTimestamp") and resource.plural != "events":
-            raise errors.forbidden(f'{resource.plural} "{{name}}" is forbidden: unable to create new content in '
-                                   f"namespace {namespace} because it is being terminated")
+            raise self._forbidden(resource, name, f"unable to create new content in namespace {namespace} because "
+                                                  "it is being terminated")
+
+    @staticmethod
+    def _forbidden(resource: Resource, name: str, reason: str) -> ApiError:
+        plural = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+        return errors.forbidden(f'{plural} "{name}" is forbidden: {reason}')
 
     # --- create ----------------------------------------------------------------------------------
 
@@ -117,16 +123,12 @@ class Registry:
         generate = not meta.get("name") and meta.get("generateName")
         if generate:
             meta["name"] = meta["generateName"] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
-        try:
-            self._check_namespace(resource, namespace)
-        except ApiError as exc:
-            exc.message = exc.message.replace("{name}", meta.get("name", ""))
-            raise
+        self._check_namespace(resource, namespace, meta.get("name", ""))
         strategy.prepare_create(obj, self)
-        causes = strategy.validate(obj)
-        if not causes:
-            causes = strategy.admit(obj, self)
-        self._raise_invalid(resource, obj, causes)
+        refusals = strategy.admit(obj, self)
+        if refusals:
+            raise self._forbidden(resource, meta.get("name", ""), "; ".join(refusals))
+        self._raise_invalid(resource, obj, strategy.validate(obj))
         if dry_run:
             if self.caches[resource].get(namespace, meta["name"]) is not None:
                 raise errors.already_exists(resource.plural, meta["name"], resource.group)

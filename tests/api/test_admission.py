@@ -49,8 +49,9 @@ async def test_priority_class_validation(api: Client, case: Case) -> None:
 async def test_one_global_default_and_value_immutable(api: Client) -> None:
     await call(api, "POST", PCS, {"metadata": {"name": "d1"}, "value": 5, "globalDefault": True}, expect=201)
     second = await call(api, "POST", PCS, {"metadata": {"name": "d2"}, "value": 6, "globalDefault": True},
-                        expect=422)
-    assert "d1 is already the global default" in second["message"]
+                        expect=403)
+    assert second["message"] == ('priorityclasses.scheduling.k8s.io "d2" is forbidden: PriorityClass d1 is already '
+                                 "marked as default. Only one default can exist")
     changed = await call(api, "PATCH", f"{PCS}/d1", {"value": 7}, "application/merge-patch+json", expect=422)
     assert "may not be changed in an update" in changed["message"]
     pod = await call(api, "POST", PODS, make_pod("p").obj(), expect=201)

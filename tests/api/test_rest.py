@@ -193,8 +193,8 @@ ERROR_CASES: list[tuple[str, str, str, Any, str, int, str]] = [
     ("unknown path is NotFound", "GET", "/api/v1/widgets", None, "application/json", 404, "NotFound"),
     ("bad label selector", "GET", f"{PODS}?labelSelector=a%20in%20(", None, "application/json", 400,
      "BadRequest"),
-    ("unknown priority class", "POST", PODS, make_pod("x").priority_class("nope").obj(), "application/json", 422,
-     "Invalid"),
+    ("unknown priority class", "POST", PODS, make_pod("x").priority_class("nope").obj(), "application/json", 403,
+     "Forbidden"),
 ]
 
 

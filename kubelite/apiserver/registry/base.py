@@ -71,8 +71,8 @@ class Strategy:
         if self.has_spec_generation:
             obj["metadata"]["generation"] = 1
 
-    def admit(self, obj: Obj, lookup: Lookup) -> list[Cause]:
-        """Mutating and validating admission that needs other objects; returns causes for a 4xx."""
+    def admit(self, obj: Obj, lookup: Lookup) -> list[str]:
+        """Admission that needs other objects; each returned reason refuses the request (403 Forbidden)."""
         return []
 
     def validate(self, obj: Obj) -> list[Cause]:

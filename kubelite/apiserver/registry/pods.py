@@ -304,7 +304,7 @@ class PodStrategy(Strategy):
                                             "lastProbeTime": None,
                                             "lastTransitionTime": obj["metadata"]["creationTimestamp"]}]
 
-    def admit(self, obj: Obj, lookup: Lookup) -> list[Cause]:
+    def admit(self, obj: Obj, lookup: Lookup) -> list[str]:
         return admit_priority(obj["spec"], lookup)
 
     def validate(self, obj: Obj) -> list[Cause]:
@@ -335,32 +335,30 @@ class PodStrategy(Strategy):
         return period
 
 
-def admit_priority(spec: Obj, lookup: Lookup) -> list[Cause]:
-    """Priority admission (P2): resolve priorityClassName to spec.priority and preemptionPolicy."""
+def admit_priority(spec: Obj, lookup: Lookup) -> list[str]:
+    """Priority admission (P2): resolve priorityClassName to spec.priority and preemptionPolicy.
+
+    Mirrors plugin/pkg/admission/priority: refusals are Forbidden, with upstream's wording.
+    """
     name = spec.get("priorityClassName", "")
     if name:
         pc = lookup.get("priorityclasses", "", name)
         if pc is None:
-            return [Cause("FieldValueNotFound", f'no PriorityClass with name {name} was found',
-                            "spec.priorityClassName")]
+            return [f"no PriorityClass with name {name} was found"]
     else:
         pc = next((p for p in lookup.list("priorityclasses") if p.get("globalDefault")), None)
     value = pc.get("value", 0) if pc else DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS
     policy = (pc or {}).get("preemptionPolicy") or PREEMPT_LOWER
     if spec.get("priority") is not None and spec["priority"] != value:
-        return [v.forbidden("spec.priority", "the integer value of priority "
-                                             f"({spec['priority']}) must not be provided in pod spec; priority "
-                                             "admission controller computed "
-                                             f"{value} from the given PriorityClass name")]
+        return [f"the integer value of priority ({spec['priority']}) must not be provided in pod spec; priority "
+                f"admission controller computed {value} from the given PriorityClass name"]
+    if spec.get("preemptionPolicy") not in (None, policy):
+        return [f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not be provided in pod "
+                f"spec; priority admission controller computed {policy} from the given PriorityClass name"]
     spec["priority"] = value
+    spec["preemptionPolicy"] = policy
     if pc is not None and not name:
         spec["priorityClassName"] = pc["metadata"]["name"]
-    if spec.get("preemptionPolicy") not in (None, policy):
-        return [v.forbidden("spec.preemptionPolicy", "the string value of preemptionPolicy "
-                                                     f"({spec['preemptionPolicy']}) must not be provided in pod spec; "
-                                                     "priority admission controller computed "
-                                                     f"{policy} from the given PriorityClass name")]
-    spec["preemptionPolicy"] = policy
     return []
 
 

@@ -15,15 +15,15 @@ class PriorityClassStrategy(Strategy):
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
-    def admit(self, obj: Obj, lookup: Lookup) -> list[Cause]:
+    def admit(self, obj: Obj, lookup: Lookup) -> list[str]:
+        """At most one global default (plugin/pkg/admission/priority validatePriorityClass)."""
         if obj.get("globalDefault"):
             name = obj["metadata"]["name"]
             other = next((p for p in lookup.list("priorityclasses")
                           if p.get("globalDefault") and p["metadata"]["name"] != name), None)
             if other is not None:
-                return [v.invalid("globalDefault", True, "globalDefault can be set to true only for one "
-                                                         f"PriorityClass; {other['metadata']['name']} is already "
-                                                         "the global default")]
+                return [f"PriorityClass {other['metadata']['name']} is already marked as default. Only one default "
+                        "can exist"]
         return []
 
     def validate(self, obj: Obj) -> list[Cause]:
