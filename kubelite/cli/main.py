@@ -31,10 +31,18 @@ def _common(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="kubelite", description="A Kubernetes-compatible pod orchestrator")
     sub = root.add_subparsers(dest="command", required=True)
-    _common(sub.add_parser("server", help="run the control plane (API server)"))
+    server = sub.add_parser("server", help="run the control plane (API server and scheduler)")
+    _common(server)
     up = sub.add_parser("up", help="run the control plane and a local node agent")
     _common(up)
     up.add_argument("--node-config", type=Path, help="KubeletConfiguration file for the local node")
+    for p in (server, up):
+        p.add_argument("--scheduler-config", type=Path, help="KubeSchedulerConfiguration file")
+    sched = sub.add_parser("scheduler", help="run the scheduler alone, as a client of an API server")
+    sched.add_argument("--kubeconfig", type=Path, required=True)
+    sched.add_argument("--config", type=Path, help="KubeSchedulerConfiguration file")
+    sched.add_argument("--seed", type=int, help="seed for breaking score ties (reproducible placements)")
+    sched.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return root
 
 
@@ -43,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kubelite").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    if args.command == "scheduler":
+        try:
+            return serve.run_scheduler(args.kubeconfig, args.config, args.seed)
+        except serve.ConfigError as exc:
+            print(f"kubelite: {exc}", file=sys.stderr)
+            return 2
     disabled = {c for c in args.disable.split(",") if c}
     unknown = disabled - set(COMPONENTS)
     if unknown:
@@ -50,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return serve.run(serve.Options(data_dir=args.data_dir, port=args.port, bind=args.bind_address,
-                                       insecure=args.insecure, disabled=frozenset(disabled)))
+                                       insecure=args.insecure, disabled=frozenset(disabled),
+                                       scheduler_config=args.scheduler_config))
     except serve.ConfigError as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2

@@ -20,14 +20,18 @@ from aiohttp import web
 
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
+from kubelite.client.http import ApiClient
 from kubelite.clock import RealClock
+from kubelite.scheduler import config as scheduler_config
+from kubelite.scheduler.config import ConfigError
+
+__all__ = ["ConfigError", "Options", "run", "run_scheduler"]
+from kubelite.scheduler.scheduler import Scheduler
 from kubelite.store.sqlite import SQLiteStore
 
 log = logging.getLogger("kubelite")
 
 
-class ConfigError(Exception):
-    pass
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class Options:
     bind: str = "127.0.0.1"
     insecure: bool = False
     disabled: frozenset[str] = frozenset()
+    scheduler_config: Path | None = None
 
 
 def _is_loopback(address: str) -> bool:
@@ -52,11 +57,37 @@ def run(opts: Options) -> int:
     if opts.insecure and not _is_loopback(opts.bind):
         raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
                           f"not {opts.bind}")
-    uvloop.run(_serve(opts))
+    sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
+    uvloop.run(_serve(opts, sched))
     return 0
 
 
-async def _serve(opts: Options) -> None:
+def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None) -> int:
+    """`kubelite scheduler`: the scheduler alone, as a client of a running API server."""
+    cfg = scheduler_config.load(config_file)
+    uvloop.run(_run_scheduler(ApiClient.from_kubeconfig(kubeconfig), cfg, seed))
+    return 0
+
+
+async def _run_scheduler(client: ApiClient, cfg: scheduler_config.SchedulerConfig, seed: int | None) -> None:
+    scheduler = Scheduler(client, RealClock(), cfg, seed)
+    task = asyncio.create_task(scheduler.run())
+    await _until_signalled()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await client.close()
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) -> None:
     data = opts.data_dir
     data.mkdir(parents=True, exist_ok=True)
     store = await SQLiteStore.open(data / "state.db")
@@ -83,12 +114,20 @@ async def _serve(opts: Options) -> None:
     pki.write_kubeconfig(kubeconfig, url, token, ca)
     print(f"kubelite: API server listening on {url}", flush=True)
     print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    components: list[asyncio.Task[None]] = []
+    client = None
+    if sched is not None:
+        # The scheduler is a client like any other: it talks to this server over the API, never its memory.
+        client = ApiClient.from_kubeconfig(kubeconfig)
+        components.append(asyncio.create_task(Scheduler(client, RealClock(), sched).run(), name="scheduler"))
+    await _until_signalled()
     log.info("shutting down")
+    for task in components:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    if client is not None:
+        await client.close()
     with contextlib.suppress(Exception):
         await runner.cleanup()
     await server.stop()

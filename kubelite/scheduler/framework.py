@@ -1,0 +1,196 @@
+"""The scheduling framework: status codes, plugin shape, and one scheduling cycle over a NodeTable.
+
+Mirrors pkg/scheduler/framework: plugins run at PreFilter, Filter, PreScore, Score and
+NormalizeScore in the profile's order; a node's failure is attributed to the first Filter
+plugin that rejects it (as RunFilterPlugins stops there); scores are normalised per plugin,
+weighted and summed; ties are broken at random with a seedable generator. Filters return
+masks and scores return vectors over node rows.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubelite.scheduler.nodetable import BoolArray, IntArray, NodeTable
+from kubelite.scheduler.podinfo import PodInfo
+
+MAX_NODE_SCORE = 100
+
+
+class Code(enum.IntEnum):
+    """framework.Code, in upstream order."""
+
+    Success = 0
+    Error = 1
+    Unschedulable = 2
+    UnschedulableAndUnresolvable = 3
+    Wait = 4
+    Skip = 5
+    Pending = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    code: Code
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code in (Code.Success, Code.Skip)
+
+
+SUCCESS = Status(Code.Success)
+SKIP = Status(Code.Skip)
+
+
+@dataclass(slots=True)
+class Rejection:
+    """Nodes (a mask) that a filter rejects for one reason."""
+
+    reason: str
+    nodes: BoolArray
+    code: Code = Code.Unschedulable
+
+
+@dataclass(slots=True)
+class FilterResult:
+    passed: BoolArray
+    rejections: list[Rejection] = field(default_factory=list)
+
+
+CycleState = dict[str, Any]
+
+
+class Plugin:
+    """Base for in-tree plugins; each overrides the extension points it implements."""
+
+    name = ""
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
+        return SKIP
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:
+        return None
+
+    def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> Status:
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        return np.zeros(len(rows), np.int64)
+
+    def normalize(self, state: CycleState, scores: IntArray) -> IntArray:
+        return scores
+
+
+def default_normalize(scores: IntArray, reverse: bool = False) -> IntArray:
+    """helper.DefaultNormalizeScore."""
+    top = int(scores.max()) if len(scores) else 0
+    if top == 0:
+        return np.full(len(scores), MAX_NODE_SCORE, np.int64) if reverse else scores
+    out = scores * MAX_NODE_SCORE // top
+    return MAX_NODE_SCORE - out if reverse else out
+
+
+@dataclass
+class FilterOutcome:
+    feasible: BoolArray
+    failed_by: npt.NDArray[np.int64]  # index into `plugins` of the first rejecting plugin, -1 if feasible
+    plugins: list[str]
+    results: list[FilterResult | None]
+    prefilter_status: Status | None = None
+
+    def unresolvable(self) -> BoolArray:
+        """Nodes whose first rejection was UnschedulableAndUnresolvable (preemption skips them)."""
+        out = np.zeros(len(self.feasible), np.bool_)
+        for i, res in enumerate(self.results):
+            if res is None:
+                continue
+            mine = self.failed_by == i
+            for rej in res.rejections:
+                if rej.code is Code.UnschedulableAndUnresolvable:
+                    out |= mine & rej.nodes
+        return out
+
+    def reasons(self) -> Counter[str]:
+        """How many nodes failed for each reason (the FailedScheduling histogram)."""
+        hist: Counter[str] = Counter()
+        for i, res in enumerate(self.results):
+            if res is None:
+                continue
+            mine = self.failed_by == i
+            for rej in res.rejections:
+                count = int(np.count_nonzero(mine & rej.nodes))
+                if count:
+                    hist[rej.reason] += count
+        return hist
+
+
+def fit_error_message(total: int, outcome: FilterOutcome) -> str:
+    """FitError.Error(): "0/N nodes are available: <count reason>, … ." with the histogram sorted as strings."""
+    if outcome.prefilter_status is not None and not outcome.prefilter_status.ok:
+        reasons = "; ".join(outcome.prefilter_status.reasons)
+        return f"0/{total} nodes are available: {reasons}."
+    parts = sorted(f"{count} {reason}" for reason, count in outcome.reasons().items())
+    return f"0/{total} nodes are available: {', '.join(parts)}."
+
+
+def run_filters(plugins: list[Plugin], state: CycleState, pod: PodInfo, table: NodeTable) -> FilterOutcome:
+    n = table.n
+    failed_by = np.full(n, -1, np.int64)
+    results: list[FilterResult | None] = []
+    for p in plugins:
+        status = p.pre_filter(state, pod, table)
+        if not status.ok:
+            return FilterOutcome(np.zeros(n, np.bool_), failed_by, [q.name for q in plugins], [],
+                                 Status(status.code, status.reasons, p.name))
+    for i, p in enumerate(plugins):
+        res = p.filter(state, pod, table)
+        results.append(res)
+        if res is not None:
+            newly = (failed_by == -1) & ~res.passed
+            failed_by[newly] = i
+    return FilterOutcome(failed_by == -1, failed_by, [p.name for p in plugins], results)
+
+
+@dataclass
+class ScoreOutcome:
+    rows: IntArray
+    total: IntArray
+    per_plugin: dict[str, IntArray]
+
+
+def run_scores(plugins: list[tuple[Plugin, int]], state: CycleState, pod: PodInfo, table: NodeTable,
+               rows: IntArray) -> ScoreOutcome:
+    total = np.zeros(len(rows), np.int64)
+    per_plugin: dict[str, IntArray] = {}
+    for p, weight in plugins:
+        if p.pre_score(state, pod, table, rows).code is not Code.Success:
+            continue  # Skip: the plugin has nothing to say about this pod
+        scores = p.normalize(state, p.score(state, pod, table, rows))
+        per_plugin[p.name] = scores
+        total += scores * weight
+    return ScoreOutcome(rows, total, per_plugin)
+
+
+def select_host(outcome: ScoreOutcome, rng: random.Random) -> int:
+    """The row with the highest total; ties broken uniformly at random (upstream's reservoir sampling)."""
+    best = np.flatnonzero(outcome.total == outcome.total.max())
+    return int(outcome.rows[best[rng.randrange(len(best))]])
+
+
+def nodes_to_find(total: int, percentage: int) -> int:
+    """numFeasibleNodesToFind: adaptive 50 - n/125 percent (floor 5) when unset, never below 100 nodes."""
+    if total < 100 or percentage >= 100:
+        return total
+    pct = percentage
+    if pct <= 0:
+        pct = max(5, 50 - total // 125)
+    return max(100, total * pct // 100)

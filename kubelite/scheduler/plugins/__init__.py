@@ -1,0 +1,1 @@
+"""In-tree plugins, one module each, named and behaving as upstream's."""

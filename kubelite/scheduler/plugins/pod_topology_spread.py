@@ -1,0 +1,193 @@
+"""PodTopologySpread: mirrors pkg/scheduler/framework/plugins/podtopologyspread (T1-T5).
+
+Filter (DoNotSchedule constraints): a node passes a constraint when it has the topology
+key and `matching pods in its domain + self-match - global minimum <= maxSkew`; the
+minimum is over the domains of nodes that count (all constraint keys present, and the
+nodeAffinityPolicy / nodeTaintsPolicy inclusion rules), and is 0 when fewer domains
+exist than minDomains. Only pods in the incoming pod's namespace that are not terminating
+count. Score (ScheduleAnyway constraints): count x log(domains + 2) + maxSkew - 1 per
+constraint, normalised so fewer matching pods score higher. Pods without constraints
+get the cluster defaults (System or List) with a selector taken from their owning
+ReplicaSet / StatefulSet / ReplicationController.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kubelite.api.selectors import LabelSelector, Requirement, compile_label_selector
+from kubelite.scheduler.framework import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    Code,
+    CycleState,
+    FilterResult,
+    Plugin,
+    Rejection,
+    Status,
+)
+from kubelite.scheduler.nodetable import BoolArray, IntArray, NodeTable
+from kubelite.scheduler.plugins.node_affinity import required_mask
+from kubelite.scheduler.plugins.taint_toleration import untolerated
+from kubelite.scheduler.podinfo import PodInfo
+
+NAME = "PodTopologySpread"
+ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
+ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+HOSTNAME = "kubernetes.io/hostname"
+SYSTEM_DEFAULTS = (
+    {"maxSkew": 3, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway"},
+    {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"},
+)
+
+Obj = dict[str, Any]
+OwnerSelector = Callable[[PodInfo], LabelSelector | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+
+
+def _compile(raw: Obj, pod: PodInfo, selector: LabelSelector | None = None) -> Constraint:
+    if selector is None:
+        selector = compile_label_selector(raw.get("labelSelector"))
+        extra = [Requirement(k, "In", frozenset([pod.labels[k]])) for k in raw.get("matchLabelKeys") or []
+                 if k in pod.labels]
+        if extra and not selector.nothing:
+            selector = LabelSelector(selector.requirements + tuple(extra))
+    return Constraint(int(raw.get("maxSkew", 1)), raw.get("topologyKey", ""), selector,
+                      int(raw.get("minDomains") or 1), raw.get("nodeAffinityPolicy", "Honor") == "Honor",
+                      raw.get("nodeTaintsPolicy", "Ignore") == "Honor")
+
+
+class PodTopologySpread(Plugin):
+    name = NAME
+
+    def __init__(self, defaults: tuple[Obj, ...] = SYSTEM_DEFAULTS,
+                 owner_selector: OwnerSelector = lambda pod: None) -> None:
+        self.defaults = defaults
+        self.owner_selector = owner_selector
+
+    def constraints(self, pod: PodInfo, when: str) -> list[Constraint]:
+        raw = pod.spec.get("topologySpreadConstraints") or []
+        if raw:
+            return [_compile(c, pod) for c in raw if c.get("whenUnsatisfiable") == when]
+        selector = self.owner_selector(pod) if self.defaults else None
+        if selector is None or selector.empty:
+            return []
+        return [_compile(c, pod, selector) for c in self.defaults if c.get("whenUnsatisfiable") == when]
+
+    # --- shared counting -------------------------------------------------------------------------
+
+    def _eligible(self, pod: PodInfo, table: NodeTable, constraints: list[Constraint]) -> tuple[BoolArray,
+                                                                                                 list[BoolArray]]:
+        has_keys = np.ones(table.n, np.bool_)
+        for c in constraints:
+            has_keys &= table.column(c.topology_key) >= 0
+        affinity = required_mask(table, pod.spec) if any(c.honor_affinity for c in constraints) else None
+        taints = None
+        if any(c.honor_taints for c in constraints):
+            ok_sets = np.array([untolerated(ts, pod.tolerations, ("NoSchedule", "NoExecute")) is None
+                                for ts in table.taint_sets], np.bool_)
+            taints = ok_sets[table.view(table.taint_set)]
+        per_constraint = []
+        for c in constraints:
+            mask = has_keys.copy()
+            if c.honor_affinity and affinity is not None:
+                mask &= affinity
+            if c.honor_taints and taints is not None:
+                mask &= taints
+            per_constraint.append(mask)
+        return has_keys, per_constraint
+
+    def _counts(self, pod: PodInfo, table: NodeTable, c: Constraint) -> IntArray:
+        ns, selector = pod.namespace, c.selector
+        return table.counts(("spread", ns, selector),
+                            lambda p: p.namespace == ns and not p.terminating and selector.matches(p.labels))
+
+    def _domain_counts(self, table: NodeTable, c: Constraint, counts: IntArray, include: BoolArray) -> tuple[
+            IntArray, IntArray]:
+        col = table.column(c.topology_key)
+        size = max(len(table.values(c.topology_key)), 1)
+        sums = np.bincount(col[include], weights=counts[include], minlength=size).astype(np.int64)
+        present = np.unique(col[include])
+        return sums, present
+
+    # --- filter ----------------------------------------------------------------------------------
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:
+        constraints = self.constraints(pod, "DoNotSchedule")
+        if not constraints:
+            return None
+        _, include = self._eligible(pod, table, constraints)
+        passed = np.ones(table.n, np.bool_)
+        missing = np.zeros(table.n, np.bool_)
+        skewed = np.zeros(table.n, np.bool_)
+        for c, inc in zip(constraints, include, strict=True):
+            col = table.column(c.topology_key)
+            sums, present = self._domain_counts(table, c, self._counts(pod, table, c), inc)
+            min_match = int(sums[present].min()) if len(present) else 0
+            if len(present) < c.min_domains:
+                min_match = 0
+            self_match = 1 if c.selector.matches(pod.labels) else 0
+            no_key = col < 0
+            match_num = np.where(no_key, 0, sums[np.maximum(col, 0)])
+            too_skewed = ~no_key & (match_num + self_match - min_match > c.max_skew)
+            missing |= no_key & passed
+            skewed |= too_skewed & passed & ~no_key
+            passed &= ~no_key & ~too_skewed
+        return FilterResult(passed, [Rejection(ERR_REASON_NODE_LABEL_NOT_MATCH, missing,
+                                               Code.UnschedulableAndUnresolvable),
+                                     Rejection(ERR_REASON_CONSTRAINTS_NOT_MATCH, skewed)])
+
+    # --- score -----------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> Status:
+        constraints = self.constraints(pod, "ScheduleAnyway")
+        if not constraints:
+            return SKIP
+        has_keys, include = self._eligible(pod, table, constraints)
+        ignored = ~has_keys[rows]
+        scored = rows[~ignored]
+        parts = []
+        for c, inc in zip(constraints, include, strict=True):
+            col = table.column(c.topology_key)
+            if c.topology_key == HOSTNAME:
+                size = len(scored)
+                per_node = self._counts(pod, table, c)[rows]
+            else:
+                size = len(np.unique(col[scored]))
+                sums, _ = self._domain_counts(table, c, self._counts(pod, table, c), inc)
+                per_node = np.where(col[rows] >= 0, sums[np.maximum(col[rows], 0)], 0)
+            parts.append((per_node, math.log(size + 2), c.max_skew))
+        state[NAME] = (ignored, parts)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        ignored, parts = state[NAME]
+        total = np.zeros(len(rows), np.float64)
+        for per_node, weight, max_skew in parts:
+            total += per_node * weight + (max_skew - 1)
+        scores = np.floor(total + 0.5).astype(np.int64)  # math.Round: half away from zero
+        return np.where(ignored, -1, scores)
+
+    def normalize(self, state: CycleState, scores: IntArray) -> IntArray:
+        valid = scores >= 0
+        if not valid.any():
+            return np.zeros(len(scores), np.int64)
+        lo, hi = int(scores[valid].min()), int(scores[valid].max())
+        if hi == 0:
+            return np.where(valid, MAX_NODE_SCORE, 0)
+        return np.where(valid, MAX_NODE_SCORE * (hi + lo - scores) // hi, 0)

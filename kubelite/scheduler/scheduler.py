@@ -1,0 +1,281 @@
+"""The scheduler: informers feed the node table and the queue; one loop schedules one pod at a time.
+
+scheduleOne in numbered steps (pkg/scheduler/schedule_one.go):
+1. pop the highest-priority pod; skip it if it was bound or deleted meanwhile;
+2. filter every node (vector masks), keep up to numFeasibleNodesToFind feasible nodes,
+   starting where the previous cycle stopped;
+3. score them, pick the best (random among ties);
+4. assume the pod on that node in the table, so the next cycle sees it;
+5. bind through the API in the background; on failure forget the assumption and retry
+   after backoff. On no feasible node: FailedScheduling event and the PodScheduled
+   condition, and the pod is parked until a cluster event could help.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import random
+from collections import OrderedDict
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kubelite.api.errors import ApiError
+from kubelite.api.selectors import LabelSelector, compile_label_selector
+from kubelite.client.events import event_for
+from kubelite.client.http import STRATEGIC_PATCH, ApiClient, resource_path
+from kubelite.client.informer import Handlers, Informer
+from kubelite.clock import Clock, rfc3339
+from kubelite.scheduler.config import SchedulerConfig
+from kubelite.scheduler.framework import (
+    FilterOutcome,
+    ScoreOutcome,
+    fit_error_message,
+    nodes_to_find,
+    run_filters,
+    run_scores,
+    select_host,
+)
+from kubelite.scheduler.nodetable import NodeTable
+from kubelite.scheduler.podinfo import PodInfo, pod_info
+from kubelite.scheduler.profile import ProfileRuntime, build
+from kubelite.scheduler.queue import QueuedPod, SchedulingQueue
+
+log = logging.getLogger("kubelite.scheduler")
+
+Obj = dict[str, Any]
+TERMINAL = ("Succeeded", "Failed")
+EXPLANATIONS_KEPT = 10_000
+OWNER_KINDS = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}
+
+
+@dataclass
+class Attempt:
+    """What the last cycle decided for a pod, kept for explanations."""
+
+    pod: PodInfo
+    filters: FilterOutcome
+    scores: ScoreOutcome | None
+    node: str | None
+    message: str
+
+
+class Scheduler:
+    def __init__(self, client: ApiClient, clock: Clock, config: SchedulerConfig | None = None,
+                 seed: int | None = None) -> None:
+        self.client = client
+        self.clock = clock
+        self.config = config or SchedulerConfig()
+        self.rng = random.Random(seed)
+        self.table = NodeTable()
+        self.queue = SchedulingQueue(clock, self.config.initial_backoff, self.config.max_backoff)
+        self._namespace_labels: dict[str, dict[str, str]] = {}
+        self.profiles: dict[str, ProfileRuntime] = {p.scheduler_name: build(p, self) for p in self.config.profiles}
+        self.next_start = 0
+        self.attempts: OrderedDict[str, Attempt] = OrderedDict()
+        self._reported: dict[str, str] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.pods = Informer(client, "/api/v1/pods", clock,
+                             Handlers(self._pod_added, lambda old, new: self._pod_added(new), self._pod_deleted))
+        self.nodes = Informer(client, "/api/v1/nodes", clock,
+                              Handlers(self._node_changed, lambda old, new: self._node_changed(new),
+                                       self._node_deleted))
+        self.namespaces = Informer(client, "/api/v1/namespaces", clock,
+                                   Handlers(self._namespace_changed, lambda o, n: self._namespace_changed(n)))
+        self.owners = {kind: Informer(client, f"/apis/apps/v1/{plural}", clock)
+                       for kind, plural in OWNER_KINDS.items()}
+
+    # --- Handle (for plugins) --------------------------------------------------------------------
+
+    @property
+    def namespace_labels(self) -> dict[str, dict[str, str]]:
+        return self._namespace_labels
+
+    def owner_selector(self, pod: PodInfo) -> LabelSelector | None:
+        """The selector of the controller owning the pod (for default spread constraints)."""
+        for ref in pod.obj["metadata"].get("ownerReferences") or []:
+            informer = self.owners.get(ref.get("kind", ""))
+            if informer is not None and ref.get("controller"):
+                owner = informer.get(pod.namespace, ref.get("name", ""))
+                if owner is not None:
+                    return compile_label_selector((owner.get("spec") or {}).get("selector"))
+        return None
+
+    # --- informer handlers -----------------------------------------------------------------------
+
+    def _responsible(self, obj: Obj) -> bool:
+        return (obj.get("spec") or {}).get("schedulerName", "default-scheduler") in self.profiles
+
+    def _pod_added(self, obj: Obj) -> None:
+        info = pod_info(obj)
+        phase = (obj.get("status") or {}).get("phase")
+        if info.node_name:
+            self.queue.done(info.uid)
+            if phase in TERMINAL:
+                if self.table.remove_pod(info.uid) is not None:
+                    self.queue.move_all()
+            else:
+                self.table.add_pod(info)
+            return
+        gated = bool(obj["spec"].get("schedulingGates"))
+        if self._responsible(obj) and not info.terminating and phase not in TERMINAL and not gated:
+            self.queue.add(info)
+        else:
+            self.queue.delete(info.uid)
+
+    def _pod_deleted(self, obj: Obj) -> None:
+        uid = obj["metadata"].get("uid", "")
+        self.queue.delete(uid)
+        self._reported.pop(uid, None)
+        if self.table.remove_pod(uid) is not None:
+            self.queue.move_all()
+
+    def _node_changed(self, obj: Obj) -> None:
+        self.table.upsert_node(obj)
+        self.queue.move_all()
+
+    def _node_deleted(self, obj: Obj) -> None:
+        self.table.remove_node(obj["metadata"]["name"])
+
+    def _namespace_changed(self, obj: Obj) -> None:
+        self._namespace_labels[obj["metadata"]["name"]] = obj["metadata"].get("labels") or {}
+
+    # --- the loop --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        informers = [self.namespaces, *self.owners.values(), self.nodes, self.pods]
+        runners = [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in informers]
+        try:
+            for i in informers:
+                await i.synced.wait()
+            ticker = asyncio.create_task(self._tick())
+            runners.append(ticker)
+            while True:
+                qp = await self.queue.pop()
+                try:
+                    self.schedule_one(qp)
+                except Exception:  # a bug in one cycle must not stop scheduling
+                    log.exception("scheduling %s/%s", qp.info.namespace, qp.info.name)
+                    self.queue.error(qp)
+                await self.clock.sleep(0)  # let binds and informers run between cycles
+        finally:
+            for t in runners:
+                t.cancel()
+            for t in list(self._tasks):
+                t.cancel()
+
+    async def _tick(self) -> None:
+        """Wake the queue once a second so parked pods time out and backoffs expire."""
+        while True:
+            await self.clock.sleep(1.0)
+            self.queue.flush()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def schedule_one(self, qp: QueuedPod) -> str | None:
+        """One synchronous scheduling cycle; returns the chosen node (binding continues in the background)."""
+        pod = qp.info
+        current = self.pods.get(pod.namespace, pod.name)
+        if current is None or current["metadata"].get("uid") != pod.uid or current["spec"].get("nodeName"):
+            self.queue.delete(pod.uid)
+            return None
+        profile = self.profiles.get(pod.spec.get("schedulerName", "default-scheduler"))
+        if profile is None:
+            self.queue.delete(pod.uid)
+            return None
+        attempt = self.evaluate(profile, pod)
+        self._remember(attempt)
+        if attempt.node is None:
+            rejecting = {attempt.filters.plugins[i] for i in set(attempt.filters.failed_by.tolist()) if i >= 0}
+            self.queue.unschedulable(qp, rejecting)
+            self._report_unschedulable(current, attempt.message)
+            return None
+        assumed = dataclasses.replace(pod, node_name=attempt.node)
+        self.table.add_pod(assumed)
+        self._spawn(self._bind(qp, current, attempt.node))
+        return attempt.node
+
+    def evaluate(self, profile: ProfileRuntime, pod: PodInfo) -> Attempt:
+        """Filter and score without side effects (also what `kubelite explain` runs)."""
+        state: dict[str, Any] = {}
+        filters = run_filters(profile.filters, state, pod, self.table)
+        feasible = np.flatnonzero(filters.feasible)
+        n = self.table.n
+        if len(feasible) == 0:
+            return Attempt(pod, filters, None, None, fit_error_message(n, filters))
+        want = nodes_to_find(n, self.config.percentage_of_nodes_to_score)
+        start = self.next_start % n if n else 0
+        if len(feasible) > want:
+            order = (feasible - start) % n
+            chosen = np.argsort(order, kind="stable")[:want]
+            rows = feasible[chosen]
+            self.next_start = (start + int(order[chosen[-1]]) + 1) % n
+        else:
+            rows = feasible
+        if len(rows) == 1:
+            return Attempt(pod, filters, None, self.table.names[int(rows[0])], "")
+        scores = run_scores(profile.scores, state, pod, self.table, rows)
+        return Attempt(pod, filters, scores, self.table.names[select_host(scores, self.rng)], "")
+
+    def _remember(self, attempt: Attempt) -> None:
+        self.attempts[attempt.pod.uid] = attempt
+        self.attempts.move_to_end(attempt.pod.uid)
+        while len(self.attempts) > EXPLANATIONS_KEPT:
+            self.attempts.popitem(last=False)
+
+    # --- writes ----------------------------------------------------------------------------------
+
+    async def _bind(self, qp: QueuedPod, pod: Obj, node: str) -> None:
+        meta = pod["metadata"]
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"], "uid": meta["uid"]},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        try:
+            await self.client.create(resource_path("pods", meta["namespace"], meta["name"], "binding"), binding)
+        except ApiError as exc:
+            self.table.remove_pod(qp.info.uid)  # forget the assumption
+            if exc.code == 404 or (exc.code == 409 and "already assigned" in exc.message):
+                self.queue.delete(qp.info.uid)
+            else:
+                log.info("binding %s/%s to %s failed: %s", meta["namespace"], meta["name"], node, exc)
+                self.queue.error(qp)
+            return
+        except Exception:  # transport errors: forget and retry after backoff
+            self.table.remove_pod(qp.info.uid)
+            self.queue.error(qp)
+            log.exception("binding %s/%s", meta["namespace"], meta["name"])
+            return
+        self.queue.done(qp.info.uid)
+        self._reported.pop(qp.info.uid, None)
+        await self._event(pod, "Scheduled", f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}",
+                          "Normal", "Binding")
+
+    def _report_unschedulable(self, pod: Obj, message: str) -> None:
+        uid = pod["metadata"]["uid"]
+        if self._reported.get(uid) == message:
+            return  # the same verdict again: no new event or condition write
+        self._reported[uid] = message
+        self._spawn(self._event(pod, "FailedScheduling", message, "Warning", "Scheduling"))
+        self._spawn(self._condition(pod, message))
+
+    async def _condition(self, pod: Obj, message: str) -> None:
+        meta = pod["metadata"]
+        patch = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                            "message": message, "lastProbeTime": None,
+                                            "lastTransitionTime": rfc3339(self.clock.now())}]}}
+        with contextlib.suppress(ApiError):
+            await self.client.patch(resource_path("pods", meta["namespace"], meta["name"], "status"), patch,
+                                    STRATEGIC_PATCH)
+
+    async def _event(self, pod: Obj, reason: str, message: str, kind: str, action: str) -> None:
+        name = (pod.get("spec") or {}).get("schedulerName", "default-scheduler")
+        ev = event_for(pod, reason, message, "Pod", name, self.clock.now(), kind, action=action)
+        with contextlib.suppress(ApiError):
+            await self.client.create(resource_path("events", pod["metadata"]["namespace"]), ev)
