@@ -66,9 +66,11 @@ class ServerProcess:
             self.proc.wait(timeout=20)
 
 
-def start_server(data_dir: Path, home: Path, port: int | None = None, insecure: bool = False) -> ServerProcess:
+def start_server(data_dir: Path, home: Path, port: int | None = None, insecure: bool = False,
+                 extra: list[str] | None = None) -> ServerProcess:
     port = port or free_port()
-    args = [sys.executable, "-m", "kubelite.cli.main", "server", "--data-dir", str(data_dir), "--port", str(port)]
+    args = [sys.executable, "-m", "kubelite.cli.main", "server", "--data-dir", str(data_dir), "--port", str(port),
+            *(extra or [])]
     if insecure:
         args.append("--insecure")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -233,8 +233,9 @@ class NodeTable:
         self._account(row, pod, -1)
         return pod
 
-    def pod_row(self, uid: str) -> int | None:
-        return self.pod_node.get(uid)
+    def pod(self, uid: str) -> PodInfo | None:
+        row = self.pod_node.get(uid)
+        return self.pods[row].get(uid) if row is not None else None
 
     def _account(self, row: int, pod: PodInfo, sign: int) -> None:
         for r, v in pod.requests.items():

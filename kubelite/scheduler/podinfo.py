@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from kubelite.api.quantity import QuantityError, parse_quantity
@@ -22,6 +23,7 @@ DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
 
 
+@lru_cache(maxsize=4096)
 def quantity_units(resource: str, value: Any) -> int:
     """Integer units per resource: milli-CPU for cpu, whole units (bytes, counts) otherwise, rounded up."""
     try:

@@ -104,16 +104,25 @@ class SchedulingQueue:
             if qp.where == "unschedulable":
                 self._requeue(qp)
 
-    def flush(self) -> None:
+    def flush_backoff(self) -> None:
+        """Pods whose backoff has expired move to activeQ (checked on every pop: a heap peek)."""
         now = self.clock.monotonic()
         while self._backoff and self._backoff[0][0] <= now:
             _, _, gen, uid = heapq.heappop(self._backoff)
             qp = self.pods.get(uid)
             if qp is not None and qp.generation == gen and qp.where == "backoff":
                 self._to_active(qp)
+
+    def flush_unschedulable(self) -> None:
+        """Pods parked for longer than five minutes get another attempt (run periodically, not per pop)."""
+        now = self.clock.monotonic()
         for qp in list(self.pods.values()):
             if qp.where == "unschedulable" and now - qp.last_failure >= UNSCHEDULABLE_TIMEOUT:
                 self._requeue(qp)
+
+    def flush(self) -> None:
+        self.flush_backoff()
+        self.flush_unschedulable()
 
     def backoff_duration(self, qp: QueuedPod) -> float:
         if qp.attempts <= 0:
@@ -138,7 +147,7 @@ class SchedulingQueue:
 
     async def pop(self) -> QueuedPod:
         while True:
-            self.flush()
+            self.flush_backoff()
             qp = self.pop_nowait()
             if qp is not None:
                 return qp

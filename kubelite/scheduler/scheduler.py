@@ -112,16 +112,24 @@ class Scheduler:
         return (obj.get("spec") or {}).get("schedulerName", "default-scheduler") in self.profiles
 
     def _pod_added(self, obj: Obj) -> None:
-        info = pod_info(obj)
+        meta, spec = obj["metadata"], obj.get("spec") or {}
         phase = (obj.get("status") or {}).get("phase")
-        if info.node_name:
-            self.queue.done(info.uid)
+        node = spec.get("nodeName")
+        if node:
+            uid = meta.get("uid", "")
+            self.queue.done(uid)
             if phase in TERMINAL:
-                if self.table.remove_pod(info.uid) is not None:
+                if self.table.remove_pod(uid) is not None:
                     self.queue.move_all()
+                return
+            known = self.table.pod(uid)
+            if known is not None and known.node_name == node and known.labels == (meta.get("labels") or {}) \
+                    and known.terminating == bool(meta.get("deletionTimestamp")):
+                known.obj = obj  # the binding confirmed the assumption; nothing the table counts changed
             else:
-                self.table.add_pod(info)
+                self.table.add_pod(pod_info(obj))
             return
+        info = pod_info(obj)
         gated = bool(obj["spec"].get("schedulingGates"))
         if self._responsible(obj) and not info.terminating and phase not in TERMINAL and not gated:
             self.queue.add(info)
