@@ -64,11 +64,13 @@ SPREAD = pod({"color": "blue"}, topologySpreadConstraints=[
 PREFERRED_SPREAD = pod({"color": "blue"}, topologySpreadConstraints=[
     {"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": _selector(
         {"color": "blue"})}])
-ANTI_AFFINITY = pod({"color": "green"}, affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+ANTI_AFFINITY = pod({"color": "green"}, affinity={"podAntiAffinity": {REQUIRED: [
     {"labelSelector": _selector({"color": "green"}), "topologyKey": HOST}]}})
-AFFINITY = pod({"color": "blue"}, affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+AFFINITY = pod({"color": "blue"}, affinity={"podAffinity": {REQUIRED: [
     {"labelSelector": _selector({"color": "blue"}), "topologyKey": ZONE}]}})
-PREFERRED_AFFINITY = pod({"color": "red"}, affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+PREFERRED_AFFINITY = pod({"color": "red"}, affinity={"podAffinity": {PREFERRED: [
     {"weight": 1, "podAffinityTerm": {"labelSelector": _selector({"color": "red"}), "topologyKey": HOST}}]}})
 PREFERRED_ANTI = pod({"color": "yellow"}, affinity={"podAntiAffinity": {
     "preferredDuringSchedulingIgnoredDuringExecution": [

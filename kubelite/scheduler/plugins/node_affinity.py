@@ -93,7 +93,8 @@ def required_mask(table: NodeTable, spec: Obj) -> BoolArray:
     """nodeSelector AND required node affinity: the pod's own placement constraint."""
     mask = np.ones(table.n, np.bool_)
     for key, value in (spec.get("nodeSelector") or {}).items():
-        mask &= table.column(key) == table.value_id(key, value)
+        vid = table.value_id(key, value)
+        mask &= (table.column(key) == vid) & (vid >= 0)
     required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution")
     if required is not None:

@@ -89,6 +89,10 @@ class PodTopologySpread(Plugin):
             return []
         return [_compile(c, pod, selector) for c in self.defaults if c.get("whenUnsatisfiable") == when]
 
+    def _require_all_topologies(self, pod: PodInfo) -> bool:
+        """Upstream relaxes "every node has every key" only for the System default constraints."""
+        return bool(pod.spec.get("topologySpreadConstraints")) or self.defaults is not SYSTEM_DEFAULTS
+
     # --- shared counting -------------------------------------------------------------------------
 
     def _eligible(self, pod: PodInfo, table: NodeTable, constraints: list[Constraint]) -> tuple[BoolArray,
@@ -159,27 +163,31 @@ class PodTopologySpread(Plugin):
         if not constraints:
             return SKIP
         has_keys, include = self._eligible(pod, table, constraints)
-        ignored = ~has_keys[rows]
+        require_all = self._require_all_topologies(pod)
+        ignored = ~has_keys[rows] if require_all else np.zeros(len(rows), np.bool_)
         scored = rows[~ignored]
         parts = []
         for c, inc in zip(constraints, include, strict=True):
             col = table.column(c.topology_key)
+            if not require_all:  # count on every node that has this constraint's own key
+                inc = self._eligible(pod, table, [c])[1][0]
+            present = col[rows] >= 0
             if c.topology_key == HOSTNAME:
                 size = len(scored)
                 per_node = self._counts(pod, table, c)[rows]
             else:
-                size = len(np.unique(col[scored]))
+                size = len(np.unique(col[scored]))  # a missing key is its own ("") domain, as upstream
                 sums, _ = self._domain_counts(table, c, self._counts(pod, table, c), inc)
-                per_node = np.where(col[rows] >= 0, sums[np.maximum(col[rows], 0)], 0)
-            parts.append((per_node, math.log(size + 2), c.max_skew))
+                per_node = np.where(present, sums[np.maximum(col[rows], 0)], 0)
+            parts.append((per_node, math.log(size + 2), c.max_skew, present))
         state[NAME] = (ignored, parts)
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
         ignored, parts = state[NAME]
         total = np.zeros(len(rows), np.float64)
-        for per_node, weight, max_skew in parts:
-            total += per_node * weight + (max_skew - 1)
+        for per_node, weight, max_skew, present in parts:
+            total += np.where(present, per_node * weight + (max_skew - 1), 0.0)
         scores = np.floor(total + 0.5).astype(np.int64)  # math.Round: half away from zero
         return np.where(ignored, -1, scores)
 
