@@ -29,8 +29,13 @@ def _fields(model: str) -> dict[str, str]:
 
 
 def prune_unknown(obj: Any, model: str) -> list[str]:
-    """Remove fields the model does not know from `obj` (in place); return their paths."""
+    """Remove fields the model does not know from `obj` (in place); return their paths.
+
+    Types without a client model (kubelite's own kinds) keep every field.
+    """
     unknown: list[str] = []
+    if not model:
+        return unknown
     _walk(obj, model, "", unknown)
     return unknown
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
 from pathlib import Path
 
-from kubelite.cli import serve
+from kubelite.api.errors import ApiError
+from kubelite.cli import explain, serve
 
 COMPONENTS = ("scheduler", "controllers")
 
@@ -43,6 +45,14 @@ def parser() -> argparse.ArgumentParser:
     sched.add_argument("--config", type=Path, help="KubeSchedulerConfiguration file")
     sched.add_argument("--seed", type=int, help="seed for breaking score ties (reproducible placements)")
     sched.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    explain = sub.add_parser("explain", help="explain a pod's scheduling: per node, per plugin")
+    explain.add_argument("kind", choices=["pod", "pods", "po"])
+    explain.add_argument("name")
+    explain.add_argument("-n", "--namespace", default="default")
+    explain.add_argument("--kubeconfig", type=Path, default=None,
+                         help="default: $KUBECONFIG, else the local cluster's kubeconfig")
+    explain.add_argument("--config", type=Path, help="KubeSchedulerConfiguration to evaluate with")
+    explain.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return root
 
 
@@ -51,6 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kubelite").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    if args.command == "explain":
+        kubeconfig = args.kubeconfig or Path(os.environ.get("KUBECONFIG") or default_data_dir() / "kubeconfig")
+        try:
+            print(asyncio.run(explain.explain_pod(kubeconfig, args.namespace, args.name, args.config)))
+        except ApiError as exc:
+            print(f"Error from server ({exc.reason}): {exc.message}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "scheduler":
         try:
             return serve.run_scheduler(args.kubeconfig, args.config, args.seed)

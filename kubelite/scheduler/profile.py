@@ -68,6 +68,9 @@ class ProfileRuntime:
     def preemption(self) -> bool:
         return "DefaultPreemption" in self.config.post_filters
 
+    def plugin(self, name: str) -> Plugin | None:
+        return next((p for p in [*self.filters, *(s for s, _ in self.scores)] if p.name == name), None)
+
 
 def build(profile: Profile, handle: Handle) -> ProfileRuntime:
     instances: dict[str, Plugin] = {}

@@ -31,6 +31,7 @@ from kubelite.client.events import event_for
 from kubelite.client.http import STRATEGIC_PATCH, ApiClient, resource_path
 from kubelite.client.informer import Handlers, Informer
 from kubelite.clock import Clock, rfc3339
+from kubelite.scheduler import explain
 from kubelite.scheduler.config import SchedulerConfig
 from kubelite.scheduler.framework import (
     FilterOutcome,
@@ -42,6 +43,7 @@ from kubelite.scheduler.framework import (
     select_host,
 )
 from kubelite.scheduler.nodetable import NodeTable
+from kubelite.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from kubelite.scheduler.podinfo import PodInfo, pod_info
 from kubelite.scheduler.profile import ProfileRuntime, build
 from kubelite.scheduler.queue import QueuedPod, SchedulingQueue
@@ -204,8 +206,10 @@ class Scheduler:
         if attempt.node is None:
             rejecting = {attempt.filters.plugins[i] for i in set(attempt.filters.failed_by.tolist()) if i >= 0}
             self.queue.unschedulable(qp, rejecting)
-            self._report_unschedulable(current, attempt.message)
+            self._report_unschedulable(current, attempt, profile)
             return None
+        if pod.uid in self._reported:  # it was pending before: replace the stale explanation
+            self._spawn(self._record(self.explain(attempt, profile)))
         assumed = dataclasses.replace(pod, node_name=attempt.node)
         self.table.add_pod(assumed)
         self._spawn(self._bind(qp, current, attempt.node))
@@ -265,13 +269,32 @@ class Scheduler:
         await self._event(pod, "Scheduled", f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}",
                           "Normal", "Binding")
 
-    def _report_unschedulable(self, pod: Obj, message: str) -> None:
-        uid = pod["metadata"]["uid"]
+    def explain(self, attempt: Attempt, profile: ProfileRuntime) -> Obj:
+        spread = profile.plugin("PodTopologySpread")
+        return explain.explanation(attempt.pod, attempt.filters, attempt.scores, attempt.node, attempt.message,
+                                   self.table, spread if isinstance(spread, PodTopologySpread) else None,
+                                   self.clock.now())
+
+    def _report_unschedulable(self, pod: Obj, attempt: Attempt, profile: ProfileRuntime) -> None:
+        uid, message = pod["metadata"]["uid"], attempt.message
         if self._reported.get(uid) == message:
-            return  # the same verdict again: no new event or condition write
+            return  # the same verdict again: no new event, condition or explanation write
         self._reported[uid] = message
         self._spawn(self._event(pod, "FailedScheduling", message, "Warning", "Scheduling"))
         self._spawn(self._condition(pod, message))
+        self._spawn(self._record(self.explain(attempt, profile)))
+
+    async def _record(self, body: Obj) -> None:
+        """Store the explanation (replace, or create on first write) where `kubectl get --raw` can read it."""
+        meta = body["metadata"]
+        path = resource_path("schedulingexplanations", meta["namespace"], group_version=explain.API_VERSION)
+        try:
+            await self.client.request("PUT", f"{path}/{meta['name']}", body)
+        except ApiError as exc:
+            if exc.code != 404:
+                return
+            with contextlib.suppress(ApiError):
+                await self.client.create(path, body)
 
     async def _condition(self, pod: Obj, message: str) -> None:
         meta = pod["metadata"]

@@ -188,8 +188,8 @@ AFFINITY_CASES = [
     AffinityCase("A pod that has no required pod affinity scheduling rules can schedule onto a node with no "
                  "existing pods", _pod("p"), [], {"m1": "", "m2": "", "m3": ""}),
     AffinityCase("satisfies with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using In operator "
-                 "that matches the existing pod", _pod("p", affinity=_aff("podAffinity", _term({"service": "securityscan"},
-                                                                                       "region"))),
+                 "that matches the existing pod",
+                 _pod("p", affinity=_aff("podAffinity", _term({"service": "securityscan"}, "region"))),
                  [_pod("e", {"service": "securityscan"}, "m1")], {"m1": "", "m2": "", "m3": AFFINITY_REASON}),
     AffinityCase("Does not satisfy the PodAffinity with labelSelector because of diff Namespace",
                  _pod("p", affinity=_aff("podAffinity", _term({"service": "securityscan"}, "region",

@@ -131,14 +131,13 @@ class PodTopologySpread(Plugin):
 
     # --- filter ----------------------------------------------------------------------------------
 
-    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:
+    def skews(self, pod: PodInfo, table: NodeTable) -> list[tuple[Constraint, IntArray]]:
+        """Per hard constraint, the skew placing the pod on each node would create (-1: node lacks the key)."""
         constraints = self.constraints(pod, "DoNotSchedule")
         if not constraints:
-            return None
+            return []
         _, include = self._eligible(pod, table, constraints)
-        passed = np.ones(table.n, np.bool_)
-        missing = np.zeros(table.n, np.bool_)
-        skewed = np.zeros(table.n, np.bool_)
+        out = []
         for c, inc in zip(constraints, include, strict=True):
             col = table.column(c.topology_key)
             sums, present = self._domain_counts(table, c, self._counts(pod, table, c), inc)
@@ -146,11 +145,22 @@ class PodTopologySpread(Plugin):
             if len(present) < c.min_domains:
                 min_match = 0
             self_match = 1 if c.selector.matches(pod.labels) else 0
-            no_key = col < 0
-            match_num = np.where(no_key, 0, sums[np.maximum(col, 0)])
-            too_skewed = ~no_key & (match_num + self_match - min_match > c.max_skew)
+            skew = sums[np.maximum(col, 0)] + self_match - min_match
+            out.append((c, np.where(col < 0, -1, skew)))
+        return out
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:
+        skews = self.skews(pod, table)
+        if not skews:
+            return None
+        passed = np.ones(table.n, np.bool_)
+        missing = np.zeros(table.n, np.bool_)
+        skewed = np.zeros(table.n, np.bool_)
+        for c, skew in skews:
+            no_key = skew < 0
+            too_skewed = skew > c.max_skew
             missing |= no_key & passed
-            skewed |= too_skewed & passed & ~no_key
+            skewed |= too_skewed & passed
             passed &= ~no_key & ~too_skewed
         return FilterResult(passed, [Rejection(ERR_REASON_NODE_LABEL_NOT_MATCH, missing,
                                                Code.UnschedulableAndUnresolvable),
