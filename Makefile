@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DATA_DIR ?= $(HOME)/.local/share/kubelite
 PORT ?= 6443
 
-.PHONY: up test install lint typecheck layers unit bench clean
+.PHONY: up test install lint typecheck layers unit bench bench-scheduler clean
 
 $(BIN)/kubelite: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ test: lint typecheck layers
 
 bench: install
 	$(BIN)/python -m benchmarks.apiserver
+
+bench-scheduler: install
+	$(BIN)/python -m benchmarks.scheduler
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

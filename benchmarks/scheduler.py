@@ -37,8 +37,9 @@ ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 
 
-def node(name: str, labels: Obj | None = None, taints: list[Obj] | None = None, pods: str = "110") -> Obj:
-    capacity = {"cpu": "4", "memory": "32Gi", "pods": pods}
+def node(name: str, labels: Obj | None = None, taints: list[Obj] | None = None, pods: str = "110",
+         cpu: str = "4", memory: str = "32Gi") -> Obj:
+    capacity = {"cpu": cpu, "memory": memory, "pods": pods}
     out: Obj = {"apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": name, "labels": {HOST: name, **(labels or {})}},
                 "spec": {"taints": taints} if taints else {},
@@ -118,8 +119,10 @@ WORKLOADS = [
                  {"key": "foo", "value": "", "effect": "NoSchedule"}]), 1000)]),
     Workload("Unschedulable/5kNodes/100Init/10kPods", lambda i: node(f"node-{i}"), 5000, [(pod(), 100)],
              (pod(), 10000), inject=(UNSCHEDULABLE, 5.0)),
-    Workload("SchedulingWhileGated/1Node_10000GatedPods", lambda i: node(f"node-{i}", pods="30000"), 1,
-             [(GATED, 10000)], (pod(), 10000)),
+    # One node big enough for every measured pod (upstream frees room by deleting pods instead).
+    Workload("SchedulingWhileGated/1Node_10000GatedPods",
+             lambda i: node(f"node-{i}", pods="30000", cpu="2000", memory="8Ti"), 1, [(GATED, 10000)],
+             (pod(), 10000)),
     Workload("MixedSchedulingBasePod/5000Nodes_5000Pods", _zone_nodes(["zone1"]), 5000,
              [(pod(), 2000), (AFFINITY, 2000), (ANTI_AFFINITY, 2000), (PREFERRED_AFFINITY, 2000),
               (PREFERRED_ANTI, 2000)], (pod(), 5000)),
