@@ -94,10 +94,11 @@ def start_server(data_dir: Path, home: Path, port: int | None = None, insecure: 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A real `kubelite server` (HTTPS + token) shared by one test module."""
+    """A real `kubelite server` (HTTPS + token) shared by one test module, without the scheduler so that
+    API-level tests see only their own writes (tests/e2e/test_scheduler.py runs one with it)."""
     if shutil.which("kubectl") is None:
         pytest.fail("kubectl is required for the end-to-end tests")
     base = tmp_path_factory.mktemp("server")
-    proc = start_server(base / "data", base / "home")
+    proc = start_server(base / "data", base / "home", extra=["--disable", "scheduler"])
     yield proc
     proc.stop()
