@@ -277,6 +277,21 @@ class NodeTable:
             self._counters.move_to_end(key)
         return entry[1][: self.n]
 
+    def domain_totals(self, key: str, per_node: IntArray, include: BoolArray | None = None) -> IntArray:
+        """Sum per-node values over the domains (label values) of `key`, indexed by value id.
+
+        Only nodes that have the key (and are in `include`, when given) contribute.
+        """
+        col = self.column(key)
+        mask = col >= 0 if include is None else include & (col >= 0)
+        size = max(len(self._value_ids.get(key, {})), 1)
+        return np.bincount(col[mask], weights=per_node[mask], minlength=size).astype(np.int64)
+
+    def spread_to_nodes(self, key: str, totals: IntArray) -> IntArray:
+        """Give every node its domain's total (0 for nodes without the key)."""
+        col = self.column(key)
+        return np.where(col >= 0, totals[np.maximum(col, 0)], 0)
+
     def carriers(self, kind: str, term: AffinityTerm) -> IntArray:
         """Per-node count of existing pods that carry `term` among their `kind` terms."""
         return self.counts(("carrier", kind, term), lambda p: term in getattr(p, kind))

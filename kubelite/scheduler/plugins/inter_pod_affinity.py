@@ -40,12 +40,8 @@ NamespaceLabels = Mapping[str, Mapping[str, str]]
 
 
 def _per_domain(table: NodeTable, key: str, per_node: IntArray) -> IntArray:
-    """Spread per-node values over topology domains: each node gets its domain's total (0 without the key)."""
-    col = table.column(key)
-    has = col >= 0
-    size = max(len(table.values(key)), 1)
-    sums = np.bincount(col[has], weights=per_node[has], minlength=size).astype(np.int64)
-    return np.where(has, sums[np.maximum(col, 0)], 0)
+    """Each node gets the total of its topology domain (0 without the key)."""
+    return table.spread_to_nodes(key, table.domain_totals(key, per_node))
 
 
 class InterPodAffinity(Plugin):

@@ -123,11 +123,9 @@ class PodTopologySpread(Plugin):
 
     def _domain_counts(self, table: NodeTable, c: Constraint, counts: IntArray, include: BoolArray) -> tuple[
             IntArray, IntArray]:
+        """Matching pods per domain of the counted nodes, and which domains those nodes span."""
         col = table.column(c.topology_key)
-        size = max(len(table.values(c.topology_key)), 1)
-        sums = np.bincount(col[include], weights=counts[include], minlength=size).astype(np.int64)
-        present = np.unique(col[include])
-        return sums, present
+        return table.domain_totals(c.topology_key, counts, include), np.unique(col[include & (col >= 0)])
 
     # --- filter ----------------------------------------------------------------------------------
 
@@ -188,7 +186,7 @@ class PodTopologySpread(Plugin):
             else:
                 size = len(np.unique(col[scored]))  # a missing key is its own ("") domain, as upstream
                 sums, _ = self._domain_counts(table, c, self._counts(pod, table, c), inc)
-                per_node = np.where(present, sums[np.maximum(col[rows], 0)], 0)
+                per_node = table.spread_to_nodes(c.topology_key, sums)[rows]
             parts.append((per_node, math.log(size + 2), c.max_skew, present))
         state[NAME] = (ignored, parts)
         return SUCCESS
