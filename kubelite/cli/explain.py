@@ -24,7 +24,7 @@ PER_NODE_LIMIT = 30
 
 async def fresh_explanation(client: ApiClient, namespace: str, name: str, config_file: Path | None) -> Obj:
     sched = Scheduler(client, RealClock(), scheduler_config.load(config_file), seed=0)
-    for informer in (sched.namespaces, *sched.owners.values(), sched.nodes, sched.pods):
+    for informer in (sched.namespaces, *sched.owners.values(), sched.pdbs, sched.nodes, sched.pods):
         listed = await client.get(informer.path)
         for obj in listed["items"]:
             informer.store[(obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = obj
@@ -58,6 +58,15 @@ def render(doc: Obj, title: str) -> str:
             lines.append(f"    {s['node']}: {s['total']}  ({parts})")
     for hint in doc.get("suggestions") or []:
         lines.append(f"  Suggestion: {hint}")
+    pre = doc.get("preemption")
+    if pre:
+        if pre.get("nominatedNode"):
+            lines.append(f"  Preemption: nominated {pre['nominatedNode']} (decided by: {pre['decidedBy']})")
+        else:
+            lines.append(f"  Preemption: {pre.get('message', '')}")
+        for c in pre.get("candidates", []):
+            lines.append(f"    candidate {c['node']}: victims {', '.join(c['victims']) or '-'} "
+                         f"(priorities {c['victimPriorities']}, PDB violations {c['pdbViolations']})")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from kubelite.scheduler.plugins.taint_toleration import untolerated
 from kubelite.scheduler.podinfo import CPU, MEMORY, PODS, PodInfo
+from kubelite.scheduler.preemption import PreemptionResult
 
 Obj = dict[str, Any]
 NODES_LISTED = 50
@@ -127,8 +128,21 @@ def _spread_hints(pod: PodInfo, table: NodeTable, rows: np.ndarray,  # type: ign
     return out
 
 
+def preemption_summary(result: PreemptionResult) -> Obj:
+    out: Obj = {"candidates": [{"node": c.node, "victims": [f"{v.namespace}/{v.name}" for v in c.victims],
+                                "victimPriorities": [v.priority for v in c.victims],
+                                "pdbViolations": c.pdb_violations} for c in result.candidates[:NODES_LISTED]]}
+    if result.candidate is not None:
+        out["nominatedNode"] = result.candidate.node
+        out["decidedBy"] = result.decided_by
+    else:
+        out["message"] = result.message
+    return out
+
+
 def explanation(pod: PodInfo, outcome: FilterOutcome, scores: ScoreOutcome | None, node: str | None, message: str,
-                table: NodeTable, spread: PodTopologySpread | None, now: float) -> Obj:
+                table: NodeTable, spread: PodTopologySpread | None, now: float,
+                preemption: PreemptionResult | None = None) -> Obj:
     """The SchedulingExplanation object for one attempt."""
     body: Obj = {
         "apiVersion": API_VERSION, "kind": "SchedulingExplanation",
@@ -143,4 +157,6 @@ def explanation(pod: PodInfo, outcome: FilterOutcome, scores: ScoreOutcome | Non
     else:
         body["message"] = message
         body["suggestions"] = suggestions(pod, outcome, table, spread)
+    if preemption is not None:
+        body["preemption"] = preemption_summary(preemption)
     return body

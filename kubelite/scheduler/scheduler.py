@@ -45,6 +45,7 @@ from kubelite.scheduler.framework import (
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from kubelite.scheduler.podinfo import PodInfo, pod_info
+from kubelite.scheduler.preemption import Evaluator, PreemptionResult
 from kubelite.scheduler.profile import ProfileRuntime, build
 from kubelite.scheduler.queue import QueuedPod, SchedulingQueue
 
@@ -65,6 +66,7 @@ class Attempt:
     scores: ScoreOutcome | None
     node: str | None
     message: str
+    preemption: PreemptionResult | None = None
 
 
 class Scheduler:
@@ -81,6 +83,7 @@ class Scheduler:
         self.next_start = 0
         self.attempts: OrderedDict[str, Attempt] = OrderedDict()
         self._reported: dict[str, str] = {}
+        self.nominated: dict[str, tuple[PodInfo, str]] = {}  # uid → (pod, nominated node)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_added, lambda old, new: self._pod_added(new), self._pod_deleted))
@@ -91,6 +94,7 @@ class Scheduler:
                                    Handlers(self._namespace_changed, lambda o, n: self._namespace_changed(n)))
         self.owners = {kind: Informer(client, f"/apis/apps/v1/{plural}", clock)
                        for kind, plural in OWNER_KINDS.items()}
+        self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets", clock)
 
     # --- Handle (for plugins) --------------------------------------------------------------------
 
@@ -120,6 +124,7 @@ class Scheduler:
         if node:
             uid = meta.get("uid", "")
             self.queue.done(uid)
+            self.nominated.pop(uid, None)
             if phase in TERMINAL:
                 if self.table.remove_pod(uid) is not None:
                     self.queue.move_all()
@@ -132,6 +137,11 @@ class Scheduler:
                 self.table.add_pod(pod_info(obj))
             return
         info = pod_info(obj)
+        nominated = (obj.get("status") or {}).get("nominatedNodeName")
+        if nominated and not info.terminating:
+            self.nominated[info.uid] = (info, nominated)
+        else:
+            self.nominated.pop(info.uid, None)
         gated = bool(obj["spec"].get("schedulingGates"))
         if self._responsible(obj) and not info.terminating and phase not in TERMINAL and not gated:
             self.queue.add(info)
@@ -142,6 +152,7 @@ class Scheduler:
         uid = obj["metadata"].get("uid", "")
         self.queue.delete(uid)
         self._reported.pop(uid, None)
+        self.nominated.pop(uid, None)
         if self.table.remove_pod(uid) is not None:
             self.queue.move_all()
 
@@ -158,7 +169,7 @@ class Scheduler:
     # --- the loop --------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        informers = [self.namespaces, *self.owners.values(), self.nodes, self.pods]
+        informers = [self.namespaces, *self.owners.values(), self.pdbs, self.nodes, self.pods]
         runners = [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in informers]
         try:
             for i in informers:
@@ -205,6 +216,8 @@ class Scheduler:
         self._remember(attempt)
         if attempt.node is None:
             rejecting = {attempt.filters.plugins[i] for i in set(attempt.filters.failed_by.tolist()) if i >= 0}
+            if attempt.preemption is not None and attempt.preemption.candidate is not None:
+                self._act_on_preemption(current, pod, attempt.preemption)
             self.queue.unschedulable(qp, rejecting)
             self._report_unschedulable(current, attempt, profile)
             return None
@@ -212,17 +225,36 @@ class Scheduler:
             self._spawn(self._record(self.explain(attempt, profile)))
         assumed = dataclasses.replace(pod, node_name=attempt.node)
         self.table.add_pod(assumed)
+        self.nominated.pop(pod.uid, None)
+        self._drop_displaced_nominations(assumed)
         self._spawn(self._bind(qp, current, attempt.node))
         return attempt.node
 
     def evaluate(self, profile: ProfileRuntime, pod: PodInfo) -> Attempt:
-        """Filter and score without side effects (also what `kubelite explain` runs)."""
+        """Filter, then preempt or score, without side effects (also what `kubelite explain` runs).
+
+        Nominated pods of equal or higher priority hold their nominated nodes' resources while
+        filtering (and while looking for preemption victims), as upstream's
+        RunFilterPluginsWithNominatedPods.
+        """
         state: dict[str, Any] = {}
-        filters = run_filters(profile.filters, state, pod, self.table)
-        feasible = np.flatnonzero(filters.feasible)
+        held = self._hold_nominated(pod)
+        try:
+            filters = run_filters(profile.filters, state, pod, self.table)
+            feasible = np.flatnonzero(filters.feasible)
+            if len(feasible) == 0:
+                message = fit_error_message(self.table.n, filters)
+                preemption = None
+                if profile.preemption:
+                    preemption = Evaluator(self.table, profile.filters, self.rng, self.clock.now,
+                                           self.pdbs_in_namespace, self.pods_in_namespace).preempt(pod, filters)
+                    if preemption.message:
+                        message = f"{message} {preemption.message}"
+                return Attempt(pod, filters, None, None, message, preemption)
+        finally:
+            for info in held:
+                self.table.remove_pod(info.uid)
         n = self.table.n
-        if len(feasible) == 0:
-            return Attempt(pod, filters, None, None, fit_error_message(n, filters))
         want = nodes_to_find(n, self.config.percentage_of_nodes_to_score)
         start = self.next_start % n if n else 0
         if len(feasible) > want:
@@ -236,6 +268,22 @@ class Scheduler:
             return Attempt(pod, filters, None, self.table.names[int(rows[0])], "")
         scores = run_scores(profile.scores, state, pod, self.table, rows)
         return Attempt(pod, filters, scores, self.table.names[select_host(scores, self.rng)], "")
+
+    def _hold_nominated(self, pod: PodInfo) -> list[PodInfo]:
+        held = []
+        for uid, (info, node) in self.nominated.items():
+            if uid != pod.uid and info.priority >= pod.priority and node in self.table.index \
+                    and self.table.pod(uid) is None:
+                placed = dataclasses.replace(info, node_name=node)
+                self.table.add_pod(placed)
+                held.append(placed)
+        return held
+
+    def pdbs_in_namespace(self) -> list[Obj]:
+        return list(self.pdbs.store.values())
+
+    def pods_in_namespace(self, namespace: str) -> list[Obj]:
+        return [p for (ns, _), p in self.pods.store.items() if ns == namespace]
 
     def _remember(self, attempt: Attempt) -> None:
         self.attempts[attempt.pod.uid] = attempt
@@ -273,7 +321,64 @@ class Scheduler:
         spread = profile.plugin("PodTopologySpread")
         return explain.explanation(attempt.pod, attempt.filters, attempt.scores, attempt.node, attempt.message,
                                    self.table, spread if isinstance(spread, PodTopologySpread) else None,
-                                   self.clock.now())
+                                   self.clock.now(), attempt.preemption)
+
+    # --- preemption (P4, P5) ---------------------------------------------------------------------
+
+    def _act_on_preemption(self, pod_obj: Obj, pod: PodInfo, result: PreemptionResult) -> None:
+        """Nominate the node, then for each victim: DisruptionTarget condition, Preempted event, graceful delete."""
+        candidate = result.candidate
+        assert candidate is not None
+        self.nominated[pod.uid] = (pod, candidate.node)
+        self._spawn(self._set_nomination(pod_obj, candidate.node))
+        for info, node in list(self.nominated.values()):
+            if node == candidate.node and info.priority < pod.priority:
+                self._clear_nomination(info)  # lower-priority pods nominated here lose the spot
+        for victim in candidate.victims:
+            self._spawn(self._preempt_victim(victim, pod_obj, candidate.node))
+
+    def _drop_displaced_nominations(self, placed: PodInfo) -> None:
+        """A pod taking a node clears the nominations of lower-priority pods that no longer fit there."""
+        row = self.table.index.get(placed.node_name)
+        if row is None:
+            return
+        for info, node in list(self.nominated.values()):
+            if node != placed.node_name or info.priority >= placed.priority:
+                continue
+            short = any(self.table.requested.get(r, np.zeros(1, np.int64))[row] + amount
+                        > self.table.alloc.get(r, np.zeros(1, np.int64))[row]
+                        for r, amount in info.requests.items() if amount > 0)
+            if short:
+                self._clear_nomination(info)
+
+    def _clear_nomination(self, info: PodInfo) -> None:
+        self.nominated.pop(info.uid, None)
+        self.queue.add(info)
+        self.queue.move_all()
+        self._spawn(self._set_nomination(info.obj, None))
+
+    async def _set_nomination(self, pod: Obj, node: str | None) -> None:
+        meta = pod["metadata"]
+        with contextlib.suppress(ApiError):
+            await self.client.patch(resource_path("pods", meta["namespace"], meta["name"], "status"),
+                                    {"status": {"nominatedNodeName": node}})
+
+    async def _preempt_victim(self, victim: PodInfo, preemptor: Obj, node: str) -> None:
+        meta, pmeta = victim.obj["metadata"], preemptor["metadata"]
+        scheduler_name = preemptor["spec"].get("schedulerName", "default-scheduler")
+        path = resource_path("pods", meta["namespace"], meta["name"])
+        condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                     "message": f"{scheduler_name}: preempting to accommodate a higher priority pod "
+                                f"({pmeta['namespace']}/{pmeta['name']})",
+                     "lastTransitionTime": rfc3339(self.clock.now())}
+        try:
+            await self.client.patch(f"{path}/status", {"status": {"conditions": [condition]}}, STRATEGIC_PATCH)
+            await self._event(victim.obj, "Preempted", f"Preempted by pod {pmeta['namespace']}/{pmeta['name']} "
+                                                       f"({pmeta['uid']}) on node {node}", "Normal", "Preempting")
+            await self.client.delete(path, {"preconditions": {"uid": meta["uid"]}})
+        except ApiError as exc:
+            if exc.code != 404:
+                log.info("preempting %s/%s: %s", meta["namespace"], meta["name"], exc)
 
     def _report_unschedulable(self, pod: Obj, attempt: Attempt, profile: ProfileRuntime) -> None:
         uid, message = pod["metadata"]["uid"], attempt.message

@@ -128,7 +128,8 @@ def test_seed_004_conflicting_constraints_stay_pending(cluster: ServerProcess) -
     _pods_on(cluster, "conflict", {"node1": 2, "node3": 1})
     cluster.kubectl("apply", "-n", "conflict", "-f", "-", stdin=_mypod([_tsc("zone"), _tsc("node")]))
     message = _wait_condition_message(cluster, "conflict", "mypod")
-    assert message == "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints."
+    assert message == ("0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints. "
+                       "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.")
     assert "Pending" in cluster.kubectl("get", "pod", "mypod", "-n", "conflict").stdout
     explained = subprocess.run([sys.executable, "-m", "kubelite.cli.main", "explain", "pod", "mypod", "-n",
                                 "conflict", "--kubeconfig", str(cluster.kubeconfig)],
@@ -156,7 +157,9 @@ def test_placement_events_and_failed_scheduling(cluster: ServerProcess) -> None:
     cluster.kubectl("run", "huge", "-n", "fit", "--image=pause",
                     '--overrides={"spec":{"containers":[{"name":"c","image":"pause","resources":'
                     '{"requests":{"cpu":"20"}}}]}}')
-    assert _wait_condition_message(cluster, "fit", "huge") == "0/2 nodes are available: 2 Insufficient cpu."
+    assert _wait_condition_message(cluster, "fit", "huge") == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption "
+        "victims found for incoming pod.")
     assert "FailedScheduling" in cluster.kubectl("describe", "pod", "huge", "-n", "fit").stdout
     # a new, bigger node is a cluster event: the parked pod is retried and lands
     cluster.kubectl("create", "-f", "-", stdin=_node("giant", {}, cpu="32"))

@@ -1,0 +1,186 @@
+"""DefaultPreemption (P4-P9): mirrors pkg/scheduler/framework/plugins/defaultpreemption and
+framework/preemption.
+
+When a pod fits nowhere: consider only nodes whose failure was Unschedulable (not
+UnschedulableAndUnresolvable); on each, remove every lower-priority pod and check the pod
+fits (P8); then reprieve as many victims as possible — PDB-violating ones first, most
+important first — keeping the minimal set. Stop after numCandidates candidates, starting
+at a random offset, and pick one node by upstream's criteria in order: fewest PDB
+violations, lowest highest-victim priority, smallest priority sum, fewest victims, latest
+start time of the highest-priority victims, then the first found. Dry runs mutate the
+node table and always restore it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubelite.api import disruption
+from kubelite.clock import parse_rfc3339
+from kubelite.scheduler.framework import FilterOutcome, Plugin, run_filters
+from kubelite.scheduler.nodetable import NodeTable
+from kubelite.scheduler.podinfo import PodInfo
+
+Obj = dict[str, Any]
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+MAX_INT32 = 2**31 - 1
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+
+
+@dataclass
+class Candidate:
+    node: str
+    row: int
+    victims: list[PodInfo]
+    pdb_violations: int
+
+
+@dataclass
+class PreemptionResult:
+    candidate: Candidate | None
+    message: str  # upstream's PostFilter message ("" on success)
+    candidates: list[Candidate] = field(default_factory=list)
+    decided_by: str = ""
+
+
+def more_important(a: PodInfo, b: PodInfo, now: float) -> bool:
+    """util.MoreImportantPod: higher priority, then earlier start time."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    return start_time(a, now) < start_time(b, now)
+
+
+def start_time(pod: PodInfo, now: float) -> float:
+    """util.GetPodStartTime: status.startTime, else now (assumed or not yet started)."""
+    started = (pod.obj.get("status") or {}).get("startTime")
+    return parse_rfc3339(started) if started else now
+
+
+def split_by_pdb(pods: list[PodInfo], pdbs: list[Obj], all_pods: Callable[[str], list[Obj]]) -> tuple[
+        list[PodInfo], list[PodInfo]]:
+    """filterPodsWithPDBViolation: (violating, non-violating), spending each budget in order."""
+    allowed = []
+    for pdb in pdbs:
+        status = pdb.get("status") or {}
+        if status.get("observedGeneration") is not None:
+            allowed.append(int(status.get("disruptionsAllowed", 0)))
+        else:  # no disruption controller has written it: compute from the pods now
+            allowed.append(disruption.compute(pdb, all_pods(pdb["metadata"].get("namespace", ""))).disruptions_allowed)
+    violating: list[PodInfo] = []
+    ok: list[PodInfo] = []
+    for pod in pods:
+        bad = False
+        for i, pdb in enumerate(pdbs):
+            if not (pdb.get("spec") or {}).get("selector") or not disruption.selects(pdb, pod.obj):
+                continue
+            if pod.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                bad = True
+        (violating if bad else ok).append(pod)
+    return violating, ok
+
+
+class Evaluator:
+    def __init__(self, table: NodeTable, filters: list[Plugin], rng: random.Random, now: Callable[[], float],
+                 pdbs: Callable[[], list[Obj]], pods_in: Callable[[str], list[Obj]]) -> None:
+        self.table = table
+        self.filters = filters
+        self.rng = rng
+        self.now = now
+        self.pdbs = pdbs
+        self.pods_in = pods_in
+
+    def _fits(self, pod: PodInfo, row: int) -> bool:
+        outcome = run_filters(self.filters, {}, pod, self.table)
+        return bool(outcome.feasible[row])
+
+    def select_victims(self, pod: PodInfo, row: int) -> Candidate | None:
+        """SelectVictimsOnNode: the minimal set of lower-priority pods to remove so `pod` fits on `row`."""
+        now = self.now()
+        lower = [p for p in self.table.pods[row].values() if p.priority < pod.priority]
+        for p in lower:
+            self.table.remove_pod(p.uid)
+        try:
+            if not self._fits(pod, row):
+                return None
+            lower.sort(key=lambda p: (-p.priority, start_time(p, now)))
+            violating, non_violating = split_by_pdb(lower, self.pdbs(), self.pods_in)
+            victims: list[PodInfo] = []
+            violations = 0
+            for group, counts in ((violating, True), (non_violating, False)):
+                for p in group:
+                    self.table.add_pod(p)
+                    if not self._fits(pod, row):
+                        self.table.remove_pod(p.uid)
+                        victims.append(p)
+                        violations += 1 if counts else 0
+            victims.sort(key=lambda p: (-p.priority, start_time(p, now)))
+            return Candidate(self.table.names[row], row, victims, violations)
+        finally:
+            for p in lower:
+                if self.table.pod(p.uid) is None:
+                    self.table.add_pod(p)
+
+    def preempt(self, pod: PodInfo, outcome: FilterOutcome) -> PreemptionResult:
+        n = self.table.n
+        if (pod.spec.get("preemptionPolicy") or "PreemptLowerPriority") == "Never":
+            return PreemptionResult(None, "preemption: not eligible due to preemptionPolicy=Never.")
+        unresolvable = outcome.unresolvable()
+        potential = np.flatnonzero(~outcome.feasible & ~unresolvable)
+        reasons: Counter[str] = Counter({NOT_HELPFUL: int(np.count_nonzero(unresolvable))})
+        candidates: list[Candidate] = []
+        if len(potential):
+            want = max(MIN_CANDIDATE_NODES_ABSOLUTE, len(potential) * MIN_CANDIDATE_NODES_PERCENTAGE // 100)
+            want = min(want, len(potential))
+            offset = self.rng.randrange(len(potential))
+            for i in range(len(potential)):
+                row = int(potential[(offset + i) % len(potential)])
+                c = self.select_victims(pod, row)
+                if c is None:
+                    reasons[NO_VICTIMS] += 1
+                    continue
+                candidates.append(c)
+                if len(candidates) >= want:
+                    break
+        if not candidates:
+            parts = sorted(f"{count} {reason}" for reason, count in reasons.items() if count)
+            return PreemptionResult(None, f"preemption: 0/{n} nodes are available: {', '.join(parts)}.")
+        best, criterion = pick_one(candidates, self.now())
+        return PreemptionResult(best, "", candidates, criterion)
+
+
+CRITERIA: list[tuple[str, Callable[[Candidate, float], float]]] = [
+    ("fewest PDB violations", lambda c, now: -c.pdb_violations),
+    ("lowest highest-victim priority", lambda c, now: -c.victims[0].priority),
+    ("smallest sum of victim priorities", lambda c, now: -sum(v.priority + MAX_INT32 + 1 for v in c.victims)),
+    ("fewest victims", lambda c, now: -len(c.victims)),
+    ("latest start time of the highest-priority victims",
+     lambda c, now: min(start_time(v, now) for v in c.victims if v.priority == c.victims[0].priority)),
+]
+
+
+def pick_one(candidates: list[Candidate], now: float) -> tuple[Candidate, str]:
+    """pickOneNodeForPreemption: apply each criterion in turn to the survivors of the previous one."""
+    for c in candidates:
+        if not c.victims:
+            return c, "no victims needed"
+    if len(candidates) == 1:
+        return candidates[0], "only candidate"
+    survivors = candidates
+    for name, score in CRITERIA:
+        best = max(score(c, now) for c in survivors)
+        narrowed = [c for c in survivors if score(c, now) == best]
+        if len(narrowed) == 1:
+            return narrowed[0], name
+        survivors = narrowed
+    return survivors[0], "first candidate"
