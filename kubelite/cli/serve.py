@@ -22,6 +22,7 @@ from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
 from kubelite.client.http import ApiClient
 from kubelite.clock import RealClock
+from kubelite.controllers.disruption import DisruptionController
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 
@@ -115,19 +116,20 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
     print(f"kubelite: API server listening on {url}", flush=True)
     print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
     components: list[asyncio.Task[None]] = []
-    client = None
+    # Components are clients like any other: they talk to this server over the API, never its memory.
+    client = ApiClient.from_kubeconfig(kubeconfig)
     if sched is not None:
-        # The scheduler is a client like any other: it talks to this server over the API, never its memory.
-        client = ApiClient.from_kubeconfig(kubeconfig)
         components.append(asyncio.create_task(Scheduler(client, RealClock(), sched).run(), name="scheduler"))
+    if "controllers" not in opts.disabled:
+        components.append(asyncio.create_task(DisruptionController(client, RealClock()).run(),
+                                              name="disruption-controller"))
     await _until_signalled()
     log.info("shutting down")
     for task in components:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-    if client is not None:
-        await client.close()
+    await client.close()
     with contextlib.suppress(Exception):
         await runner.cleanup()
     await server.stop()
