@@ -29,11 +29,11 @@ DELETION_TIMEOUT = 120.0
 
 
 def desired_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
-    budget = disruption.compute(pdb, pods)
     old = pdb.get("status") or {}
     alive = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
     disrupted = {name: ts for name, ts in (old.get("disruptedPods") or {}).items()
                  if name in alive and now - parse_rfc3339(ts) < DELETION_TIMEOUT}
+    budget = disruption.compute({**pdb, "status": {**old, "disruptedPods": disrupted}}, pods)
     allowed = budget.disruptions_allowed
     condition = {"type": "DisruptionAllowed", "status": "True" if allowed > 0 else "False",
                  "reason": "SufficientPods" if allowed > 0 else "InsufficientPods", "message": "",

@@ -1,0 +1,69 @@
+"""PDB status arithmetic, mirroring pkg/controller/disruption/disruption_test.go (bare pods)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from kubelite.controllers.disruption import desired_status
+from kubelite.testing.builders import make_pod
+
+Obj = dict[str, Any]
+NOW = 1_800_000_000.0
+
+
+def _pods(ready: int, unready: int = 0) -> list[Obj]:
+    out = []
+    for i in range(ready + unready):
+        p = make_pod(f"p{i}").label("app", "web").obj()
+        p["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if i < ready
+                                                           else "False"}]}
+        out.append(p)
+    return out
+
+
+def _pdb(**spec: Any) -> Obj:
+    return {"metadata": {"name": "b", "namespace": "default", "generation": 3},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, **spec}}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    spec: dict[str, Any]
+    ready: int
+    unready: int
+    want: tuple[int, int, int, int]  # expected, currentHealthy, desiredHealthy, disruptionsAllowed
+
+
+CASES = [
+    Case("TestNoSelector-like: minAvailable 1 with no pods", {"minAvailable": 1}, 0, 0, (0, 0, 1, 0)),
+    Case("TestUnavailable: minAvailable 3 of 4 healthy", {"minAvailable": 3}, 4, 0, (4, 4, 3, 1)),
+    Case("TestIntegerMaxUnavailable", {"maxUnavailable": 1}, 3, 0, (3, 3, 2, 1)),
+    Case("TestNakedPod-like: percentage minAvailable rounds up", {"minAvailable": "50%"}, 3, 0, (3, 3, 2, 1)),
+    Case("TestMaxUnavailablePercentage rounds up the unavailable count", {"maxUnavailable": "25%"}, 10, 0,
+         (10, 10, 7, 3)),
+    Case("unready pods are not healthy", {"minAvailable": 2}, 2, 2, (4, 2, 2, 0)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_pdb_status(case: Case) -> None:
+    status = desired_status(_pdb(**case.spec), _pods(case.ready, case.unready), NOW)
+    got = (status["expectedPods"], status["currentHealthy"], status["desiredHealthy"], status["disruptionsAllowed"])
+    assert got == case.want
+    assert status["observedGeneration"] == 3
+    cond = status["conditions"][0]
+    assert (cond["type"], cond["status"]) == ("DisruptionAllowed", "True" if case.want[3] > 0 else "False")
+
+
+def test_disrupted_pods_expire_and_do_not_count() -> None:
+    pdb = _pdb(minAvailable=1)
+    pdb["status"] = {"disruptedPods": {"p0": "2027-01-15T08:00:00Z", "gone": "2027-01-15T08:00:00Z"}}
+    fresh = desired_status(pdb, _pods(2), 1_800_000_000.0 + 0)  # 2027-01-15T08:00:00Z
+    assert fresh["disruptedPods"] == {"p0": "2027-01-15T08:00:00Z"}
+    assert (fresh["currentHealthy"], fresh["disruptionsAllowed"]) == (1, 0)
+    later = desired_status({**pdb, "status": fresh}, _pods(2), 1_800_000_000.0 + 121)
+    assert "disruptedPods" not in later and later["disruptionsAllowed"] == 1
