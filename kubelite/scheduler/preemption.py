@@ -25,6 +25,7 @@ from kubelite.api import disruption
 from kubelite.clock import parse_rfc3339
 from kubelite.scheduler.framework import FilterOutcome, Plugin, run_filters
 from kubelite.scheduler.nodetable import NodeTable
+from kubelite.scheduler.plugins.node_ports import conflicts
 from kubelite.scheduler.podinfo import PodInfo
 
 Obj = dict[str, Any]
@@ -99,10 +100,34 @@ class Evaluator:
         self.now = now
         self.pdbs = pdbs
         self.pods_in = pods_in
+        self._simple = False
 
     def _fits(self, pod: PodInfo, row: int) -> bool:
+        if self._simple:
+            return self._fits_resources(pod, row)
         outcome = run_filters(self.filters, {}, pod, self.table)
         return bool(outcome.feasible[row])
+
+    def _fits_resources(self, pod: PodInfo, row: int) -> bool:
+        """The fast path: only the node's own pods' requests and host ports can change the verdict."""
+        t = self.table
+        if t.pod_count[row] + 1 > t.alloc["pods"][row]:
+            return False
+        for r, amount in pod.requests.items():
+            if amount <= 0 or r == "pods":
+                continue
+            used, cap = t.requested.get(r), t.alloc.get(r)
+            if (int(used[row]) if used is not None else 0) + amount > (int(cap[row]) if cap is not None else 0):
+                return False
+        return not (pod.host_ports and any(conflicts(p, t.ports[row]) for p in pod.host_ports))
+
+    def _only_resources_matter(self, pod: PodInfo, outcome: FilterOutcome) -> bool:
+        """True when removing pods from a node can change nothing but resource and port fit: the pod has no
+        required (anti-)affinity or hard spread constraints, and no existing pod's anti-affinity matches it."""
+        if pod.affinity or pod.anti_affinity:
+            return False
+        return all(r is None for name, r in zip(outcome.plugins, outcome.results, strict=False)
+                   if name in ("PodTopologySpread", "InterPodAffinity"))
 
     def select_victims(self, pod: PodInfo, row: int) -> Candidate | None:
         """SelectVictimsOnNode: the minimal set of lower-priority pods to remove so `pod` fits on `row`."""
@@ -135,6 +160,7 @@ class Evaluator:
         n = self.table.n
         if (pod.spec.get("preemptionPolicy") or "PreemptLowerPriority") == "Never":
             return PreemptionResult(None, "preemption: not eligible due to preemptionPolicy=Never.")
+        self._simple = self._only_resources_matter(pod, outcome)
         unresolvable = outcome.unresolvable()
         potential = np.flatnonzero(~outcome.feasible & ~unresolvable)
         reasons: Counter[str] = Counter({NOT_HELPFUL: int(np.count_nonzero(unresolvable))})
