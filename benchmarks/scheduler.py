@@ -86,6 +86,29 @@ UNSCHEDULABLE["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "9"},
 GATED = pod(schedulingGates=[{"name": "test.k8s/hold"}])
 
 
+def _sized(template: Obj, cpu: str, priority_class: str, labels: Obj | None = None) -> Obj:
+    out = copy.deepcopy(template)
+    out["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu, "memory": "500Mi"},
+                                                 "limits": {"cpu": cpu, "memory": "500Mi"}}
+    out["spec"]["priorityClassName"] = priority_class
+    out["spec"]["terminationGracePeriodSeconds"] = 0  # no node agent here: victims go at once
+    if labels:
+        out["metadata"]["labels"] = labels
+    return out
+
+
+LOW = _sized(pod(), "900m", "low")
+LOW_PROTECTED = _sized(pod(), "900m", "low", {"app": "protected"})
+HIGH = _sized(pod(), "3", "high")
+PRIORITY_CLASSES = [
+    ("/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": "low"}, "value": 10}),
+    ("/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": "high"}, "value": 1000}),
+]
+PROTECTING_PDB = ("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+                  {"metadata": {"name": "protected"},
+                   "spec": {"minAvailable": "90%", "selector": {"matchLabels": {"app": "protected"}}}})
+
+
 @dataclass
 class Workload:
     name: str
@@ -95,6 +118,7 @@ class Workload:
     measured: tuple[Obj, int]
     inject: tuple[Obj, float] | None = None  # pods created at a rate while measuring
     extra_nodes: list[tuple[Callable[[int], Obj], int]] = field(default_factory=list)
+    setup: list[tuple[str, Obj]] = field(default_factory=list)  # objects created before anything else
 
 
 def _zone_nodes(zones: list[str]) -> Callable[[int], Obj]:
@@ -126,6 +150,15 @@ WORKLOADS = [
     Workload("MixedSchedulingBasePod/5000Nodes_5000Pods", _zone_nodes(["zone1"]), 5000,
              [(pod(), 2000), (AFFINITY, 2000), (ANTI_AFFINITY, 2000), (PREFERRED_AFFINITY, 2000),
               (PREFERRED_ANTI, 2000)], (pod(), 5000)),
+    # Issue 4: every measured pod must preempt three 900m victims on a node filled to 3.6 of 4 CPU.
+    Workload("PreemptionBasic/500Nodes", lambda i: node(f"node-{i}"), 500, [(LOW, 2000)], (HIGH, 500),
+             setup=PRIORITY_CLASSES),
+    # Normal pods measured while high-priority preemptors arrive at 5/s.
+    Workload("PreemptionAsync/5000Nodes", lambda i: node(f"node-{i}"), 5000, [(LOW, 20000)], (pod(), 5000),
+             inject=(HIGH, 5.0), setup=PRIORITY_CLASSES),
+    # Ours: half the victims are under a PodDisruptionBudget (minAvailable 90%) that preemption should spare.
+    Workload("PreemptionWithPDB/5000Nodes", lambda i: node(f"node-{i}"), 5000,
+             [(LOW, 10000), (LOW_PROTECTED, 10000)], (HIGH, 500), setup=[*PRIORITY_CLASSES, PROTECTING_PDB]),
 ]
 
 
@@ -210,6 +243,8 @@ async def run(w: Workload, scale: float, session: aiohttp.ClientSession, pids: t
     def scaled(n: int) -> int:
         return max(1, int(n * scale))
 
+    for path, obj in w.setup:
+        await c.create_all(path, [obj])
     nodes = [w.nodes(i) for i in range(scaled(w.node_count) if w.node_count > 1 else 1)]
     for make, count in w.extra_nodes:
         nodes += [make(i) for i in range(scaled(count))]

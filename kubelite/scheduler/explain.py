@@ -95,23 +95,24 @@ def suggestions(pod: PodInfo, outcome: FilterOutcome, table: NodeTable,
 
 
 def _resource_hints(pod: PodInfo, table: NodeTable, rows: np.ndarray) -> list[tuple[float, str]]:  # type: ignore[type-arg]
+    """The nodes closest to fitting (smallest relative shortfall), vectorised over `rows`."""
+    want = {**{r: a for r, a in pod.requests.items() if a > 0 and r != PODS}, PODS: 1}
+    shorts: dict[str, np.ndarray] = {}  # type: ignore[type-arg]
+    cost = np.zeros(len(rows))
+    for resource, amount in want.items():
+        alloc = table.alloc[resource][rows] if resource in table.alloc else np.zeros(len(rows), np.int64)
+        if resource == PODS:
+            used = table.pod_count[rows]
+        else:
+            used = table.requested[resource][rows] if resource in table.requested else np.zeros(len(rows), np.int64)
+        short = used + amount - alloc
+        shorts[resource] = short
+        cost = np.maximum(cost, np.where(short > 0, short / np.maximum(alloc, 1), 0.0))
     out = []
-    for r in rows:
-        missing = []
-        cost = 0.0
-        want = dict(pod.requests)
-        want[PODS] = 1
-        for resource, amount in want.items():
-            alloc = int(table.alloc[resource][r]) if resource in table.alloc else 0
-            used = int(table.requested[resource][r]) if resource in table.requested else 0
-            if resource == PODS:
-                used = int(table.pod_count[r])
-            short = used + amount - alloc
-            if amount > 0 and short > 0:
-                missing.append(_quantity(resource, short))
-                cost = max(cost, short / max(alloc, 1))
+    for i in np.argsort(cost, kind="stable")[:SUGGESTIONS]:
+        missing = [_quantity(r, int(s[i])) for r, s in shorts.items() if s[i] > 0]
         if missing:
-            out.append((cost, f"fits on {table.names[r]} if {' and '.join(missing)} were free"))
+            out.append((float(cost[i]), f"fits on {table.names[int(rows[i])]} if {' and '.join(missing)} were free"))
     return out
 
 

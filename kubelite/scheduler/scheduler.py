@@ -245,7 +245,11 @@ class Scheduler:
             if len(feasible) == 0:
                 message = fit_error_message(self.table.n, filters)
                 preemption = None
-                if profile.preemption:
+                if profile.preemption and self._waiting_for_victims(pod):
+                    preemption = PreemptionResult(None, "preemption: not eligible due to a terminating pod on the "
+                                                        "nominated node.")
+                    message = f"{message} {preemption.message}"
+                elif profile.preemption:
                     preemption = Evaluator(self.table, profile.filters, self.rng, self.clock.now,
                                            self.pdbs_in_namespace, self.pods_in_namespace).preempt(pod, filters)
                     if preemption.message:
@@ -268,6 +272,14 @@ class Scheduler:
             return Attempt(pod, filters, None, self.table.names[int(rows[0])], "")
         scores = run_scores(profile.scores, state, pod, self.table, rows)
         return Attempt(pod, filters, scores, self.table.names[select_host(scores, self.rng)], "")
+
+    def _waiting_for_victims(self, pod: PodInfo) -> bool:
+        """PodEligibleToPreemptOthers: a pod whose earlier victims are still terminating does not preempt again."""
+        entry = self.nominated.get(pod.uid)
+        row = self.table.index.get(entry[1]) if entry else None
+        if row is None:
+            return False
+        return any(p.terminating and p.priority < pod.priority for p in self.table.pods[row].values())
 
     def _hold_nominated(self, pod: PodInfo) -> list[PodInfo]:
         held = []

@@ -130,9 +130,12 @@ VICTIM_CASES = [
 
 
 @pytest.mark.parametrize("case", VICTIM_CASES, ids=lambda c: c.name)
-def test_select_victims_on_node(case: VictimCase) -> None:
+def test_select_victims_on_node(case: VictimCase, monkeypatch: pytest.MonkeyPatch) -> None:
     result = _preempt(case.nodes, case.existing, case.incoming, case.pdbs)
     assert _victims(result) == case.want
+    # the arithmetic fast path must agree with running every filter
+    monkeypatch.setattr(Evaluator, "_only_resources_matter", lambda self, pod, outcome: False)
+    assert _victims(_preempt(case.nodes, case.existing, case.incoming, case.pdbs)) == case.want
     for c in result.candidates:
         if c.node in case.want_violations:
             assert c.pdb_violations == case.want_violations[c.node]
