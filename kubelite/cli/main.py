@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -40,6 +41,14 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--node-config", type=Path, help="KubeletConfiguration file for the local node")
     for p in (server, up):
         p.add_argument("--scheduler-config", type=Path, help="KubeSchedulerConfiguration file")
+    agent = sub.add_parser("agent", help="run a node agent, as a client of an API server")
+    agent.add_argument("--kubeconfig", type=Path, required=True)
+    agent.add_argument("--node-name", default=socket.gethostname().lower())
+    agent.add_argument("--data-dir", type=Path, default=default_data_dir() / "agent")
+    agent.add_argument("--node-config", type=Path, help="KubeletConfiguration file")
+    agent.add_argument("--address", default="127.0.0.1", help="this node's address (pods use the host network)")
+    agent.add_argument("--port", type=int, default=0, help="port for the agent's log endpoint (0: any free port)")
+    agent.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sched = sub.add_parser("scheduler", help="run the scheduler alone, as a client of an API server")
     sched.add_argument("--kubeconfig", type=Path, required=True)
     sched.add_argument("--config", type=Path, help="KubeSchedulerConfiguration file")
@@ -69,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Error from server ({exc.reason}): {exc.message}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "agent":
+        try:
+            return serve.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config, args.address,
+                                   args.port)
+        except serve.NodeConfigError as exc:
+            print(f"kubelite: {exc}", file=sys.stderr)
+            return 2
     if args.command == "scheduler":
         try:
             return serve.run_scheduler(args.kubeconfig, args.config, args.seed)
@@ -83,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return serve.run(serve.Options(data_dir=args.data_dir, port=args.port, bind=args.bind_address,
                                        insecure=args.insecure, disabled=frozenset(disabled),
-                                       scheduler_config=args.scheduler_config))
-    except serve.ConfigError as exc:
+                                       scheduler_config=args.scheduler_config,
+                                       node_config=getattr(args, "node_config", None),
+                                       local_node=args.command == "up"))
+    except (serve.ConfigError, serve.NodeConfigError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2
 

@@ -11,13 +11,19 @@ import contextlib
 import ipaddress
 import logging
 import signal
+import socket
 import ssl
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import uvloop
 from aiohttp import web
 
+from kubelite.agent import config as node_config
+from kubelite.agent.agent import Agent
+from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
 from kubelite.client.http import ApiClient
@@ -26,7 +32,7 @@ from kubelite.controllers.disruption import DisruptionController
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 
-__all__ = ["ConfigError", "Options", "run", "run_scheduler"]
+__all__ = ["ConfigError", "NodeConfigError", "Options", "run", "run_agent", "run_scheduler"]
 from kubelite.scheduler.scheduler import Scheduler
 from kubelite.store.sqlite import SQLiteStore
 
@@ -43,6 +49,8 @@ class Options:
     insecure: bool = False
     disabled: frozenset[str] = frozenset()
     scheduler_config: Path | None = None
+    node_config: Path | None = None
+    local_node: bool = False  # `up`: also run a node agent for this machine
 
 
 def _is_loopback(address: str) -> bool:
@@ -59,20 +67,31 @@ def run(opts: Options) -> int:
         raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
                           f"not {opts.bind}")
     sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
-    uvloop.run(_serve(opts, sched))
+    node = node_config.load(opts.node_config) if opts.local_node else None
+    uvloop.run(_serve(opts, sched, node))
+    return 0
+
+
+def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
+              port: int) -> int:
+    """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
+    cfg = node_config.load(config_file)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    uvloop.run(_run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, address,
+                                                   port).run(), ApiClient.from_kubeconfig(kubeconfig)))
     return 0
 
 
 def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None) -> int:
     """`kubelite scheduler`: the scheduler alone, as a client of a running API server."""
     cfg = scheduler_config.load(config_file)
-    uvloop.run(_run_scheduler(ApiClient.from_kubeconfig(kubeconfig), cfg, seed))
+    uvloop.run(_run_component(lambda client: Scheduler(client, RealClock(), cfg, seed).run(),
+                              ApiClient.from_kubeconfig(kubeconfig)))
     return 0
 
 
-async def _run_scheduler(client: ApiClient, cfg: scheduler_config.SchedulerConfig, seed: int | None) -> None:
-    scheduler = Scheduler(client, RealClock(), cfg, seed)
-    task = asyncio.create_task(scheduler.run())
+async def _run_component(start: Callable[[ApiClient], Coroutine[Any, Any, None]], client: ApiClient) -> None:
+    task = asyncio.create_task(start(client))
     await _until_signalled()
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -88,7 +107,8 @@ async def _until_signalled() -> None:
     await stop.wait()
 
 
-async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) -> None:
+async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
+                 node: node_config.NodeConfig | None) -> None:
     data = opts.data_dir
     data.mkdir(parents=True, exist_ok=True)
     store = await SQLiteStore.open(data / "state.db")
@@ -123,6 +143,10 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
     if "controllers" not in opts.disabled:
         components.append(asyncio.create_task(DisruptionController(client, RealClock()).run(),
                                               name="disruption-controller"))
+    if node is not None:
+        (data / "agent").mkdir(exist_ok=True)
+        agent = Agent(client, RealClock(), socket.gethostname().lower(), data / "agent", node, "127.0.0.1")
+        components.append(asyncio.create_task(agent.run(), name="agent"))
     await _until_signalled()
     log.info("shutting down")
     for task in components:

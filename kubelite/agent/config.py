@@ -1,0 +1,71 @@
+"""The node's configuration: a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1 field names)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubelite.agent.lifecycle import INITIAL_BACKOFF, MAX_BACKOFF
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?$")
+
+
+class NodeConfigError(ValueError):
+    pass
+
+
+def duration(text: str) -> float:
+    """A Go duration such as 1m30s, 45s, 2m."""
+    m = _DURATION.match(str(text).strip())
+    if not m or not any(m.groups()):
+        raise NodeConfigError(f"invalid duration {text!r}")
+    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    return h * 3600 + mi * 60 + s
+
+
+@dataclass
+class NodeConfig:
+    max_restart_period: float = MAX_BACKOFF
+    initial_backoff: float = INITIAL_BACKOFF
+    image_catalog: dict[str, list[str]] = field(default_factory=dict)
+    eviction_hard: dict[str, str] = field(default_factory=dict)
+    eviction_soft: dict[str, str] = field(default_factory=dict)
+    max_pods: int = 110
+
+
+def parse(raw: dict[str, Any]) -> NodeConfig:
+    if raw.get("kind") != "KubeletConfiguration":
+        raise NodeConfigError("the node config must be a KubeletConfiguration")
+    cfg = NodeConfig()
+    crash = raw.get("crashLoopBackOff") or {}
+    if "maxContainerRestartPeriod" in crash:
+        period = duration(crash["maxContainerRestartPeriod"])
+        if not 1 <= period <= 300:
+            raise NodeConfigError("crashLoopBackOff.maxContainerRestartPeriod: must be between 1s and 300s")
+        cfg.max_restart_period = period
+    if (raw.get("featureGates") or {}).get("ReduceDefaultCrashLoopBackOffDecay"):
+        cfg.initial_backoff, cfg.max_restart_period = 1.0, min(cfg.max_restart_period, 60.0)
+    cfg.initial_backoff = min(cfg.initial_backoff, cfg.max_restart_period)
+    catalog = raw.get("imageCatalog") or {}
+    for image, entry in catalog.items():
+        if not isinstance(entry, list) or not all(isinstance(a, str) for a in entry):
+            raise NodeConfigError(f"imageCatalog[{image}]: must be a list of strings (the entrypoint)")
+    cfg.image_catalog = dict(catalog)
+    cfg.eviction_hard = dict(raw.get("evictionHard") or {})
+    cfg.eviction_soft = dict(raw.get("evictionSoft") or {})
+    cfg.max_pods = int(raw.get("maxPods", 110))
+    return cfg
+
+
+def load(path: Path | None) -> NodeConfig:
+    if path is None:
+        return NodeConfig()
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise NodeConfigError(f"cannot read node config {path}: {exc}") from None
+    return parse(raw or {})

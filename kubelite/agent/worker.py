@@ -1,0 +1,375 @@
+"""The pod worker: the only writer of one pod's processes (kubelet's podWorkers + syncPod, simplified).
+
+A level-triggered loop: each pass compares what the pod asks for with what runs, starts
+or restarts containers (init containers one at a time, sidecars kept running, then app
+containers), and publishes the status; it sleeps until a container exits, the pod object
+changes or a backoff ends. On deletion it stops app containers, then sidecars in reverse
+order, with the grace arithmetic of seed 003, writes the terminal phase and only then
+deletes the object with grace 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kubelite.agent import container as cspec
+from kubelite.agent.lifecycle import Backoff, ContainerView, phase, should_restart
+from kubelite.agent.runtime import Exit, Process
+from kubelite.clock import rfc3339
+
+if TYPE_CHECKING:
+    from kubelite.agent.agent import Agent
+
+log = logging.getLogger("kubelite.agent")
+
+Obj = dict[str, Any]
+MIN_STOP_WINDOW = 2.0
+
+
+@dataclass
+class Record:
+    spec: Obj
+    kind: str  # init | sidecar | app
+    process: Process | None = None
+    restarts: int = 0
+    started_at: float = 0.0
+    exit: Exit | None = None
+    finished_at: float = 0.0
+    last_terminated: Obj | None = None
+    waiting: str = "ContainerCreating"
+    waiting_message: str = ""
+    not_before: float = 0.0
+    backoff: Backoff = field(default_factory=Backoff)
+    ever_started: bool = False
+
+    @property
+    def name(self) -> str:
+        return str(self.spec["name"])
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.alive
+
+
+class PodWorker:
+    def __init__(self, agent: Agent, pod: Obj) -> None:
+        self.agent = agent
+        self.pod = pod
+        self.uid = pod["metadata"]["uid"]
+        self.wake = asyncio.Event()
+        self.gone = False  # the object was removed (force delete): kill, write nothing
+        spec = pod["spec"]
+        self.records = [Record(c, "sidecar" if c.get("restartPolicy") == "Always" else "init")
+                        for c in spec.get("initContainers") or []]
+        self.records += [Record(c, "app") for c in spec.get("containers") or []]
+        for r in self.records:
+            r.backoff = Backoff(agent.config.max_restart_period, agent.config.initial_backoff)
+        self.init_failed = False
+        self.started_at = agent.clock.now()
+        self._written: Obj | None = None
+        self._transitions: dict[str, tuple[str, str]] = {}
+
+    # --- inputs ----------------------------------------------------------------------------------
+
+    def update(self, pod: Obj) -> None:
+        self.pod = pod
+        self.wake.set()
+
+    def removed(self) -> None:
+        self.gone = True
+        self.wake.set()
+
+    @property
+    def logs_dir(self) -> Path:
+        meta = self.pod["metadata"]
+        return Path(self.agent.data_dir) / "pods" / f"{meta['namespace']}_{meta['name']}_{self.uid}"
+
+    def log_path(self, name: str, restarts: int) -> Path:
+        return self.logs_dir / name / f"{restarts}.log"
+
+    # --- the loop --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            refusal = self.agent.admit(self.pod)
+            if refusal is not None:
+                await self._refuse(*refusal)
+                return
+            while not self.gone and not self.pod["metadata"].get("deletionTimestamp"):
+                await self._sync()
+                if self._terminal():
+                    await self._finish()
+                    return
+                await self._sleep_until_change()
+            await self._terminate()
+        except asyncio.CancelledError:
+            self._kill_all()
+            raise
+        except Exception:
+            log.exception("pod worker %s", self.uid)
+            self._kill_all()
+
+    async def _sleep_until_change(self) -> None:
+        self.wake.clear()
+        pending = [r.not_before for r in self.records if r.not_before > self.agent.clock.now()]
+        if not pending:
+            await self.wake.wait()
+            return
+        sleeper = asyncio.ensure_future(self.agent.clock.sleep(min(pending) - self.agent.clock.now()))
+        waiter = asyncio.ensure_future(self.wake.wait())
+        await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        sleeper.cancel()
+        waiter.cancel()
+
+    async def _sync(self) -> None:
+        policy = self.pod["spec"].get("restartPolicy", "Always")
+        initializing = False
+        for r in self.records:
+            if r.kind == "sidecar":
+                if not r.running:
+                    await self._start_or_restart(r, restart=r.ever_started)
+                if not r.running:
+                    initializing = True
+                    break
+                continue
+            if r.kind == "init":
+                if r.exit is not None and r.exit.code == 0 and not r.running:
+                    continue
+                initializing = True
+                if r.running:
+                    break
+                if r.exit is not None:  # failed
+                    if policy == "Never":
+                        self.init_failed = True
+                        break
+                    await self._start_or_restart(r, restart=True)
+                else:
+                    await self._start_or_restart(r, restart=False)
+                break
+        if not initializing and not self.init_failed:
+            for r in self.records:
+                if r.kind != "app" or r.running:
+                    continue
+                if r.exit is None:
+                    await self._start_or_restart(r, restart=False)
+                elif should_restart(policy, r.spec, r.exit.code):
+                    await self._start_or_restart(r, restart=True)
+        await self._publish(initializing)
+
+    def _terminal(self) -> bool:
+        return self._phase() in ("Succeeded", "Failed")
+
+    # --- containers ------------------------------------------------------------------------------
+
+    async def _start_or_restart(self, r: Record, restart: bool) -> None:
+        now = self.agent.clock.now()
+        if restart and now < r.not_before:
+            r.waiting = "CrashLoopBackOff"
+            r.waiting_message = (f"back-off {int(r.not_before - r.finished_at)}s restarting failed "
+                                 f"container={r.name} pod={self.pod['metadata']['name']}_"
+                                 f"{self.pod['metadata']['namespace']}({self.uid})")
+            return
+        try:
+            env = cspec.environment(self.pod, r.spec, self.agent.host_ip, self.agent.base_env)
+            argv = cspec.argv(r.spec, env, self.agent.config.image_catalog)
+        except cspec.ConfigError as exc:
+            if r.waiting != "CreateContainerConfigError":
+                self.agent.event(self.pod, "Failed", f"Error: {exc}", "Warning")
+            r.waiting, r.waiting_message = "CreateContainerConfigError", str(exc)
+            return
+        if restart:
+            r.restarts += 1
+        try:
+            r.process = await self.agent.runtime.start(argv, env, r.spec.get("workingDir"),
+                                                       self.log_path(r.name, r.restarts))
+        except OSError as exc:
+            r.waiting, r.waiting_message = "RunContainerError", str(exc)
+            r.exit, r.finished_at = Exit(128, 0), now
+            self.agent.event(self.pod, "Failed", f"Error: {exc}", "Warning")
+            return
+        r.started_at, r.ever_started, r.waiting = self.agent.clock.now(), True, ""
+        self.agent.event(self.pod, "Created", f"Created container {r.name}")
+        self.agent.event(self.pod, "Started", f"Started container {r.name}")
+        self.agent.watch(self._watch(r, r.process))
+
+    async def _watch(self, r: Record, p: Process) -> None:
+        result = await self.agent.runtime.wait(p)
+        if r.process is not p:
+            return
+        now = self.agent.clock.now()
+        r.exit, r.finished_at = result, now
+        r.last_terminated = self._terminated_state(r)
+        r.not_before = r.backoff.next_restart(now, now - r.started_at)
+        r.waiting = "CrashLoopBackOff" if r.not_before > now else ""
+        self.wake.set()
+
+    def _terminated_state(self, r: Record) -> Obj:
+        assert r.exit is not None
+        state: Obj = {"exitCode": r.exit.code, "reason": "Completed" if r.exit.code == 0 else "Error",
+                      "startedAt": rfc3339(r.started_at), "finishedAt": rfc3339(r.finished_at),
+                      "containerID": f"kubelite://{r.process.pid if r.process else 0}"}
+        if r.exit.signal:
+            state["signal"] = r.exit.signal
+        return state
+
+    def _kill_all(self) -> None:
+        for r in self.records:
+            if r.running and r.process is not None:
+                self.agent.runtime.kill(r.process)
+
+    # --- termination (L12-L16) -------------------------------------------------------------------
+
+    def grace_period(self) -> float:
+        """calculateEffectiveGracePeriod (seed 003): the deletion's period, else the spec's; at least 1 s."""
+        meta, spec = self.pod["metadata"], self.pod["spec"]
+        grace = meta.get("deletionGracePeriodSeconds")
+        if grace is None:
+            grace = spec.get("terminationGracePeriodSeconds", 30)
+        return float(max(1, int(grace)))
+
+    async def _stop(self, records: list[Record], deadline: float) -> None:
+        """Send each container's stop signal to its process group; SIGKILL at the deadline."""
+        live = [r for r in records if r.running and r.process is not None]
+        if not live:
+            return
+        for r in live:
+            self.agent.event(self.pod, "Killing", f"Stopping container {r.name}")
+            stop = ((r.spec.get("lifecycle") or {}).get("stopSignal") or "SIGTERM")
+            self.agent.runtime.signal(r.process, getattr(signal, stop, signal.SIGTERM))  # type: ignore[arg-type]
+        waits = [asyncio.ensure_future(r.process.proc.wait()) for r in live]  # type: ignore[union-attr]
+        timer = asyncio.ensure_future(self.agent.clock.sleep(max(MIN_STOP_WINDOW, deadline - self.agent.clock.now())))
+        done_all = asyncio.ensure_future(asyncio.gather(*waits))
+        await asyncio.wait({done_all, timer}, return_when=asyncio.FIRST_COMPLETED)
+        timer.cancel()
+        if not done_all.done():
+            for r in live:
+                if r.running and r.process is not None:
+                    self.agent.runtime.kill(r.process)
+            await done_all
+        await self.agent.clock.sleep(0)  # let the exit watchers record the results
+
+    async def _terminate(self) -> None:
+        grace = 2.0 if self.gone else self.grace_period()
+        deadline = self.agent.clock.now() + grace
+        apps = [r for r in self.records if r.kind == "app"]
+        sidecars = [r for r in self.records if r.kind == "sidecar"]
+        await self._stop(apps, deadline)
+        for r in reversed(sidecars):
+            await self._stop([r], deadline)
+        await self._stop([r for r in self.records if r.kind == "init"], deadline)
+        for _ in range(100):  # the exit watchers record each exit; wait until every one has
+            if all(not r.running for r in self.records):
+                break
+            await self.agent.clock.sleep(0.01)
+        if self.gone:
+            return
+        await self._finish()
+
+    async def _finish(self) -> None:
+        """Write the terminal phase, then (for a deleted pod) remove the object with grace 0 (L14)."""
+        await self._publish(False, final=True)
+        if self.pod["metadata"].get("deletionTimestamp"):
+            await self.agent.delete_pod(self.pod)
+
+    async def _refuse(self, reason: str, message: str) -> None:
+        self.agent.event(self.pod, reason, message, "Warning")
+        await self.agent.write_status(self.pod, {"phase": "Failed", "reason": reason, "message": message})
+        if self.pod["metadata"].get("deletionTimestamp"):
+            await self.agent.delete_pod(self.pod)
+
+    # --- status (through the agent's status writer) ----------------------------------------------
+
+    def _views(self) -> list[ContainerView]:
+        policy = self.pod["spec"].get("restartPolicy", "Always")
+        views = []
+        for r in self.records:
+            if r.kind != "app":
+                continue
+            v = ContainerView(running=r.running)
+            if not r.running and r.exit is not None:
+                restarting = should_restart(policy, r.spec, r.exit.code) and not self.pod["metadata"].get(
+                    "deletionTimestamp")
+                if restarting:
+                    v.waiting_after_exit, v.will_restart = True, True
+                else:
+                    v.terminated_code = r.exit.code
+            views.append(v)
+        return views
+
+    def _phase(self) -> str:
+        initializing = any(r.kind == "init" and not (r.exit is not None and r.exit.code == 0 and not r.running)
+                           for r in self.records) or any(r.kind == "sidecar" and not r.ever_started
+                                                         for r in self.records)
+        if self.pod["metadata"].get("deletionTimestamp") and all(not r.running for r in self.records):
+            apps = [r for r in self.records if r.kind == "app"]
+            if any(r.ever_started for r in apps) or self.init_failed:
+                ok = all(r.exit is not None and r.exit.code == 0 for r in apps)
+                return "Succeeded" if ok else "Failed"
+        return phase(self.init_failed, initializing and not self.init_failed, self._views())
+
+    def _container_status(self, r: Record) -> Obj:
+        image = r.spec.get("image", "")
+        st: Obj = {"name": r.name, "image": image, "imageID": image, "restartCount": r.restarts,
+                   "ready": r.running, "started": r.running}
+        if r.running and r.process is not None:
+            st["state"] = {"running": {"startedAt": rfc3339(r.started_at)}}
+            st["containerID"] = f"kubelite://{r.process.pid}"
+        elif r.exit is not None and not r.waiting:
+            st["state"] = {"terminated": self._terminated_state(r)}
+        else:
+            waiting: Obj = {"reason": r.waiting or "ContainerCreating"}
+            if r.waiting_message:
+                waiting["message"] = r.waiting_message
+            st["state"] = {"waiting": waiting}
+        if r.last_terminated is not None and (r.running or r.waiting):
+            st["lastState"] = {"terminated": r.last_terminated}
+        else:
+            st["lastState"] = {}
+        return st
+
+    def _condition(self, kind: str, ok: bool, now: str, reason: str = "") -> Obj:
+        status = "True" if ok else "False"
+        previous = self._transitions.get(kind)
+        if previous is None or previous[0] != status:
+            self._transitions[kind] = (status, now)
+        cond: Obj = {"type": kind, "status": status, "lastProbeTime": None,
+                     "lastTransitionTime": self._transitions[kind][1]}
+        if reason and not ok:
+            cond["reason"] = reason
+        return cond
+
+    async def _publish(self, initializing: bool, final: bool = False) -> None:
+        now = rfc3339(self.agent.clock.now())
+        apps = [r for r in self.records if r.kind == "app"]
+        inits = [r for r in self.records if r.kind != "app"]
+        containers_ready = all(r.running for r in apps) and not final
+        gates = [g.get("conditionType") for g in self.pod["spec"].get("readinessGates") or []]
+        existing = {c.get("type"): c.get("status") for c in (self.pod.get("status") or {}).get("conditions") or []}
+        gates_ok = all(existing.get(g) == "True" for g in gates)
+        initialized = not initializing and not self.init_failed
+        status: Obj = {
+            "phase": self._phase(),
+            "hostIP": self.agent.host_ip, "hostIPs": [{"ip": self.agent.host_ip}],
+            "podIP": self.agent.host_ip, "podIPs": [{"ip": self.agent.host_ip}],
+            "startTime": rfc3339(self.started_at),
+            "conditions": [
+                self._condition("PodReadyToStartContainers", not final, now),
+                self._condition("Initialized", initialized or final, now, "ContainersNotInitialized"),
+                self._condition("ContainersReady", containers_ready, now, "ContainersNotReady"),
+                self._condition("Ready", containers_ready and gates_ok, now,
+                                "ReadinessGatesNotReady" if containers_ready else "ContainersNotReady"),
+            ],
+            "containerStatuses": [self._container_status(r) for r in apps],
+        }
+        if inits:
+            status["initContainerStatuses"] = [self._container_status(r) for r in inits]
+        if status == self._written:
+            return
+        self._written = status
+        await self.agent.write_status(self.pod, status)
+
