@@ -162,7 +162,7 @@ class Agent:
         for r, want in pod_requests(pod["spec"]).items():
             cap = quantity_units(r, self.capacity[r]) if r in self.capacity else 0
             if want > 0 and used.get(r, 0) + want > cap:
-                return (f"Outof{r}", f"Pod was rejected: Node didn't have enough resource: {r}, requested: {want}, "
+                return (f"OutOf{r}", f"Pod was rejected: Node didn't have enough resource: {r}, requested: {want}, "
                                      f"used: {used.get(r, 0)}, capacity: {cap}")
         return None
 

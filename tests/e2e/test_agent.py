@@ -1,0 +1,232 @@
+"""The node agent with real processes and signals, driven through the API with the real kubectl (L1-L7,
+L12-L15, L20). `kubelite up` runs the control plane and the agent; containers are shell processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ServerProcess, free_port
+
+pytestmark = pytest.mark.e2e
+
+NODE_CONFIG = """\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+crashLoopBackOff:
+  maxContainerRestartPeriod: 2s
+imageCatalog:
+  example.com/echo:1: ["sh", "-c", "echo from-catalog; sleep 30"]
+"""
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    base = tmp_path_factory.mktemp("up")
+    (base / "node.yaml").write_text(NODE_CONFIG)
+    port = free_port()
+    data = base / "data"
+    proc = subprocess.Popen(["python", "-m", "kubelite.cli.main", "up", "--data-dir", str(data), "--port",
+                             str(port), "--node-config", str(base / "node.yaml")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    server = ServerProcess(data, port, proc, base / "home")
+    (base / "home").mkdir()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if (data / "kubeconfig").exists() and server.kubectl("get", "nodes", check=False).stdout.count("Ready"):
+            break
+        time.sleep(0.2)
+    else:
+        raise RuntimeError("kubelite up did not become ready")
+    yield server
+    server.stop()
+
+
+def _apply(c: ServerProcess, name: str, containers: list[dict[str, Any]], **spec: Any) -> None:
+    c.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": containers, **spec}}))
+
+
+def _sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "image": "busybox", "command": ["sh", "-c", script], **extra}
+
+
+def _pod(c: ServerProcess, name: str) -> dict[str, Any]:
+    res = c.kubectl("get", "pod", name, "-o", "json", check=False)
+    return json.loads(res.stdout) if res.returncode == 0 else {}
+
+
+def _wait(predicate: Callable[[], bool], timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _phase(c: ServerProcess, name: str) -> str:
+    return str(_pod(c, name).get("status", {}).get("phase", ""))
+
+
+def _status(c: ServerProcess, name: str, container: str) -> dict[str, Any]:
+    st = _pod(c, name).get("status", {})
+    for cs in (st.get("containerStatuses") or []) + (st.get("initContainerStatuses") or []):
+        if cs["name"] == container:
+            return dict(cs)
+    return {}
+
+
+def test_pod_runs_logs_and_stops_gracefully(up: ServerProcess) -> None:
+    _apply(up, "web", [_sh("main", "trap 'echo bye; exit 0' TERM; while true; do echo tick $(POD); sleep 0.2; done",
+                           env=[{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}])],
+           terminationGracePeriodSeconds=10)
+    assert _wait(lambda: _phase(up, "web") == "Running")
+    row = up.kubectl("get", "pod", "web").stdout.splitlines()[1].split()
+    assert row[1:3] == ["1/1", "Running"]
+    pod = _pod(up, "web")
+    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
+    assert _wait(lambda: "tick web" in up.kubectl("logs", "web", "--tail=1").stdout)
+    follow = subprocess.Popen(["kubectl", "logs", "-f", "web"], env={**os.environ, "KUBECONFIG": str(up.kubeconfig),
+                                                                   "HOME": str(up.home)},
+                              stdout=subprocess.PIPE, text=True)
+    first = follow.stdout.readline() if follow.stdout else ""
+    assert first.startswith("tick web")
+    start = time.monotonic()
+    up.kubectl("delete", "pod", "web")  # waits until the agent removed the object
+    assert time.monotonic() - start < 5  # the trap exits at once on SIGTERM
+    out, _ = follow.communicate(timeout=10)
+    assert follow.returncode == 0 and "bye" in out
+    assert _pod(up, "web") == {}
+
+
+@pytest.mark.parametrize("policy,code,phase", [("Never", 1, "Failed"), ("Never", 0, "Succeeded"),
+                                               ("OnFailure", 0, "Succeeded")])
+def test_restart_policy_terminal_phases(up: ServerProcess, policy: str, code: int, phase: str) -> None:
+    name = f"exit-{policy.lower()}-{code}"
+    _apply(up, name, [_sh("main", f"exit {code}")], restartPolicy=policy)
+    assert _wait(lambda: _phase(up, name) == phase)
+    term = _status(up, name, "main")["state"]["terminated"]
+    assert term["exitCode"] == code and term["reason"] == ("Completed" if code == 0 else "Error")
+    up.kubectl("delete", "pod", name)
+
+
+def test_always_restarts_into_crash_loop_backoff(up: ServerProcess) -> None:
+    _apply(up, "crasher", [_sh("main", "echo run; exit 1")])
+    assert _wait(lambda: _status(up, "crasher", "main").get("restartCount", 0) >= 2)
+    st = _status(up, "crasher", "main")
+    assert st["lastState"]["terminated"]["exitCode"] == 1
+    assert _wait(lambda: "CrashLoopBackOff" in up.kubectl("get", "pod", "crasher").stdout)
+    assert _phase(up, "crasher") == "Running"
+    assert "run" in up.kubectl("logs", "crasher", "--previous").stdout
+    up.kubectl("delete", "pod", "crasher", "--grace-period=1")
+
+
+def test_seed_000_restart_on_exit_codes(up: ServerProcess) -> None:
+    """restartPolicyRules: restart on exit code 42 although the pod says Never."""
+    rules = [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]
+    _apply(up, "restart-on-exit-codes", [_sh("main", "sleep 0.3; exit 42", restartPolicy="Never",
+                                             restartPolicyRules=rules)], restartPolicy="Never")
+    assert _wait(lambda: _status(up, "restart-on-exit-codes", "main").get("restartCount", 0) >= 1)
+    up.kubectl("delete", "pod", "restart-on-exit-codes", "--grace-period=1")
+
+
+def test_seed_000_fail_pod_if_init_fails(up: ServerProcess) -> None:
+    _apply(up, "fail-pod-if-init-fails", [_sh("main", "sleep 30")], restartPolicy="Never",
+           initContainers=[_sh("init-1", "echo one"), _sh("init-2", "exit 1"), _sh("init-3", "echo never")])
+    assert _wait(lambda: _phase(up, "fail-pod-if-init-fails") == "Failed")
+    assert _status(up, "fail-pod-if-init-fails", "init-1")["state"]["terminated"]["exitCode"] == 0
+    assert _status(up, "fail-pod-if-init-fails", "init-2")["state"]["terminated"]["exitCode"] == 1
+    assert "terminated" not in _status(up, "fail-pod-if-init-fails", "init-3").get("state", {})
+    assert "running" not in _status(up, "fail-pod-if-init-fails", "main").get("state", {})
+    up.kubectl("delete", "pod", "fail-pod-if-init-fails")
+
+
+def test_init_containers_in_order_then_sidecar_and_app(up: ServerProcess, tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    _apply(up, "ordered", [_sh("app", f"echo app >> {trace}; trap 'echo app-stop >> {trace}; exit 0' TERM; "
+                                      "while true; do sleep 0.1; done")],
+           initContainers=[_sh("first", f"echo first >> {trace}"),
+                           _sh("side", f"echo side >> {trace}; trap 'echo side-stop >> {trace}; exit 0' TERM; "
+                                       "while true; do sleep 0.1; done", restartPolicy="Always"),
+                           _sh("second", f"echo second >> {trace}")], terminationGracePeriodSeconds=5)
+    assert _wait(lambda: _phase(up, "ordered") == "Running")
+    assert "Init" not in up.kubectl("get", "pod", "ordered").stdout
+    up.kubectl("delete", "pod", "ordered")
+    assert trace.read_text().split() == ["first", "side", "second", "app", "app-stop", "side-stop"]
+
+
+def test_sigterm_ignored_waits_for_the_grace_period(up: ServerProcess) -> None:
+    _apply(up, "stubborn", [_sh("main", "trap '' TERM; while true; do sleep 0.1; done")],
+           terminationGracePeriodSeconds=3)
+    assert _wait(lambda: _phase(up, "stubborn") == "Running")
+    start = time.monotonic()
+    up.kubectl("delete", "pod", "stubborn")
+    elapsed = time.monotonic() - start
+    assert 3.0 <= elapsed <= 4.5, elapsed
+
+
+def test_stop_signal_and_force_delete_kill_the_process_group(up: ServerProcess, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    _apply(up, "forced", [_sh("main", f"echo $$$$ > {pidfile}; trap '' TERM; sleep 1000 & wait",
+                              lifecycle={"stopSignal": "SIGINT"})], terminationGracePeriodSeconds=30)
+    assert _wait(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
+    pid = int(pidfile.read_text())
+    res = up.kubectl("delete", "pod", "forced", "--grace-period=0", "--force")
+    assert "Immediate deletion does not wait" in res.stderr
+
+    def dead() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    assert _wait(dead, 10)  # processes of a force-deleted pod are still killed (short grace)
+
+
+def test_unknown_image_without_command_fails_clearly(up: ServerProcess) -> None:
+    _apply(up, "no-entry", [{"name": "main", "image": "example.com/unknown:1"}])
+    assert _wait(lambda: _status(up, "no-entry", "main").get("state", {}).get("waiting", {}).get("reason")
+                 == "CreateContainerConfigError")
+    assert "CreateContainerConfigError" in up.kubectl("get", "pod", "no-entry").stdout
+    up.kubectl("delete", "pod", "no-entry", "--grace-period=1")
+    _apply(up, "catalog", [{"name": "main", "image": "example.com/echo:1"}])
+    assert _wait(lambda: "from-catalog" in up.kubectl("logs", "catalog", check=False).stdout)
+    up.kubectl("delete", "pod", "catalog", "--grace-period=1")
+
+
+def test_node_side_admission_refuses_what_does_not_fit(up: ServerProcess) -> None:
+    node = json.loads(up.kubectl("get", "nodes", "-o", "json").stdout)["items"][0]["metadata"]["name"]
+    _apply(up, "too-big", [{"name": "main", "image": "busybox", "command": ["true"],
+                            "resources": {"requests": {"cpu": "1000"}}}], nodeName=node)
+    assert _wait(lambda: _phase(up, "too-big") == "Failed")
+    assert _pod(up, "too-big")["status"]["reason"] == "OutOfcpu"
+    up.kubectl("delete", "pod", "too-big")
+
+
+def test_agent_shutdown_leaves_no_process(tmp_path: Path) -> None:
+    port = free_port()
+    data = tmp_path / "data"
+    proc = subprocess.Popen(["python", "-m", "kubelite.cli.main", "up", "--data-dir", str(data), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    c = ServerProcess(data, port, proc, tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    try:
+        assert _wait(lambda: (data / "kubeconfig").exists() and "Ready" in c.kubectl("get", "nodes",
+                                                                                      check=False).stdout)
+        pidfile = tmp_path / "pid"
+        _apply(c, "orphan-check", [_sh("main", f"echo $$$$ > {pidfile}; while true; do sleep 0.1; done")])
+        assert _wait(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
+        pid = int(pidfile.read_text())
+    finally:
+        c.stop(signal.SIGTERM)
+    assert _wait(lambda: not Path(f"/proc/{pid}").exists(), 10)
