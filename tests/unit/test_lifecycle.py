@@ -79,7 +79,8 @@ def test_expansion_and_environment() -> None:
     pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"app": "web"}},
            "spec": {"nodeName": "n1", "serviceAccountName": "default", "containers": []}}
     container = {"name": "c", "resources": {"limits": {"memory": "64Mi"}}, "env": [
-        {"name": "X", "value": "x-$(NAME)"}, {"name": "NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "X", "value": "x-$(NAME)"},
+        {"name": "NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
         {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
         {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]}
