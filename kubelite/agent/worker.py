@@ -11,6 +11,7 @@ deletes the object with grace 0.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 from dataclasses import dataclass, field
@@ -18,7 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubelite.agent import container as cspec
+from kubelite.agent.hooks import bounded, run_handler
 from kubelite.agent.lifecycle import Backoff, ContainerView, phase, should_restart
+from kubelite.agent.prober import Prober
 from kubelite.agent.runtime import Exit, Process
 from kubelite.clock import rfc3339
 
@@ -46,6 +49,15 @@ class Record:
     not_before: float = 0.0
     backoff: Backoff = field(default_factory=Backoff)
     ever_started: bool = False
+    prober: Prober | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.running and (self.prober is None or self.prober.state.ready)
+
+    @property
+    def started(self) -> bool:
+        return self.running and (self.prober is None or self.prober.state.started)
 
     @property
     def name(self) -> str:
@@ -72,6 +84,8 @@ class PodWorker:
         self.init_failed = False
         self.started_at = agent.clock.now()
         self._written: Obj | None = None
+        self._terminating_since = 0.0
+        self._stop_deadline = float("inf")
         self._transitions: dict[str, tuple[str, str]] = {}
 
     # --- inputs ----------------------------------------------------------------------------------
@@ -196,9 +210,37 @@ class PodWorker:
         self.agent.event(self.pod, "Created", f"Created container {r.name}")
         self.agent.event(self.pod, "Started", f"Started container {r.name}")
         self.agent.watch(self._watch(r, r.process))
+        post = (r.spec.get("lifecycle") or {}).get("postStart")
+        if post:
+            ok, message = await run_handler(post, r.spec, env, self.agent.host_ip, self.agent.clock)
+            if not ok:
+                self.agent.event(self.pod, "FailedPostStartHook", f"PostStart hook for container {r.name} failed: "
+                                                                  f"{message}", "Warning")
+                self.agent.runtime.kill(r.process)
+                return
+        r.prober = Prober(self.agent.clock, r.spec, env, self.agent.host_ip, self.wake.set,
+                          functools.partial(self._unhealthy, r))
+
+    def _unhealthy(self, r: Record, kind: str, message: str, grace: float | None) -> None:
+        """A failed probe: an event; on a liveness/startup verdict, kill the container (restart policy applies)."""
+        self.agent.event(self.pod, "Unhealthy", f"{kind} probe failed: {message}".strip(), "Warning")
+        if grace is None or r.process is None or not r.running:
+            return
+        period = grace if grace >= 0 else self.grace_period()
+        self.agent.event(self.pod, "Killing", f"Container {r.name} failed {kind.lower()} probe, will be restarted")
+        self.agent.watch(self._kill_after_probe(r, r.process, period))
+
+    async def _kill_after_probe(self, r: Record, p: Process, grace: float) -> None:
+        stop = (r.spec.get("lifecycle") or {}).get("stopSignal") or "SIGTERM"
+        self.agent.runtime.signal(p, getattr(signal, stop, signal.SIGTERM))
+        finished, _ = await bounded(self.agent.clock, p.proc.wait(), max(1.0, grace))
+        if not finished:
+            self.agent.runtime.kill(p)
 
     async def _watch(self, r: Record, p: Process) -> None:
         result = await self.agent.runtime.wait(p)
+        if r.prober is not None:
+            r.prober.stop()
         if r.process is not p:
             return
         now = self.agent.clock.now()
@@ -232,36 +274,66 @@ class PodWorker:
             grace = spec.get("terminationGracePeriodSeconds", 30)
         return float(max(1, int(grace)))
 
-    async def _stop(self, records: list[Record], deadline: float) -> None:
-        """Send each container's stop signal to its process group; SIGKILL at the deadline."""
-        live = [r for r in records if r.running and r.process is not None]
-        if not live:
+    def _deadline(self) -> float:
+        """Termination start + grace; a later, shorter DELETE moves it earlier (never later)."""
+        candidate = self._terminating_since + self.grace_period()
+        if self.gone:  # force-deleted meanwhile: a short grace from now
+            candidate = min(candidate, self.agent.clock.now() + MIN_STOP_WINDOW)
+        self._stop_deadline = min(self._stop_deadline, candidate)
+        return self._stop_deadline
+
+    async def _stop_container(self, r: Record) -> None:
+        """preStop (time spent is deducted), then the stop signal, then SIGKILL when the window ends.
+
+        Every container gets at least MIN_STOP_WINDOW after its stop signal: this is also the
+        one-time 2 s extension when the preStop hook overran the grace period.
+        """
+        if not r.running or r.process is None:
             return
-        for r in live:
-            self.agent.event(self.pod, "Killing", f"Stopping container {r.name}")
-            stop = ((r.spec.get("lifecycle") or {}).get("stopSignal") or "SIGTERM")
-            self.agent.runtime.signal(r.process, getattr(signal, stop, signal.SIGTERM))  # type: ignore[arg-type]
-        waits = [asyncio.ensure_future(r.process.proc.wait()) for r in live]  # type: ignore[union-attr]
-        timer = asyncio.ensure_future(self.agent.clock.sleep(max(MIN_STOP_WINDOW, deadline - self.agent.clock.now())))
-        done_all = asyncio.ensure_future(asyncio.gather(*waits))
-        await asyncio.wait({done_all, timer}, return_when=asyncio.FIRST_COMPLETED)
-        timer.cancel()
-        if not done_all.done():
-            for r in live:
-                if r.running and r.process is not None:
-                    self.agent.runtime.kill(r.process)
-            await done_all
-        await self.agent.clock.sleep(0)  # let the exit watchers record the results
+        p = r.process
+        pre = (r.spec.get("lifecycle") or {}).get("preStop")
+        if pre and not self.gone:
+            env = cspec.environment(self.pod, r.spec, self.agent.host_ip, self.agent.base_env)
+            finished, result = await bounded(self.agent.clock, run_handler(pre, r.spec, env, self.agent.host_ip,
+                                                                           self.agent.clock),
+                                             self._deadline() - self.agent.clock.now())
+            if not finished:
+                self.agent.event(self.pod, "FailedPreStopHook", f"PreStop hook for container {r.name} did not "
+                                                                "complete within the grace period", "Warning")
+            elif result is not None and not result[0]:
+                self.agent.event(self.pod, "FailedPreStopHook", f"PreStop hook for container {r.name} failed: "
+                                                                f"{result[1]}", "Warning")
+        if not p.alive:
+            return
+        self.agent.event(self.pod, "Killing", f"Stopping container {r.name}")
+        stop = (r.spec.get("lifecycle") or {}).get("stopSignal") or "SIGTERM"
+        self.agent.runtime.signal(p, getattr(signal, stop, signal.SIGTERM))
+        signalled = self.agent.clock.now()
+        while p.alive:
+            kill_at = max(signalled + MIN_STOP_WINDOW, self._deadline())
+            finished, _ = await bounded(self.agent.clock, self._exit_or_update(p), kill_at - self.agent.clock.now())
+            if not finished:
+                self.agent.runtime.kill(p)
+                await p.proc.wait()
+
+    async def _exit_or_update(self, p: Process) -> None:
+        """Returns when the process exits, or when the pod object changes (the grace may have shortened)."""
+        self.wake.clear()
+        exited = asyncio.ensure_future(p.proc.wait())
+        changed = asyncio.ensure_future(self.wake.wait())
+        await asyncio.wait({exited, changed}, return_when=asyncio.FIRST_COMPLETED)
+        exited.cancel()
+        changed.cancel()
 
     async def _terminate(self) -> None:
-        grace = 2.0 if self.gone else self.grace_period()
-        deadline = self.agent.clock.now() + grace
+        self._terminating_since = self.agent.clock.now()
+        self._stop_deadline = self._terminating_since + (2.0 if self.gone else self.grace_period())
         apps = [r for r in self.records if r.kind == "app"]
         sidecars = [r for r in self.records if r.kind == "sidecar"]
-        await self._stop(apps, deadline)
+        await asyncio.gather(*(self._stop_container(r) for r in apps))
         for r in reversed(sidecars):
-            await self._stop([r], deadline)
-        await self._stop([r for r in self.records if r.kind == "init"], deadline)
+            await self._stop_container(r)
+        await asyncio.gather(*(self._stop_container(r) for r in self.records if r.kind == "init"))
         for _ in range(100):  # the exit watchers record each exit; wait until every one has
             if all(not r.running for r in self.records):
                 break
@@ -315,7 +387,7 @@ class PodWorker:
     def _container_status(self, r: Record) -> Obj:
         image = r.spec.get("image", "")
         st: Obj = {"name": r.name, "image": image, "imageID": image, "restartCount": r.restarts,
-                   "ready": r.running, "started": r.running}
+                   "ready": r.ready, "started": r.started}
         if r.running and r.process is not None:
             st["state"] = {"running": {"startedAt": rfc3339(r.started_at)}}
             st["containerID"] = f"kubelite://{r.process.pid}"
@@ -347,7 +419,7 @@ class PodWorker:
         now = rfc3339(self.agent.clock.now())
         apps = [r for r in self.records if r.kind == "app"]
         inits = [r for r in self.records if r.kind != "app"]
-        containers_ready = all(r.running for r in apps) and not final
+        containers_ready = all(r.ready for r in apps) and not final
         gates = [g.get("conditionType") for g in self.pod["spec"].get("readinessGates") or []]
         existing = {c.get("type"): c.get("status") for c in (self.pod.get("status") or {}).get("conditions") or []}
         gates_ok = all(existing.get(g) == "True" for g in gates)

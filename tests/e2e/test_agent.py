@@ -230,3 +230,77 @@ def test_agent_shutdown_leaves_no_process(tmp_path: Path) -> None:
     finally:
         c.stop(signal.SIGTERM)
     assert _wait(lambda: not Path(f"/proc/{pid}").exists(), 10)
+
+
+def _ready(c: ServerProcess, name: str) -> str:
+    conds = _pod(c, name).get("status", {}).get("conditions") or []
+    return next((x["status"] for x in conds if x["type"] == "Ready"), "")
+
+
+def test_readiness_http_probe_and_readiness_gate(up: ServerProcess) -> None:
+    port = free_port()
+    _apply(up, "probed", [_sh("main", f"sleep 1.5; exec python3 -m http.server {port} --bind 127.0.0.1",
+                              readinessProbe={"httpGet": {"path": "/", "port": port}, "periodSeconds": 1})],
+           readinessGates=[{"conditionType": "example.com/gate"}])
+    assert _wait(lambda: _phase(up, "probed") == "Running")
+    assert _ready(up, "probed") == "False"
+    assert _wait(lambda: _status(up, "probed", "main").get("ready") is True)
+    assert _ready(up, "probed") == "False"  # the readiness gate is still missing (counts as False)
+    up.kubectl("patch", "pod", "probed", "--subresource=status", "--type=strategic", "-p",
+               '{"status":{"conditions":[{"type":"example.com/gate","status":"True"}]}}')
+    assert _wait(lambda: _ready(up, "probed") == "True")
+    assert "1/1" in up.kubectl("get", "pod", "probed", "-o", "wide").stdout
+    up.kubectl("delete", "pod", "probed", "--grace-period=1")
+
+
+def test_liveness_exec_failure_restarts_and_startup_gates(up: ServerProcess, tmp_path: Path) -> None:
+    flag = tmp_path / "started"
+    _apply(up, "lively", [_sh("main", f"sleep 1; touch {flag}; while true; do sleep 0.1; done",
+                              startupProbe={"exec": {"command": ["test", "-f", str(flag)]}, "periodSeconds": 1,
+                                            "failureThreshold": 10},
+                              livenessProbe={"exec": {"command": ["false"]}, "periodSeconds": 1,
+                                             "failureThreshold": 2, "terminationGracePeriodSeconds": 1})])
+    assert _wait(lambda: _phase(up, "lively") == "Running")
+    assert _status(up, "lively", "main").get("started") is False  # the startup probe has not passed yet
+    assert _wait(lambda: _status(up, "lively", "main").get("restartCount", 0) >= 1, 30)
+    events = up.kubectl("get", "events", "--field-selector", "involvedObject.name=lively").stdout
+    assert "Unhealthy" in events and "Liveness probe failed" in events
+    up.kubectl("delete", "pod", "lively", "--grace-period=1")
+
+
+def test_post_start_and_pre_stop_hooks(up: ServerProcess, tmp_path: Path) -> None:
+    post, pre = tmp_path / "post", tmp_path / "pre"
+    _apply(up, "hooked", [_sh("main", "trap 'exit 0' TERM; while true; do sleep 0.1; done", lifecycle={
+        "postStart": {"exec": {"command": ["sh", "-c", f"echo started > {post}"]}},
+        "preStop": {"exec": {"command": ["sh", "-c", f"sleep 1; echo stopping > {pre}"]}}})],
+           terminationGracePeriodSeconds=10)
+    assert _wait(lambda: _phase(up, "hooked") == "Running")
+    assert _wait(lambda: post.exists())
+    start = time.monotonic()
+    up.kubectl("delete", "pod", "hooked")
+    assert time.monotonic() - start >= 1.0  # preStop ran (and finished) before the stop signal
+    assert pre.read_text().strip() == "stopping"
+
+
+def test_pre_stop_sleep_overrun_gets_the_two_second_extension(up: ServerProcess) -> None:
+    _apply(up, "overrun", [_sh("main", "trap '' TERM; while true; do sleep 0.1; done",
+                               lifecycle={"preStop": {"sleep": {"seconds": 30}}})],
+           terminationGracePeriodSeconds=2)
+    assert _wait(lambda: _phase(up, "overrun") == "Running")
+    start = time.monotonic()
+    up.kubectl("delete", "pod", "overrun")
+    elapsed = time.monotonic() - start
+    assert 3.5 <= elapsed <= 5.5, elapsed  # 2 s grace spent in preStop, then the 2 s window, then SIGKILL
+    events = up.kubectl("get", "events", "--field-selector", "involvedObject.name=overrun").stdout
+    assert "FailedPreStopHook" in events
+
+
+def test_second_delete_shortens_the_grace_period(up: ServerProcess) -> None:
+    _apply(up, "shorten", [_sh("main", "trap '' TERM; while true; do sleep 0.1; done")],
+           terminationGracePeriodSeconds=60)
+    assert _wait(lambda: _phase(up, "shorten") == "Running")
+    up.kubectl("delete", "pod", "shorten", "--wait=false")
+    time.sleep(0.5)
+    start = time.monotonic()
+    up.kubectl("delete", "pod", "shorten", "--grace-period=2")
+    assert time.monotonic() - start <= 5
