@@ -84,6 +84,11 @@ def is_pause(image: str) -> bool:
 
 
 def argv(container: Obj, env: dict[str, str], catalog: dict[str, list[str]]) -> list[str]:
+    if container.get("volumeMounts"):
+        # Mounting needs the mount-namespace sandbox, which this agent does not have yet: refuse rather
+        # than run the container without the files it expects.
+        raise ConfigError("volumeMounts need a mount-namespace sandbox, which this node agent does not provide "
+                          "yet; remove the mounts or run the pod on a node that supports them")
     command = list(container.get("command") or [])
     args = list(container.get("args") or [])
     if not command:

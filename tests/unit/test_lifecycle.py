@@ -91,6 +91,8 @@ def test_expansion_and_environment() -> None:
     assert is_pause("pause") and not is_pause("pauser:1")
     with pytest.raises(ConfigError):
         argv({"name": "c", "image": "nginx"}, {}, {})
+    with pytest.raises(ConfigError, match="volumeMounts need a mount-namespace sandbox"):
+        argv({"name": "c", "command": ["true"], "volumeMounts": [{"name": "v", "mountPath": "/data"}]}, {}, {})
 
 
 def test_node_config() -> None:
