@@ -61,6 +61,7 @@ class Agent:
         self.port = port
         self.runtime = ProcessRuntime(clock)
         self.workers: dict[str, PodWorker] = {}
+        self.finished: dict[str, PodWorker] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.base_env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"}
         self.capacity = host_capacity(data_dir, config.max_pods)
@@ -140,11 +141,16 @@ class Agent:
         task.add_done_callback(self._worker_done)
 
     def _worker_done(self, task: asyncio.Task[None]) -> None:
+        """A worker's pod is finished (terminal, removed or force-deleted): forget it."""
         for uid, t in list(self.tasks.items()):
             if t is task:
                 del self.tasks[uid]
+                worker = self.workers.pop(uid, None)
+                if worker is not None and not worker.gone:
+                    self.finished[uid] = worker  # keeps its logs readable until the object goes
 
     def _pod_gone(self, pod: Obj) -> None:
+        self.finished.pop(pod["metadata"].get("uid", ""), None)
         worker = self.workers.get(pod["metadata"].get("uid", ""))
         if worker is not None:
             worker.removed()  # force-deleted: the processes still get stopped (short grace)
@@ -177,7 +183,6 @@ class Agent:
         with contextlib.suppress(ApiError):
             await self.client.delete(resource_path("pods", meta["namespace"], meta["name"]),
                                      {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
-        self.workers.pop(meta["uid"], None)
 
     def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal") -> None:
         ev = event_for(pod, reason, message, "Pod", COMPONENT, self.clock.now(), kind, host=self.node_name)
@@ -227,7 +232,7 @@ class Agent:
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
         ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
-        worker = next((w for w in self.workers.values()
+        worker = next((w for w in [*self.workers.values(), *self.finished.values()]
                        if w.pod["metadata"]["name"] == name and w.pod["metadata"]["namespace"] == ns), None)
         if worker is None:
             return web.json_response(ApiError(404, "NotFound", f'pod "{name}" not found on this node').status(),

@@ -112,8 +112,9 @@ def test_pod_runs_logs_and_stops_gracefully(up: ServerProcess) -> None:
                                                ("OnFailure", 0, "Succeeded")])
 def test_restart_policy_terminal_phases(up: ServerProcess, policy: str, code: int, phase: str) -> None:
     name = f"exit-{policy.lower()}-{code}"
-    _apply(up, name, [_sh("main", f"exit {code}")], restartPolicy=policy)
+    _apply(up, name, [_sh("main", f"echo finishing; exit {code}")], restartPolicy=policy)
     assert _wait(lambda: _phase(up, name) == phase)
+    assert "finishing" in up.kubectl("logs", name).stdout  # a finished pod's logs stay readable
     term = _status(up, name, "main")["state"]["terminated"]
     assert term["exitCode"] == code and term["reason"] == ("Completed" if code == 0 else "Error")
     up.kubectl("delete", "pod", name)
