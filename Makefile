@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DATA_DIR ?= $(HOME)/.local/share/kubelite
 PORT ?= 6443
 
-.PHONY: up test install lint typecheck layers unit bench bench-scheduler clean
+.PHONY: up test install lint typecheck layers unit bench bench-scheduler bench-agent clean
 
 $(BIN)/kubelite: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ bench: install
 
 bench-scheduler: install
 	$(BIN)/python -m benchmarks.scheduler
+
+bench-agent: install
+	$(BIN)/python -m benchmarks.agent
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
