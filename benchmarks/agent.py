@@ -5,7 +5,7 @@ HTTP:
 1. startup: N pods (`sleep 3600`) created at once; latency = create → every container
    running, as observed by a watch;
 2. SIGKILL timing: pods that ignore SIGTERM with a 2 s grace are deleted; the error is
-   (object removed − DELETE sent) − grace, i.e. how late the kill and confirmation come;
+   (object removed - DELETE sent) - grace, i.e. how late the kill and confirmation come;
 3. idle CPU: the process's CPU over 10 s with the N pods running.
 
     python -m benchmarks.agent [--pods 100] [--kill-pods 20]
@@ -24,8 +24,8 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.scheduler import cpu_seconds, pct  # noqa: E402
-from tests.conftest import free_port  # noqa: E402
+from benchmarks.scheduler import cpu_seconds, pct
+from tests.conftest import free_port
 
 PODS = "/api/v1/namespaces/default/pods"
 
