@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import sys
 import tempfile
 import time
@@ -118,8 +119,6 @@ async def main() -> None:
     p.add_argument("--pods", type=int, default=100)
     p.add_argument("--kill-pods", type=int, default=20)
     args = p.parse_args()
-    import subprocess
-
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "up", "--insecure", "--data-dir",
