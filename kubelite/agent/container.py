@@ -78,6 +78,16 @@ def environment(pod: Obj, container: Obj, host_ip: str, base: dict[str, str]) ->
     return env
 
 
+# Base images whose entrypoint is empty and whose default command is a shell: `args` are the command,
+# as with a container runtime (e.g. `kubectl run x --image=busybox -- sh -c '…'`).
+SHELL_IMAGES = ("busybox", "alpine", "ubuntu", "debian")
+
+
+def _shell_image(image: str) -> bool:
+    name = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
+    return name in SHELL_IMAGES
+
+
 def is_pause(image: str) -> bool:
     name = image.rsplit("/", 1)[-1]
     return name == "pause" or name.startswith("pause:") or name.startswith("pause@")
@@ -96,6 +106,8 @@ def argv(container: Obj, env: dict[str, str], catalog: dict[str, list[str]]) -> 
         entry = catalog.get(image) or catalog.get(image.rsplit(":", 1)[0])
         if entry is None and is_pause(image):
             entry = PAUSE
+        if entry is None and _shell_image(image):
+            entry = [] if args else ["sh"]
         if entry is None:
             raise ConfigError(f'image "{image}" has no known entrypoint and the container gives no command')
         command = list(entry)

@@ -89,6 +89,8 @@ def test_expansion_and_environment() -> None:
     assert argv({"name": "c", "command": ["echo"], "args": ["$(NAME)"]}, got, {}) == ["echo", "p"]
     assert argv({"name": "c", "image": "registry.k8s.io/pause:3.10"}, {}, {}) == PAUSE
     assert is_pause("pause") and not is_pause("pauser:1")
+    assert argv({"name": "c", "image": "busybox:1.36", "args": ["sh", "-c", "true"]}, {}, {}) == ["sh", "-c", "true"]
+    assert argv({"name": "c", "image": "docker.io/library/alpine"}, {}, {}) == ["sh"]
     with pytest.raises(ConfigError):
         argv({"name": "c", "image": "nginx"}, {}, {})
     with pytest.raises(ConfigError, match="volumeMounts need a mount-namespace sandbox"):
