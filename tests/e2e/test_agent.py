@@ -305,3 +305,10 @@ def test_second_delete_shortens_the_grace_period(up: ServerProcess) -> None:
     start = time.monotonic()
     up.kubectl("delete", "pod", "shorten", "--grace-period=2")
     assert time.monotonic() - start <= 5
+
+
+def test_readme_quick_start_kubectl_run(up: ServerProcess) -> None:
+    up.kubectl("run", "hello", "--image=busybox", "--", "sh", "-c", "while true; do echo hello; sleep 0.2; done")
+    assert _wait(lambda: "hello" in up.kubectl("logs", "hello", "--tail=1", check=False).stdout)
+    up.kubectl("delete", "pod", "hello")
+    assert _pod(up, "hello") == {}
