@@ -42,9 +42,12 @@ class RealClock:
 class FakeClock:
     """A clock that moves only when told to.
 
-    `advance()` wakes every sleeper whose deadline has passed, in deadline order;
-    sleepers yield to the loop so that woken tasks run before `advance` returns.
+    `advance()` wakes every sleeper whose deadline has passed, in deadline order, and
+    lets the loop run (SETTLE iterations) after each wake-up, so the chains of work a
+    wake-up starts finish at that instant of fake time before time moves on.
     """
+
+    SETTLE = 50
 
     def __init__(self, start: float = 1_700_000_000.0) -> None:
         self._now = start
@@ -78,11 +81,13 @@ class FakeClock:
             self._mono = deadline
             if not fut.done():
                 fut.set_result(None)
-            for _ in range(5):
-                await asyncio.sleep(0)
+            await self._settle()
         self._now += target - self._mono
         self._mono = target
-        for _ in range(5):
+        await self._settle()
+
+    async def _settle(self) -> None:
+        for _ in range(self.SETTLE):
             await asyncio.sleep(0)
 
 

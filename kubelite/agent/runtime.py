@@ -38,6 +38,9 @@ class Process:
     def alive(self) -> bool:
         return self.proc.returncode is None
 
+    async def exited(self) -> None:
+        await self.proc.wait()
+
 
 @dataclass(frozen=True)
 class Exit:

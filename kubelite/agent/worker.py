@@ -233,7 +233,7 @@ class PodWorker:
     async def _kill_after_probe(self, r: Record, p: Process, grace: float) -> None:
         stop = (r.spec.get("lifecycle") or {}).get("stopSignal") or "SIGTERM"
         self.agent.runtime.signal(p, getattr(signal, stop, signal.SIGTERM))
-        finished, _ = await bounded(self.agent.clock, p.proc.wait(), max(1.0, grace))
+        finished, _ = await bounded(self.agent.clock, p.exited(), max(1.0, grace))
         if not finished:
             self.agent.runtime.kill(p)
 
@@ -314,12 +314,12 @@ class PodWorker:
             finished, _ = await bounded(self.agent.clock, self._exit_or_update(p), kill_at - self.agent.clock.now())
             if not finished:
                 self.agent.runtime.kill(p)
-                await p.proc.wait()
+                await p.exited()
 
     async def _exit_or_update(self, p: Process) -> None:
         """Returns when the process exits, or when the pod object changes (the grace may have shortened)."""
         self.wake.clear()
-        exited = asyncio.ensure_future(p.proc.wait())
+        exited = asyncio.ensure_future(p.exited())
         changed = asyncio.ensure_future(self.wake.wait())
         await asyncio.wait({exited, changed}, return_when=asyncio.FIRST_COMPLETED)
         exited.cancel()

@@ -1,0 +1,98 @@
+"""The hollow runtime: containers that only pretend to run, on the injected clock.
+
+For the simulator and for testing the pod worker's state machine on a fake clock. A
+hollow container's command says what it does: `hollow [--run SECONDS] [--exit CODE]
+[--ignore-term] [--term-after SECONDS]` — run for a while (forever without --run), exit
+with a code, and on the stop signal either exit at once (code 143), after a delay, or not
+at all (then only SIGKILL ends it, code 137).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubelite.agent.runtime import Exit
+from kubelite.clock import Clock
+
+_pids = itertools.count(100_000)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hollow", add_help=False)
+    p.add_argument("--run", type=float, default=None)
+    p.add_argument("--exit", type=int, default=0)
+    p.add_argument("--ignore-term", action="store_true")
+    p.add_argument("--term-after", type=float, default=0.0)
+    return p
+
+
+@dataclass
+class HollowProcess:
+    pid: int
+    started: float
+    log_path: Path
+    run_for: float | None
+    code: int
+    ignore_term: bool
+    term_after: float
+    result: Exit | None = None
+    signals: list[int] = field(default_factory=list)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.result is None
+
+    async def exited(self) -> None:
+        await self.done.wait()
+
+    def finish(self, result: Exit) -> None:
+        if self.result is None:
+            self.result = result
+            self.done.set()
+
+
+class HollowRuntime:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.started: list[HollowProcess] = []
+
+    async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path) -> HollowProcess:
+        if not argv or argv[0] != "hollow":
+            raise OSError(f"the hollow runtime runs only `hollow` commands, not {argv[:1]}")
+        args = _parser().parse_args(argv[1:])
+        p = HollowProcess(next(_pids), self.clock.now(), log_path, args.run, args.exit, args.ignore_term,
+                          args.term_after)
+        if p.run_for is not None:
+            p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code, 0)))
+        self.started.append(p)
+        return p
+
+    async def _run(self, p: HollowProcess, seconds: float, result: Exit) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.clock.sleep(seconds)
+            p.finish(result)
+
+    def signal(self, p: HollowProcess, sig: int) -> None:
+        p.signals.append(sig)
+        if sig == signal.SIGKILL:
+            p.finish(Exit(137, signal.SIGKILL))
+        elif not p.ignore_term and p.alive:
+            if p.task is not None:
+                p.task.cancel()
+            p.task = asyncio.ensure_future(self._run(p, p.term_after, Exit(128 + sig, sig)))
+
+    def kill(self, p: HollowProcess) -> None:
+        self.signal(p, signal.SIGKILL)
+
+    async def wait(self, p: HollowProcess) -> Exit:
+        await p.done.wait()
+        assert p.result is not None
+        return p.result
