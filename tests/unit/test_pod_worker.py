@@ -90,8 +90,7 @@ async def _delete(worker: PodWorker, h: Harness, grace: int | None = None) -> No
 
 async def test_restarts_follow_the_backoff(tmp_path: Path) -> None:
     h = Harness(tmp_path)
-    worker, task = await _start(h, _pod([_c("main", "--run", "1", "--exit", "1")]))
-    starts = []
+    _worker, task = await _start(h, _pod([_c("main", "--run", "1", "--exit", "1")]))
     for _ in range(60):
         await h.clock.advance(1)
     starts = [t for t, reason, _ in h.events if reason == "Started"]
@@ -104,7 +103,7 @@ async def test_restarts_follow_the_backoff(tmp_path: Path) -> None:
 
 async def test_node_maximum_caps_the_backoff(tmp_path: Path) -> None:
     h = Harness(tmp_path, max_restart=2)
-    worker, task = await _start(h, _pod([_c("main", "--run", "1", "--exit", "1")]))
+    _worker, task = await _start(h, _pod([_c("main", "--run", "1", "--exit", "1")]))
     for _ in range(12):
         await h.clock.advance(1)
     starts = [t for t, reason, _ in h.events if reason == "Started"]
@@ -114,7 +113,7 @@ async def test_node_maximum_caps_the_backoff(tmp_path: Path) -> None:
 
 async def test_init_containers_run_in_order_then_apps(tmp_path: Path) -> None:
     h = Harness(tmp_path)
-    worker, task = await _start(h, _pod([_c("app")], init=[_c("one", "--run", "2"), _c("two", "--run", "3")]))
+    _worker, task = await _start(h, _pod([_c("app")], init=[_c("one", "--run", "2"), _c("two", "--run", "3")]))
     await h.clock.advance(1)
     assert h.phase() == "Pending"
     for _ in range(5):
@@ -127,7 +126,7 @@ async def test_init_containers_run_in_order_then_apps(tmp_path: Path) -> None:
 
 async def test_init_failure_with_never_fails_the_pod(tmp_path: Path) -> None:
     h = Harness(tmp_path)
-    worker, task = await _start(h, _pod([_c("app")], init=[_c("one", "--run", "1", "--exit", "3")], policy="Never"))
+    _worker, task = await _start(h, _pod([_c("app")], init=[_c("one", "--run", "1", "--exit", "3")], policy="Never"))
     await h.clock.advance(2)
     await task
     assert h.phase() == "Failed"
