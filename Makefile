@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DATA_DIR ?= $(HOME)/.local/share/kubelite
 PORT ?= 6443
 
-.PHONY: up test install lint typecheck layers unit bench bench-scheduler bench-agent clean
+.PHONY: up test install sandbox lint typecheck layers unit bench bench-scheduler bench-agent clean
 
 $(BIN)/kubelite: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,13 @@ $(BIN)/kubelite: pyproject.toml
 
 install: $(BIN)/kubelite
 
-up: install
+# The node agent mounts pod volumes with bubblewrap; install it when we can (root + apt).
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  apt-get update -qq && apt-get install -y -qq bubblewrap; } || \
+	  echo "note: bubblewrap (bwrap) is not installed: pods with volume mounts will be refused"
+
+up: install sandbox
 	$(BIN)/kubelite up --data-dir $(DATA_DIR) --port $(PORT)
 
 lint: install

@@ -190,7 +190,8 @@ class PodWorker:
             return
         try:
             env = cspec.environment(self.pod, r.spec, self.agent.host_ip, self.agent.base_env)
-            argv = cspec.argv(r.spec, env, self.agent.config.image_catalog)
+            argv = cspec.sandboxed(cspec.argv(r.spec, env, self.agent.config.image_catalog), self.pod, r.spec,
+                                   self.logs_dir / "volumes")
         except cspec.ConfigError as exc:
             if r.waiting != "CreateContainerConfigError":
                 self.agent.event(self.pod, "Failed", f"Error: {exc}", "Warning")

@@ -312,3 +312,16 @@ def test_readme_quick_start_kubectl_run(up: ServerProcess) -> None:
     assert _wait(lambda: "hello" in up.kubectl("logs", "hello", "--tail=1", check=False).stdout)
     up.kubectl("delete", "pod", "hello")
     assert _pod(up, "hello") == {}
+
+
+def test_empty_dir_shared_between_sidecar_and_app(up: ServerProcess, tmp_path: Path) -> None:
+    mount = str(tmp_path / "shared")
+    _apply(up, "shared", [_sh("app", f"while [ ! -f {mount}/msg ]; do sleep 0.1; done; cat {mount}/msg; "
+                                     "while true; do sleep 0.2; done",
+                              volumeMounts=[{"name": "data", "mountPath": mount}])],
+           initContainers=[_sh("writer", f"echo from-sidecar > {mount}/msg; while true; do sleep 0.2; done",
+                               restartPolicy="Always", volumeMounts=[{"name": "data", "mountPath": mount}])],
+           volumes=[{"name": "data", "emptyDir": {}}])
+    assert _wait(lambda: "from-sidecar" in up.kubectl("logs", "shared", "-c", "app", check=False).stdout)
+    assert not (tmp_path / "shared" / "msg").exists()  # the file lives in the pod's emptyDir, not the host path
+    up.kubectl("delete", "pod", "shared", "--grace-period=1")
