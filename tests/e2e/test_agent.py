@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,7 +35,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     (base / "node.yaml").write_text(NODE_CONFIG)
     port = free_port()
     data = base / "data"
-    proc = subprocess.Popen(["python", "-m", "kubelite.cli.main", "up", "--data-dir", str(data), "--port",
+    proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "up", "--data-dir", str(data), "--port",
                              str(port), "--node-config", str(base / "node.yaml")],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     server = ServerProcess(data, port, proc, base / "home")
@@ -217,8 +218,8 @@ def test_node_side_admission_refuses_what_does_not_fit(up: ServerProcess) -> Non
 def test_agent_shutdown_leaves_no_process(tmp_path: Path) -> None:
     port = free_port()
     data = tmp_path / "data"
-    proc = subprocess.Popen(["python", "-m", "kubelite.cli.main", "up", "--data-dir", str(data), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "up", "--data-dir", str(data), "--port",
+                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     c = ServerProcess(data, port, proc, tmp_path / "home")
     (tmp_path / "home").mkdir()
     try:
