@@ -49,6 +49,7 @@ class Record:
     not_before: float = 0.0
     backoff: Backoff = field(default_factory=Backoff)
     ever_started: bool = False
+    backoff_reported: int = -1
     prober: Prober | None = None
 
     @property
@@ -183,6 +184,10 @@ class PodWorker:
     async def _start_or_restart(self, r: Record, restart: bool) -> None:
         now = self.agent.clock.now()
         if restart and now < r.not_before:
+            if r.backoff_reported != r.restarts:  # one BackOff event per back-off period, as kubelet
+                r.backoff_reported = r.restarts
+                self.agent.event(self.pod, "BackOff", f"Back-off restarting failed container {r.name} in pod "
+                                                      f"{self.pod['metadata']['name']}", "Warning")
             r.waiting = "CrashLoopBackOff"
             r.waiting_message = (f"back-off {int(r.not_before - r.finished_at)}s restarting failed "
                                  f"container={r.name} pod={self.pod['metadata']['name']}_"

@@ -98,6 +98,8 @@ async def test_restarts_follow_the_backoff(tmp_path: Path) -> None:
     assert starts[:4] == [0.0, 1.0, 12.0, 33.0]
     assert h.container("main")["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert h.phase() == "Running"
+    backoffs = [t for t, reason, _ in h.events if reason == "BackOff"]
+    assert backoffs[:2] == [2.0, 13.0]  # once per back-off period
     task.cancel()
 
 
