@@ -69,10 +69,6 @@ class FakeClock:
         heapq.heappush(self._sleepers, (self._mono + seconds, next(self._seq), fut))
         await fut
 
-    @property
-    def sleepers(self) -> int:
-        return sum(1 for _, _, f in self._sleepers if not f.done())
-
     async def advance(self, seconds: float) -> None:
         target = self._mono + seconds
         while self._sleepers and self._sleepers[0][0] <= target:

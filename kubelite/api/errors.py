@@ -118,10 +118,6 @@ def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
                     f"{', '.join(accepted)} (got {content_type})")
 
 
-def not_acceptable(message: str) -> ApiError:
-    return ApiError(406, "NotAcceptable", message)
-
-
 def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}")
 

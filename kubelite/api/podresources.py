@@ -15,7 +15,7 @@ from typing import Any
 from kubelite.api.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
-CPU, MEMORY, EPHEMERAL, PODS = "cpu", "memory", "ephemeral-storage", "pods"
+CPU, MEMORY, PODS = "cpu", "memory", "pods"
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
 

@@ -59,7 +59,6 @@ class LabelSelector:
         return not self.requirements and not self.nothing
 
 
-EVERYTHING = LabelSelector()
 NOTHING = LabelSelector(nothing=True)
 
 _OPS = (("!=", "NotIn"), ("==", "In"), ("=", "In"), (">", "Gt"), ("<", "Lt"))
@@ -147,13 +146,6 @@ class FieldSelector:
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
         return all(r.matches(obj) for r in self.requirements)
-
-    def exact(self, field: str) -> str | None:
-        """The value a `field=value` requirement pins, for index lookups."""
-        for r in self.requirements:
-            if r.field == field and r.equal:
-                return r.value
-        return None
 
 
 def path_getter(*path: str) -> FieldGetter:

@@ -136,10 +136,6 @@ class PodInfo:
         spec: Obj = self.obj["spec"]
         return spec
 
-    @property
-    def has_affinity_terms(self) -> bool:
-        return bool(self.affinity or self.anti_affinity or self.preferred_affinity or self.preferred_anti_affinity)
-
 
 def pod_info(obj: Obj) -> PodInfo:
     meta, spec = obj["metadata"], obj.get("spec") or {}

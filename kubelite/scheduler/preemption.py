@@ -52,13 +52,6 @@ class PreemptionResult:
     decided_by: str = ""
 
 
-def more_important(a: PodInfo, b: PodInfo, now: float) -> bool:
-    """util.MoreImportantPod: higher priority, then earlier start time."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return start_time(a, now) < start_time(b, now)
-
-
 def start_time(pod: PodInfo, now: float) -> float:
     """util.GetPodStartTime: status.startTime, else now (assumed or not yet started)."""
     started = (pod.obj.get("status") or {}).get("startTime")
@@ -138,7 +131,7 @@ class Evaluator:
         try:
             if not self._fits(pod, row):
                 return None
-            lower.sort(key=lambda p: (-p.priority, start_time(p, now)))
+            lower.sort(key=lambda p: (-p.priority, start_time(p, now)))  # util.MoreImportantPod order
             violating, non_violating = split_by_pdb(lower, self.pdbs(), self.pods_in)
             victims: list[PodInfo] = []
             violations = 0
