@@ -9,11 +9,15 @@ code on virtual time. Direct calls to `time.time`, `time.monotonic` and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
+from collections.abc import Awaitable
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -85,6 +89,20 @@ class FakeClock:
     async def _settle(self) -> None:
         for _ in range(self.SETTLE):
             await asyncio.sleep(0)
+
+
+async def bounded(clock: Clock, work: Awaitable[T], seconds: float) -> tuple[bool, T | None]:
+    """Run `work` for at most `seconds` of `clock` time: (finished, result); unfinished work is cancelled."""
+    task = asyncio.ensure_future(work)
+    timer = asyncio.ensure_future(clock.sleep(max(0.0, seconds)))
+    await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+    timer.cancel()
+    if task.done():
+        return True, task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    return False, None
 
 
 def rfc3339(ts: float) -> str:

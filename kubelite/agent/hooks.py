@@ -12,29 +12,13 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 
 from kubelite.clock import Clock
 
 Obj = dict[str, Any]
-T = TypeVar("T")
-
-
-async def bounded(clock: Clock, work: Awaitable[T], seconds: float) -> tuple[bool, T | None]:
-    """Run `work` for at most `seconds` of clock time: (finished, result)."""
-    task = asyncio.ensure_future(work)
-    timer = asyncio.ensure_future(clock.sleep(max(0.0, seconds)))
-    await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
-    timer.cancel()
-    if task.done():
-        return True, task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
-    return False, None
 
 
 def _port(handler: Obj, container: Obj) -> int:

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubelite.agent.hooks import bounded, run_handler
-from kubelite.clock import Clock
+from kubelite.agent.hooks import run_handler
+from kubelite.clock import Clock, bounded
 
 Obj = dict[str, Any]
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubelite.agent import container as cspec
-from kubelite.agent.hooks import bounded, run_handler
+from kubelite.agent.hooks import run_handler
 from kubelite.agent.lifecycle import Backoff, ContainerView, phase, should_restart
 from kubelite.agent.prober import Prober
 from kubelite.agent.runtime import Exit, Process
-from kubelite.clock import rfc3339
+from kubelite.clock import bounded, rfc3339
 
 if TYPE_CHECKING:
     from kubelite.agent.agent import Agent
@@ -135,11 +135,7 @@ class PodWorker:
         if not pending:
             await self.wake.wait()
             return
-        sleeper = asyncio.ensure_future(self.agent.clock.sleep(min(pending) - self.agent.clock.now()))
-        waiter = asyncio.ensure_future(self.wake.wait())
-        await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        sleeper.cancel()
-        waiter.cancel()
+        await bounded(self.agent.clock, self.wake.wait(), min(pending) - self.agent.clock.now())
 
     async def _sync(self) -> None:
         policy = self.pod["spec"].get("restartPolicy", "Always")

@@ -292,6 +292,16 @@ class NodeTable:
         col = self.column(key)
         return np.where(col >= 0, totals[np.maximum(col, 0)], 0)
 
+    def requests_fit(self, requests: dict[str, int], row: int) -> bool:
+        """Whether `requests` fit in what `row` has left of each resource (pod count not included)."""
+        for r, amount in requests.items():
+            if amount <= 0 or r == PODS:
+                continue
+            used, cap = self.requested.get(r), self.alloc.get(r)
+            if (int(used[row]) if used is not None else 0) + amount > (int(cap[row]) if cap is not None else 0):
+                return False
+        return True
+
     def carriers(self, kind: str, term: AffinityTerm) -> IntArray:
         """Per-node count of existing pods that carry `term` among their `kind` terms."""
         return self.counts(("carrier", kind, term), lambda p: term in getattr(p, kind))

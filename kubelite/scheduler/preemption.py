@@ -58,16 +58,21 @@ def start_time(pod: PodInfo, now: float) -> float:
     return parse_rfc3339(started) if started else now
 
 
-def split_by_pdb(pods: list[PodInfo], pdbs: list[Obj], all_pods: Callable[[str], list[Obj]]) -> tuple[
-        list[PodInfo], list[PodInfo]]:
-    """filterPodsWithPDBViolation: (violating, non-violating), spending each budget in order."""
+def budgets(pdbs: list[Obj], all_pods: Callable[[str], list[Obj]]) -> list[int]:
+    """Each PDB's disruptionsAllowed: its status, or computed from the pods when no controller wrote one."""
     allowed = []
     for pdb in pdbs:
         status = pdb.get("status") or {}
         if status.get("observedGeneration") is not None:
             allowed.append(int(status.get("disruptionsAllowed", 0)))
-        else:  # no disruption controller has written it: compute from the pods now
+        else:
             allowed.append(disruption.compute(pdb, all_pods(pdb["metadata"].get("namespace", ""))).disruptions_allowed)
+    return allowed
+
+
+def split_by_pdb(pods: list[PodInfo], pdbs: list[Obj], budget: list[int]) -> tuple[list[PodInfo], list[PodInfo]]:
+    """filterPodsWithPDBViolation: (violating, non-violating), spending a copy of each budget in order."""
+    allowed = list(budget)
     violating: list[PodInfo] = []
     ok: list[PodInfo] = []
     for pod in pods:
@@ -94,6 +99,14 @@ class Evaluator:
         self.pdbs = pdbs
         self.pods_in = pods_in
         self._simple = False
+        self._pdb_budgets: tuple[list[Obj], list[int]] | None = None
+
+    def _budgets(self) -> tuple[list[Obj], list[int]]:
+        """The PDBs and their budgets, read once per preemption (not once per candidate node)."""
+        if self._pdb_budgets is None:
+            pdbs = self.pdbs()
+            self._pdb_budgets = (pdbs, budgets(pdbs, self.pods_in))
+        return self._pdb_budgets
 
     def _fits(self, pod: PodInfo, row: int) -> bool:
         if self._simple:
@@ -104,14 +117,8 @@ class Evaluator:
     def _fits_resources(self, pod: PodInfo, row: int) -> bool:
         """The fast path: only the node's own pods' requests and host ports can change the verdict."""
         t = self.table
-        if t.pod_count[row] + 1 > t.alloc["pods"][row]:
+        if t.pod_count[row] + 1 > t.alloc["pods"][row] or not t.requests_fit(pod.requests, row):
             return False
-        for r, amount in pod.requests.items():
-            if amount <= 0 or r == "pods":
-                continue
-            used, cap = t.requested.get(r), t.alloc.get(r)
-            if (int(used[row]) if used is not None else 0) + amount > (int(cap[row]) if cap is not None else 0):
-                return False
         return not (pod.host_ports and any(conflicts(p, t.ports[row]) for p in pod.host_ports))
 
     def _only_resources_matter(self, pod: PodInfo, outcome: FilterOutcome) -> bool:
@@ -132,7 +139,7 @@ class Evaluator:
             if not self._fits(pod, row):
                 return None
             lower.sort(key=lambda p: (-p.priority, start_time(p, now)))  # util.MoreImportantPod order
-            violating, non_violating = split_by_pdb(lower, self.pdbs(), self.pods_in)
+            violating, non_violating = split_by_pdb(lower, *self._budgets())
             victims: list[PodInfo] = []
             violations = 0
             for group, counts in ((violating, True), (non_violating, False)):

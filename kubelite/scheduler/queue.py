@@ -14,7 +14,7 @@ import heapq
 import itertools
 from dataclasses import dataclass, field
 
-from kubelite.clock import Clock
+from kubelite.clock import Clock, bounded
 from kubelite.scheduler.podinfo import PodInfo
 
 UNSCHEDULABLE_TIMEOUT = 300.0
@@ -154,14 +154,10 @@ class SchedulingQueue:
             self._wake.clear()
             expiry = self.next_backoff_expiry()
             timeout = None if expiry is None else max(0.0, expiry - self.clock.monotonic())
-            waiter = asyncio.ensure_future(self._wake.wait())
             if timeout is None:
-                await waiter
+                await self._wake.wait()
             else:
-                sleeper = asyncio.ensure_future(self.clock.sleep(timeout))
-                await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-                sleeper.cancel()
-                waiter.cancel()
+                await bounded(self.clock, self._wake.wait(), timeout)
 
     # --- internals -------------------------------------------------------------------------------
 

@@ -357,10 +357,7 @@ class Scheduler:
         for info, node in list(self.nominated.values()):
             if node != placed.node_name or info.priority >= placed.priority:
                 continue
-            short = any(self.table.requested.get(r, np.zeros(1, np.int64))[row] + amount
-                        > self.table.alloc.get(r, np.zeros(1, np.int64))[row]
-                        for r, amount in info.requests.items() if amount > 0)
-            if short:
+            if not self.table.requests_fit(info.requests, row):
                 self._clear_nomination(info)
 
     def _clear_nomination(self, info: PodInfo) -> None:
