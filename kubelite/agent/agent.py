@@ -13,22 +13,24 @@ import logging
 import os
 import platform
 import shutil
+import signal
 import socket
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from kubelite.agent import logs
+from kubelite.agent import checkpoint, logs
+from kubelite.agent.cgroups import Cgroups
 from kubelite.agent.config import NodeConfig
 from kubelite.agent.runtime import ProcessRuntime
-from kubelite.agent.worker import PodWorker
+from kubelite.agent.worker import MIN_STOP_WINDOW, PodWorker
 from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
 from kubelite.client.events import event_for
 from kubelite.client.http import STRATEGIC_PATCH, ApiClient, resource_path
 from kubelite.client.informer import Handlers, Informer
-from kubelite.clock import Clock, rfc3339
+from kubelite.clock import Clock, bounded, rfc3339
 
 log = logging.getLogger("kubelite.agent")
 
@@ -59,7 +61,8 @@ class Agent:
         self.config = config
         self.host_ip = host_ip
         self.port = port
-        self.runtime = ProcessRuntime(clock)
+        self.runtime = ProcessRuntime(clock, Cgroups.detect())
+        self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.workers: dict[str, PodWorker] = {}
         self.finished: dict[str, PodWorker] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
@@ -134,7 +137,8 @@ class Agent:
             if pod["metadata"].get("deletionTimestamp"):
                 self._spawn(self.delete_pod(pod))
             return
-        worker = PodWorker(self, pod)
+        saved = self.checkpoints.pop(uid, None)
+        worker = PodWorker(self, pod, saved[1] if saved else None)
         self.workers[uid] = worker
         task = asyncio.create_task(worker.run(), name=f"pod {pod['metadata']['name']}")
         self.tasks[uid] = task
@@ -148,6 +152,29 @@ class Agent:
                 worker = self.workers.pop(uid, None)
                 if worker is not None and not worker.gone:
                     self.finished[uid] = worker  # keeps its logs readable until the object goes
+
+    async def _stop_orphans(self) -> None:
+        """After the first list: stop the processes of checkpointed pods this node no longer runs.
+
+        Their objects were deleted (or finished) while no agent watched; the processes get the
+        stop signal and SIGKILL after the 2 s minimum window, as for a force-deleted pod.
+        """
+        await self.pods.synced.wait()
+        leftovers, self.checkpoints = self.checkpoints, {}
+        for directory, saved in leftovers.values():
+            handles = [self.runtime.adopt(c["process"]) for c in (saved.get("containers") or {}).values()
+                       if c.get("process")]
+            live = [h for h in handles if h.alive]
+            for h in live:
+                self.runtime.signal(h, signal.SIGTERM)
+            if live:
+                log.info("stopping %d process(es) of pod %s/%s, which is gone", len(live), saved.get("namespace"),
+                         saved.get("name"))
+                await bounded(self.clock, asyncio.gather(*(h.exited() for h in live)), MIN_STOP_WINDOW)
+                for h in live:
+                    self.runtime.kill(h)
+                await asyncio.gather(*(h.exited() for h in live))
+            checkpoint.remove(directory)
 
     def _pod_gone(self, pod: Obj) -> None:
         self.finished.pop(pod["metadata"].get("uid", ""), None)
@@ -214,7 +241,8 @@ class Agent:
         if not self.port:
             self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         await self.register()
-        tasks = [asyncio.create_task(self.heartbeat()), asyncio.create_task(self.pods.run())]
+        tasks = [asyncio.create_task(self.heartbeat()), asyncio.create_task(self.pods.run()),
+                 asyncio.create_task(self._stop_orphans())]
         try:
             await asyncio.gather(*tasks)
         finally:

@@ -16,8 +16,10 @@ import itertools
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from kubelite.agent.runtime import Exit
+from kubelite.agent.cgroups import Limits
+from kubelite.agent.runtime import Exit, Handle
 from kubelite.clock import Clock
 
 _pids = itertools.count(100_000)
@@ -33,30 +35,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 @dataclass
-class HollowProcess:
-    pid: int
-    started: float
-    log_path: Path
-    run_for: float | None
-    code: int
-    ignore_term: bool
-    term_after: float
-    result: Exit | None = None
+class HollowProcess(Handle):
+    run_for: float | None = None
+    code: int = 0
+    ignore_term: bool = False
+    term_after: float = 0.0
     signals: list[int] = field(default_factory=list)
-    done: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-
-    @property
-    def alive(self) -> bool:
-        return self.result is None
-
-    async def exited(self) -> None:
-        await self.done.wait()
-
-    def finish(self, result: Exit) -> None:
-        if self.result is None:
-            self.result = result
-            self.done.set()
 
 
 class HollowRuntime:
@@ -64,12 +49,12 @@ class HollowRuntime:
         self.clock = clock
         self.started: list[HollowProcess] = []
 
-    async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path) -> HollowProcess:
+    async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
+                    limits: Limits | None = None) -> HollowProcess:
         if not argv or argv[0] != "hollow":
             raise OSError(f"the hollow runtime runs only `hollow` commands, not {argv[:1]}")
         args = _parser().parse_args(argv[1:])
-        p = HollowProcess(next(_pids), self.clock.now(), log_path, args.run, args.exit, args.ignore_term,
-                          args.term_after)
+        p = HollowProcess(next(_pids), self.clock.now(), args.run, args.exit, args.ignore_term, args.term_after)
         if p.run_for is not None:
             p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code, 0)))
         self.started.append(p)
@@ -88,6 +73,12 @@ class HollowRuntime:
             if p.task is not None:
                 p.task.cancel()
             p.task = asyncio.ensure_future(self._run(p, p.term_after, Exit(128 + sig, sig)))
+
+    def adopt(self, checkpoint: dict[str, Any]) -> HollowProcess:
+        """A hollow process never outlives its runtime: one from a checkpoint has been killed."""
+        p = HollowProcess(int(checkpoint["pid"]), float(checkpoint["started"]))
+        p.finish(Exit(128 + signal.SIGKILL, signal.SIGKILL))
+        return p
 
     def kill(self, p: HollowProcess) -> None:
         self.signal(p, signal.SIGKILL)

@@ -1,7 +1,7 @@
 """Serving container logs (the agent's side of pods/log): tail, since, timestamps, previous, follow.
 
-Log files are in CRI format (`<timestamp> <stream> F <line>`); without `timestamps` the
-prefix is stripped. `follow` keeps streaming while the container runs.
+Log files are in CRI format (`<timestamp> <stream> F|P <line>`, P for a piece of a long
+line); without `timestamps` the prefix is stripped. `follow` keeps streaming while the container runs.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ def _bool(value: str | None) -> bool:
 def _format(line: bytes, timestamps: bool) -> bytes:
     ts, _, rest = line.partition(b" ")
     _stream, _, rest = rest.partition(b" ")
-    _tag, _, text = rest.partition(b" ")
+    tag, _, text = rest.partition(b" ")
+    if tag == b"P":  # a partial line continues in the next entry
+        text = text.removesuffix(b"\n")
     return ts + b" " + text if timestamps else text
 
 

@@ -1,8 +1,18 @@
 """The process runtime: a container is a process group in its own session, logging in CRI format.
 
-stdout and stderr are read line by line and written to the container's log file as
-`<RFC3339Nano timestamp> <stream> F <line>`, kubelet's on-disk format, so `pods/log`
-can serve timestamps, tails and `--since`. Signals go to the whole process group.
+Each container runs under a one-line shell shim that leads its process group. The shim defers
+every catchable signal (a trapped signal waits for the foreground command), so a stop signal sent
+to the group reaches the container while the shim stays to record the container's exit status
+in a file; the container itself starts with default dispositions. stdout and stderr are named
+pipes that the shim and the container hold open read-write: the container never gets SIGPIPE
+while the agent is down, and a restarted agent simply reopens them. With the shim's pid and its
+kernel start time (which tells a live process from a reused pid) recorded in the pod's
+checkpoint, this is what lets a restarted agent re-adopt running containers and learn how the
+ones that ended meanwhile exited — the role containerd's shims play for kubelet.
+
+Log lines are written as `<RFC3339Nano timestamp> <stream> <F|P> <line>`, kubelet's on-disk
+format, so `pods/log` can serve timestamps, tails and `--since`. Exits are observed through a
+pidfd, the same way for the agent's own children and for re-adopted processes.
 """
 
 from __future__ import annotations
@@ -11,78 +21,224 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
+import stat
+import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from kubelite.agent.cgroups import Cgroups, Limits
 from kubelite.clock import Clock
 
-PAUSE = [sys.executable, "-c", "import signal\nwhile True: signal.pause()"]
+PAUSE = ["sleep", "infinity"]  # pause: waits for a signal, ends on the stop signal
+STREAMS = ((".out", b"stdout"), (".err", b"stderr"))  # the named pipes beside the log, and their streams
+MAX_LINE = 16 * 1024  # kubelet splits longer lines into partial (P) entries
+_UNTRAPPED = {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGCONT}
+_DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 32 and s not in _UNTRAPPED)
+# $1 exit file, $2 cgroup.procs files to join (space-separated, may be empty), then the container's argv.
+SHIM = (f'x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; "$@"; c=$?; '
+        'echo $c >"$x"; exit $c')
 
 
 def cri_timestamp(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
 
 
-@dataclass
-class Process:
-    pid: int
-    started: float
-    log_path: Path
-    proc: asyncio.subprocess.Process
-    readers: list[asyncio.Task[None]] = field(default_factory=list)
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.returncode is None
-
-    async def exited(self) -> None:
-        await self.proc.wait()
+def start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` (clock ticks since boot), None when no such process runs."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(b")") + 2:].split()
+    if fields[0] == b"Z":  # a zombie has ended; only its parent's wait is pending
+        return None
+    return int(fields[19])
 
 
 @dataclass(frozen=True)
 class Exit:
     code: int
-    signal: int  # 0 when the process exited by itself
+    signal: int = 0  # the signal that ended the shim itself (SIGKILL), else 0
+    oom_killed: bool = False
+
+
+@dataclass
+class Handle:
+    """What the pod worker holds of a running container, whichever runtime runs it."""
+
+    pid: int
+    started: float
+    result: Exit | None = field(default=None, init=False)
+    done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+
+    @property
+    def alive(self) -> bool:
+        return self.result is None
+
+    async def exited(self) -> None:
+        await self.done.wait()
+
+    def finish(self, result: Exit) -> None:
+        if self.result is None:
+            self.result = result
+            self.done.set()
+
+    def checkpoint(self) -> dict[str, Any]:
+        """What a restarted agent needs to find this process again (see `adopt`)."""
+        return {"pid": self.pid, "started": self.started}
+
+
+@dataclass
+class Process(Handle):
+    ticks: int = 0  # the shim's kernel start time: (pid, ticks) names this process even after pid reuse
+    state: Path = Path()  # <log path without .log>: .exit, .out and .err live beside the log
+    cgroup: str = ""
+    child: subprocess.Popen[bytes] | None = None  # None for a re-adopted process (not our child)
+    readers: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def log_path(self) -> Path:
+        return self.state.with_suffix(".log")
+
+    def checkpoint(self) -> dict[str, Any]:
+        return {**super().checkpoint(), "ticks": self.ticks, "state": str(self.state), "cgroup": self.cgroup}
 
 
 class ProcessRuntime:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, cgroups: Cgroups | None = None) -> None:
         self.clock = clock
+        self.cgroups = cgroups
 
-    async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path) -> Process:
+    async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
+                    limits: Limits | None = None) -> Process:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        proc = await asyncio.create_subprocess_exec(
-            *argv, env=env, cwd=cwd or None, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True)
-        p = Process(proc.pid, self.clock.now(), log_path, proc)
-        log: IO[bytes] = log_path.open("ab", buffering=0)
-        assert proc.stdout is not None and proc.stderr is not None
-        p.readers = [asyncio.create_task(self._pump(proc.stdout, b"stdout", log)),
-                     asyncio.create_task(self._pump(proc.stderr, b"stderr", log))]
+        state = log_path.with_suffix("")
+        fifos = [state.with_suffix(suffix) for suffix, _ in STREAMS]
+        for fifo in fifos:
+            with contextlib.suppress(FileNotFoundError):
+                fifo.unlink()
+            os.mkfifo(fifo, 0o600)
+        state.with_suffix(".exit").unlink(missing_ok=True)
+        cgroup, procs = "", []
+        if self.cgroups is not None and limits is not None:
+            cgroup = f"{limits.group}/{state.parent.name}_{state.name}"
+            procs = self.cgroups.create(cgroup, limits)
+        writers = [os.open(f, os.O_RDWR | os.O_CLOEXEC) for f in fifos]  # a writer exists before any reader
+        readers = [os.open(f, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC) for f in fifos]
+        try:
+            child = subprocess.Popen(["/bin/sh", "-c", SHIM, "kubelite-shim", str(state.with_suffix(".exit")),
+                                      " ".join(procs), *argv], env=env, cwd=cwd or None, stdin=subprocess.DEVNULL,
+                                     stdout=writers[0], stderr=writers[1], start_new_session=True)
+        except OSError:
+            for fd in readers:
+                os.close(fd)
+            raise
+        finally:
+            for fd in writers:
+                os.close(fd)
+        p = Process(child.pid, self.clock.now(), ticks=start_time(child.pid) or 0, state=state, cgroup=cgroup,
+                    child=child)
+        self._attach(p, list(zip(readers, (name for _, name in STREAMS), strict=True)))
         return p
 
-    async def _pump(self, stream: asyncio.StreamReader, name: bytes, log: IO[bytes]) -> None:
-        while True:
-            line = await stream.readline()
-            if not line:
-                return
-            if not line.endswith(b"\n"):
-                line += b"\n"
-            log.write(cri_timestamp(self.clock.now()).encode() + b" " + name + b" F " + line)
+    def adopt(self, checkpoint: dict[str, Any]) -> Process:
+        """The process a previous agent started, live or ended (then with its recorded exit)."""
+        p = Process(int(checkpoint["pid"]), float(checkpoint["started"]), ticks=int(checkpoint["ticks"]),
+                    state=Path(checkpoint["state"]), cgroup=str(checkpoint.get("cgroup", "")))
+        if not self._same(p):
+            p.finish(self._recorded_exit(p))
+            return p
+        readers = []
+        for suffix, name in STREAMS:
+            fifo = p.state.with_suffix(suffix)
+            with contextlib.suppress(OSError):
+                if stat.S_ISFIFO(os.stat(fifo).st_mode):
+                    readers.append((os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), name))
+        self._attach(p, readers)
+        return p
 
-    def signal(self, p: Process, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(p.pid, sig)
+    def _same(self, p: Process) -> bool:
+        return p.ticks != 0 and start_time(p.pid) == p.ticks
 
-    def kill(self, p: Process) -> None:
+    def _attach(self, p: Process, readers: list[tuple[int, bytes]]) -> None:
+        """Pump the output pipes into the log and watch for the exit through a pidfd."""
+        log: IO[bytes] = p.log_path.open("ab", buffering=0)
+        p.readers = [asyncio.ensure_future(self._pump(fd, name, log)) for fd, name in readers]
+        asyncio.gather(*p.readers).add_done_callback(lambda _: log.close())
+        try:
+            pidfd = os.pidfd_open(p.pid)
+        except ProcessLookupError:
+            p.finish(self._reap(p))
+            return
+        if p.child is None and not self._same(p):  # the pid was reused between the check and the pidfd
+            os.close(pidfd)
+            p.finish(self._recorded_exit(p))
+            return
+        loop = asyncio.get_running_loop()
+
+        def exited() -> None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+            p.finish(self._reap(p))
+
+        loop.add_reader(pidfd, exited)
+
+    def _reap(self, p: Process) -> Exit:
+        if p.child is not None:
+            code = p.child.wait()
+            exit = Exit(128 - code, -code) if code < 0 else Exit(code)
+        else:
+            exit = self._recorded_exit(p)
+        if self.cgroups is not None and p.cgroup:
+            oom = self.cgroups.oom_killed(p.cgroup)
+            self.cgroups.remove(p.cgroup)
+            if oom and exit.code == 128 + signal.SIGKILL:
+                exit = Exit(exit.code, exit.signal, oom_killed=True)
+        return exit
+
+    @staticmethod
+    def _recorded_exit(p: Process) -> Exit:
+        """The container's exit status as the shim recorded it; a shim that recorded nothing was SIGKILLed."""
+        try:
+            return Exit(int(p.state.with_suffix(".exit").read_text()))
+        except (OSError, ValueError):
+            return Exit(128 + signal.SIGKILL, signal.SIGKILL)
+
+    async def _pump(self, fd: int, name: bytes, log: IO[bytes]) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=2 * MAX_LINE)
+        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                    os.fdopen(fd, "rb", buffering=0))
+        pending = b""
+        try:
+            while chunk := await reader.read(65536):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    self._write(log, name, b"F", line)
+                while len(pending) >= MAX_LINE:
+                    self._write(log, name, b"P", pending[:MAX_LINE])
+                    pending = pending[MAX_LINE:]
+            if pending:
+                self._write(log, name, b"F", pending)
+        finally:
+            transport.close()
+
+    def _write(self, log: IO[bytes], name: bytes, tag: bytes, line: bytes) -> None:
+        log.write(cri_timestamp(self.clock.now()).encode() + b" " + name + b" " + tag + b" " + line + b"\n")
+
+    def signal(self, p: Handle, sig: int) -> None:
+        if p.alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, sig)
+
+    def kill(self, p: Handle) -> None:
         self.signal(p, signal.SIGKILL)
 
-    async def wait(self, p: Process) -> Exit:
+    async def wait(self, p: Handle) -> Exit:
         """The exit of the container's main process (log readers finish when the pipes close)."""
-        code = await p.proc.wait()
-        if code < 0:
-            return Exit(128 - code, -code)
-        return Exit(code, 0)
+        await p.exited()
+        assert p.result is not None
+        return p.result

@@ -18,12 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kubelite.agent import checkpoint
 from kubelite.agent import container as cspec
+from kubelite.agent.cgroups import Limits
 from kubelite.agent.hooks import run_handler
 from kubelite.agent.lifecycle import Backoff, ContainerView, phase, should_restart
 from kubelite.agent.prober import Prober
-from kubelite.agent.runtime import Exit, Process
-from kubelite.clock import bounded, rfc3339
+from kubelite.agent.runtime import Exit, Handle
+from kubelite.api.podresources import CPU, MEMORY, resource_list
+from kubelite.clock import bounded, parse_rfc3339, rfc3339
 
 if TYPE_CHECKING:
     from kubelite.agent.agent import Agent
@@ -38,7 +41,7 @@ MIN_STOP_WINDOW = 2.0
 class Record:
     spec: Obj
     kind: str  # init | sidecar | app
-    process: Process | None = None
+    process: Handle | None = None
     restarts: int = 0
     started_at: float = 0.0
     exit: Exit | None = None
@@ -68,11 +71,27 @@ class Record:
     def running(self) -> bool:
         return self.process is not None and self.process.alive
 
+    def checkpoint(self) -> Obj:
+        return {"restarts": self.restarts, "startedAt": self.started_at, "everStarted": self.ever_started,
+                "exit": [self.exit.code, self.exit.signal, self.exit.oom_killed] if self.exit else None,
+                "finishedAt": self.finished_at, "lastTerminated": self.last_terminated, "notBefore": self.not_before,
+                "backoff": self.backoff.delay, "waiting": [self.waiting, self.waiting_message],
+                "process": self.process.checkpoint() if self.process is not None and self.process.alive else None}
+
+    def restore(self, saved: Obj) -> None:
+        self.restarts, self.started_at = int(saved["restarts"]), float(saved["startedAt"])
+        self.ever_started, self.finished_at = bool(saved["everStarted"]), float(saved["finishedAt"])
+        self.exit = Exit(*saved["exit"]) if saved["exit"] else None
+        self.last_terminated, self.not_before = saved["lastTerminated"], float(saved["notBefore"])
+        self.backoff.delay = float(saved["backoff"])
+        self.waiting, self.waiting_message = saved["waiting"]
+
 
 class PodWorker:
-    def __init__(self, agent: Agent, pod: Obj) -> None:
+    def __init__(self, agent: Agent, pod: Obj, saved: Obj | None = None) -> None:
         self.agent = agent
         self.pod = pod
+        self.saved = saved  # a previous agent's checkpoint of this pod: its processes are re-adopted
         self.uid = pod["metadata"]["uid"]
         self.wake = asyncio.Event()
         self.gone = False  # the object was removed (force delete): kill, write nothing
@@ -83,11 +102,13 @@ class PodWorker:
         for r in self.records:
             r.backoff = Backoff(agent.config.max_restart_period, agent.config.initial_backoff)
         self.init_failed = False
+        self.initialized = False  # every init container has completed once; restarts of sidecars no longer block
         self.started_at = agent.clock.now()
         self._written: Obj | None = None
         self._terminating_since = 0.0
         self._stop_deadline = float("inf")
         self._transitions: dict[str, tuple[str, str]] = {}
+        self._checkpointed: Obj | None = None
 
     # --- inputs ----------------------------------------------------------------------------------
 
@@ -111,23 +132,62 @@ class PodWorker:
 
     async def run(self) -> None:
         try:
-            refusal = self.agent.admit(self.pod)
-            if refusal is not None:
-                await self._refuse(*refusal)
-                return
+            if self.saved is not None:
+                self._adopt(self.saved)
+            else:
+                refusal = self.agent.admit(self.pod)
+                if refusal is not None:
+                    await self._refuse(*refusal)
+                    return
             while not self.gone and not self.pod["metadata"].get("deletionTimestamp"):
                 await self._sync()
                 if self._terminal():
                     await self._finish()
-                    return
+                    break
                 await self._sleep_until_change()
-            await self._terminate()
+            else:
+                await self._terminate()
+            checkpoint.remove(self.logs_dir)  # every process has ended
         except asyncio.CancelledError:
-            self._kill_all()
+            self._kill_all()  # the checkpoint stays: a restarted agent learns these containers were killed
             raise
         except Exception:
             log.exception("pod worker %s", self.uid)
             self._kill_all()
+
+    def _adopt(self, saved: Obj) -> None:
+        """Take over from a previous agent: its records, its live processes, the published conditions."""
+        self.init_failed, self.initialized = bool(saved.get("initFailed")), bool(saved.get("initialized"))
+        containers = saved.get("containers") or {}
+        for r in self.records:
+            entry = containers.get(r.name)
+            if entry is None:
+                continue
+            r.restore(entry)
+            if entry["process"] is not None:
+                r.process = self.agent.runtime.adopt(entry["process"])
+                if r.process.alive:
+                    self._probe(r)
+                    self.agent.watch(self._watch(r, r.process))
+                else:
+                    assert r.process.result is not None
+                    self._record_exit(r, r.process.result)
+        status = self.pod.get("status") or {}
+        if status.get("startTime"):
+            self.started_at = float(parse_rfc3339(status["startTime"]))
+        for c in status.get("conditions") or []:
+            self._transitions[c.get("type", "")] = (c.get("status", ""), c.get("lastTransitionTime", ""))
+        log.info("pod %s/%s: re-adopted %d live container(s)", self.pod["metadata"]["namespace"],
+                 self.pod["metadata"]["name"], sum(1 for r in self.records if r.running))
+
+    def _save(self) -> None:
+        data = {"uid": self.uid, "namespace": self.pod["metadata"]["namespace"],
+                "name": self.pod["metadata"]["name"], "initFailed": self.init_failed,
+                "initialized": self.initialized,
+                "containers": {r.name: r.checkpoint() for r in self.records}}
+        if data != self._checkpointed:
+            self._checkpointed = data
+            checkpoint.save(self.logs_dir, data)
 
     async def _sleep_until_change(self) -> None:
         self.wake.clear()
@@ -141,15 +201,15 @@ class PodWorker:
         policy = self.pod["spec"].get("restartPolicy", "Always")
         initializing = False
         for r in self.records:
-            if r.kind == "sidecar":
+            if r.kind == "sidecar":  # the next init container waits until the sidecar has started (L7)
                 if not r.running:
                     await self._start_or_restart(r, restart=r.ever_started)
-                if not r.running:
+                if not r.started and not self.initialized:
                     initializing = True
                     break
                 continue
             if r.kind == "init":
-                if r.exit is not None and r.exit.code == 0 and not r.running:
+                if self.initialized or r.exit is not None and r.exit.code == 0 and not r.running:
                     continue
                 initializing = True
                 if r.running:
@@ -162,7 +222,8 @@ class PodWorker:
                 else:
                     await self._start_or_restart(r, restart=False)
                 break
-        if not initializing and not self.init_failed:
+        self.initialized = self.initialized or not initializing and not self.init_failed
+        if self.initialized:
             for r in self.records:
                 if r.kind != "app" or r.running:
                     continue
@@ -170,6 +231,7 @@ class PodWorker:
                     await self._start_or_restart(r, restart=False)
                 elif should_restart(policy, r.spec, r.exit.code):
                     await self._start_or_restart(r, restart=True)
+        self._save()
         await self._publish(initializing)
 
     def _terminal(self) -> bool:
@@ -202,13 +264,14 @@ class PodWorker:
             r.restarts += 1
         try:
             r.process = await self.agent.runtime.start(argv, env, r.spec.get("workingDir"),
-                                                       self.log_path(r.name, r.restarts))
+                                                       self.log_path(r.name, r.restarts), self._limits(r))
         except OSError as exc:
             r.waiting, r.waiting_message = "RunContainerError", str(exc)
             r.exit, r.finished_at = Exit(128, 0), now
             self.agent.event(self.pod, "Failed", f"Error: {exc}", "Warning")
             return
         r.started_at, r.ever_started, r.waiting = self.agent.clock.now(), True, ""
+        self._save()
         self.agent.event(self.pod, "Created", f"Created container {r.name}")
         self.agent.event(self.pod, "Started", f"Started container {r.name}")
         self.agent.watch(self._watch(r, r.process))
@@ -220,8 +283,19 @@ class PodWorker:
                                                                   f"{message}", "Warning")
                 self.agent.runtime.kill(r.process)
                 return
+        self._probe(r, env)
+
+    def _probe(self, r: Record, env: dict[str, str] | None = None) -> None:
+        if env is None:
+            env = cspec.environment(self.pod, r.spec, self.agent.host_ip, self.agent.base_env)
         r.prober = Prober(self.agent.clock, r.spec, env, self.agent.host_ip, self.wake.set,
                           functools.partial(self._unhealthy, r))
+
+    def _limits(self, r: Record) -> Limits:
+        resources = r.spec.get("resources") or {}
+        limits = resource_list(resources.get("limits"))
+        requests = resource_list(resources.get("requests"))
+        return Limits(f"pod{self.uid}", limits.get(MEMORY), limits.get(CPU), requests.get(CPU, limits.get(CPU, 0)))
 
     def _unhealthy(self, r: Record, kind: str, message: str, grace: float | None) -> None:
         """A failed probe: an event; on a liveness/startup verdict, kill the container (restart policy applies)."""
@@ -232,19 +306,21 @@ class PodWorker:
         self.agent.event(self.pod, "Killing", f"Container {r.name} failed {kind.lower()} probe, will be restarted")
         self.agent.watch(self._kill_after_probe(r, r.process, period))
 
-    async def _kill_after_probe(self, r: Record, p: Process, grace: float) -> None:
+    async def _kill_after_probe(self, r: Record, p: Handle, grace: float) -> None:
         stop = (r.spec.get("lifecycle") or {}).get("stopSignal") or "SIGTERM"
         self.agent.runtime.signal(p, getattr(signal, stop, signal.SIGTERM))
         finished, _ = await bounded(self.agent.clock, p.exited(), max(1.0, grace))
         if not finished:
             self.agent.runtime.kill(p)
 
-    async def _watch(self, r: Record, p: Process) -> None:
+    async def _watch(self, r: Record, p: Handle) -> None:
         result = await self.agent.runtime.wait(p)
+        if r.process is p:
+            self._record_exit(r, result)
+
+    def _record_exit(self, r: Record, result: Exit) -> None:
         if r.prober is not None:
             r.prober.stop()
-        if r.process is not p:
-            return
         now = self.agent.clock.now()
         r.exit, r.finished_at = result, now
         r.last_terminated = self._terminated_state(r)
@@ -254,12 +330,9 @@ class PodWorker:
 
     def _terminated_state(self, r: Record) -> Obj:
         assert r.exit is not None
-        state: Obj = {"exitCode": r.exit.code, "reason": "Completed" if r.exit.code == 0 else "Error",
-                      "startedAt": rfc3339(r.started_at), "finishedAt": rfc3339(r.finished_at),
-                      "containerID": f"kubelite://{r.process.pid if r.process else 0}"}
-        if r.exit.signal:
-            state["signal"] = r.exit.signal
-        return state
+        reason = "OOMKilled" if r.exit.oom_killed else "Completed" if r.exit.code == 0 else "Error"
+        return {"exitCode": r.exit.code, "reason": reason, "startedAt": rfc3339(r.started_at),
+                "finishedAt": rfc3339(r.finished_at), "containerID": f"kubelite://{r.process.pid if r.process else 0}"}
 
     def _kill_all(self) -> None:
         for r in self.records:
@@ -318,7 +391,7 @@ class PodWorker:
                 self.agent.runtime.kill(p)
                 await p.exited()
 
-    async def _exit_or_update(self, p: Process) -> None:
+    async def _exit_or_update(self, p: Handle) -> None:
         """Returns when the process exits, or when the pod object changes (the grace may have shortened)."""
         self.wake.clear()
         exited = asyncio.ensure_future(p.exited())
@@ -328,8 +401,16 @@ class PodWorker:
         changed.cancel()
 
     async def _terminate(self) -> None:
+        await self._stop_all()
+        if not self.gone:
+            await self._finish()
+
+    async def _stop_all(self) -> None:
+        """Stop what still runs: app containers, then sidecars in reverse order (L13), then any init container."""
+        if not any(r.running for r in self.records):
+            return
         self._terminating_since = self.agent.clock.now()
-        self._stop_deadline = self._terminating_since + (2.0 if self.gone else self.grace_period())
+        self._stop_deadline = self._terminating_since + (MIN_STOP_WINDOW if self.gone else self.grace_period())
         apps = [r for r in self.records if r.kind == "app"]
         sidecars = [r for r in self.records if r.kind == "sidecar"]
         await asyncio.gather(*(self._stop_container(r) for r in apps))
@@ -340,12 +421,11 @@ class PodWorker:
             if all(not r.running for r in self.records):
                 break
             await self.agent.clock.sleep(0.01)
-        if self.gone:
-            return
-        await self._finish()
 
     async def _finish(self) -> None:
-        """Write the terminal phase, then (for a deleted pod) remove the object with grace 0 (L14)."""
+        """Stop the sidecars of a finished pod, write the terminal phase, then (for a deleted pod)
+        remove the object with grace 0 (L14)."""
+        await self._stop_all()
         await self._publish(False, final=True)
         if self.pod["metadata"].get("deletionTimestamp"):
             await self.agent.delete_pod(self.pod)
@@ -376,9 +456,7 @@ class PodWorker:
         return views
 
     def _phase(self) -> str:
-        initializing = any(r.kind == "init" and not (r.exit is not None and r.exit.code == 0 and not r.running)
-                           for r in self.records) or any(r.kind == "sidecar" and not r.ever_started
-                                                         for r in self.records)
+        initializing = not self.initialized
         if self.pod["metadata"].get("deletionTimestamp") and all(not r.running for r in self.records):
             apps = [r for r in self.records if r.kind == "app"]
             if any(r.ever_started for r in apps) or self.init_failed:

@@ -158,7 +158,9 @@ def test_init_containers_in_order_then_sidecar_and_app(up: ServerProcess, tmp_pa
                                       "while true; do sleep 0.1; done")],
            initContainers=[_sh("first", f"echo first >> {trace}"),
                            _sh("side", f"echo side >> {trace}; trap 'echo side-stop >> {trace}; exit 0' TERM; "
-                                       "while true; do sleep 0.1; done", restartPolicy="Always"),
+                                       "while true; do sleep 0.1; done", restartPolicy="Always",
+                               startupProbe={"exec": {"command": ["grep", "-q", "side", str(trace)]},
+                                             "periodSeconds": 1}),
                            _sh("second", f"echo second >> {trace}")], terminationGracePeriodSeconds=5)
     assert _wait(lambda: _phase(up, "ordered") == "Running")
     assert "Init" not in up.kubectl("get", "pod", "ordered").stdout
