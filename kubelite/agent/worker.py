@@ -209,7 +209,7 @@ class PodWorker:
                     break
                 continue
             if r.kind == "init":
-                if self.initialized or r.exit is not None and r.exit.code == 0 and not r.running:
+                if self.initialized or (r.exit is not None and r.exit.code == 0 and not r.running):
                     continue
                 initializing = True
                 if r.running:
@@ -222,7 +222,7 @@ class PodWorker:
                 else:
                     await self._start_or_restart(r, restart=False)
                 break
-        self.initialized = self.initialized or not initializing and not self.init_failed
+        self.initialized = self.initialized or (not initializing and not self.init_failed)
         if self.initialized:
             for r in self.records:
                 if r.kind != "app" or r.running:

@@ -9,13 +9,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from kubelite.agent.cgroups import Cgroups
 from tests.conftest import ServerProcess, free_port
+from tests.e2e.pods import apply_pod, container_status, get_pod, pod_phase, sh, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -51,51 +52,16 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     server.stop()
 
 
-def _apply(c: ServerProcess, name: str, containers: list[dict[str, Any]], **spec: Any) -> None:
-    c.kubectl("apply", "-f", "-", stdin=json.dumps({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": containers, **spec}}))
-
-
-def _sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "image": "busybox", "command": ["sh", "-c", script], **extra}
-
-
-def _pod(c: ServerProcess, name: str) -> dict[str, Any]:
-    res = c.kubectl("get", "pod", name, "-o", "json", check=False)
-    return json.loads(res.stdout) if res.returncode == 0 else {}
-
-
-def _wait(predicate: Callable[[], bool], timeout: float = 20) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
-
-
-def _phase(c: ServerProcess, name: str) -> str:
-    return str(_pod(c, name).get("status", {}).get("phase", ""))
-
-
-def _status(c: ServerProcess, name: str, container: str) -> dict[str, Any]:
-    st = _pod(c, name).get("status", {})
-    for cs in (st.get("containerStatuses") or []) + (st.get("initContainerStatuses") or []):
-        if cs["name"] == container:
-            return dict(cs)
-    return {}
-
-
 def test_pod_runs_logs_and_stops_gracefully(up: ServerProcess) -> None:
-    _apply(up, "web", [_sh("main", "trap 'echo bye; exit 0' TERM; while true; do echo tick $(POD); sleep 0.2; done",
+    apply_pod(up, "web", [sh("main", "trap 'echo bye; exit 0' TERM; while true; do echo tick $(POD); sleep 0.2; done",
                            env=[{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}])],
            terminationGracePeriodSeconds=10)
-    assert _wait(lambda: _phase(up, "web") == "Running")
+    assert wait_for(lambda: pod_phase(up, "web") == "Running")
     row = up.kubectl("get", "pod", "web").stdout.splitlines()[1].split()
     assert row[1:3] == ["1/1", "Running"]
-    pod = _pod(up, "web")
+    pod = get_pod(up, "web")
     assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
-    assert _wait(lambda: "tick web" in up.kubectl("logs", "web", "--tail=1").stdout)
+    assert wait_for(lambda: "tick web" in up.kubectl("logs", "web", "--tail=1").stdout)
     follow = subprocess.Popen(["kubectl", "logs", "-f", "web"], env={**os.environ, "KUBECONFIG": str(up.kubeconfig),
                                                                    "HOME": str(up.home)},
                               stdout=subprocess.PIPE, text=True)
@@ -106,28 +72,28 @@ def test_pod_runs_logs_and_stops_gracefully(up: ServerProcess) -> None:
     assert time.monotonic() - start < 5  # the trap exits at once on SIGTERM
     out, _ = follow.communicate(timeout=10)
     assert follow.returncode == 0 and "bye" in out
-    assert _pod(up, "web") == {}
+    assert get_pod(up, "web") == {}
 
 
 @pytest.mark.parametrize("policy,code,phase", [("Never", 1, "Failed"), ("Never", 0, "Succeeded"),
                                                ("OnFailure", 0, "Succeeded")])
 def test_restart_policy_terminal_phases(up: ServerProcess, policy: str, code: int, phase: str) -> None:
     name = f"exit-{policy.lower()}-{code}"
-    _apply(up, name, [_sh("main", f"echo finishing; exit {code}")], restartPolicy=policy)
-    assert _wait(lambda: _phase(up, name) == phase)
+    apply_pod(up, name, [sh("main", f"echo finishing; exit {code}")], restartPolicy=policy)
+    assert wait_for(lambda: pod_phase(up, name) == phase)
     assert "finishing" in up.kubectl("logs", name).stdout  # a finished pod's logs stay readable
-    term = _status(up, name, "main")["state"]["terminated"]
+    term = container_status(up, name, "main")["state"]["terminated"]
     assert term["exitCode"] == code and term["reason"] == ("Completed" if code == 0 else "Error")
     up.kubectl("delete", "pod", name)
 
 
 def test_always_restarts_into_crash_loop_backoff(up: ServerProcess) -> None:
-    _apply(up, "crasher", [_sh("main", "echo run; exit 1")])
-    assert _wait(lambda: _status(up, "crasher", "main").get("restartCount", 0) >= 2)
-    st = _status(up, "crasher", "main")
+    apply_pod(up, "crasher", [sh("main", "echo run; exit 1")])
+    assert wait_for(lambda: container_status(up, "crasher", "main").get("restartCount", 0) >= 2)
+    st = container_status(up, "crasher", "main")
     assert st["lastState"]["terminated"]["exitCode"] == 1
-    assert _wait(lambda: "CrashLoopBackOff" in up.kubectl("get", "pod", "crasher").stdout)
-    assert _phase(up, "crasher") == "Running"
+    assert wait_for(lambda: "CrashLoopBackOff" in up.kubectl("get", "pod", "crasher").stdout)
+    assert pod_phase(up, "crasher") == "Running"
     assert "run" in up.kubectl("logs", "crasher", "--previous").stdout
     up.kubectl("delete", "pod", "crasher", "--grace-period=1")
 
@@ -135,43 +101,43 @@ def test_always_restarts_into_crash_loop_backoff(up: ServerProcess) -> None:
 def test_seed_000_restart_on_exit_codes(up: ServerProcess) -> None:
     """restartPolicyRules: restart on exit code 42 although the pod says Never."""
     rules = [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]
-    _apply(up, "restart-on-exit-codes", [_sh("main", "sleep 0.3; exit 42", restartPolicy="Never",
+    apply_pod(up, "restart-on-exit-codes", [sh("main", "sleep 0.3; exit 42", restartPolicy="Never",
                                              restartPolicyRules=rules)], restartPolicy="Never")
-    assert _wait(lambda: _status(up, "restart-on-exit-codes", "main").get("restartCount", 0) >= 1)
+    assert wait_for(lambda: container_status(up, "restart-on-exit-codes", "main").get("restartCount", 0) >= 1)
     up.kubectl("delete", "pod", "restart-on-exit-codes", "--grace-period=1")
 
 
 def test_seed_000_fail_pod_if_init_fails(up: ServerProcess) -> None:
-    _apply(up, "fail-pod-if-init-fails", [_sh("main", "sleep 30")], restartPolicy="Never",
-           initContainers=[_sh("init-1", "echo one"), _sh("init-2", "exit 1"), _sh("init-3", "echo never")])
-    assert _wait(lambda: _phase(up, "fail-pod-if-init-fails") == "Failed")
-    assert _status(up, "fail-pod-if-init-fails", "init-1")["state"]["terminated"]["exitCode"] == 0
-    assert _status(up, "fail-pod-if-init-fails", "init-2")["state"]["terminated"]["exitCode"] == 1
-    assert "terminated" not in _status(up, "fail-pod-if-init-fails", "init-3").get("state", {})
-    assert "running" not in _status(up, "fail-pod-if-init-fails", "main").get("state", {})
+    apply_pod(up, "fail-pod-if-init-fails", [sh("main", "sleep 30")], restartPolicy="Never",
+           initContainers=[sh("init-1", "echo one"), sh("init-2", "exit 1"), sh("init-3", "echo never")])
+    assert wait_for(lambda: pod_phase(up, "fail-pod-if-init-fails") == "Failed")
+    assert container_status(up, "fail-pod-if-init-fails", "init-1")["state"]["terminated"]["exitCode"] == 0
+    assert container_status(up, "fail-pod-if-init-fails", "init-2")["state"]["terminated"]["exitCode"] == 1
+    assert "terminated" not in container_status(up, "fail-pod-if-init-fails", "init-3").get("state", {})
+    assert "running" not in container_status(up, "fail-pod-if-init-fails", "main").get("state", {})
     up.kubectl("delete", "pod", "fail-pod-if-init-fails")
 
 
 def test_init_containers_in_order_then_sidecar_and_app(up: ServerProcess, tmp_path: Path) -> None:
     trace = tmp_path / "trace"
-    _apply(up, "ordered", [_sh("app", f"echo app >> {trace}; trap 'echo app-stop >> {trace}; exit 0' TERM; "
+    apply_pod(up, "ordered", [sh("app", f"echo app >> {trace}; trap 'echo app-stop >> {trace}; exit 0' TERM; "
                                       "while true; do sleep 0.1; done")],
-           initContainers=[_sh("first", f"echo first >> {trace}"),
-                           _sh("side", f"echo side >> {trace}; trap 'echo side-stop >> {trace}; exit 0' TERM; "
+           initContainers=[sh("first", f"echo first >> {trace}"),
+                           sh("side", f"echo side >> {trace}; trap 'echo side-stop >> {trace}; exit 0' TERM; "
                                        "while true; do sleep 0.1; done", restartPolicy="Always",
                                startupProbe={"exec": {"command": ["grep", "-q", "side", str(trace)]},
                                              "periodSeconds": 1}),
-                           _sh("second", f"echo second >> {trace}")], terminationGracePeriodSeconds=5)
-    assert _wait(lambda: _phase(up, "ordered") == "Running")
+                           sh("second", f"echo second >> {trace}")], terminationGracePeriodSeconds=5)
+    assert wait_for(lambda: pod_phase(up, "ordered") == "Running")
     assert "Init" not in up.kubectl("get", "pod", "ordered").stdout
     up.kubectl("delete", "pod", "ordered")
     assert trace.read_text().split() == ["first", "side", "second", "app", "app-stop", "side-stop"]
 
 
 def test_sigterm_ignored_waits_for_the_grace_period(up: ServerProcess) -> None:
-    _apply(up, "stubborn", [_sh("main", "trap '' TERM; while true; do sleep 0.1; done")],
+    apply_pod(up, "stubborn", [sh("main", "trap '' TERM; while true; do sleep 0.1; done")],
            terminationGracePeriodSeconds=3)
-    assert _wait(lambda: _phase(up, "stubborn") == "Running")
+    assert wait_for(lambda: pod_phase(up, "stubborn") == "Running")
     start = time.monotonic()
     up.kubectl("delete", "pod", "stubborn")
     elapsed = time.monotonic() - start
@@ -180,9 +146,9 @@ def test_sigterm_ignored_waits_for_the_grace_period(up: ServerProcess) -> None:
 
 def test_stop_signal_and_force_delete_kill_the_process_group(up: ServerProcess, tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
-    _apply(up, "forced", [_sh("main", f"echo $$$$ > {pidfile}; trap '' TERM; sleep 1000 & wait",
+    apply_pod(up, "forced", [sh("main", f"echo $$$$ > {pidfile}; trap '' TERM; sleep 1000 & wait",
                               lifecycle={"stopSignal": "SIGINT"})], terminationGracePeriodSeconds=30)
-    assert _wait(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
+    assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
     pid = int(pidfile.read_text())
     res = up.kubectl("delete", "pod", "forced", "--grace-period=0", "--force")
     assert "Immediate deletion does not wait" in res.stderr
@@ -194,26 +160,26 @@ def test_stop_signal_and_force_delete_kill_the_process_group(up: ServerProcess, 
             return True
         return False
 
-    assert _wait(dead, 10)  # processes of a force-deleted pod are still killed (short grace)
+    assert wait_for(dead, 10)  # processes of a force-deleted pod are still killed (short grace)
 
 
 def test_unknown_image_without_command_fails_clearly(up: ServerProcess) -> None:
-    _apply(up, "no-entry", [{"name": "main", "image": "example.com/unknown:1"}])
-    assert _wait(lambda: _status(up, "no-entry", "main").get("state", {}).get("waiting", {}).get("reason")
+    apply_pod(up, "no-entry", [{"name": "main", "image": "example.com/unknown:1"}])
+    assert wait_for(lambda: container_status(up, "no-entry", "main").get("state", {}).get("waiting", {}).get("reason")
                  == "CreateContainerConfigError")
     assert "CreateContainerConfigError" in up.kubectl("get", "pod", "no-entry").stdout
     up.kubectl("delete", "pod", "no-entry", "--grace-period=1")
-    _apply(up, "catalog", [{"name": "main", "image": "example.com/echo:1"}])
-    assert _wait(lambda: "from-catalog" in up.kubectl("logs", "catalog", check=False).stdout)
+    apply_pod(up, "catalog", [{"name": "main", "image": "example.com/echo:1"}])
+    assert wait_for(lambda: "from-catalog" in up.kubectl("logs", "catalog", check=False).stdout)
     up.kubectl("delete", "pod", "catalog", "--grace-period=1")
 
 
 def test_node_side_admission_refuses_what_does_not_fit(up: ServerProcess) -> None:
     node = json.loads(up.kubectl("get", "nodes", "-o", "json").stdout)["items"][0]["metadata"]["name"]
-    _apply(up, "too-big", [{"name": "main", "image": "busybox", "command": ["true"],
+    apply_pod(up, "too-big", [{"name": "main", "image": "busybox", "command": ["true"],
                             "resources": {"requests": {"cpu": "1000"}}}], nodeName=node)
-    assert _wait(lambda: _phase(up, "too-big") == "Failed")
-    assert _pod(up, "too-big")["status"]["reason"] == "OutOfcpu"
+    assert wait_for(lambda: pod_phase(up, "too-big") == "Failed")
+    assert get_pod(up, "too-big")["status"]["reason"] == "OutOfcpu"
     up.kubectl("delete", "pod", "too-big")
 
 
@@ -225,48 +191,48 @@ def test_agent_shutdown_leaves_no_process(tmp_path: Path) -> None:
     c = ServerProcess(data, port, proc, tmp_path / "home")
     (tmp_path / "home").mkdir()
     try:
-        assert _wait(lambda: (data / "kubeconfig").exists() and "Ready" in c.kubectl("get", "nodes",
+        assert wait_for(lambda: (data / "kubeconfig").exists() and "Ready" in c.kubectl("get", "nodes",
                                                                                       check=False).stdout)
         pidfile = tmp_path / "pid"
-        _apply(c, "orphan-check", [_sh("main", f"echo $$$$ > {pidfile}; while true; do sleep 0.1; done")])
-        assert _wait(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
+        apply_pod(c, "orphan-check", [sh("main", f"echo $$$$ > {pidfile}; while true; do sleep 0.1; done")])
+        assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
         pid = int(pidfile.read_text())
     finally:
         c.stop(signal.SIGTERM)
-    assert _wait(lambda: not Path(f"/proc/{pid}").exists(), 10)
+    assert wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10)
 
 
 def _ready(c: ServerProcess, name: str) -> str:
-    conds = _pod(c, name).get("status", {}).get("conditions") or []
+    conds = get_pod(c, name).get("status", {}).get("conditions") or []
     return next((x["status"] for x in conds if x["type"] == "Ready"), "")
 
 
 def test_readiness_http_probe_and_readiness_gate(up: ServerProcess) -> None:
     port = free_port()
-    _apply(up, "probed", [_sh("main", f"sleep 1.5; exec python3 -m http.server {port} --bind 127.0.0.1",
+    apply_pod(up, "probed", [sh("main", f"sleep 1.5; exec python3 -m http.server {port} --bind 127.0.0.1",
                               readinessProbe={"httpGet": {"path": "/", "port": port}, "periodSeconds": 1})],
            readinessGates=[{"conditionType": "example.com/gate"}])
-    assert _wait(lambda: _phase(up, "probed") == "Running")
+    assert wait_for(lambda: pod_phase(up, "probed") == "Running")
     assert _ready(up, "probed") == "False"
-    assert _wait(lambda: _status(up, "probed", "main").get("ready") is True)
+    assert wait_for(lambda: container_status(up, "probed", "main").get("ready") is True)
     assert _ready(up, "probed") == "False"  # the readiness gate is still missing (counts as False)
     up.kubectl("patch", "pod", "probed", "--subresource=status", "--type=strategic", "-p",
                '{"status":{"conditions":[{"type":"example.com/gate","status":"True"}]}}')
-    assert _wait(lambda: _ready(up, "probed") == "True")
+    assert wait_for(lambda: _ready(up, "probed") == "True")
     assert "1/1" in up.kubectl("get", "pod", "probed", "-o", "wide").stdout
     up.kubectl("delete", "pod", "probed", "--grace-period=1")
 
 
 def test_liveness_exec_failure_restarts_and_startup_gates(up: ServerProcess, tmp_path: Path) -> None:
     flag = tmp_path / "started"
-    _apply(up, "lively", [_sh("main", f"sleep 1; touch {flag}; while true; do sleep 0.1; done",
+    apply_pod(up, "lively", [sh("main", f"sleep 1; touch {flag}; while true; do sleep 0.1; done",
                               startupProbe={"exec": {"command": ["test", "-f", str(flag)]}, "periodSeconds": 1,
                                             "failureThreshold": 10},
                               livenessProbe={"exec": {"command": ["false"]}, "periodSeconds": 1,
                                              "failureThreshold": 2, "terminationGracePeriodSeconds": 1})])
-    assert _wait(lambda: _phase(up, "lively") == "Running")
-    assert _status(up, "lively", "main").get("started") is False  # the startup probe has not passed yet
-    assert _wait(lambda: _status(up, "lively", "main").get("restartCount", 0) >= 1, 30)
+    assert wait_for(lambda: pod_phase(up, "lively") == "Running")
+    assert container_status(up, "lively", "main").get("started") is False  # the startup probe has not passed yet
+    assert wait_for(lambda: container_status(up, "lively", "main").get("restartCount", 0) >= 1, 30)
     events = up.kubectl("get", "events", "--field-selector", "involvedObject.name=lively").stdout
     assert "Unhealthy" in events and "Liveness probe failed" in events
     up.kubectl("delete", "pod", "lively", "--grace-period=1")
@@ -274,12 +240,12 @@ def test_liveness_exec_failure_restarts_and_startup_gates(up: ServerProcess, tmp
 
 def test_post_start_and_pre_stop_hooks(up: ServerProcess, tmp_path: Path) -> None:
     post, pre = tmp_path / "post", tmp_path / "pre"
-    _apply(up, "hooked", [_sh("main", "trap 'exit 0' TERM; while true; do sleep 0.1; done", lifecycle={
+    apply_pod(up, "hooked", [sh("main", "trap 'exit 0' TERM; while true; do sleep 0.1; done", lifecycle={
         "postStart": {"exec": {"command": ["sh", "-c", f"echo started > {post}"]}},
         "preStop": {"exec": {"command": ["sh", "-c", f"sleep 1; echo stopping > {pre}"]}}})],
            terminationGracePeriodSeconds=10)
-    assert _wait(lambda: _phase(up, "hooked") == "Running")
-    assert _wait(lambda: post.exists())
+    assert wait_for(lambda: pod_phase(up, "hooked") == "Running")
+    assert wait_for(lambda: post.exists())
     start = time.monotonic()
     up.kubectl("delete", "pod", "hooked")
     assert time.monotonic() - start >= 1.0  # preStop ran (and finished) before the stop signal
@@ -287,10 +253,10 @@ def test_post_start_and_pre_stop_hooks(up: ServerProcess, tmp_path: Path) -> Non
 
 
 def test_pre_stop_sleep_overrun_gets_the_two_second_extension(up: ServerProcess) -> None:
-    _apply(up, "overrun", [_sh("main", "trap '' TERM; while true; do sleep 0.1; done",
+    apply_pod(up, "overrun", [sh("main", "trap '' TERM; while true; do sleep 0.1; done",
                                lifecycle={"preStop": {"sleep": {"seconds": 30}}})],
            terminationGracePeriodSeconds=2)
-    assert _wait(lambda: _phase(up, "overrun") == "Running")
+    assert wait_for(lambda: pod_phase(up, "overrun") == "Running")
     start = time.monotonic()
     up.kubectl("delete", "pod", "overrun")
     elapsed = time.monotonic() - start
@@ -300,9 +266,9 @@ def test_pre_stop_sleep_overrun_gets_the_two_second_extension(up: ServerProcess)
 
 
 def test_second_delete_shortens_the_grace_period(up: ServerProcess) -> None:
-    _apply(up, "shorten", [_sh("main", "trap '' TERM; while true; do sleep 0.1; done")],
+    apply_pod(up, "shorten", [sh("main", "trap '' TERM; while true; do sleep 0.1; done")],
            terminationGracePeriodSeconds=60)
-    assert _wait(lambda: _phase(up, "shorten") == "Running")
+    assert wait_for(lambda: pod_phase(up, "shorten") == "Running")
     up.kubectl("delete", "pod", "shorten", "--wait=false")
     time.sleep(0.5)
     start = time.monotonic()
@@ -312,19 +278,59 @@ def test_second_delete_shortens_the_grace_period(up: ServerProcess) -> None:
 
 def test_readme_quick_start_kubectl_run(up: ServerProcess) -> None:
     up.kubectl("run", "hello", "--image=busybox", "--", "sh", "-c", "while true; do echo hello; sleep 0.2; done")
-    assert _wait(lambda: "hello" in up.kubectl("logs", "hello", "--tail=1", check=False).stdout)
+    assert wait_for(lambda: "hello" in up.kubectl("logs", "hello", "--tail=1", check=False).stdout)
     up.kubectl("delete", "pod", "hello")
-    assert _pod(up, "hello") == {}
+    assert get_pod(up, "hello") == {}
 
 
 def test_empty_dir_shared_between_sidecar_and_app(up: ServerProcess, tmp_path: Path) -> None:
     mount = str(tmp_path / "shared")
-    _apply(up, "shared", [_sh("app", f"while [ ! -f {mount}/msg ]; do sleep 0.1; done; cat {mount}/msg; "
+    apply_pod(up, "shared", [sh("app", f"while [ ! -f {mount}/msg ]; do sleep 0.1; done; cat {mount}/msg; "
                                      "while true; do sleep 0.2; done",
                               volumeMounts=[{"name": "data", "mountPath": mount}])],
-           initContainers=[_sh("writer", f"echo from-sidecar > {mount}/msg; while true; do sleep 0.2; done",
+           initContainers=[sh("writer", f"echo from-sidecar > {mount}/msg; while true; do sleep 0.2; done",
                                restartPolicy="Always", volumeMounts=[{"name": "data", "mountPath": mount}])],
            volumes=[{"name": "data", "emptyDir": {}}])
-    assert _wait(lambda: "from-sidecar" in up.kubectl("logs", "shared", "-c", "app", check=False).stdout)
+    assert wait_for(lambda: "from-sidecar" in up.kubectl("logs", "shared", "-c", "app", check=False).stdout)
     assert not (tmp_path / "shared" / "msg").exists()  # the file lives in the pod's emptyDir, not the host path
     up.kubectl("delete", "pod", "shared", "--grace-period=1")
+
+
+needs_cgroups = pytest.mark.skipif(Cgroups.detect() is None, reason="no writable cgroup hierarchy on this host")
+
+
+@needs_cgroups
+def test_memory_limit_kills_the_container_as_oom_killed(up: ServerProcess) -> None:
+    hog = [sys.executable, "-c", "import time; x = bytearray(400 * 1024 * 1024); time.sleep(30)"]
+    apply_pod(up, "hog", [{"name": "main", "image": "python", "command": hog,
+                           "resources": {"limits": {"memory": "64Mi"}}}], restartPolicy="Never")
+    assert wait_for(lambda: pod_phase(up, "hog") == "Failed")
+    term = container_status(up, "hog", "main")["state"]["terminated"]
+    assert (term["reason"], term["exitCode"]) == ("OOMKilled", 137)
+    up.kubectl("delete", "pod", "hog")
+
+
+def _cpu_seconds(pgid: int) -> float:
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[2]) == pgid:
+                ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@needs_cgroups
+def test_cpu_limit_throttles_a_busy_container(up: ServerProcess) -> None:
+    apply_pod(up, "spinner", [sh("main", "while :; do :; done", resources={"limits": {"cpu": "100m"}})])
+    assert wait_for(lambda: pod_phase(up, "spinner") == "Running")
+    pgid = int(container_status(up, "spinner", "main")["containerID"].removeprefix("kubelite://"))
+    before, start = _cpu_seconds(pgid), time.monotonic()
+    time.sleep(2)
+    used = (_cpu_seconds(pgid) - before) / (time.monotonic() - start)
+    assert used < 0.2, f"{used:.2f} CPU with a 100m limit"
+    up.kubectl("delete", "pod", "spinner", "--grace-period=1")

@@ -1,0 +1,190 @@
+"""An agent killed with SIGKILL and restarted takes over from its checkpoint (L16), with real processes.
+
+The control plane (`kubelite server`) keeps running; the agent is a separate `kubelite agent`
+process that each test kills and starts again. Pods name their node, so no scheduler is involved.
+A process counts as alive while /proc shows it in any state but zombie: this machine's init does
+not reap orphans, so a container that ended while no agent was its parent stays a zombie.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ServerProcess, start_server
+from tests.e2e.pods import apply_pod, container_status, get_pod, pod_phase, sh, wait_for
+
+pytestmark = pytest.mark.e2e
+NODE = "restart-node"
+
+
+class AgentProcess:
+    def __init__(self, server: ServerProcess, data_dir: Path) -> None:
+        self.server, self.data_dir = server, data_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
+                                      str(self.server.kubeconfig), "--node-name", NODE, "--data-dir",
+                                      str(self.data_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, AgentProcess]]:
+    base = tmp_path_factory.mktemp("restart")
+    server = start_server(base / "server", base / "home", extra=["--disable", "scheduler"])
+    agent = AgentProcess(server, base / "agent")
+    agent.start()
+    assert wait_for(lambda: NODE in server.kubectl("get", "nodes", check=False).stdout)
+    yield server, agent
+    agent.stop()
+    server.stop()
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def group_alive(pgid: int) -> bool:
+    """Any non-zombie process in the process group `pgid`."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                return True
+    return False
+
+
+def shim_pid(c: ServerProcess, pod: str) -> int:
+    return int(container_status(c, pod, "main")["containerID"].removeprefix("kubelite://"))
+
+
+def on_node(c: ServerProcess, name: str, containers: list[dict[str, object]], **spec: object) -> None:
+    apply_pod(c, name, containers, nodeName=NODE, **spec)
+
+
+def test_live_containers_are_re_adopted_with_their_logs(cluster: tuple[ServerProcess, AgentProcess],
+                                                        tmp_path: Path) -> None:
+    server, agent = cluster
+    on_node(server, "survivor", [sh("main", "trap 'exit 0' TERM; i=0; while true; do echo tick $i; i=$((i+1)); "
+                                            "sleep 0.1; done")])
+    assert wait_for(lambda: pod_phase(server, "survivor") == "Running")
+    pid = shim_pid(server, "survivor")
+    agent.kill9()
+    time.sleep(1.5)  # the container keeps running and writing while no agent reads its pipes
+    assert group_alive(pid)
+    agent.start()
+    assert wait_for(lambda: "tick" in server.kubectl("logs", "survivor", "--tail=1", check=False).stdout)
+    before = int(server.kubectl("logs", "survivor", "--tail=1").stdout.split()[1])
+    assert wait_for(lambda: int(server.kubectl("logs", "survivor", "--tail=1").stdout.split()[1]) > before + 5)
+    ticks = [int(line.split()[1]) for line in server.kubectl("logs", "survivor").stdout.splitlines()]
+    assert ticks == list(range(len(ticks)))  # nothing written while the agent was away is lost
+    st = container_status(server, "survivor", "main")
+    assert st["restartCount"] == 0 and "running" in st["state"] and shim_pid(server, "survivor") == pid
+    server.kubectl("delete", "pod", "survivor")
+    assert not group_alive(pid)
+
+
+@pytest.mark.parametrize("policy,phase,restarts", [("Never", "Failed", 0), ("OnFailure", "Running", 1)])
+def test_exit_while_the_agent_is_down_is_reported_with_its_code(cluster: tuple[ServerProcess, AgentProcess],
+                                                                policy: str, phase: str, restarts: int) -> None:
+    server, agent = cluster
+    name = f"exits-{policy.lower()}"
+    on_node(server, name, [sh("main", "test -e /tmp/$(POD) && exec sleep 30; touch /tmp/$(POD); sleep 1; exit 3",
+                              env=[{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}])],
+            restartPolicy=policy)
+    assert wait_for(lambda: pod_phase(server, name) == "Running")
+    pid = shim_pid(server, name)
+    agent.kill9()
+    assert wait_for(lambda: not group_alive(pid), 5)
+    agent.start()
+    assert wait_for(lambda: container_status(server, name, "main").get("restartCount") == restarts and
+                    pod_phase(server, name) == phase)
+    st = container_status(server, name, "main")
+    terminated = st["state"].get("terminated") or st["lastState"]["terminated"]
+    assert terminated["exitCode"] == 3 and terminated["reason"] == "Error"
+    server.kubectl("delete", "pod", name, "--grace-period=1")
+
+
+def test_termination_restarts_with_the_full_grace_period(cluster: tuple[ServerProcess, AgentProcess]) -> None:
+    server, agent = cluster
+    on_node(server, "stubborn", [sh("main", "trap '' TERM; while true; do sleep 0.1; done")],
+            terminationGracePeriodSeconds=6)
+    assert wait_for(lambda: pod_phase(server, "stubborn") == "Running")
+    pid = shim_pid(server, "stubborn")
+    server.kubectl("delete", "pod", "stubborn", "--wait=false")
+    time.sleep(1)
+    agent.kill9()
+    assert group_alive(pid)  # SIGTERM is ignored; only the agent's SIGKILL at the deadline ends it
+    restarted = time.monotonic()
+    agent.start()
+    assert wait_for(lambda: get_pod(server, "stubborn") == {}, 15)
+    took = time.monotonic() - restarted
+    assert 6 <= took <= 6 + 2.5, took  # the full grace again from the restart (+ agent start-up)
+    assert not group_alive(pid)
+
+
+def test_pod_deleted_while_the_agent_is_down_has_its_processes_stopped(
+        cluster: tuple[ServerProcess, AgentProcess]) -> None:
+    server, agent = cluster
+    on_node(server, "forgotten", [sh("main", "while true; do sleep 0.1; done")])
+    assert wait_for(lambda: pod_phase(server, "forgotten") == "Running")
+    pid = shim_pid(server, "forgotten")
+    uid = get_pod(server, "forgotten")["metadata"]["uid"]
+    agent.kill9()
+    server.kubectl("delete", "pod", "forgotten", "--force", "--grace-period=0")
+    assert group_alive(pid)
+    agent.start()
+    assert wait_for(lambda: not group_alive(pid), 10)
+    assert not list(agent.data_dir.glob(f"pods/*_{uid}/checkpoint.json"))
+
+
+def test_a_reused_pid_is_never_adopted(cluster: tuple[ServerProcess, AgentProcess]) -> None:
+    """The checkpoint names a process by pid and kernel start time: another process with that pid is left alone."""
+    server, agent = cluster
+    on_node(server, "replaced", [sh("main", "while true; do sleep 0.1; done")], restartPolicy="Never")
+    assert wait_for(lambda: pod_phase(server, "replaced") == "Running")
+    uid = get_pod(server, "replaced")["metadata"]["uid"]
+    agent.kill9()
+    [path] = agent.data_dir.glob(f"pods/*_{uid}/checkpoint.json")
+    saved = json.loads(path.read_text())
+    old = saved["containers"]["main"]["process"]["pid"]
+    bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    saved["containers"]["main"]["process"]["pid"] = bystander.pid  # as if the pid had been reused
+    path.write_text(json.dumps(saved))
+    try:
+        agent.start()
+        assert wait_for(lambda: pod_phase(server, "replaced") == "Failed")
+        assert container_status(server, "replaced", "main")["state"]["terminated"]["exitCode"] == 137
+        server.kubectl("delete", "pod", "replaced")
+        assert alive(bystander.pid)
+    finally:
+        bystander.kill()
+        bystander.wait()
+        os.killpg(old, signal.SIGKILL)

@@ -1,0 +1,70 @@
+"""The process runtime with real processes: the shim's exit records, CRI log lines, re-adoption by checkpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+
+from kubelite.agent.logs import _format
+from kubelite.agent.runtime import MAX_LINE, Exit, ProcessRuntime
+from kubelite.clock import RealClock
+
+
+@pytest.mark.parametrize("name,script,sig,exit", [
+    ("exit zero is recorded", "exit 0", 0, Exit(0)),
+    ("exit code is recorded", "exit 3", 0, Exit(3)),
+    ("death by the stop signal is 128+signal", "sleep 30", signal.SIGTERM, Exit(143)),
+    ("a trapped stop signal lets the container choose its code", "trap 'exit 7' USR1; while :; do sleep 0.05; done",
+     signal.SIGUSR1, Exit(7)),
+    ("SIGKILL to the group ends the shim too", "trap '' TERM; sleep 30", signal.SIGKILL,
+     Exit(137, signal.SIGKILL)),
+])
+async def test_exit_status(tmp_path: Path, name: str, script: str, sig: int, exit: Exit) -> None:
+    rt = ProcessRuntime(RealClock())
+    p = await rt.start(["sh", "-c", script], {"PATH": "/usr/bin:/bin"}, None, tmp_path / "c" / "0.log")
+    if sig:
+        await asyncio.sleep(0.2)
+        rt.signal(p, sig)
+    assert await asyncio.wait_for(rt.wait(p), 10) == exit
+
+
+async def test_log_lines_are_cri_entries_and_long_lines_are_split(tmp_path: Path) -> None:
+    rt = ProcessRuntime(RealClock())
+    long = "x" * (MAX_LINE + 10)
+    p = await rt.start(["sh", "-c", f"echo out; echo err >&2; printf {long}"], {"PATH": "/usr/bin:/bin"}, None,
+                       tmp_path / "0.log")
+    await rt.wait(p)
+    await asyncio.gather(*p.readers)
+    entries = p.log_path.read_bytes().splitlines(keepends=True)
+    tags = sorted(e.split(b" ")[1] + b" " + e.split(b" ")[2] for e in entries)
+    assert tags == [b"stderr F", b"stdout F", b"stdout F", b"stdout P"]
+    stdout = b"".join(_format(e, False) for e in entries if b" stdout " in e)
+    assert stdout == b"out\n" + long.encode() + b"\n"
+
+
+async def test_a_new_runtime_adopts_a_live_process_and_sees_its_exit(tmp_path: Path) -> None:
+    first = ProcessRuntime(RealClock())
+    p = await first.start(["sh", "-c", "trap 'exit 5' TERM; echo ready; while :; do sleep 0.05; done"],
+                          {"PATH": "/usr/bin:/bin"}, None, tmp_path / "0.log")
+    saved = p.checkpoint()
+    await asyncio.sleep(0.2)
+    adopted = ProcessRuntime(RealClock()).adopt(saved)
+    assert adopted.alive and adopted.pid == p.pid
+    first.signal(adopted, signal.SIGTERM)
+    assert await asyncio.wait_for(first.wait(adopted), 10) == Exit(5)  # read from the shim's record
+    await first.wait(p)
+
+
+async def test_adopting_an_ended_or_reused_process(tmp_path: Path) -> None:
+    rt = ProcessRuntime(RealClock())
+    p = await rt.start(["sh", "-c", "exit 4"], {"PATH": "/usr/bin:/bin"}, None, tmp_path / "0.log")
+    await rt.wait(p)
+    assert rt.adopt(p.checkpoint()).result == Exit(4)
+    live = await rt.start(["sleep", "30"], {"PATH": "/usr/bin:/bin"}, None, tmp_path / "1.log")
+    reused = {**live.checkpoint(), "ticks": live.ticks + 1}  # same pid, another process
+    assert rt.adopt(reused).result == Exit(137, signal.SIGKILL)
+    rt.kill(live)
+    await rt.wait(live)
