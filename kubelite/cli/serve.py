@@ -1,7 +1,9 @@
-"""The composition root for `kubelite server` and `kubelite up`: store, API server, TLS, kubeconfig.
+"""The composition root for `kubelite server`, `up`, `agent` and `scheduler`.
 
-The scheduler, controllers and the local node agent join here as their packages land;
-`up` is `server` until the agent exists.
+`server` is the store, the API server (TLS, token, kubeconfig), the scheduler and the
+controllers in one process; the components are API clients even there. `up` adds the local
+node agent as a supervised child process: it uses the other core, and like kubelet under
+systemd it is restarted if it dies, re-adopting its pods' processes from its checkpoint.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import signal
 import socket
 import ssl
+import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +30,17 @@ from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
 from kubelite.client.http import ApiClient
-from kubelite.clock import RealClock
+from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
-
-__all__ = ["ConfigError", "NodeConfigError", "Options", "run", "run_agent", "run_scheduler"]
 from kubelite.scheduler.scheduler import Scheduler
 from kubelite.store.sqlite import SQLiteStore
 
+__all__ = ["ConfigError", "NodeConfigError", "Options", "run", "run_agent", "run_scheduler"]
 log = logging.getLogger("kubelite")
-
-
+AGENT_RESTART_DELAY = 1.0
+AGENT_STOP_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,9 @@ def run(opts: Options) -> int:
         raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
                           f"not {opts.bind}")
     sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
-    node = node_config.load(opts.node_config) if opts.local_node else None
-    uvloop.run(_serve(opts, sched, node))
+    if opts.local_node:
+        node_config.load(opts.node_config)  # a bad file fails `up` now, not its agent in a restart loop
+    uvloop.run(_serve(opts, sched))
     return 0
 
 
@@ -107,8 +110,24 @@ async def _until_signalled() -> None:
     await stop.wait()
 
 
-async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
-                 node: node_config.NodeConfig | None) -> None:
+async def _supervise(argv: list[str], clock: Clock) -> None:
+    """Run a child process until cancelled, restarting it whenever it exits; on cancel, SIGTERM and wait."""
+    while True:
+        proc = await asyncio.create_subprocess_exec(*argv)
+        try:
+            code = await proc.wait()
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            finished, _ = await bounded(clock, proc.wait(), AGENT_STOP_TIMEOUT)
+            if not finished:
+                proc.kill()
+            raise
+        log.warning("node agent exited with %s; restarting it", code)
+        await clock.sleep(AGENT_RESTART_DELAY)
+
+
+async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) -> None:
     data = opts.data_dir
     data.mkdir(parents=True, exist_ok=True)
     store = await SQLiteStore.open(data / "state.db")
@@ -143,10 +162,12 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
     if "controllers" not in opts.disabled:
         components.append(asyncio.create_task(DisruptionController(client, RealClock()).run(),
                                               name="disruption-controller"))
-    if node is not None:
-        (data / "agent").mkdir(exist_ok=True)
-        agent = Agent(client, RealClock(), socket.gethostname().lower(), data / "agent", node, "127.0.0.1")
-        components.append(asyncio.create_task(agent.run(), name="agent"))
+    if opts.local_node:
+        argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
+                socket.gethostname().lower(), "--data-dir", str(data / "agent"), "--address", "127.0.0.1"]
+        if opts.node_config is not None:
+            argv += ["--node-config", str(opts.node_config)]
+        components.append(asyncio.create_task(_supervise(argv, RealClock()), name="agent"))
     await _until_signalled()
     log.info("shutting down")
     for task in components:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tests.conftest import ServerProcess
@@ -43,3 +44,37 @@ def container_status(c: ServerProcess, name: str, container: str) -> dict[str, A
         if cs["name"] == container:
             return dict(cs)
     return {}
+
+
+def proc_stats() -> dict[int, list[str]]:
+    """/proc/PID/stat fields after the command name, for every process."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            found[int(entry.name)] = stat[stat.rindex(")") + 2:].split()
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def group_alive(pgid: int) -> bool:
+    """Any non-zombie process in the process group `pgid`."""
+    return any(f[0] != "Z" and int(f[2]) == pgid for f in proc_stats().values())
+
+
+def agent_pid(up_pid: int) -> int:
+    """The `kubelite agent` child process of `kubelite up`."""
+    for pid, fields in proc_stats().items():
+        if int(fields[1]) == up_pid and b"agent" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+            return pid
+    raise LookupError(f"no agent process under {up_pid}")

@@ -16,7 +16,7 @@ import pytest
 
 from kubelite.agent.cgroups import Cgroups
 from tests.conftest import ServerProcess, free_port
-from tests.e2e.pods import apply_pod, container_status, get_pod, pod_phase, sh, wait_for
+from tests.e2e.pods import agent_pid, alive, apply_pod, container_status, get_pod, pod_phase, proc_stats, sh, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -183,11 +183,11 @@ def test_node_side_admission_refuses_what_does_not_fit(up: ServerProcess) -> Non
     up.kubectl("delete", "pod", "too-big")
 
 
-def test_agent_shutdown_leaves_no_process(tmp_path: Path) -> None:
+def test_up_restarts_its_killed_agent_and_leaves_no_process_when_stopped(tmp_path: Path) -> None:
     port = free_port()
     data = tmp_path / "data"
     proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "up", "--data-dir", str(data), "--port",
-                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     c = ServerProcess(data, port, proc, tmp_path / "home")
     (tmp_path / "home").mkdir()
     try:
@@ -197,9 +197,26 @@ def test_agent_shutdown_leaves_no_process(tmp_path: Path) -> None:
         apply_pod(c, "orphan-check", [sh("main", f"echo $$$$ > {pidfile}; while true; do sleep 0.1; done")])
         assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
         pid = int(pidfile.read_text())
+        container_id = container_status(c, "orphan-check", "main")["containerID"]
+        first = agent_pid(proc.pid)
+        os.kill(first, signal.SIGKILL)
+        assert wait_for(lambda: _agent(proc.pid) not in (None, first))  # the supervisor started another
+        assert wait_for(lambda: c.kubectl("logs", "orphan-check", check=False).returncode == 0)  # it serves logs
+        time.sleep(1)
+        # the new agent re-adopted the container rather than starting another one
+        assert alive(pid) and int(pidfile.read_text()) == pid
+        st = container_status(c, "orphan-check", "main")
+        assert (st["containerID"], st["restartCount"]) == (container_id, 0) and "running" in st["state"]
     finally:
         c.stop(signal.SIGTERM)
-    assert wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10)
+    assert wait_for(lambda: not alive(pid), 10)
+
+
+def _agent(up_pid: int) -> int | None:
+    try:
+        return agent_pid(up_pid)
+    except LookupError:
+        return None
 
 
 def _ready(c: ServerProcess, name: str) -> str:
@@ -311,16 +328,7 @@ def test_memory_limit_kills_the_container_as_oom_killed(up: ServerProcess) -> No
 
 
 def _cpu_seconds(pgid: int) -> float:
-    ticks = 0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if int(fields[2]) == pgid:
-                ticks += int(fields[11]) + int(fields[12])
+    ticks = sum(int(f[11]) + int(f[12]) for f in proc_stats().values() if int(f[2]) == pgid)
     return ticks / os.sysconf("SC_CLK_TCK")
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import apply_pod, container_status, get_pod, pod_phase, sh, wait_for
+from tests.e2e.pods import alive, apply_pod, container_status, get_pod, group_alive, pod_phase, sh, wait_for
 
 pytestmark = pytest.mark.e2e
 NODE = "restart-node"
@@ -57,28 +57,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPr
     yield server, agent
     agent.stop()
     server.stop()
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
-
-
-def group_alive(pgid: int) -> bool:
-    """Any non-zombie process in the process group `pgid`."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if fields[0] != "Z" and int(fields[2]) == pgid:
-                return True
-    return False
 
 
 def shim_pid(c: ServerProcess, pod: str) -> int:
