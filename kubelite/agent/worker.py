@@ -35,6 +35,7 @@ log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
 MIN_STOP_WINDOW = 2.0
+DEADLINE_EXCEEDED = "DeadlineExceeded"
 
 
 @dataclass
@@ -109,6 +110,7 @@ class PodWorker:
         self._stop_deadline = float("inf")
         self._transitions: dict[str, tuple[str, str]] = {}
         self._checkpointed: Obj | None = None
+        self.failure: tuple[str, str] | None = None  # (reason, message) when the agent failed the pod
 
     # --- inputs ----------------------------------------------------------------------------------
 
@@ -140,6 +142,10 @@ class PodWorker:
                     await self._refuse(*refusal)
                     return
             while not self.gone and not self.pod["metadata"].get("deletionTimestamp"):
+                if self._past_deadline():
+                    await self._fail(DEADLINE_EXCEEDED, "Pod was active on the node longer than the specified "
+                                                        "deadline")
+                    break
                 await self._sync()
                 if self._terminal():
                     await self._finish()
@@ -189,9 +195,29 @@ class PodWorker:
             self._checkpointed = data
             checkpoint.save(self.logs_dir, data)
 
+    def _active_deadline(self) -> float | None:
+        seconds = self.pod["spec"].get("activeDeadlineSeconds")
+        return None if seconds is None else self.started_at + float(seconds)
+
+    def _past_deadline(self) -> bool:
+        """kubelet's activeDeadlineHandler: the pod has been active longer than spec.activeDeadlineSeconds."""
+        deadline = self._active_deadline()
+        return deadline is not None and self.agent.clock.now() >= deadline
+
+    async def _fail(self, reason: str, message: str) -> None:
+        """Stop every container with the pod's grace period and leave the pod Failed with `reason` (not deleted)."""
+        self.agent.event(self.pod, reason, message, "Warning")
+        self.failure = (reason, message)
+        await self._stop_all()
+        await self._publish(False, final=True)
+
     async def _sleep_until_change(self) -> None:
         self.wake.clear()
-        pending = [r.not_before for r in self.records if r.not_before > self.agent.clock.now()]
+        now = self.agent.clock.now()
+        pending = [r.not_before for r in self.records if r.not_before > now]
+        deadline = self._active_deadline()
+        if deadline is not None:
+            pending.append(deadline)
         if not pending:
             await self.wake.wait()
             return
@@ -388,6 +414,8 @@ class PodWorker:
             kill_at = max(signalled + MIN_STOP_WINDOW, self._deadline())
             finished, _ = await bounded(self.agent.clock, self._exit_or_update(p), kill_at - self.agent.clock.now())
             if not finished:
+                self.agent.event(self.pod, "ExceededGracePeriod", f"Container {r.name} did not stop within the "
+                                                                  "grace period and was killed", "Warning")
                 self.agent.runtime.kill(p)
                 await p.exited()
 
@@ -456,6 +484,8 @@ class PodWorker:
         return views
 
     def _phase(self) -> str:
+        if self.failure is not None:
+            return "Failed"
         initializing = not self.initialized
         if self.pod["metadata"].get("deletionTimestamp") and all(not r.running for r in self.records):
             apps = [r for r in self.records if r.kind == "app"]
@@ -520,6 +550,8 @@ class PodWorker:
         }
         if inits:
             status["initContainerStatuses"] = [self._container_status(r) for r in inits]
+        if self.failure is not None:
+            status["reason"], status["message"] = self.failure
         if status == self._written:
             return
         self._written = status

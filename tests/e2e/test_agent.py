@@ -342,3 +342,13 @@ def test_cpu_limit_throttles_a_busy_container(up: ServerProcess) -> None:
     used = (_cpu_seconds(pgid) - before) / (time.monotonic() - start)
     assert used < 0.2, f"{used:.2f} CPU with a 100m limit"
     up.kubectl("delete", "pod", "spinner", "--grace-period=1")
+
+
+def test_active_deadline_stops_the_pod_as_failed(up: ServerProcess) -> None:
+    apply_pod(up, "deadline", [sh("main", "while true; do sleep 0.1; done")], activeDeadlineSeconds=2)
+    assert wait_for(lambda: pod_phase(up, "deadline") == "Failed", 15)
+    pod = get_pod(up, "deadline")
+    assert pod["status"]["reason"] == "DeadlineExceeded"
+    assert "terminated" in container_status(up, "deadline", "main")["state"]
+    assert "DeadlineExceeded" in up.kubectl("get", "events", "--field-selector", "involvedObject.name=deadline").stdout
+    up.kubectl("delete", "pod", "deadline")

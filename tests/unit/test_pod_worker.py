@@ -148,6 +148,8 @@ async def test_grace_period_then_sigkill(tmp_path: Path, ignore: bool, want_kill
     killed = signal.SIGKILL in p.signals
     assert killed == ignore
     assert h.deleted_at == (want_kill_at if want_kill_at is not None else 0.0)
+    exceeded = [t for t, reason, _ in h.events if reason == "ExceededGracePeriod"]
+    assert exceeded == ([want_kill_at] if want_kill_at is not None else [])
     assert h.statuses[-1][1]["phase"] == "Failed"  # 143 / 137: not a clean exit
     await task
 
@@ -188,3 +190,24 @@ async def test_second_delete_shortens_grace(tmp_path: Path) -> None:
         await h.clock.advance(1)
     assert h.deleted_at == 5.0  # started at 0 with 60 s; at 5 s a 3 s grace has already run out: killed now
     await task
+
+
+@pytest.mark.parametrize("name,deadline,ignore_term,want_stop_signal_at,want_failed_at", [
+    ("stops at the deadline and fails the pod", 5, False, 5.0, 5.0),
+    ("the grace period still applies after the deadline", 5, True, 5.0, 8.0),
+])
+async def test_active_deadline_fails_the_pod(tmp_path: Path, name: str, deadline: int, ignore_term: bool,
+                                             want_stop_signal_at: float, want_failed_at: float) -> None:
+    h = Harness(tmp_path)
+    pod = _pod([_c("main", *(["--ignore-term"] if ignore_term else []))], grace=3)
+    pod["spec"]["activeDeadlineSeconds"] = deadline
+    _worker, task = await _start(h, pod)
+    for _ in range(10):
+        await h.clock.advance(1)
+    await task
+    assert [t for t, reason, _ in h.events if reason == "DeadlineExceeded"] == [want_stop_signal_at]
+    failed_at, status = next((t, st) for t, st in h.statuses if st["phase"] == "Failed")
+    assert failed_at == want_failed_at
+    assert (status["reason"], status["message"]) == ("DeadlineExceeded", "Pod was active on the node longer than "
+                                                                         "the specified deadline")
+    assert h.deleted_at is None  # the object stays, Failed
