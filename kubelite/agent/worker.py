@@ -240,8 +240,8 @@ class PodWorker:
                 initializing = True
                 if r.running:
                     break
-                if r.exit is not None:  # failed
-                    if policy == "Never":
+                if r.exit is not None:  # failed: restarted unless its (or the pod's) policy and rules say no
+                    if not should_restart(policy, r.spec, r.exit.code):
                         self.init_failed = True
                         break
                     await self._start_or_restart(r, restart=True)

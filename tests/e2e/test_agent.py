@@ -42,16 +42,23 @@ def test_pod_runs_logs_and_stops_gracefully(up: ServerProcess) -> None:
     assert get_pod(up, "web") == {}
 
 
-@pytest.mark.parametrize("policy,code,phase", [("Never", 1, "Failed"), ("Never", 0, "Succeeded"),
-                                               ("OnFailure", 0, "Succeeded")])
-def test_restart_policy_terminal_phases(up: ServerProcess, policy: str, code: int, phase: str) -> None:
+@pytest.mark.parametrize("policy,code,phase,restarts", [
+    ("Never", 1, "Failed", False), ("Never", 0, "Succeeded", False), ("OnFailure", 0, "Succeeded", False),
+    ("OnFailure", 1, "Running", True), ("Always", 0, "Running", True), ("Always", 1, "Running", True)])
+def test_restart_policy_with_exit_code(up: ServerProcess, policy: str, code: int, phase: str, restarts: bool) -> None:
     name = f"exit-{policy.lower()}-{code}"
     apply_pod(up, name, [sh("main", f"echo finishing; exit {code}")], restartPolicy=policy)
-    assert wait_for(lambda: pod_phase(up, name) == phase)
-    assert "finishing" in up.kubectl("logs", name).stdout  # a finished pod's logs stay readable
-    term = container_status(up, name, "main")["state"]["terminated"]
+    if restarts:
+        assert wait_for(lambda: container_status(up, name, "main").get("restartCount", 0) >= 1)
+        term = container_status(up, name, "main")["lastState"]["terminated"]
+    else:
+        assert wait_for(lambda: pod_phase(up, name) == phase)
+        term = container_status(up, name, "main")["state"]["terminated"]
+        assert container_status(up, name, "main")["restartCount"] == 0
+    assert pod_phase(up, name) == phase
+    assert "finishing" in up.kubectl("logs", name).stdout  # a finished container's logs stay readable
     assert term["exitCode"] == code and term["reason"] == ("Completed" if code == 0 else "Error")
-    up.kubectl("delete", "pod", name)
+    up.kubectl("delete", "pod", name, "--grace-period=1")
 
 
 def test_always_restarts_into_crash_loop_backoff(up: ServerProcess) -> None:
@@ -74,15 +81,38 @@ def test_seed_000_restart_on_exit_codes(up: ServerProcess) -> None:
     up.kubectl("delete", "pod", "restart-on-exit-codes", "--grace-period=1")
 
 
-def test_seed_000_fail_pod_if_init_fails(up: ServerProcess) -> None:
-    apply_pod(up, "fail-pod-if-init-fails", [sh("main", "sleep 30")], restartPolicy="Never",
-           initContainers=[sh("init-1", "echo one"), sh("init-2", "exit 1"), sh("init-3", "echo never")])
-    assert wait_for(lambda: pod_phase(up, "fail-pod-if-init-fails") == "Failed")
-    assert container_status(up, "fail-pod-if-init-fails", "init-1")["state"]["terminated"]["exitCode"] == 0
-    assert container_status(up, "fail-pod-if-init-fails", "init-2")["state"]["terminated"]["exitCode"] == 1
-    assert "terminated" not in container_status(up, "fail-pod-if-init-fails", "init-3").get("state", {})
-    assert "running" not in container_status(up, "fail-pod-if-init-fails", "main").get("state", {})
-    up.kubectl("delete", "pod", "fail-pod-if-init-fails")
+@pytest.mark.parametrize("name,pod_policy,init_policy", [
+    ("init container Never in an Always pod fails the pod (seed 000 fail-pod-if-init-fails)", "Always", "Never"),
+    ("init failure under a Never pod fails the pod", "Never", None),
+])
+def test_init_failure_without_restart_fails_the_pod(up: ServerProcess, name: str, pod_policy: str,
+                                                    init_policy: str | None) -> None:
+    pod = f"init-fails-{pod_policy.lower()}"
+    failing = sh("init-2", "echo Failing initialization; exit 1", **({"restartPolicy": init_policy}
+                                                                    if init_policy else {}))
+    apply_pod(up, pod, [sh("main", "sleep 30")], restartPolicy=pod_policy,
+              initContainers=[sh("init-1", "echo one"), failing, sh("init-3", "echo never")])
+    assert wait_for(lambda: pod_phase(up, pod) == "Failed")
+    assert container_status(up, pod, "init-1")["state"]["terminated"]["exitCode"] == 0
+    assert container_status(up, pod, "init-2")["state"]["terminated"]["exitCode"] == 1
+    assert container_status(up, pod, "init-2")["restartCount"] == 0
+    assert "terminated" not in container_status(up, pod, "init-3").get("state", {})
+    assert "running" not in container_status(up, pod, "main").get("state", {})
+    up.kubectl("delete", "pod", pod)
+
+
+def test_seed_000_on_failure_pod(up: ServerProcess) -> None:
+    """Pod OnFailure: the container with its own restartPolicy Never runs once, the other is restarted."""
+    apply_pod(up, "on-failure-pod", [
+        sh("try-once-container", 'echo "Only running once" && sleep 1 && exit 1', restartPolicy="Never"),
+        sh("on-failure-container", 'echo "Keep restarting" && sleep 1 && exit 1')], restartPolicy="OnFailure")
+    assert wait_for(lambda: container_status(up, "on-failure-pod", "on-failure-container").get("restartCount", 0)
+                    >= 2)
+    once = container_status(up, "on-failure-pod", "try-once-container")
+    assert once["restartCount"] == 0 and once["state"]["terminated"]["exitCode"] == 1
+    assert pod_phase(up, "on-failure-pod") == "Running"
+    assert up.kubectl("logs", "on-failure-pod", "-c", "try-once-container").stdout == "Only running once\n"
+    up.kubectl("delete", "pod", "on-failure-pod", "--grace-period=1")
 
 
 def test_init_containers_in_order_then_sidecar_and_app(up: ServerProcess, tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ _DNS = ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]
 _EFFECTS = ["NoExecute", "NoSchedule", "PreferNoSchedule"]
 
 
-def _validate_container(c: Obj, path: str, init: bool) -> list[Cause]:
+def _validate_container(c: Obj, path: str) -> list[Cause]:
     causes: list[Cause] = []
     name = c.get("name", "")
     if not name:
@@ -148,9 +148,9 @@ def _validate_container(c: Obj, path: str, init: bool) -> list[Cause]:
         causes += [v.invalid(f"{path}.name", name, e) for e in v.is_dns1123_label(name)]
     if not c.get("image"):
         causes.append(v.required(f"{path}.image"))
-    policy = c.get("restartPolicy")
-    if policy is not None and policy not in (_RESTART if not init else ["Always"]):
-        causes.append(v.not_supported(f"{path}.restartPolicy", policy, ["Always"] if init else _RESTART))
+    policy = c.get("restartPolicy")  # ContainerRestartRules: any container may say Always, OnFailure or Never;
+    if policy is not None and policy not in _RESTART:  # on an init container, Always makes it a sidecar
+        causes.append(v.not_supported(f"{path}.restartPolicy", policy, _RESTART))
     for i, port in enumerate(c.get("ports") or []):
         cp = port.get("containerPort")
         if not isinstance(cp, int) or not 1 <= cp <= 65535:
@@ -186,7 +186,7 @@ def validate_pod_spec(spec: Obj, path: str = "spec") -> list[Cause]:
     seen: set[str] = set()
     for kind, i, c in all_containers(spec):
         cpath = f"{path}.{kind}[{i}]"
-        causes += _validate_container(c, cpath, kind == "initContainers")
+        causes += _validate_container(c, cpath)
         name = c.get("name", "")
         if name in seen:
             causes.append(v.duplicate(f"{cpath}.name", name))
