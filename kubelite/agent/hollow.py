@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.agent.cgroups import Limits
-from kubelite.agent.runtime import Exit, Handle
+from kubelite.agent.runtime import KILLED, Exit, Handle
 from kubelite.clock import Clock
 
 _pids = itertools.count(100_000)
@@ -56,7 +56,7 @@ class HollowRuntime:
         args = _parser().parse_args(argv[1:])
         p = HollowProcess(next(_pids), self.clock.now(), args.run, args.exit, args.ignore_term, args.term_after)
         if p.run_for is not None:
-            p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code, 0)))
+            p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code)))
         self.started.append(p)
         return p
 
@@ -68,16 +68,16 @@ class HollowRuntime:
     def signal(self, p: HollowProcess, sig: int) -> None:
         p.signals.append(sig)
         if sig == signal.SIGKILL:
-            p.finish(Exit(137, signal.SIGKILL))
+            p.finish(KILLED)
         elif not p.ignore_term and p.alive:
             if p.task is not None:
                 p.task.cancel()
-            p.task = asyncio.ensure_future(self._run(p, p.term_after, Exit(128 + sig, sig)))
+            p.task = asyncio.ensure_future(self._run(p, p.term_after, Exit(128 + sig)))
 
     def adopt(self, checkpoint: dict[str, Any]) -> HollowProcess:
         """A hollow process never outlives its runtime: one from a checkpoint has been killed."""
         p = HollowProcess(int(checkpoint["pid"]), float(checkpoint["started"]))
-        p.finish(Exit(128 + signal.SIGKILL, signal.SIGKILL))
+        p.finish(KILLED)
         return p
 
     def kill(self, p: HollowProcess) -> None:

@@ -59,9 +59,11 @@ def start_time(pid: int) -> int | None:
 
 @dataclass(frozen=True)
 class Exit:
-    code: int
-    signal: int = 0  # the signal that ended the shim itself (SIGKILL), else 0
+    code: int  # the exit status, 128 + the signal's number for a container a signal ended
     oom_killed: bool = False
+
+
+KILLED = Exit(128 + signal.SIGKILL)
 
 
 @dataclass
@@ -188,14 +190,14 @@ class ProcessRuntime:
     def _reap(self, p: Process) -> Exit:
         if p.child is not None:
             code = p.child.wait()
-            exit = Exit(128 - code, -code) if code < 0 else Exit(code)
+            exit = Exit(128 - code if code < 0 else code)
         else:
             exit = self._recorded_exit(p)
         if self.cgroups is not None and p.cgroup:
             oom = self.cgroups.oom_killed(p.cgroup)
             self.cgroups.remove(p.cgroup)
-            if oom and exit.code == 128 + signal.SIGKILL:
-                exit = Exit(exit.code, exit.signal, oom_killed=True)
+            if oom and exit.code == KILLED.code:
+                exit = Exit(exit.code, oom_killed=True)
         return exit
 
     @staticmethod
@@ -204,7 +206,7 @@ class ProcessRuntime:
         try:
             return Exit(int(p.state.with_suffix(".exit").read_text()))
         except (OSError, ValueError):
-            return Exit(128 + signal.SIGKILL, signal.SIGKILL)
+            return KILLED
 
     async def _pump(self, fd: int, name: bytes, log: IO[bytes]) -> None:
         loop = asyncio.get_running_loop()

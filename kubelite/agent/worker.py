@@ -74,7 +74,7 @@ class Record:
 
     def checkpoint(self) -> Obj:
         return {"restarts": self.restarts, "startedAt": self.started_at, "everStarted": self.ever_started,
-                "exit": [self.exit.code, self.exit.signal, self.exit.oom_killed] if self.exit else None,
+                "exit": [self.exit.code, self.exit.oom_killed] if self.exit else None,
                 "finishedAt": self.finished_at, "lastTerminated": self.last_terminated, "notBefore": self.not_before,
                 "backoff": self.backoff.delay, "waiting": [self.waiting, self.waiting_message],
                 "process": self.process.checkpoint() if self.process is not None and self.process.alive else None}
@@ -293,7 +293,7 @@ class PodWorker:
                                                        self.log_path(r.name, r.restarts), self._limits(r))
         except OSError as exc:
             r.waiting, r.waiting_message = "RunContainerError", str(exc)
-            r.exit, r.finished_at = Exit(128, 0), now
+            r.exit, r.finished_at = Exit(128), now
             self.agent.event(self.pod, "Failed", f"Error: {exc}", "Warning")
             return
         r.started_at, r.ever_started, r.waiting = self.agent.clock.now(), True, ""

@@ -194,9 +194,11 @@ VALIDATION_CASES = [
                    ("spec.topologySpreadConstraints[0].maxSkew",)),
     ValidationCase("sidecar with Always is valid", _spec(initContainers=[{"name": "s", "image": "i",
                                                                          "restartPolicy": "Always"}]), ()),
-    ValidationCase("init container with OnFailure", _spec(initContainers=[{"name": "s", "image": "i",
-                                                                          "restartPolicy": "OnFailure"}]),
-                   ("spec.initContainers[0].restartPolicy",)),
+    ValidationCase("init container with its own Never or OnFailure is valid (ContainerRestartRules)",
+                   _spec(initContainers=[{"name": "a", "image": "i", "restartPolicy": "Never"},
+                                         {"name": "b", "image": "i", "restartPolicy": "OnFailure"}]), ()),
+    ValidationCase("init container with an unknown restartPolicy", _spec(initContainers=[
+        {"name": "s", "image": "i", "restartPolicy": "Sometimes"}]), ("spec.initContainers[0].restartPolicy",)),
 ]
 
 
