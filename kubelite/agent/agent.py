@@ -37,6 +37,7 @@ log = logging.getLogger("kubelite.agent")
 Obj = dict[str, Any]
 LEASE_SECONDS = 40
 RENEW_INTERVAL = 10.0
+STATUS_REPORT_INTERVAL = 300.0  # kubelet's nodeStatusReportFrequency: with leases, a full status every 5 min
 COMPONENT = "kubelet"
 
 
@@ -72,13 +73,14 @@ class Agent:
                                                                      self._pod_gone),
                              params={"fieldSelector": f"spec.nodeName={node_name}"})
         self._background: set[asyncio.Task[Any]] = set()
+        self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
 
     # --- node ------------------------------------------------------------------------------------
 
     def node_object(self) -> Obj:
         now = rfc3339(self.clock.now())
         conditions = [{"type": t, "status": s, "reason": r, "message": m, "lastHeartbeatTime": now,
-                       "lastTransitionTime": now} for t, s, r, m in (
+                       "lastTransitionTime": self._since} for t, s, r, m in (
             ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
             ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
             ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
@@ -108,9 +110,16 @@ class Agent:
                                     STRATEGIC_PATCH)
 
     async def heartbeat(self) -> None:
-        """Renew the node's Lease in kube-node-lease every 10 s (NodeLease heartbeats)."""
+        """Renew the node's Lease in kube-node-lease every 10 s (NodeLease heartbeats) and post the full
+        node status every 5 minutes, as kubelet does when leases carry the liveness signal."""
         path = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
+        reported = self.clock.now()
         while True:
+            if self.clock.now() - reported >= STATUS_REPORT_INTERVAL:
+                reported = self.clock.now()
+                with contextlib.suppress(ApiError):
+                    await self.client.patch(f"/api/v1/nodes/{self.node_name}/status",
+                                            {"status": self.node_object()["status"]}, STRATEGIC_PATCH)
             now = self.clock.now()
             stamp = rfc3339(now).replace("Z", ".000000Z")
             lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",

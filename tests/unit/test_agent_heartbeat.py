@@ -1,0 +1,53 @@
+"""The agent's heartbeats on a fake clock: the Lease every 10 s, the full node status every 5 minutes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubelite.agent.agent import Agent
+from kubelite.agent.config import NodeConfig
+from kubelite.api.errors import ApiError
+from kubelite.clock import FakeClock
+
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+
+
+class RecordingClient:
+    """Records the agent's writes; the first Lease renewal finds no Lease (404), as on a new node."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.writes: list[tuple[float, str, str]] = []
+
+    async def patch(self, path: str, body: Any, content_type: str = "") -> dict[str, Any]:
+        self.writes.append((self.clock.monotonic(), "patch", path))
+        if path.startswith(LEASE) and not any(kind == "create" for _, kind, _ in self.writes):
+            raise ApiError(404, "NotFound", "leases not found")
+        return {}
+
+    async def create(self, path: str, body: Any) -> dict[str, Any]:
+        self.writes.append((self.clock.monotonic(), "create", path))
+        return body  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name,path,kinds,want_times", [
+    ("the lease is created, then renewed every 10 s", LEASE, ("create", "patch"),
+     [0.0, 0.0, 10.0, 20.0, 30.0]),
+    ("the node status is posted every 5 minutes", "/api/v1/nodes/n1/status", ("patch",), [300.0, 600.0]),
+])
+async def test_heartbeats(tmp_path: Path, name: str, path: str, kinds: tuple[str, ...],
+                          want_times: list[float]) -> None:
+    clock = FakeClock()
+    client = RecordingClient(clock)
+    agent = Agent(client, clock, "n1", tmp_path, NodeConfig())  # type: ignore[arg-type]
+    task = asyncio.ensure_future(agent.heartbeat())
+    await clock.advance(0)
+    for _ in range(60):
+        await clock.advance(10)
+    task.cancel()
+    times = [t for t, kind, p in client.writes if p.startswith(path) and kind in kinds]
+    assert times[:len(want_times)] == want_times
