@@ -4,7 +4,9 @@ Mirrors kubelet's prober workers: each probe waits initialDelaySeconds, then run
 periodSeconds with timeoutSeconds; successThreshold consecutive successes or
 failureThreshold consecutive failures change its result. Until the startup probe
 succeeds the other probes do not run; readiness is False before its first success
-(Success when there is no readiness probe). A liveness or startup failure kills the
+(Success when there is no readiness probe). As in kubelet, the initial delay counts from the
+container's start, so a re-adopted container is not probed again from scratch, and it keeps
+the started/ready state it had. A liveness or startup failure kills the
 container (with the probe's terminationGracePeriodSeconds when set) and the restart
 policy decides what happens next.
 """
@@ -31,22 +33,25 @@ class ProbeState:
 class Prober:
     """The probes of one running container instance; `stop()` when the instance ends."""
 
-    def __init__(self, clock: Clock, container: Obj, env: dict[str, str], host: str,
-                 on_change: Callable[[], None], on_unhealthy: Callable[[str, str, float | None], None]) -> None:
+    def __init__(self, clock: Clock, container: Obj, env: dict[str, str], host: str, started_at: float,
+                 on_change: Callable[[], None], on_unhealthy: Callable[[str, str, float | None], None],
+                 resumed: ProbeState | None = None) -> None:
         self.clock = clock
         self.container = container
         self.env = env
         self.host = host
         self.on_change = on_change
         self.on_unhealthy = on_unhealthy
+        self.started_at = started_at
         startup = container.get("startupProbe")
-        self.state = ProbeState(started=startup is None, ready=container.get("readinessProbe") is None)
+        self.state = resumed or ProbeState(started=startup is None, ready=container.get("readinessProbe") is None)
         self.started_event = asyncio.Event()
         if self.state.started:
             self.started_event.set()
         self.tasks = [asyncio.ensure_future(self._loop(kind, spec))
                       for kind, spec in (("Startup", startup), ("Liveness", container.get("livenessProbe")),
-                                         ("Readiness", container.get("readinessProbe"))) if spec]
+                                         ("Readiness", container.get("readinessProbe")))
+                      if spec and not (kind == "Startup" and self.state.started)]
 
     def stop(self) -> None:
         for t in self.tasks:
@@ -55,7 +60,7 @@ class Prober:
     async def _loop(self, kind: str, spec: Obj) -> None:
         if kind != "Startup":
             await self.started_event.wait()
-        await self.clock.sleep(float(spec.get("initialDelaySeconds", 0)))
+        await self.clock.sleep(self.started_at + float(spec.get("initialDelaySeconds", 0)) - self.clock.now())
         successes = failures = 0
         success_threshold = int(spec.get("successThreshold", 1))
         failure_threshold = int(spec.get("failureThreshold", 3))

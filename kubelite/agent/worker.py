@@ -23,7 +23,7 @@ from kubelite.agent import container as cspec
 from kubelite.agent.cgroups import Limits
 from kubelite.agent.hooks import run_handler
 from kubelite.agent.lifecycle import Backoff, ContainerView, phase, should_restart
-from kubelite.agent.prober import Prober
+from kubelite.agent.prober import Prober, ProbeState
 from kubelite.agent.runtime import Exit, Handle
 from kubelite.api.podresources import CPU, MEMORY, resource_list
 from kubelite.clock import bounded, parse_rfc3339, rfc3339
@@ -173,7 +173,8 @@ class PodWorker:
             if entry["process"] is not None:
                 r.process = self.agent.runtime.adopt(entry["process"])
                 if r.process.alive:
-                    self._probe(r)
+                    published = self._published_status(r.name)
+                    self._probe(r, resumed=ProbeState(bool(published.get("started")), bool(published.get("ready"))))
                     self.agent.watch(self._watch(r, r.process))
                 else:
                     assert r.process.result is not None
@@ -311,11 +312,17 @@ class PodWorker:
                 return
         self._probe(r, env)
 
-    def _probe(self, r: Record, env: dict[str, str] | None = None) -> None:
+    def _probe(self, r: Record, env: dict[str, str] | None = None, resumed: ProbeState | None = None) -> None:
         if env is None:
             env = cspec.environment(self.pod, r.spec, self.agent.host_ip, self.agent.base_env)
-        r.prober = Prober(self.agent.clock, r.spec, env, self.agent.host_ip, self.wake.set,
-                          functools.partial(self._unhealthy, r))
+        r.prober = Prober(self.agent.clock, r.spec, env, self.agent.host_ip, r.started_at, self.wake.set,
+                          functools.partial(self._unhealthy, r), resumed)
+
+    def _published_status(self, name: str) -> Obj:
+        """The container's status as the API object has it (what a previous agent published)."""
+        status = self.pod.get("status") or {}
+        return next((c for c in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or [])
+                     if c.get("name") == name), {})
 
     def _limits(self, r: Record) -> Limits:
         resources = r.spec.get("resources") or {}

@@ -70,14 +70,20 @@ def on_node(c: ServerProcess, name: str, containers: list[dict[str, object]], **
 def test_live_containers_are_re_adopted_with_their_logs(cluster: tuple[ServerProcess, AgentProcess],
                                                         tmp_path: Path) -> None:
     server, agent = cluster
+    ready_probe = {"exec": {"command": ["sleep", "1"]}, "timeoutSeconds": 5, "periodSeconds": 30}
     on_node(server, "survivor", [sh("main", "trap 'exit 0' TERM; i=0; while true; do echo tick $i; i=$((i+1)); "
-                                            "sleep 0.1; done")])
-    assert wait_for(lambda: pod_phase(server, "survivor") == "Running")
+                                            "sleep 0.1; done", readinessProbe=ready_probe)])
+    assert wait_for(lambda: container_status(server, "survivor", "main").get("ready") is True)
     pid = shim_pid(server, "survivor")
     agent.kill9()
     time.sleep(1.5)  # the container keeps running and writing while no agent reads its pipes
     assert group_alive(pid)
     agent.start()
+    seen = set()
+    for _ in range(10):  # the re-adopted container stays ready: no new initial delay, no reset to unready
+        seen.add(container_status(server, "survivor", "main").get("ready"))
+        time.sleep(0.25)
+    assert seen == {True}
     assert wait_for(lambda: "tick" in server.kubectl("logs", "survivor", "--tail=1", check=False).stdout)
     before = int(server.kubectl("logs", "survivor", "--tail=1").stdout.split()[1])
     assert wait_for(lambda: int(server.kubectl("logs", "survivor", "--tail=1").stdout.split()[1]) > before + 5)
