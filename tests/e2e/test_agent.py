@@ -138,7 +138,7 @@ def test_sigterm_ignored_waits_for_the_grace_period(up: ServerProcess) -> None:
     start = time.monotonic()
     up.kubectl("delete", "pod", "stubborn")
     elapsed = time.monotonic() - start
-    assert 3.0 <= elapsed <= 4.5, elapsed
+    assert 3.0 <= elapsed <= 3.0 + 1.0, elapsed  # never early, at most 1 s late (kubectl included)
 
 
 def test_stop_signal_and_force_delete_kill_the_process_group(up: ServerProcess, tmp_path: Path) -> None:
