@@ -171,9 +171,8 @@ class Agent:
         await self.pods.synced.wait()
         leftovers, self.checkpoints = self.checkpoints, {}
         for directory, saved in leftovers.values():
-            handles = [self.runtime.adopt(c["process"]) for c in (saved.get("containers") or {}).values()
-                       if c.get("process")]
-            live = [h for h in handles if h.alive]
+            handles = [checkpoint.recover(self.runtime, c) for c in (saved.get("containers") or {}).values()]
+            live = [h for h in handles if h is not None and h.alive]
             for h in live:
                 self.runtime.signal(h, signal.SIGTERM)
             if live:

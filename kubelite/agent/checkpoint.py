@@ -13,7 +13,9 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from kubelite.agent.runtime import Handle
 
 log = logging.getLogger("kubelite.agent")
 
@@ -42,3 +44,19 @@ def load_all(pods_dir: Path) -> dict[str, tuple[Path, Obj]]:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("ignoring unreadable checkpoint %s: %s", path, exc)
     return found
+
+
+class Runtime(Protocol):
+    def adopt(self, checkpoint: Obj) -> Handle: ...
+
+    def find(self, log_path: Path) -> Handle | None: ...
+
+
+def recover(runtime: Runtime, container: Obj) -> Handle | None:
+    """The process a container's checkpoint entry names: recorded by pid and start time, or — when
+    the agent died between spawning it and recording it — found by the log path it was started for."""
+    if container.get("process"):
+        return runtime.adopt(container["process"])
+    if container.get("starting"):
+        return runtime.find(Path(container["starting"]))
+    return None

@@ -80,6 +80,10 @@ class HollowRuntime:
         p.finish(KILLED)
         return p
 
+    def find(self, log_path: Path) -> HollowProcess | None:
+        """Hollow processes are never left behind by a dead runtime."""
+        return None
+
     def kill(self, p: HollowProcess) -> None:
         self.signal(p, signal.SIGKILL)
 

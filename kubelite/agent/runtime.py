@@ -161,6 +161,29 @@ class ProcessRuntime:
         self._attach(p, readers)
         return p
 
+    def find(self, log_path: Path) -> Process | None:
+        """The process started for `log_path` by an agent that died before recording its pid, if it ran.
+
+        The shim's command line names its exit file, which identifies it; a shim that has
+        ended left that file behind.
+        """
+        state = log_path.with_suffix("")
+        marker = str(state.with_suffix(".exit")).encode()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                if len(argv) > 4 and argv[3] == b"kubelite-shim" and argv[4] == marker:
+                    pid = int(entry.name)
+                    return self.adopt({"pid": pid, "ticks": start_time(pid) or 0, "started": self.clock.now(),
+                                       "state": str(state), "cgroup": ""})
+        if state.with_suffix(".exit").exists():
+            p = Process(0, self.clock.now(), state=state)
+            p.finish(self._recorded_exit(p))
+            return p
+        return None
+
     def _same(self, p: Process) -> bool:
         return p.ticks != 0 and start_time(p.pid) == p.ticks
 

@@ -55,6 +55,7 @@ class Record:
     ever_started: bool = False
     backoff_reported: int = -1
     prober: Prober | None = None
+    starting: str | None = None  # the log path of an instance being spawned (checkpointed before the spawn)
 
     @property
     def ready(self) -> bool:
@@ -77,7 +78,8 @@ class Record:
                 "exit": [self.exit.code, self.exit.oom_killed] if self.exit else None,
                 "finishedAt": self.finished_at, "lastTerminated": self.last_terminated, "notBefore": self.not_before,
                 "backoff": self.backoff.delay, "waiting": [self.waiting, self.waiting_message],
-                "process": self.process.checkpoint() if self.process is not None and self.process.alive else None}
+                "process": self.process.checkpoint() if self.process is not None and self.process.alive else None,
+                "starting": self.starting}
 
     def restore(self, saved: Obj) -> None:
         self.restarts, self.started_at = int(saved["restarts"]), float(saved["startedAt"])
@@ -170,8 +172,10 @@ class PodWorker:
             if entry is None:
                 continue
             r.restore(entry)
-            if entry["process"] is not None:
-                r.process = self.agent.runtime.adopt(entry["process"])
+            r.process = checkpoint.recover(self.agent.runtime, entry)
+            if r.process is not None:
+                if entry.get("starting"):  # the previous agent died while spawning this instance
+                    r.started_at, r.ever_started, r.waiting = r.process.started, True, ""
                 if r.process.alive:
                     published = self._published_status(r.name)
                     self._probe(r, resumed=ProbeState(bool(published.get("started")), bool(published.get("ready"))))
@@ -289,14 +293,18 @@ class PodWorker:
             return
         if restart:
             r.restarts += 1
+        r.starting = str(self.log_path(r.name, r.restarts))
+        self._save()  # before the spawn: an agent killed right after it still finds the process (runtime.find)
         try:
-            r.process = await self.agent.runtime.start(argv, env, r.spec.get("workingDir"),
-                                                       self.log_path(r.name, r.restarts), self._limits(r))
+            r.process = await self.agent.runtime.start(argv, env, r.spec.get("workingDir"), Path(r.starting),
+                                                       self._limits(r))
         except OSError as exc:
             r.waiting, r.waiting_message = "RunContainerError", str(exc)
             r.exit, r.finished_at = Exit(128), now
             self.agent.event(self.pod, "Failed", f"Error: {exc}", "Warning")
             return
+        finally:
+            r.starting = None
         r.started_at, r.ever_started, r.waiting = self.agent.clock.now(), True, ""
         self._save()
         self.agent.event(self.pod, "Created", f"Created container {r.name}")

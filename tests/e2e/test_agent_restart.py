@@ -172,3 +172,27 @@ def test_a_reused_pid_is_never_adopted(cluster: tuple[ServerProcess, AgentProces
         bystander.kill()
         bystander.wait()
         os.killpg(old, signal.SIGKILL)
+
+
+def test_a_container_spawned_just_before_the_kill_is_found(cluster: tuple[ServerProcess, AgentProcess]) -> None:
+    """The checkpoint names the instance before it is spawned; if the agent dies before recording the pid,
+    the restarted agent finds the process by the log path it was started for."""
+    server, agent = cluster
+    on_node(server, "unrecorded", [sh("main", "while true; do sleep 0.1; done")])
+    assert wait_for(lambda: pod_phase(server, "unrecorded") == "Running")
+    pid = shim_pid(server, "unrecorded")
+    uid = get_pod(server, "unrecorded")["metadata"]["uid"]
+    agent.kill9()
+    [path] = agent.data_dir.glob(f"pods/*_{uid}/checkpoint.json")
+    saved = json.loads(path.read_text())
+    entry = saved["containers"]["main"]
+    entry["starting"] = entry["process"]["state"] + ".log"  # as if killed between the spawn and the record
+    entry["process"] = None
+    path.write_text(json.dumps(saved))
+    agent.start()
+    assert wait_for(lambda: json.loads(path.read_text())["containers"]["main"]["process"] is not None)
+    assert json.loads(path.read_text())["containers"]["main"]["process"]["pid"] == pid  # not a new instance
+    assert shim_pid(server, "unrecorded") == pid and group_alive(pid)
+    assert container_status(server, "unrecorded", "main")["restartCount"] == 0
+    server.kubectl("delete", "pod", "unrecorded", "--grace-period=1")
+    assert not group_alive(pid)

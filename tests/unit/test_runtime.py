@@ -68,3 +68,18 @@ async def test_adopting_an_ended_or_reused_process(tmp_path: Path) -> None:
     assert rt.adopt(reused).result == Exit(137)
     rt.kill(live)
     await rt.wait(live)
+
+
+async def test_a_process_whose_pid_was_never_recorded_is_found_by_its_log_path(tmp_path: Path) -> None:
+    rt = ProcessRuntime(RealClock())
+    p = await rt.start(["sh", "-c", "trap 'exit 6' TERM; while :; do sleep 0.05; done"], {"PATH": "/usr/bin:/bin"},
+                       None, tmp_path / "0.log")
+    await asyncio.sleep(0.1)
+    found = ProcessRuntime(RealClock()).find(tmp_path / "0.log")
+    assert found is not None and found.alive and found.pid == p.pid
+    rt.signal(found, signal.SIGTERM)
+    assert await asyncio.wait_for(rt.wait(found), 10) == Exit(6)
+    await rt.wait(p)
+    ended = rt.find(tmp_path / "0.log")
+    assert ended is not None and ended.result == Exit(6)  # from the exit file it left
+    assert rt.find(tmp_path / "1.log") is None  # never started
