@@ -27,7 +27,7 @@ from kubelite.agent.runtime import ProcessRuntime
 from kubelite.agent.worker import MIN_STOP_WINDOW, PodWorker
 from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
-from kubelite.client.events import event_for
+from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import STRATEGIC_PATCH, ApiClient, resource_path
 from kubelite.client.informer import Handlers, Informer
 from kubelite.clock import Clock, bounded, rfc3339
@@ -73,6 +73,7 @@ class Agent:
                                                                      self._pod_gone),
                              params={"fieldSelector": f"spec.nodeName={node_name}"})
         self._background: set[asyncio.Task[Any]] = set()
+        self.events = EventSink(client)
         self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
 
     # --- node ------------------------------------------------------------------------------------
@@ -220,12 +221,8 @@ class Agent:
                                      {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
 
     def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal") -> None:
-        ev = event_for(pod, reason, message, "Pod", COMPONENT, self.clock.now(), kind, host=self.node_name)
-        self._spawn(self._post(resource_path("events", pod["metadata"]["namespace"]), ev))
-
-    async def _post(self, path: str, body: Obj) -> None:
-        with contextlib.suppress(ApiError):
-            await self.client.create(path, body)
+        self.events.post(event_for(pod, reason, message, "Pod", COMPONENT, self.clock.now(), kind,
+                                   host=self.node_name))
 
     def watch(self, coro: Any) -> None:
         """Run a container's exit watcher in the background (held so it is not collected)."""
@@ -250,7 +247,7 @@ class Agent:
             self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         await self.register()
         tasks = [asyncio.create_task(self.heartbeat()), asyncio.create_task(self.pods.run()),
-                 asyncio.create_task(self._stop_orphans())]
+                 asyncio.create_task(self._stop_orphans()), asyncio.create_task(self.events.run())]
         try:
             await asyncio.gather(*tasks)
         finally:

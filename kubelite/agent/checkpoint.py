@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
 from kubelite.agent.runtime import Handle
 
 log = logging.getLogger("kubelite.agent")
@@ -24,9 +26,13 @@ FILE = "checkpoint.json"
 
 
 def save(directory: Path, data: Obj) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write atomically (a new file renamed over the old): a reader sees the old or the new checkpoint."""
     tmp = directory / f".{FILE}.tmp"
-    tmp.write_text(json.dumps(data))
+    try:
+        tmp.write_bytes(orjson.dumps(data))
+    except FileNotFoundError:
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(orjson.dumps(data))
     os.replace(tmp, directory / FILE)
 
 

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError
-from kubelite.apiserver import bootstrap, discovery
+from kubelite.apiserver import bootstrap, discovery, schema
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.handlers import ResourceHandlers, respond
 from kubelite.apiserver.registry import RESOURCES
@@ -52,6 +52,8 @@ class ApiServer:
         self.handlers = ResourceHandlers(self.registry)
 
     async def start(self) -> None:
+        for resource in self.registry.strategies:
+            schema.warm(resource.model)
         await self.caches.start()
         await bootstrap.ensure_defaults(self.registry)
         self._tasks.append(asyncio.create_task(self._compact_loop(), name="compaction"))
