@@ -6,7 +6,8 @@ drives it over HTTP:
    running, as observed by a watch;
 2. SIGKILL timing: pods that ignore SIGTERM with a 2 s grace are deleted; the error is
    (object removed - DELETE sent) - grace, i.e. how late the kill and confirmation come;
-3. idle CPU: the agent's and the control plane's CPU over 10 s with the N pods running.
+3. idle CPU: the agent's and the control plane's CPU over 10 s with the N pods running, after
+   5 s for the start-up burst's tail (queued events) to settle.
 
     python -m benchmarks.agent [--pods 100] [--kill-pods 20]
 """
@@ -110,6 +111,7 @@ async def kill_timing(session: aiohttp.ClientSession, n: int) -> None:
 
 async def idle_cpu(pid: int, n: int) -> None:
     agent = agent_pid(pid)
+    await asyncio.sleep(5)  # the burst's tail (queued events, first probes) settles first
     before, t0 = (cpu_seconds(agent), cpu_seconds(pid)), time.perf_counter()
     await asyncio.sleep(10)
     elapsed = time.perf_counter() - t0
