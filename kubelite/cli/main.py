@@ -1,4 +1,8 @@
-"""`kubelite` command line: server, up (and, as their issues land, scheduler and agent)."""
+"""`kubelite` command line: server, up, agent, scheduler, explain.
+
+Each command imports only what it runs (`agent` does not load the API server), so a
+component restarted after a crash is back quickly.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,6 @@ import os
 import socket
 import sys
 from pathlib import Path
-
-from kubelite.api.errors import ApiError
-from kubelite.cli import explain, serve
 
 COMPONENTS = ("scheduler", "controllers")
 
@@ -71,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kubelite").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if args.command == "explain":
+        from kubelite.api.errors import ApiError
+        from kubelite.cli import explain
+
         kubeconfig = args.kubeconfig or Path(os.environ.get("KUBECONFIG") or default_data_dir() / "kubeconfig")
         try:
             print(asyncio.run(explain.explain_pod(kubeconfig, args.namespace, args.name, args.config)))
@@ -79,16 +83,22 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     if args.command == "agent":
+        from kubelite.agent.config import NodeConfigError
+        from kubelite.cli import components
+
         try:
-            return serve.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config, args.address,
-                                   args.port)
-        except serve.NodeConfigError as exc:
+            return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
+                                        args.address, args.port)
+        except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
     if args.command == "scheduler":
+        from kubelite.cli import components
+        from kubelite.scheduler.config import ConfigError
+
         try:
-            return serve.run_scheduler(args.kubeconfig, args.config, args.seed)
-        except serve.ConfigError as exc:
+            return components.run_scheduler(args.kubeconfig, args.config, args.seed)
+        except ConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
     disabled = {c for c in args.disable.split(",") if c}
@@ -96,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"kubelite: unknown component(s) for --disable: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
+    from kubelite.cli import serve
+
     try:
         return serve.run(serve.Options(data_dir=args.data_dir, port=args.port, bind=args.bind_address,
                                        insecure=args.insecure, disabled=frozenset(disabled),

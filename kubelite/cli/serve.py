@@ -1,4 +1,4 @@
-"""The composition root for `kubelite server`, `up`, `agent` and `scheduler`.
+"""The composition root for `kubelite server` and `kubelite up` (`agent` and `scheduler` alone: components).
 
 `server` is the store, the API server (TLS, token, kubeconfig), the scheduler and the
 controllers in one process; the components are API clients even there. `up` adds the local
@@ -12,23 +12,20 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-import signal
 import socket
 import ssl
 import sys
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import uvloop
 from aiohttp import web
 
 from kubelite.agent import config as node_config
-from kubelite.agent.agent import Agent
 from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
+from kubelite.cli.components import until_signalled
 from kubelite.client.http import ApiClient
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers.disruption import DisruptionController
@@ -37,7 +34,7 @@ from kubelite.scheduler.config import ConfigError
 from kubelite.scheduler.scheduler import Scheduler
 from kubelite.store.sqlite import SQLiteStore
 
-__all__ = ["ConfigError", "NodeConfigError", "Options", "run", "run_agent", "run_scheduler"]
+__all__ = ["ConfigError", "NodeConfigError", "Options", "run"]
 log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0
@@ -73,41 +70,6 @@ def run(opts: Options) -> int:
         node_config.load(opts.node_config)  # a bad file fails `up` now, not its agent in a restart loop
     uvloop.run(_serve(opts, sched))
     return 0
-
-
-def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
-              port: int) -> int:
-    """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
-    cfg = node_config.load(config_file)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    uvloop.run(_run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, address,
-                                                   port).run(), ApiClient.from_kubeconfig(kubeconfig)))
-    return 0
-
-
-def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None) -> int:
-    """`kubelite scheduler`: the scheduler alone, as a client of a running API server."""
-    cfg = scheduler_config.load(config_file)
-    uvloop.run(_run_component(lambda client: Scheduler(client, RealClock(), cfg, seed).run(),
-                              ApiClient.from_kubeconfig(kubeconfig)))
-    return 0
-
-
-async def _run_component(start: Callable[[ApiClient], Coroutine[Any, Any, None]], client: ApiClient) -> None:
-    task = asyncio.create_task(start(client))
-    await _until_signalled()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    await client.close()
-
-
-async def _until_signalled() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
 
 
 async def _supervise(argv: list[str], clock: Clock) -> None:
@@ -168,7 +130,7 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
         if opts.node_config is not None:
             argv += ["--node-config", str(opts.node_config)]
         components.append(asyncio.create_task(_supervise(argv, RealClock()), name="agent"))
-    await _until_signalled()
+    await until_signalled()
     log.info("shutting down")
     for task in components:
         task.cancel()
