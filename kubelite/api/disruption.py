@@ -7,6 +7,7 @@ over bare pods: the expected count is the number of selected pods.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,13 +45,27 @@ def _scaled(value: int | str, total: int, round_up: bool) -> int:
     return math.ceil(pct / 100) if round_up else pct // 100
 
 
+def counts(pdb: Obj, pod: Obj) -> bool:
+    """Whether `pod` is one of the budget's expected pods: selected, not being deleted, not finished."""
+    return (selects(pdb, pod) and not pod["metadata"].get("deletionTimestamp")
+            and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+
+
+def members(pdb: Obj, pods: list[Obj]) -> dict[str, bool]:
+    """The budget's expected pods by name, each with whether it is ready."""
+    return {p["metadata"]["name"]: pod_is_ready(p) for p in pods if counts(pdb, p)}
+
+
 def compute(pdb: Obj, pods: list[Obj]) -> Budget:
-    """Pods already in `status.disruptedPods` (evicted, not yet gone) do not count as healthy."""
-    disrupted = set((pdb.get("status") or {}).get("disruptedPods") or {})
-    live = [p for p in pods if selects(pdb, p) and not p["metadata"].get("deletionTimestamp")
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-    expected = len(live)
-    healthy = sum(1 for p in live if pod_is_ready(p) and p["metadata"]["name"] not in disrupted)
+    return budget(pdb, members(pdb, pods))
+
+
+def budget(pdb: Obj, expected_pods: Mapping[str, bool]) -> Budget:
+    """The budget over its expected pods (name → ready); pods already in `status.disruptedPods`
+    (evicted, not yet gone) do not count as healthy."""
+    disrupted = (pdb.get("status") or {}).get("disruptedPods") or {}
+    expected = len(expected_pods)
+    healthy = sum(1 for name, ready in expected_pods.items() if ready and name not in disrupted)
     spec = pdb.get("spec") or {}
     if spec.get("maxUnavailable") is not None:
         desired = max(0, expected - _scaled(spec["maxUnavailable"], expected, True))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubelite.api import disruption
@@ -29,21 +30,27 @@ DELETION_TIMEOUT = 120.0
 
 
 def desired_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
-    old = pdb.get("status") or {}
+    """The status for `pdb` over `pods` (its namespace's pods), from scratch."""
     alive = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+    return status_for(pdb, disruption.members(pdb, pods), alive.__contains__, now)
+
+
+def status_for(pdb: Obj, expected: Mapping[str, bool], alive: Callable[[str], bool], now: float) -> Obj:
+    """The status for `pdb` given its expected pods (name → ready) and which pod names still exist
+    undeleted (entries of disruptedPods for other pods are dropped, as are those past the timeout)."""
+    old = pdb.get("status") or {}
     disrupted = {name: ts for name, ts in (old.get("disruptedPods") or {}).items()
-                 if name in alive and now - parse_rfc3339(ts) < DELETION_TIMEOUT}
-    budget = disruption.compute({**pdb, "status": {**old, "disruptedPods": disrupted}}, pods)
-    allowed = budget.disruptions_allowed
-    condition = {"type": "DisruptionAllowed", "status": "True" if allowed > 0 else "False",
-                 "reason": "SufficientPods" if allowed > 0 else "InsufficientPods", "message": "",
-                 "observedGeneration": pdb["metadata"].get("generation", 1)}
+                 if alive(name) and now - parse_rfc3339(ts) < DELETION_TIMEOUT}
+    allowed = disruption.budget({**pdb, "status": {**old, "disruptedPods": disrupted}}, expected)
+    condition = {"type": "DisruptionAllowed", "status": "True" if allowed.disruptions_allowed > 0 else "False",
+                 "reason": "SufficientPods" if allowed.disruptions_allowed > 0 else "InsufficientPods",
+                 "message": "", "observedGeneration": pdb["metadata"].get("generation", 1)}
     previous = next((c for c in old.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), None)
     same = previous is not None and previous.get("status") == condition["status"]
     condition["lastTransitionTime"] = previous.get("lastTransitionTime") if same and previous else rfc3339(now)
     status: Obj = {"observedGeneration": pdb["metadata"].get("generation", 1),
-                   "expectedPods": budget.expected_pods, "currentHealthy": budget.current_healthy,
-                   "desiredHealthy": budget.desired_healthy, "disruptionsAllowed": allowed,
+                   "expectedPods": allowed.expected_pods, "currentHealthy": allowed.current_healthy,
+                   "desiredHealthy": allowed.desired_healthy, "disruptionsAllowed": allowed.disruptions_allowed,
                    "conditions": [condition]}
     if disrupted:
         status["disruptedPods"] = disrupted
@@ -51,26 +58,66 @@ def desired_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
 
 
 class DisruptionController:
+    """Reconciles a PDB when it changes or when one of its expected pods comes, goes or changes readiness.
+
+    Each PDB's expected pods are indexed (name → ready) and kept current from pod events, so a
+    reconcile costs the size of its budget, not of the namespace, and a pod event costs one
+    selector match per PDB of its namespace.
+    """
+
     def __init__(self, client: ApiClient, clock: Clock) -> None:
         self.client = client
         self.clock = clock
         self.dirty: set[Key] = set()
         self.wake = asyncio.Event()
+        self.expected: dict[Key, dict[str, bool]] = {}  # PDB → its expected pods → ready
+        self.selectors: dict[Key, Any] = {}  # PDB → the selector `expected` was built with
         self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets", clock,
-                             Handlers(self._pdb_changed, lambda o, n: self._pdb_changed(n), lambda o: None))
+                             Handlers(self._pdb_changed, lambda o, n: self._pdb_changed(n), self._pdb_deleted))
         self.pods = Informer(client, "/api/v1/pods", clock,
-                             Handlers(self._pod_changed, lambda o, n: self._pod_changed(n), self._pod_changed))
+                             Handlers(lambda p: self._pod_changed(None, p), self._pod_changed,
+                                      lambda p: self._pod_changed(p, None)))
 
-    def _pdb_changed(self, pdb: Obj) -> None:
-        self.dirty.add(key_of(pdb))
+    def _mark(self, key: Key) -> None:
+        self.dirty.add(key)
         self.wake.set()
 
-    def _pod_changed(self, pod: Obj) -> None:
-        ns = pod["metadata"].get("namespace", "")
-        for key in self.pdbs.store:
-            if key[0] == ns:
-                self.dirty.add(key)
-                self.wake.set()
+    def _pdb_changed(self, pdb: Obj) -> None:
+        key = key_of(pdb)
+        selector = (pdb.get("spec") or {}).get("selector")
+        if key not in self.expected or self.selectors.get(key) != selector:
+            ns_pods = [p for (ns, _), p in self.pods.store.items() if ns == key[0]]
+            self.expected[key] = disruption.members(pdb, ns_pods)
+            self.selectors[key] = selector
+        self._mark(key)
+
+    def _pdb_deleted(self, pdb: Obj) -> None:
+        self.expected.pop(key_of(pdb), None)
+        self.selectors.pop(key_of(pdb), None)
+
+    def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
+        pod = new if new is not None else old
+        assert pod is not None
+        ns, name = pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
+        for key, pdb in self.pdbs.store.items():
+            if key[0] != ns:
+                continue
+            expected = self.expected.setdefault(key, {})
+            was = expected.get(name)
+            now = disruption.pod_is_ready(new) if new is not None and disruption.counts(pdb, new) else None
+            if now is None:
+                expected.pop(name, None)
+            else:
+                expected[name] = now
+            disrupted = name in ((pdb.get("status") or {}).get("disruptedPods") or {})
+            if was != now or disrupted:
+                self._mark(key)
+
+    def _alive(self, namespace: str) -> Callable[[str], bool]:
+        def alive(name: str) -> bool:
+            pod = self.pods.store.get((namespace, name))
+            return pod is not None and not pod["metadata"].get("deletionTimestamp")
+        return alive
 
     async def run(self) -> None:
         runners = [asyncio.create_task(i.run()) for i in (self.pdbs, self.pods)]
@@ -100,8 +147,7 @@ class DisruptionController:
         pdb = self.pdbs.store.get(key)
         if pdb is None:
             return
-        pods = [p for (ns, _), p in self.pods.store.items() if ns == key[0]]
-        status = desired_status(pdb, pods, self.clock.now())
+        status = status_for(pdb, self.expected.get(key, {}), self._alive(key[0]), self.clock.now())
         if status == (pdb.get("status") or {}):
             return
         body = {**pdb, "status": status}

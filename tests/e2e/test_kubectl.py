@@ -301,10 +301,11 @@ def test_drain_evicts_within_budget(cluster: ServerProcess) -> None:
 
 
 def test_drain_without_eviction_sends_protobuf_delete(cluster: ServerProcess) -> None:
-    cluster.kubectl("run", "pd", "-n", "proto", "--image=busybox", "--labels=app=proto",
+    cluster.kubectl("create", "namespace", "drain-proto")
+    cluster.kubectl("run", "pd", "-n", "drain-proto", "--image=busybox", "--labels=app=proto",
                     '--overrides={"spec":{"nodeName":"node-1","terminationGracePeriodSeconds":7}}')
     cluster.kubectl("drain", "node-1", "--force", "--disable-eviction", "--pod-selector=app=proto",
                     "--grace-period=3", "--timeout=3s", check=False)
-    pod = json.loads(cluster.kubectl("get", "pod", "pd", "-n", "proto", "-o", "json").stdout)
+    pod = json.loads(cluster.kubectl("get", "pod", "pd", "-n", "drain-proto", "-o", "json").stdout)
     assert pod["metadata"]["deletionGracePeriodSeconds"] == 3
     cluster.kubectl("uncordon", "node-1")

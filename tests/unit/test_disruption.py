@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from kubelite.controllers.disruption import desired_status
+from kubelite.api import disruption
+from kubelite.client.http import ApiClient
+from kubelite.client.informer import key_of
+from kubelite.clock import FakeClock
+from kubelite.controllers.disruption import DisruptionController, desired_status
 from kubelite.testing.builders import make_pod
 
 Obj = dict[str, Any]
@@ -67,3 +71,53 @@ def test_disrupted_pods_expire_and_do_not_count() -> None:
     assert (fresh["currentHealthy"], fresh["disruptionsAllowed"]) == (1, 0)
     later = desired_status({**pdb, "status": fresh}, _pods(2), 1_800_000_000.0 + 121)
     assert "disruptedPods" not in later and later["disruptionsAllowed"] == 1
+
+
+def _pod(name: str, ready: bool = True, ns: str = "default", app: str = "web", phase: str = "Running",
+         deleting: bool = False) -> Obj:
+    p = make_pod(name, ns).label("app", app).obj()
+    p["status"] = {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    if deleting:
+        p["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z"
+    return p
+
+
+# (name, pods before the PDB exists, events after: (old, new) with None for add/delete, whether the PDB is marked)
+INDEX_CASES = [
+    ("a PDB created after its pods counts them", [_pod("a"), _pod("b", ready=False)], [], True),
+    ("a new ready pod joins the budget", [], [(None, _pod("a"))], True),
+    ("a pod losing readiness stays expected but unhealthy", [_pod("a")], [(_pod("a"), _pod("a", ready=False))],
+     True),
+    ("a pod being deleted leaves the budget", [_pod("a")], [(_pod("a"), _pod("a", deleting=True))], True),
+    ("a pod relabelled out of the selector leaves", [_pod("a")], [(_pod("a"), _pod("a", app="db"))], True),
+    ("a finished pod leaves", [_pod("a")], [(_pod("a"), _pod("a", phase="Succeeded"))], True),
+    ("a removed pod leaves", [_pod("a")], [(_pod("a"), None)], True),
+    ("a pod of another namespace is ignored", [], [(None, _pod("a", ns="other"))], False),
+    ("an unselected pod is ignored", [], [(None, _pod("a", app="db"))], False),
+    ("a change that keeps membership and readiness marks nothing", [_pod("a")],
+     [(_pod("a"), {**_pod("a"), "spec": {"nodeName": "n1"}})], False),
+]
+
+
+@pytest.mark.parametrize("name,before,events,marked", INDEX_CASES, ids=[c[0] for c in INDEX_CASES])
+async def test_expected_pods_index_matches_a_full_recount(name: str, before: list[Obj],
+                                                          events: list[tuple[Obj | None, Obj | None]],
+                                                          marked: bool) -> None:
+    ctrl = DisruptionController(ApiClient("http://127.0.0.1:1"), FakeClock())
+    for p in before:
+        ctrl.pods.store[key_of(p)] = p
+    pdb = _pdb(minAvailable=1)
+    ctrl.pdbs.store[key_of(pdb)] = pdb
+    ctrl._pdb_changed(pdb)
+    if events:
+        ctrl.dirty.clear()
+    for old, new in events:
+        if new is None:
+            assert old is not None
+            del ctrl.pods.store[key_of(old)]
+        else:
+            ctrl.pods.store[key_of(new)] = new
+        ctrl._pod_changed(old, new)
+    ns_pods = [p for (ns, _), p in ctrl.pods.store.items() if ns == "default"]
+    assert ctrl.expected[key_of(pdb)] == disruption.members(pdb, ns_pods)
+    assert (key_of(pdb) in ctrl.dirty) is marked
