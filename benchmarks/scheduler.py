@@ -52,7 +52,7 @@ def pod(labels: Obj | None = None, **spec: Any) -> Obj:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "pod-", "labels": labels or {}},
             "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10", "resources": {
                 "requests": {"cpu": "100m", "memory": "500Mi"}, "limits": {"cpu": "100m", "memory": "500Mi"}}}],
-                     **spec}}
+                     "terminationGracePeriodSeconds": 0, **spec}}  # no node agent here: deleted pods go at once
 
 
 def _selector(labels: Obj) -> Obj:
@@ -91,7 +91,6 @@ def _sized(template: Obj, cpu: str, priority_class: str, labels: Obj | None = No
     out["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu, "memory": "500Mi"},
                                                  "limits": {"cpu": cpu, "memory": "500Mi"}}
     out["spec"]["priorityClassName"] = priority_class
-    out["spec"]["terminationGracePeriodSeconds"] = 0  # no node agent here: victims go at once
     if labels:
         out["metadata"]["labels"] = labels
     return out
@@ -185,20 +184,25 @@ class Cluster:
         await asyncio.gather(*(worker() for _ in range(self.clients)))
 
     async def watch_binds(self, rv: str, stop: asyncio.Event) -> None:
-        url = f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"
-        async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
-            buffer = b""
-            async for chunk in resp.content.iter_any():
-                now = time.perf_counter()
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    ev = orjson.loads(line)
-                    obj = ev["object"]
-                    if obj.get("spec", {}).get("nodeName") and obj["metadata"]["name"] not in self.bound:
-                        self.bound[obj["metadata"]["name"]] = now
-                if stop.is_set():
-                    return
+        """Record when each pod is first seen bound; a watch that ends early is resumed where it stopped."""
+        while not stop.is_set():
+            url = f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true"
+            async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+                buffer = b""
+                async for chunk in resp.content.iter_any():
+                    now = time.perf_counter()
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        obj = orjson.loads(line)["object"]
+                        rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                        if obj.get("spec", {}).get("nodeName") and obj["metadata"]["name"] not in self.bound:
+                            self.bound[obj["metadata"]["name"]] = now
+                    if stop.is_set():
+                        return
+            print(f"  (watch ended at resourceVersion {rv}; resuming)", flush=True)
 
 
 def _named(template: Obj, count: int, prefix: str) -> list[Obj]:

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from kubelite.api import disruption
-from kubelite.clock import parse_rfc3339
+from kubelite.api.podresources import PODS
+from kubelite.api.selectors import LabelSelector, compile_label_selector
 from kubelite.scheduler.framework import FilterOutcome, Plugin, run_filters
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.plugins.node_ports import conflicts
@@ -54,8 +55,7 @@ class PreemptionResult:
 
 def start_time(pod: PodInfo, now: float) -> float:
     """util.GetPodStartTime: status.startTime, else now (assumed or not yet started)."""
-    started = (pod.obj.get("status") or {}).get("startTime")
-    return parse_rfc3339(started) if started else now
+    return pod.started if pod.started is not None else now
 
 
 def budgets(pdbs: list[Obj], all_pods: Callable[[str], list[Obj]]) -> list[int]:
@@ -70,17 +70,35 @@ def budgets(pdbs: list[Obj], all_pods: Callable[[str], list[Obj]]) -> list[int]:
     return allowed
 
 
-def split_by_pdb(pods: list[PodInfo], pdbs: list[Obj], budget: list[int]) -> tuple[list[PodInfo], list[PodInfo]]:
+@dataclass(frozen=True)
+class PreemptionBudget:
+    """One PDB as preemption reads it: where it applies and how many disruptions it allows."""
+
+    namespace: str
+    selector: LabelSelector | None  # None: an empty or missing selector, which preemption ignores
+    disrupted: frozenset[str]
+    allowed: int
+
+    @classmethod
+    def of(cls, pdb: Obj, allowed: int) -> PreemptionBudget:
+        selector = (pdb.get("spec") or {}).get("selector")
+        return cls(pdb["metadata"].get("namespace", ""), compile_label_selector(selector) if selector else None,
+                   frozenset((pdb.get("status") or {}).get("disruptedPods") or {}), allowed)
+
+    def covers(self, pod: PodInfo) -> bool:
+        return (self.selector is not None and pod.namespace == self.namespace and pod.name not in self.disrupted
+                and self.selector.matches(pod.labels))
+
+
+def split_by_pdb(pods: list[PodInfo], pdbs: list[PreemptionBudget]) -> tuple[list[PodInfo], list[PodInfo]]:
     """filterPodsWithPDBViolation: (violating, non-violating), spending a copy of each budget in order."""
-    allowed = list(budget)
+    allowed = [b.allowed for b in pdbs]
     violating: list[PodInfo] = []
     ok: list[PodInfo] = []
     for pod in pods:
         bad = False
         for i, pdb in enumerate(pdbs):
-            if not (pdb.get("spec") or {}).get("selector") or not disruption.selects(pdb, pod.obj):
-                continue
-            if pod.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+            if not pdb.covers(pod):
                 continue
             allowed[i] -= 1
             if allowed[i] < 0:
@@ -99,27 +117,19 @@ class Evaluator:
         self.pdbs = pdbs
         self.pods_in = pods_in
         self._simple = False
-        self._pdb_budgets: tuple[list[Obj], list[int]] | None = None
+        self._pdb_budgets: list[PreemptionBudget] | None = None
 
-    def _budgets(self) -> tuple[list[Obj], list[int]]:
+    def _budgets(self) -> list[PreemptionBudget]:
         """The PDBs and their budgets, read once per preemption (not once per candidate node)."""
         if self._pdb_budgets is None:
             pdbs = self.pdbs()
-            self._pdb_budgets = (pdbs, budgets(pdbs, self.pods_in))
+            allowed = budgets(pdbs, self.pods_in)
+            self._pdb_budgets = [PreemptionBudget.of(pdb, n) for pdb, n in zip(pdbs, allowed, strict=True)]
         return self._pdb_budgets
 
     def _fits(self, pod: PodInfo, row: int) -> bool:
-        if self._simple:
-            return self._fits_resources(pod, row)
         outcome = run_filters(self.filters, {}, pod, self.table)
         return bool(outcome.feasible[row])
-
-    def _fits_resources(self, pod: PodInfo, row: int) -> bool:
-        """The fast path: only the node's own pods' requests and host ports can change the verdict."""
-        t = self.table
-        if t.pod_count[row] + 1 > t.alloc["pods"][row] or not t.requests_fit(pod.requests, row):
-            return False
-        return not (pod.host_ports and any(conflicts(p, t.ports[row]) for p in pod.host_ports))
 
     def _only_resources_matter(self, pod: PodInfo, outcome: FilterOutcome) -> bool:
         """True when removing pods from a node can change nothing but resource and port fit: the pod has no
@@ -130,31 +140,81 @@ class Evaluator:
                    if name in ("PodTopologySpread", "InterPodAffinity"))
 
     def select_victims(self, pod: PodInfo, row: int) -> Candidate | None:
-        """SelectVictimsOnNode: the minimal set of lower-priority pods to remove so `pod` fits on `row`."""
-        now = self.now()
+        """SelectVictimsOnNode: the minimal set of lower-priority pods to remove so `pod` fits on `row`.
+
+        Remove every lower-priority pod; if `pod` then fits, add them back one by one, PDB-violating
+        ones first, each in importance order, keeping each that still lets `pod` fit.
+        """
         lower = [p for p in self.table.pods[row].values() if p.priority < pod.priority]
+        if self._simple:
+            return self._select_by_arithmetic(pod, row, lower)
         for p in lower:
             self.table.remove_pod(p.uid)
+
+        def keep(p: PodInfo) -> bool:
+            self.table.add_pod(p)
+            if self._fits(pod, row):
+                return True
+            self.table.remove_pod(p.uid)
+            return False
+
         try:
-            if not self._fits(pod, row):
-                return None
-            lower.sort(key=lambda p: (-p.priority, start_time(p, now)))  # util.MoreImportantPod order
-            violating, non_violating = split_by_pdb(lower, *self._budgets())
-            victims: list[PodInfo] = []
-            violations = 0
-            for group, counts in ((violating, True), (non_violating, False)):
-                for p in group:
-                    self.table.add_pod(p)
-                    if not self._fits(pod, row):
-                        self.table.remove_pod(p.uid)
-                        victims.append(p)
-                        violations += 1 if counts else 0
-            victims.sort(key=lambda p: (-p.priority, start_time(p, now)))
-            return Candidate(self.table.names[row], row, victims, violations)
+            return self._reprieve(pod, row, lower, keep) if self._fits(pod, row) else None
         finally:
             for p in lower:
                 if self.table.pod(p.uid) is None:
                     self.table.add_pod(p)
+
+    def _select_by_arithmetic(self, pod: PodInfo, row: int, lower: list[PodInfo]) -> Candidate | None:
+        """select_victims on the fast path, where only the node's own pods' requests and host ports can change
+        the verdict: computed on what the node has left instead of by removing and re-adding pods."""
+        t = self.table
+        wanted = {r: v for r, v in pod.requests.items() if v > 0 and r != PODS}
+        left = {r: (int(t.alloc[r][row]) if r in t.alloc else 0)
+                - (int(t.requested[r][row]) if r in t.requested else 0) for r in wanted}
+        slots = int(t.alloc[PODS][row]) - int(t.pod_count[row])
+        ports = [hp for q in t.pods[row].values() if q.priority >= pod.priority for hp in q.host_ports]
+
+        def change(p: PodInfo, sign: int) -> None:  # sign -1: p leaves the node, +1: p is back
+            nonlocal slots
+            slots -= sign
+            for r in wanted:
+                left[r] -= sign * p.requests.get(r, 0)
+            if sign > 0:
+                ports.extend(p.host_ports)
+            elif p.host_ports:
+                del ports[len(ports) - len(p.host_ports):]
+
+        def fits() -> bool:
+            return (slots >= 1 and all(left[r] >= v for r, v in wanted.items())
+                    and not (pod.host_ports and any(conflicts(hp, set(ports)) for hp in pod.host_ports)))
+
+        def keep(p: PodInfo) -> bool:
+            change(p, 1)
+            if fits():
+                return True
+            change(p, -1)
+            return False
+
+        for p in lower:
+            slots += 1
+            for r in wanted:
+                left[r] += p.requests.get(r, 0)
+        return self._reprieve(pod, row, lower, keep) if fits() else None
+
+    def _reprieve(self, pod: PodInfo, row: int, lower: list[PodInfo], keep: Callable[[PodInfo], bool]) -> Candidate:
+        now = self.now()
+        lower.sort(key=lambda p: (-p.priority, start_time(p, now)))  # util.MoreImportantPod order
+        violating, non_violating = split_by_pdb(lower, self._budgets())
+        victims: list[PodInfo] = []
+        violations = 0
+        for group, counts in ((violating, True), (non_violating, False)):
+            for p in group:
+                if not keep(p):
+                    victims.append(p)
+                    violations += 1 if counts else 0
+        victims.sort(key=lambda p: (-p.priority, start_time(p, now)))
+        return Candidate(self.table.names[row], row, victims, violations)
 
     def preempt(self, pod: PodInfo, outcome: FilterOutcome) -> PreemptionResult:
         n = self.table.n
