@@ -67,6 +67,15 @@ def on_node(c: ServerProcess, name: str, containers: list[dict[str, object]], **
     apply_pod(c, name, containers, nodeName=NODE, **spec)
 
 
+def run_then_kill_agent(server: ServerProcess, agent: AgentProcess, name: str, **spec: object) -> tuple[int, str]:
+    """A looping pod on the node, Running; then the agent is killed. Returns its shim pid and the pod's uid."""
+    on_node(server, name, [sh("main", "while true; do sleep 0.1; done")], **spec)
+    assert wait_for(lambda: pod_phase(server, name) == "Running")
+    pid, uid = shim_pid(server, name), get_pod(server, name)["metadata"]["uid"]
+    agent.kill9()
+    return pid, uid
+
+
 def test_live_containers_are_re_adopted_with_their_logs(cluster: tuple[ServerProcess, AgentProcess],
                                                         tmp_path: Path) -> None:
     server, agent = cluster
@@ -137,11 +146,7 @@ def test_termination_restarts_with_the_full_grace_period(cluster: tuple[ServerPr
 def test_pod_deleted_while_the_agent_is_down_has_its_processes_stopped(
         cluster: tuple[ServerProcess, AgentProcess]) -> None:
     server, agent = cluster
-    on_node(server, "forgotten", [sh("main", "while true; do sleep 0.1; done")])
-    assert wait_for(lambda: pod_phase(server, "forgotten") == "Running")
-    pid = shim_pid(server, "forgotten")
-    uid = get_pod(server, "forgotten")["metadata"]["uid"]
-    agent.kill9()
+    pid, uid = run_then_kill_agent(server, agent, "forgotten")
     server.kubectl("delete", "pod", "forgotten", "--force", "--grace-period=0")
     assert group_alive(pid)
     agent.start()
@@ -152,10 +157,7 @@ def test_pod_deleted_while_the_agent_is_down_has_its_processes_stopped(
 def test_a_reused_pid_is_never_adopted(cluster: tuple[ServerProcess, AgentProcess]) -> None:
     """The checkpoint names a process by pid and kernel start time: another process with that pid is left alone."""
     server, agent = cluster
-    on_node(server, "replaced", [sh("main", "while true; do sleep 0.1; done")], restartPolicy="Never")
-    assert wait_for(lambda: pod_phase(server, "replaced") == "Running")
-    uid = get_pod(server, "replaced")["metadata"]["uid"]
-    agent.kill9()
+    _, uid = run_then_kill_agent(server, agent, "replaced", restartPolicy="Never")
     [path] = agent.data_dir.glob(f"pods/*_{uid}/checkpoint.json")
     saved = json.loads(path.read_text())
     old = saved["containers"]["main"]["process"]["pid"]
@@ -178,11 +180,7 @@ def test_a_container_spawned_just_before_the_kill_is_found(cluster: tuple[Server
     """The checkpoint names the instance before it is spawned; if the agent dies before recording the pid,
     the restarted agent finds the process by the log path it was started for."""
     server, agent = cluster
-    on_node(server, "unrecorded", [sh("main", "while true; do sleep 0.1; done")])
-    assert wait_for(lambda: pod_phase(server, "unrecorded") == "Running")
-    pid = shim_pid(server, "unrecorded")
-    uid = get_pod(server, "unrecorded")["metadata"]["uid"]
-    agent.kill9()
+    pid, uid = run_then_kill_agent(server, agent, "unrecorded")
     [path] = agent.data_dir.glob(f"pods/*_{uid}/checkpoint.json")
     saved = json.loads(path.read_text())
     entry = saved["containers"]["main"]
