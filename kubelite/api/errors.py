@@ -118,6 +118,18 @@ def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
                     f"{', '.join(accepted)} (got {content_type})")
 
 
+class Unavailable(ApiError):
+    """The API server could not be reached or did not answer: a refused or reset connection, a stall, a 503.
+
+    Every transport failure maps to this one type at the client's edge, so long-running loops
+    catch one thing and back off; it never means anything about the objects themselves.
+    """
+
+
+def unavailable(message: str) -> Unavailable:
+    return Unavailable(503, "ServiceUnavailable", message)
+
+
 def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}")
 
