@@ -181,7 +181,7 @@ class ResourceHandlers:
             raise errors.method_not_allowed("POST", r.plural)
         obj, warnings = await self._decode_object(request, r)
         self._check_namespace(obj, target)
-        created = await self.registry.create(r, target.namespace, obj, _dry_run(request))
+        created = await self.registry.create(r, target.namespace, obj, _dry_run(request), warnings)
         return respond(created, 201, warnings)
 
     async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -190,7 +190,7 @@ class ResourceHandlers:
         obj, warnings = await self._decode_object(request, r)
         self._check_namespace(obj, target)
         updated = await self.registry.update(r, target.namespace, target.name, obj, target.subresource,
-                                             _dry_run(request))
+                                             _dry_run(request), warnings)
         return respond(updated, 200, warnings)
 
     async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -214,8 +214,10 @@ class ResourceHandlers:
             warnings[:] = self._field_validation(request, r, out, None)
             return out
 
-        patched = await self.registry.patch(r, target.namespace, target.name, apply, target.subresource, dry_run)
-        return respond(patched, 200, warnings)
+        admitted: list[str] = []
+        patched = await self.registry.patch(r, target.namespace, target.name, apply, target.subresource, dry_run,
+                                            admitted)
+        return respond(patched, 200, warnings + admitted)
 
     async def _apply(self, request: web.Request, target: Target, doc: Any, dry_run: bool) -> web.StreamResponse:
         """Server-side apply as an upsert plus strategic merge (no managedFields or conflict detection yet)."""
@@ -228,11 +230,12 @@ class ResourceHandlers:
         warnings = self._field_validation(request, r, doc, None)
         if self.caches[r].get(target.namespace, target.name) is None:
             doc.setdefault("metadata", {})["name"] = target.name
-            return respond(await self.registry.create(r, target.namespace, doc, dry_run), 201, warnings)
+            return respond(await self.registry.create(r, target.namespace, doc, dry_run, warnings), 201, warnings)
+        admitted: list[str] = []
         patched = await self.registry.patch(r, target.namespace, target.name,
                                             lambda cur: patch.strategic_merge_patch(cur, doc, r.kind),
-                                            target.subresource, dry_run)
-        return respond(patched, 200, warnings)
+                                            target.subresource, dry_run, admitted)
+        return respond(patched, 200, warnings + admitted)
 
     async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource

@@ -107,7 +107,9 @@ class Registry:
 
     # --- create ----------------------------------------------------------------------------------
 
-    async def create(self, resource: Resource, namespace: str, obj: Obj, dry_run: bool = False) -> Obj:
+    async def create(self, resource: Resource, namespace: str, obj: Obj, dry_run: bool = False,
+                     warnings: builtins.list[str] | None = None) -> Obj:
+        """Store a new object; the strategy's warnings about it are appended to `warnings`."""
         strategy = self.strategies[resource]
         meta = obj.setdefault("metadata", {})
         if resource.namespaced:
@@ -129,6 +131,8 @@ class Registry:
         if refusals:
             raise self._forbidden(resource, meta.get("name", ""), "; ".join(refusals))
         self._raise_invalid(resource, obj, strategy.validate(obj))
+        if warnings is not None:
+            warnings += strategy.warnings(obj, None)
         if dry_run:
             if self.caches[resource].get(namespace, meta["name"]) is not None:
                 raise errors.already_exists(resource.plural, meta["name"], resource.group)
@@ -186,7 +190,8 @@ class Registry:
         return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
             not (obj.get("spec") or {}).get("finalizers") and meta.get("deletionGracePeriodSeconds") == 0
 
-    def _update_mutation(self, resource: Resource, body: Obj, subresource: str) -> Mutate:
+    def _update_mutation(self, resource: Resource, body: Obj, subresource: str,
+                         warnings: builtins.list[str] | None = None) -> Mutate:
         strategy = self.strategies[resource]
         pinned = str(body.get("metadata", {}).get("resourceVersion") or "")
 
@@ -222,19 +227,24 @@ class Registry:
                 causes = strategy.validate_status_update(new, cur)
             else:
                 strategy.prepare_update(new, cur)
+                refusals = strategy.admit_update(new, cur, self)
+                if refusals:
+                    raise self._forbidden(resource, name, "; ".join(refusals))
                 causes = strategy.validate_update(new, cur)
+                if warnings is not None:  # a retried mutation replaces what an earlier attempt said
+                    warnings[:] = strategy.warnings(new, cur)
             self._raise_invalid(resource, new, causes)
             return new
 
         return mutate
 
     async def update(self, resource: Resource, namespace: str, name: str, body: Obj, subresource: str = "",
-                     dry_run: bool = False) -> Obj:
+                     dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
         return await self.guaranteed_update(resource, namespace, name,
-                                            self._update_mutation(resource, body, subresource), dry_run)
+                                            self._update_mutation(resource, body, subresource, warnings), dry_run)
 
     async def patch(self, resource: Resource, namespace: str, name: str, apply_patch: Callable[[Obj], Obj],
-                    subresource: str = "", dry_run: bool = False) -> Obj:
+                    subresource: str = "", dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
         """Apply a patch to the current object and store it as an update (no-op patches write nothing)."""
 
         def mutate(cur: Obj) -> Obj:
@@ -245,7 +255,7 @@ class Registry:
             if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
                 raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
             patched["metadata"].pop("resourceVersion", None)
-            return self._update_mutation(resource, patched, subresource)(cur)
+            return self._update_mutation(resource, patched, subresource, warnings)(cur)
 
         return await self.guaranteed_update(resource, namespace, name, mutate, dry_run)
 
