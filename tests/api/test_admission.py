@@ -9,6 +9,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
+from kubelite.apiserver.registry import RESOURCES
 from kubelite.testing.builders import make_pod
 from tests.api.test_rest import PODS, call
 
@@ -177,3 +178,15 @@ async def test_negative_grace_may_be_raised_to_one_and_deletes_with_one(api: Cli
     await call(api, "POST", PODS, make_pod("q").grace(-5).node("n1").obj(), expect=201)
     deleting = await call(api, "DELETE", f"{PODS}/q", expect=200)
     assert deleting["metadata"]["deletionGracePeriodSeconds"] == 1  # CheckGracefulDelete: negative → 1
+
+
+async def test_openapi_v3_has_a_schema_for_every_served_kind(api: Client) -> None:
+    """kubectl explain finds a kind's schema by `x-kubernetes-group-version-kind` in components.schemas."""
+    index = await call(api, "GET", "/openapi/v3", expect=200)
+    served: set[tuple[str, str, str]] = set()
+    for entry in index["paths"].values():
+        doc = await call(api, "GET", entry["serverRelativeURL"], expect=200)
+        for component in doc["components"]["schemas"].values():
+            gvks = component.get("x-kubernetes-group-version-kind", [])
+            served |= {(g["group"], g["version"], g["kind"]) for g in gvks}
+    assert served == {(r.group, r.version, r.kind) for r in RESOURCES}
