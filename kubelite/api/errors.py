@@ -86,6 +86,13 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
+def cannot_decode(kind: str, version: str, cause: Cause) -> ApiError:
+    """A body that does not decode into the kind (upstream's codec error); the cause names the field."""
+    return ApiError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled as a {kind}: '
+                                       f"{cause.message}",
+                    {"causes": [cause.to_dict()]})
+
+
 def forbidden(message: str) -> ApiError:
     return ApiError(403, "Forbidden", message)
 

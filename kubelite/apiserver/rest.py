@@ -19,6 +19,7 @@ import orjson
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
+from kubelite.apiserver import typecheck
 from kubelite.apiserver.cache import Caches, decode
 from kubelite.apiserver.registry import STRATEGIES
 from kubelite.apiserver.registry.base import Obj, Resource, Strategy
@@ -111,6 +112,7 @@ class Registry:
                      warnings: builtins.list[str] | None = None) -> Obj:
         """Store a new object; the strategy's warnings about it are appended to `warnings`."""
         strategy = self.strategies[resource]
+        self._check_types(resource, obj)
         meta = obj.setdefault("metadata", {})
         if resource.namespaced:
             meta["namespace"] = namespace
@@ -149,6 +151,19 @@ class Registry:
             raise errors.already_exists(resource.plural, meta["name"], resource.group)
         await self.caches.wait_for(kv.mod_revision)
         return _with_rv(obj, kv.mod_revision)
+
+    @staticmethod
+    def _check_types(resource: Resource, obj: Obj, patch: bool = False) -> None:
+        """Decode as upstream: a wrong JSON type is a 400 naming the field, or after a patch a 422 on `patch`."""
+        mismatch = typecheck.check(obj, resource.model)
+        if mismatch is None:
+            return
+        if patch:  # apiserver/pkg/endpoints/handlers/patch.go: field.Invalid(field.NewPath("patch"), patchedObjJS, err)
+            shown = orjson.dumps(orjson.dumps(obj).decode()).decode()
+            raise errors.invalid("", "", [Cause("FieldValueInvalid", f"Invalid value: {shown}: {mismatch.error}",
+                                                "patch")])
+        raise errors.cannot_decode(resource.kind, resource.version,
+                                   Cause("FieldValueInvalid", mismatch.error, mismatch.path))
 
     def _raise_invalid(self, resource: Resource, obj: Obj, causes: builtins.list[Cause]) -> None:
         if causes:
@@ -191,11 +206,13 @@ class Registry:
             not (obj.get("spec") or {}).get("finalizers") and meta.get("deletionGracePeriodSeconds") == 0
 
     def _update_mutation(self, resource: Resource, body: Obj, subresource: str,
-                         warnings: builtins.list[str] | None = None) -> Mutate:
+                         warnings: builtins.list[str] | None = None, patched: bool = False) -> Mutate:
         strategy = self.strategies[resource]
         pinned = str(body.get("metadata", {}).get("resourceVersion") or "")
 
         def mutate(cur: Obj) -> Obj:
+            if not patched:
+                self._check_types(resource, body)
             meta = body.setdefault("metadata", {})
             name = cur["metadata"]["name"]
             if pinned and pinned != cur["metadata"]["resourceVersion"]:
@@ -249,13 +266,15 @@ class Registry:
 
         def mutate(cur: Obj) -> Obj:
             patched = apply_patch(copy_obj(cur))
+            if isinstance(patched, dict):
+                self._check_types(resource, patched, patch=True)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise errors.bad_request("patch produced an object without metadata")
             patched_rv = patched["metadata"].get("resourceVersion")
             if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
                 raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
             patched["metadata"].pop("resourceVersion", None)
-            return self._update_mutation(resource, patched, subresource, warnings)(cur)
+            return self._update_mutation(resource, patched, subresource, warnings, patched=True)(cur)
 
         return await self.guaranteed_update(resource, namespace, name, mutate, dry_run)
 
