@@ -336,7 +336,7 @@ def row(kind: str, obj: Obj, now: float, include: str) -> Obj:
         out: Obj = {"cells": cells_fn(obj, now)}
         conditions = _pod_row_conditions(obj) if kind == "Pod" else None
     except Exception:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        meta: Obj = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         log.exception("cannot print %s %s/%s; showing what is available", kind, meta.get("namespace", ""),
                       meta.get("name", ""))
         out, conditions = {"cells": [meta.get("name", "<unknown>")] + ["<unknown>"] * (len(columns) - 1)}, None
