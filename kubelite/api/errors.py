@@ -141,5 +141,8 @@ def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}")
 
 
-def timeout(message: str) -> ApiError:
-    return ApiError(504, "Timeout", message)
+def too_large_resource_version(requested: int, current: int) -> ApiError:
+    """storage.NewTooLargeResourceVersionError: a 504 the client retries after a second."""
+    return ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {current}",
+                    {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                     "retryAfterSeconds": 1}, {"Retry-After": "1"})

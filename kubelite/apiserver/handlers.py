@@ -9,8 +9,9 @@ import orjson
 from aiohttp import web
 
 from kubelite.api import errors
+from kubelite.api.errors import Cause
 from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
-from kubelite.apiserver import logs, patch, schema, subresources, tables, watch
+from kubelite.apiserver import logs, patch, schema, subresources, tables, typecheck, watch
 from kubelite.apiserver.cache import decode
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.request import (
@@ -22,6 +23,7 @@ from kubelite.apiserver.request import (
     PROTOBUF,
     YAML,
     Target,
+    check_depth,
     decode_body,
     media_type,
     parse_bool,
@@ -132,8 +134,7 @@ class ResourceHandlers:
             except Compacted as exc:
                 raise errors.gone(f"too old resource version: {exc.requested} ({exc.compacted})") from None
             except FutureRevision as exc:
-                raise errors.timeout(f"Too large resource version: {exc.requested}, current: {exc.current}") \
-                    from None
+                raise errors.too_large_resource_version(exc.requested, exc.current) from None
             return [decode(kv) for kv in listed.items], listed.revision
         return self.caches[r].list(namespace), self.caches.revision
 
@@ -211,6 +212,10 @@ class ResourceHandlers:
                 out = patch.merge_patch(cur, patch_doc)
             else:
                 out = patch.strategic_merge_patch(cur, patch_doc, r.kind)
+            try:
+                check_depth(out)  # operations on nested paths may build what no single document could
+            except ValueError as exc:
+                raise errors.bad_request(f"the patched object could not be stored: {exc}") from None
             warnings[:] = self._field_validation(request, r, out, None)
             return out
 
@@ -246,6 +251,7 @@ class ResourceHandlers:
             decoded = decode_body(body, media_type(request), (JSON, YAML, PROTOBUF))
             if not isinstance(decoded, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
+            _check_types(decoded, "V1DeleteOptions", "DeleteOptions")
             options = decoded
         grace = parse_int(request.query.get("gracePeriodSeconds"), "gracePeriodSeconds")
         if grace is not None:
@@ -265,6 +271,7 @@ class ResourceHandlers:
         binding = decode_body(await read_body(request), media_type(request))
         if not isinstance(binding, dict):
             raise errors.bad_request("the body must be a Binding")
+        _check_types(binding, "V1Binding", "Binding")
         meta = binding.setdefault("metadata", {})
         if name is not None:
             if meta.get("name") and meta["name"] != name:
@@ -278,11 +285,19 @@ class ResourceHandlers:
         eviction = decode_body(await read_body(request), media_type(request))
         if not isinstance(eviction, dict):
             raise errors.bad_request("the body must be an Eviction")
+        _check_types(eviction, "V1Eviction", "Eviction")
         name = (eviction.get("metadata") or {}).get("name")
         if name and name != target.name:
             raise errors.bad_request("name in URL does not match name in Eviction object")
         result = await subresources.evict(self.registry, target.namespace, target.name, eviction, _dry_run(request))
         return respond(result, 201)
+
+
+def _check_types(body: Obj, model: str, kind: str) -> None:
+    """Options and subresource bodies decode into their Go types upstream, as objects do."""
+    mismatch = typecheck.check(body, model)
+    if mismatch is not None:
+        raise errors.cannot_decode(kind, "v1", Cause("FieldValueInvalid", mismatch.error, mismatch.path))
 
 
 def _dry_run(request: web.Request) -> bool:
@@ -308,7 +323,9 @@ def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) ->
             state = orjson.loads(base64.urlsafe_b64decode(token.encode()))
             last = (state["ns"], state["name"])
         except (ValueError, KeyError, TypeError):
-            raise errors.bad_request("continue key is not valid") from None
+            last = None
+        if last is None or not all(isinstance(part, str) for part in last):  # forged or truncated
+            raise errors.bad_request("continue key is not valid")
         start = next((i for i, o in enumerate(items)
                       if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > last), len(items))
     if not limit or limit <= 0 or start + limit >= len(items):

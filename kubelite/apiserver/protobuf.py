@@ -195,6 +195,8 @@ def decode(body: bytes) -> Obj:
     raw = b""
     for num, v in _fields(body[4:]):
         if num == 1:
+            if not isinstance(v, bytes) or not all(isinstance(x, bytes) for _, x in _fields(v)):
+                raise ProtobufError("proto: wrong wireType for a field of TypeMeta")
             type_meta = {n: x.decode() for n, x in _fields(v)}
         elif num == 2:
             raw = v
@@ -203,6 +205,9 @@ def decode(body: bytes) -> Obj:
     if decoder is None:
         raise UnsupportedKind(f"protobuf bodies of kind {kind or '<unknown>'} are not supported; "
                             "send JSON (kubectl create -f / apply -f)")
-    obj = decoder(raw)
+    try:
+        obj = decoder(raw)
+    except (AttributeError, TypeError):  # a varint where bytes belong, or the reverse (gogo: "wrong wireType")
+        raise ProtobufError(f"proto: wrong wireType for a field of {kind}") from None
     obj["apiVersion"], obj["kind"] = api_version, kind
     return obj

@@ -27,6 +27,8 @@ from kubelite.apiserver.registry.core import NAMESPACES
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.store.interface import KeyExists, KeyNotFound, RevisionMismatch, Store
 
+MAX_OBJECT_BYTES = 1536 * 1024  # etcd's --max-request-bytes default
+LAST_TIMESTAMP = 253402300799.0  # 9999-12-31T23:59:59Z
 MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries unpinned conflicts without bound
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -40,14 +42,25 @@ def copy_obj(obj: Obj) -> Obj:
 
 
 def encode(obj: Obj) -> bytes:
-    """Stored form: resourceVersion lives in the store's revision, not in the value."""
+    """Stored form: resourceVersion lives in the store's revision, not in the value.
+
+    An object over etcd's default request limit is refused as kube-apiserver refuses it, whatever built it
+    (a large body, a patch that grew the object)."""
     meta = obj["metadata"]
     rv = meta.pop("resourceVersion", None)
     try:
-        return orjson.dumps(obj)
+        data = orjson.dumps(obj)
     finally:
         if rv is not None:
             meta["resourceVersion"] = rv
+    if len(data) > MAX_OBJECT_BYTES:
+        raise errors.ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
+    return data
+
+
+def _deadline(ts: float) -> str:
+    """A deletion deadline; a grace period of 10^12 s (valid int64) ends at the last representable second."""
+    return rfc3339(min(ts, LAST_TIMESTAMP))
 
 
 def _with_rv(obj: Obj, rev: int) -> Obj:
@@ -332,8 +345,9 @@ class Registry:
             if grace_req is None or grace_req >= period:
                 return cur
             new = copy_obj(cur)
-            started = parse_rfc3339(meta["deletionTimestamp"]) - period
-            new["metadata"]["deletionTimestamp"] = rfc3339(started + grace_req)
+            deadline = parse_rfc3339(meta["deletionTimestamp"])
+            started = deadline - period if deadline < LAST_TIMESTAMP else self.clock.now()  # clamped: start unknown
+            new["metadata"]["deletionTimestamp"] = _deadline(started + grace_req)
             new["metadata"]["deletionGracePeriodSeconds"] = grace_req
             if grace_req == 0 and not finalizers:
                 return None
@@ -342,7 +356,7 @@ class Registry:
         if not grace and not finalizers:
             return None
         new = copy_obj(cur)
-        new["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now() + (grace or 0))
+        new["metadata"]["deletionTimestamp"] = _deadline(self.clock.now() + (grace or 0))
         new["metadata"]["deletionGracePeriodSeconds"] = grace or 0
         if new["metadata"].get("generation", 0) > 0:
             new["metadata"]["generation"] += 1

@@ -5,8 +5,8 @@ storage: the first mismatch fails the request with Go's `json: cannot unmarshal 
 into Go struct field PodSpec.spec.affinity of type v1.Affinity`. Types come from the
 client's models (`schema`), so every field of every served kind is covered without a
 hand-written schema. Nulls decode to nothing, as into a Go pointer, slice or map: a null
-field is dropped (a time stays null, as a `metav1.Time` is written back), and a null list
-element of a struct type becomes an empty object.
+field is dropped (a time stays null, as a `metav1.Time` is written back), a null list
+element of a struct type becomes an empty object and a null quantity in a map "0".
 
 Not modelled: int32 versus int64 ranges (every integer is checked against int64) and
 enum values (left to validation).
@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubelite.api.quantity import QuantityError, parse_quantity
 from kubelite.apiserver import schema
 from kubelite.apiserver.schema import FieldType
 
 _INT64 = (-(2**63), 2**63 - 1)
-QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _SCALAR_GO = {"string": "string", "integer": "int64", "boolean": "bool", "number": "float64", "time": "v1.Time",
               "bytes": "[]uint8", "quantity": "resource.Quantity", "int-or-string": "intstr.IntOrString",
               "any": "interface {}"}
@@ -113,11 +113,17 @@ def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> No
             for k, item in value.items():
                 if item is not None:
                     _value(item, t.item, f"{path}[{k}]", go_path, struct)
+                elif t.item.kind == "quantity":
+                    value[k] = "0"  # a null decodes to the zero Quantity
             return
+    elif kind == "quantity":
+        try:  # resource.Quantity parses itself while decoding: a malformed or unbounded one fails the body
+            parse_quantity(value)
+            return
+        except QuantityError as exc:
+            raise _Found(Mismatch(path, str(exc))) from None
     elif _scalar_fits(value, kind):
         return
-    elif kind == "quantity":
-        raise _Found(Mismatch(path, QUANTITY_FORMAT))
     elif kind == "int-or-string":
         raise _Found(Mismatch(path, f"json: cannot unmarshal {_json_type(value)} into Go value of type int32"))
     elif kind == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -136,8 +142,6 @@ def _scalar_fits(value: Any, kind: str) -> bool:
         return isinstance(value, bool)
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == "quantity":
-        return isinstance(value, (str, int, float)) and not isinstance(value, bool)
     if kind == "int-or-string":
         return isinstance(value, (str, int)) and not isinstance(value, bool)
     return kind == "any"

@@ -101,6 +101,7 @@ ACCEPTED_CASES = [
     pytest.param(_container(readinessProbe={"httpGet": {"port": 8080}}), id="integer int-or-string"),
     pytest.param(_container(readinessProbe={"httpGet": {"port": "http"}}), id="string int-or-string"),
     pytest.param(_pod(affinity=None, nodeSelector=None), id="nulls decode to nothing"),
+    pytest.param(_container(resources={"requests": {"cpu": None}}), id="quantity null decodes to zero"),
 ]
 
 
@@ -108,6 +109,7 @@ ACCEPTED_CASES = [
 async def test_values_upstream_decodes_are_accepted(api: Client, body: dict[str, Any]) -> None:
     out = await call(api, "POST", PODS, body, expect=201)
     assert "affinity" not in out["spec"] and "nodeSelector" not in out["spec"]
+    assert out["spec"]["containers"][0]["resources"].get("requests", {}).get("cpu") in (None, 1, "0")
 
 
 PATCH_CASES = [
