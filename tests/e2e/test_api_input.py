@@ -1,4 +1,4 @@
-"""Request bodies over TLS (issue 10, defect 1): a body is read whole, however it is split into records."""
+"""Request bodies over TLS with kubectl (issue 10): read whole however they are split, and type-checked."""
 
 from __future__ import annotations
 
@@ -45,3 +45,14 @@ def test_large_bodies(server: ServerProcess, tmp_path: Path, size: int, expect: 
                    ["spec"]["containers"][0]["env"][0]["value"]) == size
     else:
         assert res.returncode != 0 and expect in res.stderr + res.stdout, (res.stdout, res.stderr)
+
+
+def test_kubectl_create_of_a_type_confused_pod_is_refused(server: ServerProcess) -> None:
+    """Issue 10, defect 2: the decoder's error reaches the user; the cluster's lists keep working."""
+    bad = json.loads(_pod("confused"))
+    bad["spec"]["affinity"] = 7
+    res = server.kubectl("create", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert res.returncode != 0
+    assert ('Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal number into Go struct field '
+            "PodSpec.spec.affinity of type v1.Affinity") in res.stderr
+    assert "confused" not in server.kubectl("get", "pods", "-A").stdout
