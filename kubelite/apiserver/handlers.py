@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import orjson
@@ -35,12 +36,13 @@ from kubelite.apiserver.rest import Registry, status_success
 from kubelite.store.interface import Compacted, FutureRevision
 
 _VALIDATION = ("Strict", "Warn", "Ignore")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     resp = web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
-    for w in warnings or []:
-        escaped = w.replace("\\", "\\\\").replace('"', '\\"')
+    for w in warnings or []:  # control characters become spaces, as Go writes header values
+        escaped = _CONTROL.sub(" ", w).replace("\\", "\\\\").replace('"', '\\"')
         resp.headers.add("Warning", f'299 - "{escaped}"')
     return resp
 
@@ -170,7 +172,8 @@ class ResourceHandlers:
         return problems
 
     def _check_namespace(self, obj: Obj, target: Target) -> None:
-        ns = (obj.get("metadata") or {}).get("namespace")
+        meta = obj.get("metadata")
+        ns = meta.get("namespace") if isinstance(meta, dict) else None  # a malformed one fails its type check
         if target.resource is not None and target.resource.namespaced and ns and ns != target.namespace:
             raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
                                      "the request")
@@ -232,6 +235,7 @@ class ResourceHandlers:
             raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager to be set")
         if not isinstance(doc, dict):
             raise errors.bad_request("apply patch must be an object")
+        self.registry.check_types(r, doc)
         warnings = self._field_validation(request, r, doc, None)
         if self.caches[r].get(target.namespace, target.name) is None:
             doc.setdefault("metadata", {})["name"] = target.name

@@ -189,6 +189,13 @@ DECODERS: dict[str, Callable[[bytes], Obj]] = {
 
 def decode(body: bytes) -> Obj:
     """Decode a `k8s\\0` envelope into a JSON-shaped dict, or raise ProtobufError naming the kind."""
+    try:
+        return _decode(body)
+    except UnicodeDecodeError as exc:
+        raise ProtobufError(f"proto: invalid UTF-8 in a string field: {exc.reason}") from None
+
+
+def _decode(body: bytes) -> Obj:
     if body[:4] != MAGIC:
         raise ProtobufError("not a Kubernetes protobuf envelope")
     type_meta: dict[int, str] = {}

@@ -7,6 +7,7 @@ protobuf envelopes for DeleteOptions and imperative creates, YAML bodies.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ MAX_BODY = 3 * 1024 * 1024
 MAX_DEPTH = 100  # nesting of decoded bodies; built-in kinds need about 20 levels
 YAML_EXPANSION = 10  # nodes a YAML document may have per byte once its aliases are expanded (plus 10,000)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU]0{0,4}[dD][89a-fA-F]")  # \ud800-\udfff in JSON, also \U0000d800 in YAML
 JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -141,7 +143,7 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON
         else:
             doc = orjson.loads(body)
         check_depth(doc)
-        return doc
+        return _without_surrogates(doc) if _SURROGATE_ESCAPE.search(body) else doc
     except protobuf.UnsupportedKind as exc:
         raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
     except protobuf.ProtobufError as exc:
@@ -151,6 +153,29 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON
             from None
     except (ValueError, yaml.YAMLError) as exc:  # JSON and UTF-8 errors are ValueErrors, as are 5,000-digit ints
         raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from None
+
+
+def _without_surrogates(doc: Any) -> Any:
+    """Lone UTF-16 surrogates (`"\\ud800"`) become U+FFFD, as Go's decoder makes them: they cannot be encoded."""
+    def clean(text: str) -> str:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    if isinstance(doc, str):
+        return clean(doc)
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            for k in list(value):
+                v = value.pop(k)
+                value[clean(k)] = clean(v) if isinstance(v, str) else v
+                stack.append(v)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                if isinstance(v, str):
+                    value[i] = clean(v)
+                stack.append(v)
+    return doc
 
 
 def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:

@@ -125,7 +125,7 @@ class Registry:
                      warnings: builtins.list[str] | None = None) -> Obj:
         """Store a new object; the strategy's warnings about it are appended to `warnings`."""
         strategy = self.strategies[resource]
-        self._check_types(resource, obj)
+        self.check_types(resource, obj)
         meta = obj.setdefault("metadata", {})
         if resource.namespaced:
             meta["namespace"] = namespace
@@ -141,6 +141,9 @@ class Registry:
         if generate:
             meta["name"] = meta["generateName"] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
         self._check_namespace(resource, namespace, meta.get("name", ""))
+        if not meta.get("name"):  # strategies may rely on a name; upstream's validation says the same
+            self._raise_invalid(resource, obj, [Cause("FieldValueRequired", "Required value: name or generateName "
+                                                                            "is required", "metadata.name")])
         strategy.prepare_create(obj, self)
         refusals = strategy.admit(obj, self)
         if refusals:
@@ -166,7 +169,7 @@ class Registry:
         return _with_rv(obj, kv.mod_revision)
 
     @staticmethod
-    def _check_types(resource: Resource, obj: Obj, patch: bool = False) -> None:
+    def check_types(resource: Resource, obj: Obj, patch: bool = False) -> None:
         """Decode as upstream: a wrong JSON type is a 400 naming the field, or after a patch a 422 on `patch`."""
         mismatch = typecheck.check(obj, resource.model)
         if mismatch is None:
@@ -219,13 +222,11 @@ class Registry:
             not (obj.get("spec") or {}).get("finalizers") and meta.get("deletionGracePeriodSeconds") == 0
 
     def _update_mutation(self, resource: Resource, body: Obj, subresource: str,
-                         warnings: builtins.list[str] | None = None, patched: bool = False) -> Mutate:
+                         warnings: builtins.list[str] | None = None) -> Mutate:
         strategy = self.strategies[resource]
         pinned = str(body.get("metadata", {}).get("resourceVersion") or "")
 
         def mutate(cur: Obj) -> Obj:
-            if not patched:
-                self._check_types(resource, body)
             meta = body.setdefault("metadata", {})
             name = cur["metadata"]["name"]
             if pinned and pinned != cur["metadata"]["resourceVersion"]:
@@ -270,6 +271,7 @@ class Registry:
 
     async def update(self, resource: Resource, namespace: str, name: str, body: Obj, subresource: str = "",
                      dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
+        self.check_types(resource, body)
         return await self.guaranteed_update(resource, namespace, name,
                                             self._update_mutation(resource, body, subresource, warnings), dry_run)
 
@@ -280,14 +282,14 @@ class Registry:
         def mutate(cur: Obj) -> Obj:
             patched = apply_patch(copy_obj(cur))
             if isinstance(patched, dict):
-                self._check_types(resource, patched, patch=True)
+                self.check_types(resource, patched, patch=True)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise errors.bad_request("patch produced an object without metadata")
             patched_rv = patched["metadata"].get("resourceVersion")
             if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
                 raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
             patched["metadata"].pop("resourceVersion", None)
-            return self._update_mutation(resource, patched, subresource, warnings, patched=True)(cur)
+            return self._update_mutation(resource, patched, subresource, warnings)(cur)
 
         return await self.guaranteed_update(resource, namespace, name, mutate, dry_run)
 

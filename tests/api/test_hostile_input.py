@@ -77,6 +77,15 @@ CLIENT_MISTAKES = [
                  id="pods/log follow=maybe"),
     pytest.param("PATCH", f"{PODS}/p", [{"op": "add", "path": 7, "value": 1}], JSON_PATCH, 400,
                  "invalid json patch operation", id="json patch path of the wrong type"),
+    # found by tests/fuzz/test_api_fuzz.py
+    pytest.param("POST", "/api/v1/namespaces", {"metadata": {}}, "application/json", 422,
+                 "metadata.name: Required value", id="namespace without a name"),
+    pytest.param("POST", "/api/v1/namespaces", {"metadata": [None]}, "application/json", 400,
+                 "Go struct field Namespace.metadata of type v1.ObjectMeta", id="metadata is a list"),
+    pytest.param("PUT", f"{PODS}/p", {"metadata": []}, "application/json", 400,
+                 "Go struct field Pod.metadata of type v1.ObjectMeta", id="update with metadata a list"),
+    pytest.param("PATCH", f"{PODS}/p?fieldManager=m", {"metadata": 2}, "application/apply-patch+yaml", 400,
+                 "Go struct field Pod.metadata of type v1.ObjectMeta", id="apply with metadata a number"),
 ]
 
 
@@ -87,6 +96,18 @@ async def test_client_mistakes_are_4xx(api: Client, method: str, path: str, body
     await call(api, "POST", PODS, make_pod("p2").obj(), expect=201)
     out = await call(api, method, path, body, ctype or "application/json", expect=status)
     assert message in out["message"], out
+
+
+async def test_control_characters_and_lone_surrogates_are_stored_safely(api: Client) -> None:
+    """A Warning header never carries a control character; a lone surrogate decodes to U+FFFD, as in Go."""
+    body = b'{"metadata": {"name": "w", "labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", ' \
+           b'"image": "i"}], "bad\\r\\nSet-Cookie: x": 1}}'
+    resp = await api.post(PODS, data=body, headers={"Content-Type": "application/json"})
+    assert resp.status == 201 and resp.headers.getall("Warning") == ['299 - "unknown field \\"spec.bad  Set-Cookie: '
+                                                                     'x\\""']
+    out = await call(api, "POST", PODS, b'metadata: {name: s, annotations: {a: "\\ud800x"}}\n'
+                                        b"spec: {containers: [{name: c, image: i}]}\n", "application/yaml", expect=201)
+    assert out["metadata"]["annotations"]["a"] == "\ufffdx"
 
 
 async def test_huge_termination_grace_period_deletes_without_error(api: Client) -> None:
