@@ -13,10 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
 from kubelite.api.errors import ApiError
-from kubelite.client.http import ApiClient
+from kubelite.client.interface import Client
 from kubelite.clock import Clock
 
 log = logging.getLogger("kubelite.client")
@@ -40,7 +38,7 @@ class Handlers:
 
 @dataclass
 class Informer:
-    client: ApiClient
+    client: Client
     path: str  # the collection, e.g. /api/v1/pods
     clock: Clock
     handlers: Handlers = field(default_factory=Handlers)
@@ -62,10 +60,7 @@ class Informer:
                 if exc.code == 410:
                     self.resource_version = ""  # too old: list again
                     continue
-                log.warning("informer %s: %s", self.path, exc)
-                await self.clock.sleep(RETRY_DELAY)
-            except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
-                log.warning("informer %s: %s", self.path, exc)
+                log.warning("informer %s: %s", self.path, exc)  # Unavailable included: the client maps them all
                 await self.clock.sleep(RETRY_DELAY)
 
     async def _relist(self) -> None:
