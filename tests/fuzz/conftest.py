@@ -1,7 +1,7 @@
 """Fuzz profiles: CI runs a fixed-seed sample in about a minute; `KUBELITE_FUZZ=campaign` runs a long campaign.
 
 `KUBELITE_FUZZ_EXAMPLES` scales the campaign (examples per property; the API fuzzer sends one request per
-example), e.g. `KUBELITE_FUZZ=campaign KUBELITE_FUZZ_EXAMPLES=5000 pytest tests/fuzz`.
+example), e.g. `KUBELITE_FUZZ=campaign KUBELITE_FUZZ_EXAMPLES=5000 pytest --timeout=0 tests/fuzz`.
 """
 
 from __future__ import annotations
