@@ -2,9 +2,9 @@
 
 Objects are drawn from the OpenAPI v3 schemas the server itself serves, with a share of their fields replaced
 by arbitrary JSON (type confusion), and sent as creates, updates, patches of every kind and deletes, in JSON
-and YAML. The oracle: no response is 5xx, none takes over a second (twice: see `Harness.send`), `/readyz` answers within 100 ms after
-every 500 requests and after the run, and every object read through the API equals what the store holds and
-decodes against its own schema.
+and YAML. The oracle: no response is 5xx, none takes over a second (twice: see `Harness.send`), `/readyz`
+answers within 100 ms after every 500 requests and after the run, and every object read through the API
+equals what the store holds and decodes against its own schema.
 """
 
 from __future__ import annotations
