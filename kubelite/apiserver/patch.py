@@ -163,6 +163,13 @@ def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
     return doc
 
 
+def _size(value: Any) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:  # an integer beyond 64 bits (from YAML): measured by its text instead
+        return len(repr(value))
+
+
 def json_patch(doc: Any, ops: Any) -> Any:
     """RFC 6902 with kube-apiserver's bounds: at most 10,000 operations (413), and `copy` may add at most
     3 MiB in all (json-patch's AccumulatedCopySizeLimit), so a few doubling copies cannot build a huge object."""
@@ -187,7 +194,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
         elif kind in ("move", "copy"):
             source = op.get("from", "")
             if kind == "copy":
-                copied += len(orjson.dumps(_get(doc, source)))
+                copied += _size(_get(doc, source))
                 if copied > MAX_COPY_BYTES:
                     raise _invalid(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
                                    f"exceeding the limit {MAX_COPY_BYTES}")
