@@ -195,3 +195,13 @@ async def test_costs_are_bounded(api: Client, method: str, path: str, body: Any,
     assert message in out["message"], out
     assert elapsed < 2.0, f"{elapsed:.2f} s"
     assert (await api.get("/readyz")).status == 200
+
+
+def test_json_patch_copy_of_an_integer_beyond_64_bits() -> None:
+    """Found by the parser fuzz campaign: the copy accounting measured values with orjson, which refuses them."""
+    from kubelite.apiserver import patch
+
+    ops = [{"op": "add", "path": "/metadata/labels", "value": -(2**63) - 1},
+           {"op": "copy", "from": "/metadata/labels", "path": "/metadata/annotations"}]
+    out = patch.json_patch(make_pod("p").obj(), ops)
+    assert out["metadata"]["annotations"] == -(2**63) - 1
