@@ -13,7 +13,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
-from kubelite.apiserver import tables
+from kubelite.apiserver import patch, tables
 from kubelite.testing.builders import make_pod
 from tests.api.test_rest import PODS, call
 
@@ -199,8 +199,6 @@ async def test_costs_are_bounded(api: Client, method: str, path: str, body: Any,
 
 def test_json_patch_copy_of_an_integer_beyond_64_bits() -> None:
     """Found by the parser fuzz campaign: the copy accounting measured values with orjson, which refuses them."""
-    from kubelite.apiserver import patch
-
     ops = [{"op": "add", "path": "/metadata/labels", "value": -(2**63) - 1},
            {"op": "copy", "from": "/metadata/labels", "path": "/metadata/annotations"}]
     out = patch.json_patch(make_pod("p").obj(), ops)
