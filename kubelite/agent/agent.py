@@ -23,7 +23,9 @@ from aiohttp import web
 from kubelite.agent import checkpoint, logs
 from kubelite.agent.cgroups import Cgroups
 from kubelite.agent.config import NodeConfig
+from kubelite.agent.loops import forever, timed
 from kubelite.agent.runtime import ProcessRuntime
+from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.worker import MIN_STOP_WINDOW, PodWorker
 from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
@@ -74,6 +76,7 @@ class Agent:
                              params={"fieldSelector": f"spec.nodeName={node_name}"})
         self._background: set[asyncio.Task[Any]] = set()
         self.events = EventSink(client)
+        self.status = StatusManager(client, clock, self.pods.get)
         self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
 
     # --- node ------------------------------------------------------------------------------------
@@ -101,39 +104,62 @@ class Agent:
                                     "operatingSystem": "linux", "osImage": platform.platform(), "systemUUID": ""}}}
 
     async def register(self) -> None:
-        node = self.node_object()
-        try:
-            await self.client.create("/api/v1/nodes", node)
-        except ApiError as exc:
-            if exc.code != 409:
+        """Create the Node (or post the status of an existing one), retried until the server answers."""
+        delay = 1.0
+        while True:
+            node = self.node_object()
+            try:
+                try:
+                    await timed(self.clock, self.client.create("/api/v1/nodes", node))
+                except ApiError as exc:
+                    if exc.code != 409:
+                        raise
+                    await timed(self.clock, self.client.patch(f"/api/v1/nodes/{self.node_name}/status",
+                                                              {"status": node["status"]}, STRATEGIC_PATCH))
+                return
+            except asyncio.CancelledError:
                 raise
-            await self.client.patch(f"/api/v1/nodes/{self.node_name}/status", {"status": node["status"]},
-                                    STRATEGIC_PATCH)
+            except Exception as exc:  # unreachable server, stall: keep trying (pods already running keep running)
+                log.warning("registering node %s failed (%s); retrying in %.0f s", self.node_name, exc, delay)
+            await self.clock.sleep(delay)
+            delay = min(RENEW_INTERVAL, delay * 2)
 
     async def heartbeat(self) -> None:
         """Renew the node's Lease in kube-node-lease every 10 s (NodeLease heartbeats) and post the full
-        node status every 5 minutes, as kubelet does when leases carry the liveness signal."""
-        path = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
+        node status every 5 minutes, as kubelet does when leases carry the liveness signal.
+
+        A failed renewal (server down, stalled, refusing) is logged and tried again at the next
+        interval: it never touches a pod.
+        """
         reported = self.clock.now()
         while True:
-            if self.clock.now() - reported >= STATUS_REPORT_INTERVAL:
-                reported = self.clock.now()
-                with contextlib.suppress(ApiError):
-                    await self.client.patch(f"/api/v1/nodes/{self.node_name}/status",
-                                            {"status": self.node_object()["status"]}, STRATEGIC_PATCH)
-            now = self.clock.now()
-            stamp = rfc3339(now).replace("Z", ".000000Z")
-            lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                     "metadata": {"name": self.node_name, "namespace": "kube-node-lease"},
-                     "spec": {"holderIdentity": self.node_name, "leaseDurationSeconds": LEASE_SECONDS,
-                              "renewTime": stamp}}
             try:
-                await self.client.patch(f"{path}/{self.node_name}", {"spec": lease["spec"]})
-            except ApiError as exc:
-                if exc.code == 404:
-                    with contextlib.suppress(ApiError):
-                        await self.client.create(path, lease)
+                if self.clock.now() - reported >= STATUS_REPORT_INTERVAL:
+                    reported = self.clock.now()
+                    await timed(self.clock, self.client.patch(f"/api/v1/nodes/{self.node_name}/status",
+                                                              {"status": self.node_object()["status"]},
+                                                              STRATEGIC_PATCH))
+                await self.renew_lease()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("node heartbeat failed (%s: %s); trying again in %.0f s", type(exc).__name__, exc,
+                            RENEW_INTERVAL)
             await self.clock.sleep(RENEW_INTERVAL)
+
+    async def renew_lease(self) -> None:
+        path = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
+        stamp = rfc3339(self.clock.now()).replace("Z", ".000000Z")
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": self.node_name, "namespace": "kube-node-lease"},
+                 "spec": {"holderIdentity": self.node_name, "leaseDurationSeconds": LEASE_SECONDS,
+                          "renewTime": stamp}}
+        try:
+            await timed(self.clock, self.client.patch(f"{path}/{self.node_name}", {"spec": lease["spec"]}))
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            await timed(self.clock, self.client.create(path, lease))
 
     # --- pods ------------------------------------------------------------------------------------
 
@@ -145,7 +171,7 @@ class Agent:
             return
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             if pod["metadata"].get("deletionTimestamp"):
-                self._spawn(self.delete_pod(pod))
+                self.delete_pod(pod)
             return
         saved = self.checkpoints.pop(uid, None)
         worker = PodWorker(self, pod, saved[1] if saved else None)
@@ -187,6 +213,7 @@ class Agent:
 
     def _pod_gone(self, pod: Obj) -> None:
         self.finished.pop(pod["metadata"].get("uid", ""), None)
+        self.status.forget(pod["metadata"].get("uid", ""))
         worker = self.workers.get(pod["metadata"].get("uid", ""))
         if worker is not None:
             worker.removed()  # force-deleted: the processes still get stopped (short grace)
@@ -208,17 +235,12 @@ class Agent:
                                      f"used: {used.get(r, 0)}, capacity: {cap}")
         return None
 
-    async def write_status(self, pod: Obj, status: Obj) -> None:
-        meta = pod["metadata"]
-        with contextlib.suppress(ApiError):
-            await self.client.patch(resource_path("pods", meta["namespace"], meta["name"], "status"),
-                                    {"metadata": {"uid": meta["uid"]}, "status": status}, STRATEGIC_PATCH)
+    def write_status(self, pod: Obj, status: Obj) -> None:
+        self.status.set_status(pod, status)
 
-    async def delete_pod(self, pod: Obj) -> None:
-        meta = pod["metadata"]
-        with contextlib.suppress(ApiError):
-            await self.client.delete(resource_path("pods", meta["namespace"], meta["name"]),
-                                     {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
+    def delete_pod(self, pod: Obj) -> None:
+        """Remove the object (grace 0) once its final status has been acknowledged (L14)."""
+        self.status.delete_when_synced(pod)
 
     def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal") -> None:
         self.events.post(event_for(pod, reason, message, "Pod", COMPONENT, self.clock.now(), kind,
@@ -245,20 +267,33 @@ class Agent:
         await site.start()
         if not self.port:
             self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        await self.register()
-        tasks = [asyncio.create_task(self.heartbeat()), asyncio.create_task(self.pods.run()),
-                 asyncio.create_task(self._stop_orphans()), asyncio.create_task(self.events.run())]
+        tasks: list[asyncio.Task[None]] = []
         try:
+            await self.register()
+            tasks = [asyncio.create_task(forever(self.clock, name, loop)) for name, loop in (
+                ("node heartbeat", self.heartbeat), ("pod informer", self.pods.run),
+                ("status manager", self.status.run), ("event sender", self.events.run))]
+            tasks.append(asyncio.create_task(self._stop_orphans()))
             await asyncio.gather(*tasks)
         finally:
-            for t in tasks:
+            if self.config.shutdown_grace_period > 0:
+                await self._shut_down_pods(self.config.shutdown_grace_period)
+            # Otherwise the pod workers stop, the containers do not (a restarted agent re-adopts them).
+            for t in [*tasks, *self.tasks.values()]:
                 t.cancel()
-            for t in list(self.tasks.values()):
-                t.cancel()
-            for t in list(self.tasks.values()):
+            for t in [*tasks, *self.tasks.values()]:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
+            await self.status.close()
             await runner.cleanup()
+
+    async def _shut_down_pods(self, grace: float) -> None:
+        """Graceful node shutdown: every pod's containers get the stop signal and at most `grace` seconds."""
+        for worker in self.workers.values():
+            worker.shut_down(grace)
+        running = list(self.tasks.values())
+        if running:
+            await bounded(self.clock, asyncio.wait(running), grace + MIN_STOP_WINDOW + 1)
 
     async def _healthz(self, request: web.Request) -> web.StreamResponse:
         return web.Response(text="ok")

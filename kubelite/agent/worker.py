@@ -98,6 +98,7 @@ class PodWorker:
         self.uid = pod["metadata"]["uid"]
         self.wake = asyncio.Event()
         self.gone = False  # the object was removed (force delete): kill, write nothing
+        self.shutdown_grace: float | None = None  # node shutdown: stop with at most this grace, write nothing
         spec = pod["spec"]
         self.records = [Record(c, "sidecar" if c.get("restartPolicy") == "Always" else "init")
                         for c in spec.get("initContainers") or []]
@@ -124,6 +125,11 @@ class PodWorker:
         self.gone = True
         self.wake.set()
 
+    def shut_down(self, grace: float) -> None:
+        """Graceful node shutdown (kubelet's shutdownGracePeriod): stop the containers; the checkpoint stays."""
+        self.shutdown_grace = grace
+        self.wake.set()
+
     @property
     def logs_dir(self) -> Path:
         meta = self.pod["metadata"]
@@ -135,33 +141,42 @@ class PodWorker:
     # --- the loop --------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        try:
-            if self.saved is not None:
-                self._adopt(self.saved)
-            else:
-                refusal = self.agent.admit(self.pod)
-                if refusal is not None:
-                    await self._refuse(*refusal)
-                    return
-            while not self.gone and not self.pod["metadata"].get("deletionTimestamp"):
-                if self._past_deadline():
-                    await self._fail(DEADLINE_EXCEEDED, "Pod was active on the node longer than the specified "
-                                                        "deadline")
-                    break
-                await self._sync()
-                if self._terminal():
-                    await self._finish()
-                    break
-                await self._sleep_until_change()
-            else:
-                await self._terminate()
-            checkpoint.remove(self.logs_dir)  # every process has ended
-        except asyncio.CancelledError:
-            self._kill_all()  # the checkpoint stays: a restarted agent learns these containers were killed
-            raise
-        except Exception:
-            log.exception("pod worker %s", self.uid)
-            self._kill_all()
+        """Run the pod to its end. Cancellation (agent shutdown) leaves the containers running and the
+        checkpoint in place for the next agent; an unexpected error is logged and the pass retried,
+        never answered by killing containers."""
+        if self.saved is not None:
+            self._adopt(self.saved)
+        else:
+            refusal = self.agent.admit(self.pod)
+            if refusal is not None:
+                await self._refuse(*refusal)
+                return
+        delay = 1.0
+        while True:
+            try:
+                await self._lifecycle()
+                return
+            except Exception:
+                log.exception("pod worker %s; retrying in %.0f s", self.uid, delay)
+            await self.agent.clock.sleep(delay)
+            delay = min(10.0, delay * 2)
+
+    async def _lifecycle(self) -> None:
+        while not self.gone and not self.pod["metadata"].get("deletionTimestamp") and self.shutdown_grace is None:
+            if self._past_deadline():
+                await self._fail(DEADLINE_EXCEEDED, "Pod was active on the node longer than the specified "
+                                                    "deadline")
+                break
+            await self._sync()
+            if self._terminal():
+                await self._finish()
+                break
+            await self._sleep_until_change()
+        else:
+            await self._terminate()
+            if self.shutdown_grace is not None:
+                return  # the next agent learns from the checkpoint how the containers ended
+        checkpoint.remove(self.logs_dir)  # every process has ended
 
     def _adopt(self, saved: Obj) -> None:
         """Take over from a previous agent: its records, its live processes, the published conditions."""
@@ -375,11 +390,6 @@ class PodWorker:
         return {"exitCode": r.exit.code, "reason": reason, "startedAt": rfc3339(r.started_at),
                 "finishedAt": rfc3339(r.finished_at), "containerID": f"kubelite://{r.process.pid if r.process else 0}"}
 
-    def _kill_all(self) -> None:
-        for r in self.records:
-            if r.running and r.process is not None:
-                self.agent.runtime.kill(r.process)
-
     # --- termination (L12-L16) -------------------------------------------------------------------
 
     def grace_period(self) -> float:
@@ -388,6 +398,8 @@ class PodWorker:
         grace = meta.get("deletionGracePeriodSeconds")
         if grace is None:
             grace = spec.get("terminationGracePeriodSeconds", 30)
+        if self.shutdown_grace is not None:
+            grace = min(grace, self.shutdown_grace)
         return float(max(1, int(grace)))
 
     def _deadline(self) -> float:
@@ -445,7 +457,7 @@ class PodWorker:
 
     async def _terminate(self) -> None:
         await self._stop_all()
-        if not self.gone:
+        if not self.gone and self.shutdown_grace is None:
             await self._finish()
 
     async def _stop_all(self) -> None:
@@ -471,13 +483,13 @@ class PodWorker:
         await self._stop_all()
         await self._publish(False, final=True)
         if self.pod["metadata"].get("deletionTimestamp"):
-            await self.agent.delete_pod(self.pod)
+            self.agent.delete_pod(self.pod)
 
     async def _refuse(self, reason: str, message: str) -> None:
         self.agent.event(self.pod, reason, message, "Warning")
-        await self.agent.write_status(self.pod, {"phase": "Failed", "reason": reason, "message": message})
+        self.agent.write_status(self.pod, {"phase": "Failed", "reason": reason, "message": message})
         if self.pod["metadata"].get("deletionTimestamp"):
-            await self.agent.delete_pod(self.pod)
+            self.agent.delete_pod(self.pod)
 
     # --- status (through the agent's status writer) ----------------------------------------------
 
@@ -570,5 +582,5 @@ class PodWorker:
         if status == self._written:
             return
         self._written = status
-        await self.agent.write_status(self.pod, status)
+        self.agent.write_status(self.pod, status)
 

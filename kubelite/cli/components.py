@@ -24,9 +24,11 @@ from kubelite.scheduler.scheduler import Scheduler
 
 
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
-              port: int) -> int:
+              port: int, shutdown_grace: float | None = None) -> int:
     """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
     cfg = node_config.load(config_file)
+    if shutdown_grace is not None:
+        cfg.shutdown_grace_period = shutdown_grace
     data_dir.mkdir(parents=True, exist_ok=True)
     uvloop.run(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, address,
                                                   port).run(), ApiClient.from_kubeconfig(kubeconfig)))

@@ -38,6 +38,7 @@ __all__ = ["ConfigError", "NodeConfigError", "Options", "run"]
 log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0
+UP_SHUTDOWN_GRACE = 10.0
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,9 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
                                               name="disruption-controller"))
     if opts.local_node:
         argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
-                socket.gethostname().lower(), "--data-dir", str(data / "agent"), "--address", "127.0.0.1"]
+                socket.gethostname().lower(), "--data-dir", str(data / "agent"), "--address", "127.0.0.1",
+                # `up` stopping is this node going away: its pods stop with it (graceful node shutdown)
+                "--shutdown-grace-period", str(UP_SHUTDOWN_GRACE)]
         if opts.node_config is not None:
             argv += ["--node-config", str(opts.node_config)]
         components.append(asyncio.create_task(_supervise(argv, RealClock()), name="agent"))

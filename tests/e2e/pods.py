@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -78,3 +80,29 @@ def agent_pid(up_pid: int) -> int:
         if int(fields[1]) == up_pid and b"agent" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
             return pid
     raise LookupError(f"no agent process under {up_pid}")
+
+
+class AgentProcess:
+    """A `kubelite agent` process for node `node`, as a user starts one beside `kubelite server`."""
+
+    def __init__(self, server: ServerProcess, data_dir: Path, node: str) -> None:
+        self.server, self.data_dir, self.node = server, data_dir, node
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the agent; its log goes to <data dir>.log (kept across restarts, for post-mortems)."""
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        with self.data_dir.with_suffix(".log").open("ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
+                                          str(self.server.kubeconfig), "--node-name", self.node, "--data-dir",
+                                          str(self.data_dir)], stdout=subprocess.DEVNULL, stderr=log)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)

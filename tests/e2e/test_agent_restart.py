@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,38 +19,27 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import alive, apply_pod, container_status, get_pod, group_alive, pod_phase, sh, wait_for
+from tests.e2e.pods import (
+    AgentProcess,
+    alive,
+    apply_pod,
+    container_status,
+    get_pod,
+    group_alive,
+    pod_phase,
+    sh,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 NODE = "restart-node"
-
-
-class AgentProcess:
-    def __init__(self, server: ServerProcess, data_dir: Path) -> None:
-        self.server, self.data_dir = server, data_dir
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
-                                      str(self.server.kubeconfig), "--node-name", NODE, "--data-dir",
-                                      str(self.data_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, AgentProcess]]:
     base = tmp_path_factory.mktemp("restart")
     server = start_server(base / "server", base / "home", extra=["--disable", "scheduler"])
-    agent = AgentProcess(server, base / "agent")
+    agent = AgentProcess(server, base / "agent", NODE)
     agent.start()
     assert wait_for(lambda: NODE in server.kubectl("get", "nodes", check=False).stdout)
     yield server, agent

@@ -42,10 +42,10 @@ class Harness:
     def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal") -> None:
         self.events.append((self.clock.monotonic(), reason, message))
 
-    async def write_status(self, pod: Obj, status: Obj) -> None:
+    def write_status(self, pod: Obj, status: Obj) -> None:
         self.statuses.append((self.clock.monotonic(), status))
 
-    async def delete_pod(self, pod: Obj) -> None:
+    def delete_pod(self, pod: Obj) -> None:
         self.deleted_at = self.clock.monotonic()
 
     def watch(self, coro: Any) -> None:
