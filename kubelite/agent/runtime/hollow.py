@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.agent.cgroups import Limits
-from kubelite.agent.runtime import KILLED, Exit, Handle
+from kubelite.agent.runtime.interface import KILLED, Exit, Handle
 from kubelite.clock import Clock
 
 _pids = itertools.count(100_000)
