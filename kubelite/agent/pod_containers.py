@@ -18,6 +18,7 @@ from typing import Any
 from kubelite.agent import container as cspec
 from kubelite.agent.cgroups import Limits
 from kubelite.agent.hooks import run_handler
+from kubelite.agent.lifecycle import should_restart
 from kubelite.agent.pod_status import terminated_state
 from kubelite.agent.prober import Prober, ProbeState
 from kubelite.agent.records import Record, pod_dir
@@ -160,7 +161,9 @@ class PodContainers:
         r.exit, r.finished_at = result, result.finished_at if result.finished_at is not None else now
         r.last_terminated = terminated_state(r)
         r.not_before = r.backoff.next_restart(now, r.finished_at - r.started_at)
-        r.waiting = "CrashLoopBackOff" if r.not_before > now else ""
+        # waiting in CrashLoopBackOff only when it will be restarted; otherwise it stays Terminated
+        restarts = should_restart(self.pod["spec"].get("restartPolicy", "Always"), r.spec, result.code)
+        r.waiting = "CrashLoopBackOff" if restarts and r.not_before > now else ""
         self.wake()
 
     # --- stop -------------------------------------------------------------------------------------

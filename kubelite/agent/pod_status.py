@@ -36,8 +36,11 @@ def terminated_state(r: Record) -> Obj:
 
 def container_status(r: Record) -> Obj:
     image = r.spec.get("image", "")
+    # an init container that completed is ready (kubelet: "the most recent successful init container will
+    # have ready = true"), so that Initialized can tell done from failed
+    completed = r.kind == "init" and not r.running and r.exit is not None and r.exit.code == 0
     st: Obj = {"name": r.name, "image": image, "imageID": image, "restartCount": r.restarts,
-               "ready": r.ready, "started": r.started}
+               "ready": r.ready or completed, "started": r.started}
     if r.running and r.process is not None:
         st["state"] = {"running": {"startedAt": rfc3339(r.started_at)}}
         st["containerID"] = f"kubelite://{r.process.pid}"
@@ -76,6 +79,66 @@ def pod_phase(pod: Obj, records: list[Record], facts: PodFacts) -> str:
     return phase(facts.init_failed, not facts.initialized and not facts.init_failed, views)
 
 
+def _go_list(names: list[str]) -> str:
+    return "[" + " ".join(names) + "]"
+
+
+def containers_ready_condition(spec: Obj, statuses: list[Obj], phase: str) -> tuple[str, str, str]:
+    """GenerateContainersReadyCondition: (status, reason, message) over sidecars and regular containers."""
+    if phase == "Succeeded":
+        return "False", "PodCompleted", ""
+    if phase == "Failed":
+        return "False", "PodFailed", ""
+    by_name = {s["name"]: s for s in statuses}
+    watched = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    watched += spec.get("containers") or []
+    unknown = [c["name"] for c in watched if c["name"] not in by_name]
+    unready = [c["name"] for c in watched if c["name"] in by_name and not by_name[c["name"]].get("ready")]
+    messages = []
+    if unknown:
+        messages.append(f"containers with unknown status: {_go_list(unknown)}")
+    if unready:
+        messages.append(f"containers with unready status: {_go_list(unready)}")
+    return ("False", "ContainersNotReady", ", ".join(messages)) if messages else ("True", "", "")
+
+
+def pod_ready_condition(spec: Obj, conditions: list[Obj], statuses: list[Obj], phase: str) -> tuple[str, str, str]:
+    """GeneratePodReadyCondition: ContainersReady, then every readiness gate's condition True."""
+    ready = containers_ready_condition(spec, statuses, phase)
+    if ready[0] != "True":
+        return ready
+    existing = {c.get("type"): c.get("status") for c in conditions}
+    messages = []
+    for gate in spec.get("readinessGates") or []:
+        kind = gate.get("conditionType")
+        if kind not in existing:
+            messages.append(f'corresponding condition of pod readiness gate "{kind}" does not exist.')
+        elif existing[kind] != "True":
+            messages.append(f'the status of pod readiness gate "{kind}" is not "True", but {existing[kind]}')
+    return ("False", "ReadinessGatesNotReady", ", ".join(messages)) if messages else ("True", "", "")
+
+
+def pod_initialized_condition(spec: Obj, statuses: list[Obj], phase: str) -> tuple[str, str, str]:
+    """GeneratePodInitializedCondition: every init container done (a sidecar: started), or a regular one ran."""
+    by_name = {s["name"]: s for s in statuses}
+    inits = spec.get("initContainers") or []
+    unknown = [c["name"] for c in inits if c["name"] not in by_name]
+    incomplete = [c["name"] for c in inits if c["name"] in by_name and not (
+        by_name[c["name"]].get("started") if c.get("restartPolicy") == "Always" else by_name[c["name"]].get("ready"))]
+    if phase == "Succeeded" and not unknown:
+        return "True", "PodCompleted", ""
+    regular = {c["name"] for c in spec.get("containers") or []}
+    if any("running" in (s.get("state") or {}) or "terminated" in (s.get("state") or {})
+           for s in statuses if s["name"] in regular):  # HasAnyRegularContainerStarted
+        return "True", "", ""
+    messages = []
+    if unknown:
+        messages.append(f"containers with unknown status: {_go_list(unknown)}")
+    if incomplete:
+        messages.append(f"containers with incomplete status: {_go_list(incomplete)}")
+    return ("False", "ContainersNotInitialized", ", ".join(messages)) if messages else ("True", "", "")
+
+
 class StatusBuilder:
     def __init__(self, host_ip: str) -> None:
         self.host_ip = host_ip
@@ -86,42 +149,43 @@ class StatusBuilder:
         for c in status.get("conditions") or []:
             self.transitions[c.get("type", "")] = (c.get("status", ""), c.get("lastTransitionTime", ""))
 
-    def _condition(self, kind: str, ok: bool, now: str, reason: str = "") -> Obj:
-        status = "True" if ok else "False"
+    def _condition(self, kind: str, value: tuple[str, str, str], now: str) -> Obj:
+        status, reason, message = value
         previous = self.transitions.get(kind)
         if previous is None or previous[0] != status:
             self.transitions[kind] = (status, now)
         cond: Obj = {"type": kind, "status": status, "lastProbeTime": None,
                      "lastTransitionTime": self.transitions[kind][1]}
-        if reason and not ok:
+        if reason:
             cond["reason"] = reason
+        if message:
+            cond["message"] = message
         return cond
 
-    def build(self, pod: Obj, records: list[Record], facts: PodFacts, now: float) -> Obj:
+    def build(self, pod: Obj, records: list[Record], facts: PodFacts, now: float, phase: str = "") -> Obj:
+        """The pod's status; `phase` given: report that phase instead of the computed one."""
         stamp = rfc3339(now)
-        apps = [r for r in records if r.kind == "app"]
-        inits = [r for r in records if r.kind != "app"]
-        containers_ready = all(r.ready for r in apps) and not facts.final
-        gates = [g.get("conditionType") for g in pod["spec"].get("readinessGates") or []]
-        existing = {c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or []}
-        gates_ok = all(existing.get(g) == "True" for g in gates)
-        initialized = facts.initialized and not facts.init_failed
+        spec = pod["spec"]
+        apps = [container_status(r) for r in records if r.kind == "app"]
+        inits = [container_status(r) for r in records if r.kind != "app"]
+        statuses = inits + apps
+        current = phase or pod_phase(pod, records, facts)
+        conditions = (pod.get("status") or {}).get("conditions") or []
         status: Obj = {
-            "phase": pod_phase(pod, records, facts),
+            "phase": current,
             "hostIP": self.host_ip, "hostIPs": [{"ip": self.host_ip}],
             "podIP": self.host_ip, "podIPs": [{"ip": self.host_ip}],
             "startTime": rfc3339(facts.started_at),
             "conditions": [
-                self._condition("PodReadyToStartContainers", not facts.final, stamp),
-                self._condition("Initialized", initialized or facts.final, stamp, "ContainersNotInitialized"),
-                self._condition("ContainersReady", containers_ready, stamp, "ContainersNotReady"),
-                self._condition("Ready", containers_ready and gates_ok, stamp,
-                                "ReadinessGatesNotReady" if containers_ready else "ContainersNotReady"),
+                self._condition("PodReadyToStartContainers", ("False" if facts.final else "True", "", ""), stamp),
+                self._condition("Initialized", pod_initialized_condition(spec, statuses, current), stamp),
+                self._condition("ContainersReady", containers_ready_condition(spec, statuses, current), stamp),
+                self._condition("Ready", pod_ready_condition(spec, conditions, statuses, current), stamp),
             ],
-            "containerStatuses": [container_status(r) for r in apps],
+            "containerStatuses": apps,
         }
         if inits:
-            status["initContainerStatuses"] = [container_status(r) for r in inits]
+            status["initContainerStatuses"] = inits
         if facts.failure is not None:
             status["reason"], status["message"] = facts.failure
         return status

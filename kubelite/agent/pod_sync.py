@@ -69,11 +69,13 @@ class PodSync:
             return SyncResult(stop=DEADLINE_EXCEEDED)
         await self._start_what_should_run()
         self._save()
-        self._publish()
+        terminal = pod_phase(self.pod, self.records, self.facts) in ("Succeeded", "Failed")
+        # A finished pod's sidecars are stopped first (sync_terminating_pod); its terminal phase is
+        # reported only after that (sync_terminated_pod), so it never shows sidecars running when Succeeded.
+        self._publish(hold_phase=terminal)
         pending = [r.not_before for r in self.records if r.not_before > now]
         if deadline is not None:
             pending.append(deadline)
-        terminal = pod_phase(self.pod, self.records, self.facts) in ("Succeeded", "Failed")
         return SyncResult(terminal=terminal, resync_at=min(pending) if pending else None)
 
     async def _start_what_should_run(self) -> None:
@@ -147,9 +149,15 @@ class PodSync:
 
     # --- status and checkpoint ---------------------------------------------------------------------------
 
-    def _publish(self) -> None:
+    def _publish(self, hold_phase: bool = False) -> None:
+        """Hand the status to the status manager; `hold_phase`: report the phase the API shows (Pending or
+        Running) rather than a terminal one that is not final yet."""
+        held = ""
+        if hold_phase:
+            shown = (self.pod.get("status") or {}).get("phase")
+            held = shown if shown in ("Pending", "Running") else "Running"
         self.node.status.set_status(self.pod, self.status.build(self.pod, self.records, self.facts,
-                                                                self.node.clock.now()))
+                                                                self.node.clock.now(), held))
 
     def _save(self) -> None:
         data = {"uid": self.uid, "namespace": self.pod["metadata"]["namespace"],

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -104,12 +105,17 @@ def test_exit_while_the_agent_is_down_is_reported_with_its_code(cluster: tuple[S
     pid = shim_pid(server, name)
     agent.kill9()
     assert wait_for(lambda: not group_alive(pid), 5)
+    ended = time.time()
+    time.sleep(3)
     agent.start()
     assert wait_for(lambda: container_status(server, name, "main").get("restartCount") == restarts and
                     pod_phase(server, name) == phase)
     st = container_status(server, name, "main")
     terminated = st["state"].get("terminated") or st["lastState"]["terminated"]
     assert terminated["exitCode"] == 3 and terminated["reason"] == "Error"
+    # issue 10 item 6: finishedAt is when it ended (the shim's record), not when the new agent noticed
+    finished = datetime.fromisoformat(terminated["finishedAt"].replace("Z", "+00:00")).timestamp()
+    assert finished <= ended + 1, (terminated["finishedAt"], ended)
     server.kubectl("delete", "pod", name, "--grace-period=1")
 
 

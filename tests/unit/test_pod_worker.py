@@ -220,7 +220,7 @@ async def test_active_deadline_fails_the_pod(tmp_path: Path, name: str, deadline
 async def test_stop_pod_decision_stops_then_fails_with_reason(tmp_path: Path) -> None:
     """The eviction hook: stop now with grace G (shorter than the pod's), then Failed with reason R and message M."""
     h = Harness(tmp_path)
-    pod, task = await _start(h, _pod([_c("main", "--ignore-term")], grace=30))
+    _, task = await _start(h, _pod([_c("main", "--ignore-term")], grace=30))
     await h.clock.advance(1)
     assert h.pod_workers.stop_pod("u1", 3, "Evicted", "The node was low on resource: memory.")
     for _ in range(5):
@@ -242,3 +242,54 @@ async def test_cancelled_worker_never_kills_containers(tmp_path: Path) -> None:
     await h.clock.advance(60)
     assert task.cancelled()
     assert h.runtime.started[0].alive and h.runtime.started[0].signals == []
+
+
+@pytest.mark.parametrize("rule", [
+    pytest.param({"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}},
+                 id="should restart container on rule match"),
+    pytest.param({"action": "Restart", "exitCodes": {"operator": "NotIn", "values": [0]}},
+                 id="should restart container on rule match (operator NotIn)"),
+])
+async def test_restart_rule_under_pod_never(tmp_path: Path, rule: Obj) -> None:
+    """exit 42 → restarted at once (no back-off before the first restart); the restarted run exits 0 → not
+    restarted, the container stays Terminated (not waiting in CrashLoopBackOff) and the pod is Succeeded."""
+    h = Harness(tmp_path)
+    main = _c("main", "--run", "1", "--exits", "42,0", restartPolicy="Never", restartPolicyRules=[rule])
+    _, task = await _start(h, _pod([main], policy="Never"))
+    for _ in range(5):
+        await h.clock.advance(1)
+    await task
+    assert [t for t, reason, _ in h.events if reason == "Started"] == [0.0, 1.0]
+    final = h.statuses[-1][1]
+    st = final["containerStatuses"][0]
+    assert final["phase"] == "Succeeded"
+    assert (st["restartCount"], st["state"]["terminated"]["exitCode"]) == (1, 0)
+    assert not any("waiting" in s["containerStatuses"][0]["state"] for _, s in h.statuses if s["phase"] == "Succeeded")
+
+
+@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
+async def test_sidecars_stopped_before_terminal_phase(tmp_path: Path, policy: str) -> None:
+    """The app containers are done for good: the sidecars are stopped (reverse order, the pod's grace) and only
+    then is the terminal phase reported; no Succeeded status ever shows a sidecar running."""
+    h = Harness(tmp_path)
+    init = [_c("side-a", "--term-after", "1", restartPolicy="Always"),
+            _c("side-b", "--term-after", "1", restartPolicy="Always")]
+    _, task = await _start(h, _pod([_c("app", "--run", "2")], init=init, policy=policy))
+    for _ in range(6):
+        await h.clock.advance(1)
+    await task
+    killing = [(t, msg.split()[-1]) for t, reason, msg in h.events if reason == "Killing"]
+    assert killing == [(2.0, "side-b"), (3.0, "side-a")]
+    succeeded = [(t, s) for t, s in h.statuses if s["phase"] == "Succeeded"]
+    assert succeeded and succeeded[0][0] == 4.0
+    assert all("running" not in c["state"] for _, s in succeeded for c in s["initContainerStatuses"])
+
+
+async def test_created_event_recorded_before_started(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    _, task = await _start(h, _pod([_c("a"), _c("b")], init=[_c("init", "--run", "1")]))
+    await h.clock.advance(2)
+    task.cancel()
+    order = [(reason, msg.split()[-1]) for _, reason, msg in h.events if reason in ("Created", "Started")]
+    assert order == [("Created", "init"), ("Started", "init"), ("Created", "a"), ("Started", "a"),
+                     ("Created", "b"), ("Started", "b")]
