@@ -38,7 +38,7 @@ async def stop_orphans(runtime: Runtime, clock: Clock, leftovers: dict[str, tupl
             for h in live:
                 runtime.kill(h)
             await asyncio.gather(*(h.exited() for h in live))
-        remove_pod_dir(directory)
+        checkpoint.remove(directory)  # the directory itself goes with the pod object (remove_orphan_dirs)
 
 
 def remove_pod_dir(directory: Path) -> None:

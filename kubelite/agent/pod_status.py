@@ -79,8 +79,11 @@ def pod_phase(pod: Obj, records: list[Record], facts: PodFacts) -> str:
     return phase(facts.init_failed, not facts.initialized and not facts.init_failed, views)
 
 
-def _go_list(names: list[str]) -> str:
-    return "[" + " ".join(names) + "]"
+def _verdict(reason: str, unknown: list[str], label: str, names: list[str]) -> tuple[str, str, str]:
+    """True when no container is unknown or `label` (unready, incomplete); else False with kubelet's message."""
+    messages = [f"containers with {kind} status: [{' '.join(found)}]"
+                for kind, found in (("unknown", unknown), (label, names)) if found]
+    return ("False", reason, ", ".join(messages)) if messages else ("True", "", "")
 
 
 def containers_ready_condition(spec: Obj, statuses: list[Obj], phase: str) -> tuple[str, str, str]:
@@ -94,12 +97,7 @@ def containers_ready_condition(spec: Obj, statuses: list[Obj], phase: str) -> tu
     watched += spec.get("containers") or []
     unknown = [c["name"] for c in watched if c["name"] not in by_name]
     unready = [c["name"] for c in watched if c["name"] in by_name and not by_name[c["name"]].get("ready")]
-    messages = []
-    if unknown:
-        messages.append(f"containers with unknown status: {_go_list(unknown)}")
-    if unready:
-        messages.append(f"containers with unready status: {_go_list(unready)}")
-    return ("False", "ContainersNotReady", ", ".join(messages)) if messages else ("True", "", "")
+    return _verdict("ContainersNotReady", unknown, "unready", unready)
 
 
 def pod_ready_condition(spec: Obj, conditions: list[Obj], statuses: list[Obj], phase: str) -> tuple[str, str, str]:
@@ -131,12 +129,7 @@ def pod_initialized_condition(spec: Obj, statuses: list[Obj], phase: str) -> tup
     if any("running" in (s.get("state") or {}) or "terminated" in (s.get("state") or {})
            for s in statuses if s["name"] in regular):  # HasAnyRegularContainerStarted
         return "True", "", ""
-    messages = []
-    if unknown:
-        messages.append(f"containers with unknown status: {_go_list(unknown)}")
-    if incomplete:
-        messages.append(f"containers with incomplete status: {_go_list(incomplete)}")
-    return ("False", "ContainersNotInitialized", ", ".join(messages)) if messages else ("True", "", "")
+    return _verdict("ContainersNotInitialized", unknown, "incomplete", incomplete)
 
 
 class StatusBuilder:

@@ -6,11 +6,12 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, start_server
 
 
 def apply_pod(c: ServerProcess, name: str, containers: list[dict[str, Any]], **spec: Any) -> None:
@@ -106,3 +107,17 @@ class AgentProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=20)
+
+
+@contextmanager
+def server_and_agent(base: Path, node: str) -> Iterator[tuple[ServerProcess, AgentProcess]]:
+    """`kubelite server` without the scheduler (pods name their node) and a `kubelite agent` for `node`."""
+    server = start_server(base / "server", base / "home", extra=["--disable", "scheduler"])
+    agent = AgentProcess(server, base / "agent", node)
+    agent.start()
+    try:
+        assert wait_for(lambda: node in server.kubectl("get", "nodes", check=False).stdout)
+        yield server, agent
+    finally:
+        agent.stop()
+        server.stop()

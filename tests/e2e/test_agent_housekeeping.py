@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import AgentProcess, apply_pod, container_status, get_pod, pod_phase, sh, wait_for
+from tests.conftest import ServerProcess
+from tests.e2e.pods import AgentProcess, apply_pod, container_status, get_pod, pod_phase, server_and_agent, sh, wait_for
 
 pytestmark = pytest.mark.e2e
 NODE = "housekeeping-node"
@@ -20,14 +20,8 @@ NODE = "housekeeping-node"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, AgentProcess]]:
-    base = tmp_path_factory.mktemp("housekeeping")
-    server = start_server(base / "server", base / "home", extra=["--disable", "scheduler"])
-    agent = AgentProcess(server, base / "agent", NODE)
-    agent.start()
-    assert wait_for(lambda: NODE in server.kubectl("get", "nodes", check=False).stdout)
-    yield server, agent
-    agent.stop()
-    server.stop()
+    with server_and_agent(tmp_path_factory.mktemp("housekeeping"), NODE) as cluster:
+        yield cluster
 
 
 @pytest.mark.parametrize("policy,script", [

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ServerProcess, start_server
+from tests.conftest import ServerProcess
 from tests.e2e.pods import (
     AgentProcess,
     alive,
@@ -28,6 +28,7 @@ from tests.e2e.pods import (
     get_pod,
     group_alive,
     pod_phase,
+    server_and_agent,
     sh,
     wait_for,
 )
@@ -38,14 +39,8 @@ NODE = "restart-node"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, AgentProcess]]:
-    base = tmp_path_factory.mktemp("restart")
-    server = start_server(base / "server", base / "home", extra=["--disable", "scheduler"])
-    agent = AgentProcess(server, base / "agent", NODE)
-    agent.start()
-    assert wait_for(lambda: NODE in server.kubectl("get", "nodes", check=False).stdout)
-    yield server, agent
-    agent.stop()
-    server.stop()
+    with server_and_agent(tmp_path_factory.mktemp("restart"), NODE) as cluster:
+        yield cluster
 
 
 def shim_pid(c: ServerProcess, pod: str) -> int:
