@@ -58,11 +58,11 @@ class Agent:
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port)
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
-        self.pods = Informer(client, "/api/v1/pods", clock,  # type: ignore[arg-type]
+        self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
                              params={"fieldSelector": f"spec.nodeName={node_name}"})
         self.status = StatusManager(client, clock, self.pods.get)
-        self.events = EventSink(client)  # type: ignore[arg-type]
+        self.events = EventSink(client, clock)
         self.syncers: dict[str, PodSync] = {}  # every pod this agent ran, until its object is gone (logs)
         self.pod_workers = PodWorkers(clock, self._new_syncer, self._pod_finished)
         self._background: set[asyncio.Future[Any]] = set()

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from kubelite.api.errors import unavailable
 from kubelite.clock import Clock, bounded
 
 log = logging.getLogger("kubelite.agent")
@@ -24,10 +25,11 @@ MAX_RESTART_DELAY = 10.0
 
 
 async def timed(clock: Clock, request: Awaitable[T], seconds: float = REQUEST_TIMEOUT) -> T:
-    """`request`'s result, or TimeoutError when the server has not answered within `seconds`."""
+    """`request`'s result, or Unavailable (a transport failure, like any other) when the server has not
+    answered within `seconds` — whatever the transport's own timeouts are."""
     finished, result = await bounded(clock, request, seconds)
     if not finished:
-        raise TimeoutError(f"the API server did not answer within {seconds:.0f} s")
+        raise unavailable(f"the API server did not answer within {seconds:.0f} s")
     return result  # type: ignore[return-value]
 
 

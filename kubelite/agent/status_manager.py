@@ -5,8 +5,9 @@ caches it with a per-pod version that only grows and wakes the sender; `set_stat
 fail and never blocks, so a lost API server can never reach a pod worker (and so never a
 container). The sender writes each pod's newest status through the status subresource, with
 the pod's uid as a precondition (a pod recreated under the same name is never written), and a
-write counts as done only when the server acknowledged it: a failed write is retried with a
-back-off (1 s doubling to 10 s), and a status older than the one acknowledged is never sent.
+write counts as done only when the server acknowledged it: a failed write is retried with the
+client's back-off helper (1 s doubling to 10 s; each attempt sends the newest status), and a
+status older than the one acknowledged is never sent.
 
 A pod that must go (terminal, deletion requested) is deleted with grace 0 only after its
 final status was acknowledged (kubelet's `canBeDeleted`), and that delete is retried the same way.
@@ -26,15 +27,17 @@ from typing import Any
 
 from kubelite.agent.loops import timed
 from kubelite.api.errors import ApiError
+from kubelite.client import retry
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.interface import Client
+from kubelite.client.retry import Backoff
 from kubelite.clock import Clock, bounded
 
 log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
-INITIAL_RETRY = 1.0
-MAX_RETRY = 10.0
+RETRY = Backoff(duration=1.0, factor=2.0, cap=10.0)  # until acknowledged (or the pod is gone)
+BUG_RETRY = 10.0  # an unexpected error (not the API's): logged, tried again after this long
 RESYNC_INTERVAL = 10.0  # kubelet's status manager syncPeriod
 GONE = (404, 409)  # the pod object is gone, or the name now holds another pod (uid precondition)
 
@@ -49,8 +52,7 @@ class _PodStatus:
     acked: int = 0  # the newest version the server acknowledged
     delete: bool = False  # delete the object (grace 0) once the status is acknowledged
     deleted: bool = False
-    failures: int = 0
-    retry_at: float = 0.0
+    retry_at: float = 0.0  # only after an unexpected error
 
     @property
     def due(self) -> bool:
@@ -114,7 +116,7 @@ class StatusManager:
             task.cancel()
 
     def _due_now(self, entry: _PodStatus) -> None:
-        entry.failures, entry.retry_at = 0, 0.0
+        entry.retry_at = 0.0
         self._wake.set()
 
     # --- the sender --------------------------------------------------------------------------------
@@ -156,34 +158,37 @@ class StatusManager:
                 entry.acked = 0
 
     async def _sync(self, entry: _PodStatus) -> None:
-        version, status = entry.version, entry.status
+        """Write the newest status, then (if asked) delete the object; retried until the server acknowledges."""
         try:
-            if version > entry.acked and status is not None:
-                await timed(self.clock, self.client.patch(
-                    resource_path("pods", entry.namespace, entry.name, "status"),
-                    {"metadata": {"uid": entry.uid}, "status": status}, STRATEGIC_PATCH))
-                entry.acked = max(entry.acked, version)
-            if entry.delete and not entry.deleted and entry.acked >= entry.version:
-                await timed(self.clock, self.client.delete(resource_path("pods", entry.namespace, entry.name),
-                                                    {"gracePeriodSeconds": 0, "preconditions": {"uid": entry.uid}}))
-                entry.deleted = True
-            entry.failures = 0
+            await retry.on_error(lambda: self._write(entry), clock=self.clock, backoff=RETRY,
+                                 retriable=lambda exc: self._retriable(entry, exc))
         except ApiError as exc:
-            if exc.code in GONE:
-                entry.acked, entry.deleted = entry.version, True  # nothing left to write
-                return
-            self._retry_later(entry, exc)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a transport failure the client did not map: the same as Unavailable
-            self._retry_later(entry, exc)
+            if exc.code not in GONE:
+                raise
+            entry.acked, entry.deleted = entry.version, True  # the object is gone: nothing left to write
+        except Exception:
+            log.exception("pod %s/%s: status sync failed; retrying in %.0f s", entry.namespace, entry.name,
+                          BUG_RETRY)
+            entry.retry_at = self.clock.monotonic() + BUG_RETRY
 
-    def _retry_later(self, entry: _PodStatus, exc: BaseException) -> None:
-        delay = min(MAX_RETRY, INITIAL_RETRY * 2 ** entry.failures)
-        entry.failures += 1
-        entry.retry_at = self.clock.monotonic() + delay
-        log.warning("pod %s/%s: status write failed (%s); retrying in %.0f s", entry.namespace, entry.name,
-                    exc or type(exc).__name__, delay)
+    async def _write(self, entry: _PodStatus) -> None:
+        version, status = entry.version, entry.status
+        if version > entry.acked and status is not None:
+            await timed(self.clock, self.client.patch(
+                resource_path("pods", entry.namespace, entry.name, "status"),
+                {"metadata": {"uid": entry.uid}, "status": status}, STRATEGIC_PATCH))
+            entry.acked = max(entry.acked, version)
+        if entry.delete and not entry.deleted and entry.acked >= entry.version:
+            await timed(self.clock, self.client.delete(resource_path("pods", entry.namespace, entry.name),
+                                                       {"gracePeriodSeconds": 0, "preconditions": {"uid": entry.uid}}))
+            entry.deleted = True
+
+    @staticmethod
+    def _retriable(entry: _PodStatus, exc: ApiError) -> bool:
+        if exc.code in GONE:
+            return False
+        log.warning("pod %s/%s: status write failed (%s); retrying", entry.namespace, entry.name, exc)
+        return True
 
     async def close(self) -> None:
         for task in list(self._inflight.values()):
