@@ -88,11 +88,11 @@ class Agent:
 
     def _pod_seen(self, pod: Obj) -> None:
         uid = pod["metadata"]["uid"]
-        if uid in self.pod_workers.pods:
+        finished = self.pod_workers.is_finished(uid)  # ran to its end on this node: never started again
+        if uid in self.pod_workers.pods and not finished:
             self.pod_workers.update_pod(pod)
             return
-        finished_here = uid in self.syncers  # ran to its end on this node: never started again
-        if finished_here or (pod.get("status") or {}).get("phase") in TERMINAL:
+        if finished or (pod.get("status") or {}).get("phase") in TERMINAL:
             if pod["metadata"].get("deletionTimestamp"):
                 self.status.delete_when_synced(pod)
             return
@@ -109,19 +109,23 @@ class Agent:
         if self.pod_workers.could_have_running_containers(uid):
             self.pod_workers.remove_pod(uid)  # force-deleted: the processes still get stopped (short grace)
             return
-        syncer = self.syncers.pop(uid, None)
-        if syncer is not None:
-            housekeeping.remove_pod_dir(syncer.logs_dir)
+        self._forget(uid)
 
     def _pod_finished(self, uid: str) -> None:
-        """A pod's worker is done (every container stopped); remove its directory if the object is gone."""
+        """A pod's worker is done (every container stopped); forget it if the object is gone meanwhile."""
         syncer = self.syncers.get(uid)
         if syncer is None:
             return
         meta = syncer.pod["metadata"]
         current = self.pods.get(meta["namespace"], meta["name"])
         if current is None or current["metadata"].get("uid") != uid:
-            del self.syncers[uid]
+            self._forget(uid)
+
+    def _forget(self, uid: str) -> None:
+        """The pod object is gone and nothing of it runs: drop it and delete its directory."""
+        self.pod_workers.forget(uid)
+        syncer = self.syncers.pop(uid, None)
+        if syncer is not None:
             housekeeping.remove_pod_dir(syncer.logs_dir)
 
     def admit(self, pod: Obj) -> tuple[str, str] | None:

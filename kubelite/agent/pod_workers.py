@@ -15,6 +15,10 @@ cancelling a worker (agent shutdown) stops the sequencing only — it never stop
 
     could_have_running_containers(uid):  true ──────────────────────────────► false after sync_terminating_pod
     is_terminating(uid):                 false ───► true from terminating_at on
+    is_finished(uid):                    false ────────────────────────────────────────► true after sync_terminated_pod
+
+A finished pod's entry stays (updates to it are ignored: it never runs again) until `forget`,
+which the agent calls once the pod object is gone.
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ class PodWorkers:
                  on_finished: Callable[[str], None] = lambda uid: None) -> None:
         self.clock = clock
         self.new_syncer = new_syncer
-        self.on_finished = on_finished  # called with the uid when a worker's pod has been fully terminated
+        self.on_finished = on_finished  # called with the uid when a pod has been fully terminated
         self.pods: dict[str, PodSyncStatus] = {}
 
     # --- inputs ------------------------------------------------------------------------------------
@@ -86,6 +90,8 @@ class PodWorkers:
         """A new or changed pod object bound to this node (from the informer)."""
         uid = pod["metadata"]["uid"]
         st = self.pods.get(uid)
+        if st is not None and self.is_finished(uid):
+            return  # finished processing: no further updates
         if st is None:
             st = PodSyncStatus(pod, syncer=None)  # type: ignore[arg-type]
             st.syncer = self.new_syncer(pod, st.wake.set)
@@ -100,7 +106,7 @@ class PodWorkers:
     def remove_pod(self, uid: str) -> None:
         """The object is gone (force delete): stop the containers within the minimum window, write nothing."""
         st = self.pods.get(uid)
-        if st is not None:
+        if st is not None and st.terminated_at is None:
             self._terminate(st, pod_grace(st.pending or st.pod))
             assert st.termination is not None
             st.termination.remove(self.clock.now())
@@ -109,18 +115,24 @@ class PodWorkers:
         """A decision to stop this pod now with `grace` seconds, then mark it Failed with `reason` and `message`
         (node-pressure eviction, activeDeadlineSeconds). False when no worker runs this pod."""
         st = self.pods.get(uid)
-        if st is None:
+        if st is None or st.terminated_at is not None:
             return False
         self._terminate(st, grace, reason, message)
         return True
 
     def shut_down(self, grace: float) -> list[asyncio.Task[None]]:
         """Graceful node shutdown: stop every pod within `grace`; their checkpoints stay. Returns the workers."""
-        for st in self.pods.values():
+        running = [st for st in self.pods.values() if st.terminated_at is None]
+        for st in running:
             self._terminate(st, grace)
             assert st.termination is not None
             st.termination.shutdown = True
-        return [st.task for st in self.pods.values() if st.task is not None]
+        return [st.task for st in running if st.task is not None]
+
+    def forget(self, uid: str) -> None:
+        """The pod object is gone and the pod is finished here: drop what is known of it."""
+        if self.is_finished(uid):
+            del self.pods[uid]
 
     def _terminate(self, st: PodSyncStatus, grace: float, reason: str = "", message: str = "") -> None:
         now = self.clock.now()
@@ -141,18 +153,18 @@ class PodWorkers:
         st = self.pods.get(uid)
         return st is not None and st.terminating_at is not None
 
+    def is_finished(self, uid: str) -> bool:
+        st = self.pods.get(uid)
+        return st is not None and st.task is not None and st.task.done() and st.terminated_at is not None
+
     # --- the worker ----------------------------------------------------------------------------------
 
     async def _work(self, uid: str, st: PodSyncStatus) -> None:
-        try:
-            await self._sync_until_terminating(st)
-            await self._retried(st, lambda: st.syncer.sync_terminating_pod(self._take(st), self._termination(st)))
-            st.terminated_at = self.clock.now()
-            await self._retried(st, lambda: st.syncer.sync_terminated_pod(self._take(st), self._termination(st)))
-        finally:
-            if st.terminated_at is not None:
-                self.pods.pop(uid, None)
-                self.on_finished(uid)
+        await self._sync_until_terminating(st)
+        await self._retried(st, lambda: st.syncer.sync_terminating_pod(self._take(st), self._termination(st)))
+        st.terminated_at = self.clock.now()
+        await self._retried(st, lambda: st.syncer.sync_terminated_pod(self._take(st), self._termination(st)))
+        asyncio.get_running_loop().call_soon(self.on_finished, uid)  # once this task is done (is_finished)
 
     async def _sync_until_terminating(self, st: PodSyncStatus) -> None:
         delay = RETRY_INITIAL
@@ -206,7 +218,7 @@ class PodWorkers:
 
     async def stop(self) -> None:
         """Agent shutdown: end the sequencing; the containers keep running for the next agent."""
-        tasks = [st.task for st in self.pods.values() if st.task is not None]
+        tasks = [st.task for st in self.pods.values() if st.task is not None and not st.task.done()]
         for t in tasks:
             t.cancel()
         for t in tasks:
