@@ -24,7 +24,7 @@ from kubelite.agent.lifecycle import Backoff, should_restart
 from kubelite.agent.pod_containers import PodContainers
 from kubelite.agent.pod_status import PodFacts, StatusBuilder, pod_phase
 from kubelite.agent.pod_workers import SyncResult
-from kubelite.agent.records import Record, records_for
+from kubelite.agent.records import records_for
 from kubelite.agent.services import NodeServices
 from kubelite.agent.termination import Termination
 from kubelite.clock import parse_rfc3339
@@ -186,6 +186,3 @@ class PodSync:
         self.status.resume(status)
         log.info("pod %s/%s: re-adopted %d live container(s)", self.pod["metadata"]["namespace"],
                  self.pod["metadata"]["name"], sum(1 for r in self.records if r.running))
-
-    def record(self, name: str) -> Record | None:
-        return next((r for r in self.records if r.name == name), None)

@@ -100,10 +100,6 @@ class StatusManager:
             entry.delete = True
             self._due_now(entry)
 
-    def status(self, uid: str) -> Obj | None:
-        entry = self.pods.get(uid)
-        return entry.status if entry is not None else None
-
     def synced(self, uid: str) -> bool:
         entry = self.pods.get(uid)
         return entry is None or not entry.due
