@@ -16,7 +16,7 @@ from kubelite.agent.pod_status import (
 )
 from kubelite.agent.prober import ProbeState
 from kubelite.agent.records import Record
-from kubelite.agent.runtime.interface import Handle
+from kubelite.agent.runtime.interface import Exit, Handle
 from tests.unit.test_pod_worker import Harness, _c, _pod, _start
 
 Obj = dict[str, Any]
@@ -106,17 +106,25 @@ class _Probes:
         self.state = ProbeState(started, ready)
 
 
-@pytest.mark.parametrize("started,ready_probe,want", [
-    pytest.param(False, True, (False, False), id="startup probe not yet succeeded: not started, not ready"),
-    pytest.param(True, False, (True, False), id="started, readiness probe not yet succeeded"),
-    pytest.param(True, True, (True, True), id="started and ready"),
+@pytest.mark.parametrize("probes,running,want_ready", [
+    pytest.param(None, True, True, id="unprobed_container"),
+    pytest.param(_Probes(True, True), True, True, id="probed_container_ready"),
+    pytest.param(_Probes(True, False), True, False, id="probed_container_pending"),
+    pytest.param(_Probes(False, True), True, False, id="not_started_container_no_readiness"),
+    pytest.param(_Probes(True, True), True, True, id="started_container_no_readiness"),
+    pytest.param(_Probes(True, True), False, False, id="terminated_container"),
 ])
-def test_startup_probe_gates_started_and_ready(started: bool, ready_probe: bool, want: tuple[bool, bool]) -> None:
-    """prober_manager_test TestUpdatePodStatusWithStartupProbe: not started → not ready, whatever readiness says."""
-    r = Record({"name": "main", "image": "x"}, "app", process=Handle(1, 0.0), started_at=0.0)
-    r.prober = _Probes(started, ready_probe)  # type: ignore[assignment]
+def test_update_pod_status(probes: _Probes | None, running: bool, want_ready: bool) -> None:
+    """prober_manager_test TestUpdatePodStatus: until the startup probe succeeds a container is neither started
+    nor ready, whatever its readiness (or the lack of a readiness probe) says."""
+    process = Handle(1, 0.0)
+    if not running:
+        process.finish(Exit(0))
+    r = Record({"name": "main", "image": "x"}, "app", process=process, started_at=0.0)
+    r.prober = probes  # type: ignore[assignment]
     st = container_status(r)
-    assert (st["started"], st["ready"]) == want
+    assert st["ready"] == want_ready
+    assert st["started"] == (running and (probes is None or probes.state.started))
 
 
 def _conditions(status: Obj) -> dict[str, tuple[str, str]]:

@@ -267,7 +267,10 @@ async def test_restart_rule_under_pod_never(tmp_path: Path, rule: Obj) -> None:
     assert not any("waiting" in s["containerStatuses"][0]["state"] for _, s in h.statuses if s["phase"] == "Succeeded")
 
 
-@pytest.mark.parametrize("policy", ["Never", "OnFailure"])
+@pytest.mark.parametrize("policy", [
+    pytest.param("Never", id="should terminate sidecars in reverse order after all main containers have exited"),
+    pytest.param("OnFailure", id="the same under restartPolicy OnFailure"),
+])
 async def test_sidecars_stopped_before_terminal_phase(tmp_path: Path, policy: str) -> None:
     """The app containers are done for good: the sidecars are stopped (reverse order, the pod's grace) and only
     then is the terminal phase reported; no Succeeded status ever shows a sidecar running."""
