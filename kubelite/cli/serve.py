@@ -1,9 +1,11 @@
 """The composition root for `kubelite server` and `kubelite up` (`agent` and `scheduler` alone: components).
 
 `server` is the store, the API server (TLS, token, kubeconfig), the scheduler and the
-controllers in one process; the components are API clients even there. `up` adds the local
-node agent as a supervised child process: it uses the other core, and like kubelet under
-systemd it is restarted if it dies, re-adopting its pods' processes from its checkpoint.
+controllers in one process. The components are API clients even there, but of the in-process
+transport: it calls the server's request handling directly (same admission, validation and
+watch cache as over HTTP; no socket, TLS or token). `up` adds the local node agent as a
+supervised child process over HTTP: it uses the other core, and like kubelet under systemd it is
+restarted if it dies, re-adopting its pods' processes from its checkpoint.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
+from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import until_signalled
-from kubelite.client.http import ApiClient
+from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.scheduler import config as scheduler_config
@@ -117,10 +120,12 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
     print(f"kubelite: API server listening on {url}", flush=True)
     print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
     components: list[asyncio.Task[None]] = []
-    # Components are clients like any other: they talk to this server over the API, never its memory.
-    client = ApiClient.from_kubeconfig(kubeconfig)
+    # Components are clients like any other: they talk to this server through its request handling, never
+    # its memory or its store.
+    client: Client = InProcessClient(server)
     if sched is not None:
-        components.append(asyncio.create_task(Scheduler(client, RealClock(), sched).run(), name="scheduler"))
+        scheduler = Scheduler(client, RealClock(), sched)  # type: ignore[arg-type]  # typed against Client on sched
+        components.append(asyncio.create_task(scheduler.run(), name="scheduler"))
     if "controllers" not in opts.disabled:
         components.append(asyncio.create_task(DisruptionController(client, RealClock()).run(),
                                               name="disruption-controller"))

@@ -19,8 +19,9 @@ from typing import Any
 
 from kubelite.api import disruption
 from kubelite.api.errors import ApiError
-from kubelite.client.http import ApiClient, resource_path
+from kubelite.client.http import resource_path
 from kubelite.client.informer import Handlers, Informer, Key, key_of
+from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 
 log = logging.getLogger("kubelite.controllers")
@@ -65,7 +66,7 @@ class DisruptionController:
     selector match per PDB of its namespace.
     """
 
-    def __init__(self, client: ApiClient, clock: Clock) -> None:
+    def __init__(self, client: Client, clock: Clock) -> None:
         self.client = client
         self.clock = clock
         self.dirty: set[Key] = set()
