@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import Counter
 
 import pytest
 
 from kubelite.api.errors import conflict, unavailable
 from kubelite.clock import FakeClock
-from kubelite.controllers.runner import ItemExponentialFailureRateLimiter, Runner, WorkQueue
+from kubelite.controllers.runner import ItemExponentialFailureRateLimiter, Runner
 
 MS = 0.001
 
@@ -115,7 +116,7 @@ async def test_failures_retry_with_exponential_back_off_then_forget(error: Excep
     runner = Runner("t", reconcile, clock)
     runner.enqueue("a")
     await _run(runner, clock, 0.1, step=0.0005)
-    gaps = [round(b - a, 4) for a, b in zip(attempts, attempts[1:], strict=False)]
+    gaps = [round(b - a, 4) for a, b in itertools.pairwise(attempts)]
     assert gaps == [0.005, 0.01, 0.02]  # 5 ms doubling
     assert runner.failures == 3
     assert runner.queue.limiter.num_requeues("a") == 0  # forgotten on success
