@@ -17,6 +17,7 @@ import logging
 import socket
 import ssl
 import sys
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.cli.components import until_signalled
+from kubelite.cli.components import stop_on_signals
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers.disruption import DisruptionController
@@ -93,36 +94,52 @@ async def _supervise(argv: list[str], clock: Clock) -> None:
 
 
 async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) -> None:
+    # Signals first: a Ctrl-C during start-up then finishes starting and shuts down cleanly, no traceback.
+    stop = stop_on_signals()
     data = opts.data_dir
     data.mkdir(parents=True, exist_ok=True)
-    store = await SQLiteStore.open(data / "state.db")
-    host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
-    scheme = "http" if opts.insecure else "https"
-    url = f"{scheme}://{host}:{opts.port}"
-    ssl_ctx = None
-    tokens: frozenset[str] = frozenset()
-    ca = None
-    token = None
-    if not opts.insecure:
-        ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host])
-        token = pki.ensure_token(data / "admin.token")
-        tokens = frozenset([token])
-        ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ssl_ctx.load_cert_chain(crt, key)
-    server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}")
-    await server.start()
-    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, opts.bind, opts.port, ssl_context=ssl_ctx, backlog=4096)
-    await site.start()
-    kubeconfig = data / "kubeconfig"
-    pki.write_kubeconfig(kubeconfig, url, token, ca)
-    print(f"kubelite: API server listening on {url}", flush=True)
-    print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
+    async with contextlib.AsyncExitStack() as cleanup:  # undone in reverse order on the way out
+        store = await SQLiteStore.open(data / "state.db")
+        cleanup.push_async_callback(store.close)
+        host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
+        scheme = "http" if opts.insecure else "https"
+        url = f"{scheme}://{host}:{opts.port}"
+        ssl_ctx = None
+        tokens: frozenset[str] = frozenset()
+        ca = None
+        token = None
+        if not opts.insecure:
+            ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host])
+            token = pki.ensure_token(data / "admin.token")
+            tokens = frozenset([token])
+            ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ssl_ctx.load_cert_chain(crt, key)
+        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}")
+        await server.start()
+        cleanup.push_async_callback(server.stop)
+        runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+        await runner.setup()
+        cleanup.push_async_callback(_quietly, runner.cleanup())
+        site = web.TCPSite(runner, opts.bind, opts.port, ssl_context=ssl_ctx, backlog=4096)
+        await site.start()
+        kubeconfig = data / "kubeconfig"
+        pki.write_kubeconfig(kubeconfig, url, token, ca)
+        print(f"kubelite: API server listening on {url}", flush=True)
+        print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
+        components = _start_components(opts, sched, InProcessClient(server), kubeconfig)
+        cleanup.push_async_callback(_stop_components, components)
+        await stop.wait()
+        log.info("shutting down")
+
+
+def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | None, client: Client,
+                      kubeconfig: Path) -> list[asyncio.Task[None]]:
+    """The scheduler and controllers over the in-process client; under `up`, the node agent as a child over HTTP.
+
+    Components are clients like any other: they reach this server through its request handling,
+    never its memory or its store.
+    """
     components: list[asyncio.Task[None]] = []
-    # Components are clients like any other: they talk to this server through its request handling, never
-    # its memory or its store.
-    client: Client = InProcessClient(server)
     if sched is not None:
         scheduler = Scheduler(client, RealClock(), sched)  # type: ignore[arg-type]  # typed against Client on sched
         components.append(asyncio.create_task(scheduler.run(), name="scheduler"))
@@ -131,18 +148,26 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
                                               name="disruption-controller"))
     if opts.local_node:
         argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
-                socket.gethostname().lower(), "--data-dir", str(data / "agent"), "--address", "127.0.0.1"]
+                socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1"]
         if opts.node_config is not None:
             argv += ["--node-config", str(opts.node_config)]
         components.append(asyncio.create_task(_supervise(argv, RealClock()), name="agent"))
-    await until_signalled()
-    log.info("shutting down")
+    for task in components:
+        task.add_done_callback(_report_exit)
+    return components
+
+
+def _report_exit(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("%s stopped: %r", task.get_name(), task.exception(), exc_info=task.exception())
+
+
+async def _stop_components(components: list[asyncio.Task[None]]) -> None:
     for task in components:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-    await client.close()
+    await asyncio.gather(*components, return_exceptions=True)  # a failure was reported when it happened
+
+
+async def _quietly(work: Awaitable[None]) -> None:
     with contextlib.suppress(Exception):
-        await runner.cleanup()
-    await server.stop()
-    await store.close()
+        await work
