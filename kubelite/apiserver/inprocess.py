@@ -211,13 +211,20 @@ class InProcessClient:
 
     async def request(self, method: str, path: str, body: Any = None, content_type: str = JSON,
                       params: Mapping[str, str] | None = None) -> Any:
+        """Awaits the handler inline (no task: it answers whole), then decodes the body as ApiClient does."""
         data = orjson.dumps(body) if body is not None else b""
-        reply = await self.exchange(method, path, data, {"Content-Type": content_type} if data else None, params,
-                                    render_errors=False)
-        payload = await reply.read()
-        out = orjson.loads(payload) if payload and reply.content_type == JSON else payload
-        if reply.status >= 400:  # a handler answered with an error response instead of raising (readyz)
-            raise ApiError(reply.status, "Unknown", f"unexpected response {reply.status}: {out!r:.200}")
+        collector = _Collector()
+        resp = await self._dispatch(_request(method, path, params, data, {"Content-Type": content_type} if data
+                                             else {}, collector), render_errors=False)
+        if resp.prepared:  # streamed (pod logs) and finished: the body is in the collector
+            await resp.write_eof()  # as aiohttp's server does after the handler; nothing if the handler did
+            payload = b"".join(c for c in iter(collector.chunks.get_nowait, None) if c)
+            status, ctype = collector.status, collector.headers.get("Content-Type", JSON)
+        else:
+            payload, status, ctype = cast(bytes, cast(web.Response, resp).body or b""), resp.status, resp.content_type
+        out = orjson.loads(payload) if payload and ctype.split(";", 1)[0] == JSON else payload
+        if status >= 400:  # a handler answered with an error response instead of raising (readyz)
+            raise ApiError(status, "Unknown", f"unexpected response {status}: {out!r:.200}")
         return out
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> Obj:
