@@ -30,13 +30,13 @@ from yarl import URL
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError
+from kubelite.api.transport import JSON, RestVerbs, status_error
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.handlers import respond
 
 log = logging.getLogger("kubelite.apiserver.inprocess")
 
 Obj = dict[str, Any]
-JSON = "application/json"
 
 
 class _Body:
@@ -157,7 +157,7 @@ def _request(method: str, path: str, params: Mapping[str, str] | None, body: byt
                        asyncio.get_running_loop())
 
 
-class InProcessClient:
+class InProcessClient(RestVerbs):
     def __init__(self, server: ApiServer) -> None:
         self.server = server
 
@@ -224,23 +224,7 @@ class InProcessClient:
             payload, status, ctype = cast(bytes, cast(web.Response, resp).body or b""), resp.status, resp.content_type
         out = orjson.loads(payload) if payload and ctype.split(";", 1)[0] == JSON else payload
         if status >= 400:  # a handler answered with an error response instead of raising (readyz)
-            raise ApiError(status, "Unknown", f"unexpected response {status}: {out!r:.200}")
-        return out
-
-    async def get(self, path: str, params: Mapping[str, str] | None = None) -> Obj:
-        out: Obj = await self.request("GET", path, params=params)
-        return out
-
-    async def create(self, path: str, obj: Obj) -> Obj:
-        out: Obj = await self.request("POST", path, obj)
-        return out
-
-    async def patch(self, path: str, patch: Any, content_type: str = "application/merge-patch+json") -> Obj:
-        out: Obj = await self.request("PATCH", path, patch, content_type)
-        return out
-
-    async def delete(self, path: str, options: Obj | None = None) -> Obj:
-        out: Obj = await self.request("DELETE", path, options or {})
+            raise status_error(status, out)
         return out
 
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Obj]:
@@ -253,8 +237,7 @@ class InProcessClient:
             while line := await reply.readline():
                 event: Obj = orjson.loads(line)
                 if event.get("type") == "ERROR":
-                    status = event["object"]
-                    raise ApiError(int(status.get("code", 500)), status.get("reason", ""), status.get("message", ""))
+                    raise status_error(int(event["object"].get("code", 500)), event["object"])
                 yield event
             failure = reply.failure()
             if failure is not None:
