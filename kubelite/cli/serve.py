@@ -14,12 +14,14 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import random
 import socket
 import ssl
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import uvloop
 from aiohttp import web
@@ -31,6 +33,7 @@ from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import stop_on_signals
 from kubelite.client.interface import Client
+from kubelite.client.retry import Backoff
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.scheduler import config as scheduler_config
@@ -42,6 +45,8 @@ __all__ = ["ConfigError", "NodeConfigError", "Options", "run"]
 log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0
+COMPONENT_BACKOFF = Backoff(duration=1.0, factor=2.0, jitter=0.1, cap=60.0)
+COMPONENT_HEALTHY_RUN = 60.0
 
 
 @dataclass(frozen=True)
@@ -140,32 +145,48 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
     never its memory or its store.
     """
     components: list[asyncio.Task[None]] = []
+    clock = RealClock()
     if sched is not None:
-        scheduler = Scheduler(client, RealClock(), sched)  # type: ignore[arg-type]  # typed against Client on sched
-        components.append(asyncio.create_task(scheduler.run(), name="scheduler"))
+        config = sched
+
+        def scheduler() -> Coroutine[Any, Any, None]:
+            return Scheduler(client, clock, config).run()  # type: ignore[arg-type]  # typed against Client on sched
+
+        components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
-        components.append(asyncio.create_task(DisruptionController(client, RealClock()).run(),
-                                              name="disruption-controller"))
+        components.append(asyncio.create_task(keep_running(
+            "disruption controller", lambda: DisruptionController(client, clock).run(), clock),
+            name="disruption-controller"))
     if opts.local_node:
         argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
                 socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1"]
         if opts.node_config is not None:
             argv += ["--node-config", str(opts.node_config)]
-        components.append(asyncio.create_task(_supervise(argv, RealClock()), name="agent"))
-    for task in components:
-        task.add_done_callback(_report_exit)
+        components.append(asyncio.create_task(_supervise(argv, clock), name="agent"))
     return components
 
 
-def _report_exit(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("%s stopped: %r", task.get_name(), task.exception(), exc_info=task.exception())
+async def keep_running(name: str, start: Callable[[], Coroutine[Any, Any, None]], clock: Clock) -> None:
+    """Run an in-process component until cancelled; if it ever fails, log it and start a fresh one after a
+    back-off (1 s doubling to 60 s, afresh once a run lasted a minute), as `up` restarts its node agent."""
+    rng = random.Random()
+    delays = COMPONENT_BACKOFF.delays(rng)
+    while True:
+        started = clock.monotonic()
+        try:
+            await start()
+            log.error("%s stopped; restarting it", name)
+        except Exception:
+            log.exception("%s failed; restarting it", name)
+        if clock.monotonic() - started >= COMPONENT_HEALTHY_RUN:
+            delays = COMPONENT_BACKOFF.delays(rng)
+        await clock.sleep(next(delays))
 
 
 async def _stop_components(components: list[asyncio.Task[None]]) -> None:
     for task in components:
         task.cancel()
-    await asyncio.gather(*components, return_exceptions=True)  # a failure was reported when it happened
+    await asyncio.gather(*components, return_exceptions=True)
 
 
 async def _quietly(work: Awaitable[None]) -> None:
