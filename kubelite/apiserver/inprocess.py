@@ -24,6 +24,7 @@ from typing import Any, cast
 import orjson
 from aiohttp import StreamReader, web
 from aiohttp.abc import AbstractStreamWriter
+from aiohttp.base_protocol import BaseProtocol
 from aiohttp.http import HttpVersion11, RawRequestMessage
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
@@ -37,20 +38,6 @@ from kubelite.apiserver.handlers import respond
 log = logging.getLogger("kubelite.apiserver.inprocess")
 
 Obj = dict[str, Any]
-
-
-class _Body:
-    """The request body, already complete: what the handlers read through `request.content`."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    async def read(self, n: int = -1) -> bytes:
-        out, self._data = (self._data, b"") if n < 0 else (self._data[:n], self._data[n:])
-        return out
-
-    async def readany(self) -> bytes:
-        return await self.read()
 
 
 class _Protocol:
@@ -153,8 +140,12 @@ def _request(method: str, path: str, params: Mapping[str, str] | None, body: byt
                                 False, False, url)
     task = asyncio.current_task()
     assert task is not None
-    return web.Request(message, cast(StreamReader, _Body(body)), cast(Any, _Protocol()), writer, task,
-                       asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
+    # The body is complete: a real StreamReader holding all of it, read by the handlers as from a socket.
+    payload = StreamReader(BaseProtocol(loop), max(2 ** 16, len(body)), loop=loop)  # never asks to pause
+    payload.feed_data(body)
+    payload.feed_eof()
+    return web.Request(message, payload, cast(Any, _Protocol()), writer, task, loop)
 
 
 class InProcessClient(RestVerbs):
