@@ -64,6 +64,16 @@ class InProcessHttp:
     async def post(self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> _Response:
         return await self.request("POST", path, data, headers)
 
+    async def put(self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> _Response:
+        return await self.request("PUT", path, data, headers)
+
+    async def patch(self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> _Response:
+        return await self.request("PATCH", path, data, headers)
+
+    async def delete(self, path: str, data: bytes | None = None,
+                     headers: dict[str, str] | None = None) -> _Response:
+        return await self.request("DELETE", path, data, headers)
+
 
 @pytest.fixture(params=["http", "in-process"])
 async def api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
