@@ -1,23 +1,21 @@
 """The in-process transport of the client seam: components in the server's process call its request handling.
 
 As httpx's `ASGITransport` calls an ASGI app without a socket, `InProcessClient` builds an
-aiohttp `web.Request` in memory and hands it to the API server's own dispatch: the same
+aiohttp `web.Request` in memory and hands it to the API server's own middleware and dispatch: the same
 routing, handlers, admission, validation and watch cache as over HTTP — never the store —
-minus what only the network needs: no TCP, no TLS, no authentication (the caller is trusted
-code in the same process, as kube-apiserver's loopback client is). Bodies still travel as
+minus what only the network needs: no TCP, no TLS. Bodies still travel as
 JSON bytes, so a component never holds a reference into the server's cache and cannot
 corrupt it by mutating what it was given.
 
 It satisfies `kubelite.client.interface.Client` structurally (it may not import the client
-package: the apiserver and client stacks are kept apart by import contracts). Errors arrive as
-the `ApiError` the handlers raised; an unexpected exception becomes a 500 `ApiError`, as the
-HTTP middleware renders it.
+package: the apiserver and client stacks are kept apart by import contracts). Requests pass the
+server's own middleware, presenting the server's token as kube-apiserver's loopback client does,
+so errors are rendered exactly as over HTTP and read back into `ApiError` the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, cast
 
@@ -29,13 +27,8 @@ from aiohttp.http import HttpVersion11, RawRequestMessage
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from kubelite.api import errors
-from kubelite.api.errors import ApiError
 from kubelite.api.transport import JSON, RestVerbs, status_error
 from kubelite.apiserver.app import ApiServer
-from kubelite.apiserver.handlers import respond
-
-log = logging.getLogger("kubelite.apiserver.inprocess")
 
 Obj = dict[str, Any]
 
@@ -120,12 +113,6 @@ class Reply:
         self._buffer = rest
         return line + sep
 
-    def failure(self) -> BaseException | None:
-        """What the handler raised after it had started streaming, if it did."""
-        if self._serving.done() and not self._serving.cancelled():
-            return self._serving.exception()
-        return None
-
     def close(self) -> None:
         self._serving.cancel()
 
@@ -151,35 +138,20 @@ def _request(method: str, path: str, params: Mapping[str, str] | None, body: byt
 class InProcessClient(RestVerbs):
     def __init__(self, server: ApiServer) -> None:
         self.server = server
+        # As kube-apiserver's loopback client: the server's own components present a token it trusts.
+        token = next(iter(sorted(server.tokens)), None)
+        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
 
-    async def _dispatch(self, request: web.Request, render_errors: bool) -> web.StreamResponse:
-        try:
-            # The server's own routing, without the HTTP middleware: no authentication for a trusted
-            # in-process caller, and errors stay ApiError objects unless asked for as Status bodies.
-            return await self.server._dispatch(request)
-        except ApiError as exc:
-            if render_errors:
-                return respond(exc.status(), exc.code)
-            raise
-        except (asyncio.CancelledError, web.HTTPException):
-            raise
-        except Exception as exc:  # as the middleware: logged, never a traceback to the caller
-            log.exception("internal error serving %s %s in process", request.method, request.path)
-            err = errors.internal(f"{type(exc).__name__}: {exc}")
-            if render_errors:
-                return respond(err.status(), err.code)
-            raise err from None
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
+        """The server's own middleware (authentication, errors rendered as Status) and routing."""
+        return await self.server._middleware(request, self.server._dispatch)
 
     async def exchange(self, method: str, path: str, body: bytes = b"", headers: Mapping[str, str] | None = None,
-                       params: Mapping[str, str] | None = None, render_errors: bool = True) -> Reply:
-        """One request, answered as soon as the status is known (a streamed body keeps arriving after).
-
-        With render_errors (the HTTP view, for tests comparing transports) an ApiError is a Status
-        response, as the middleware renders it; without, it is raised.
-        """
+                       params: Mapping[str, str] | None = None) -> Reply:
+        """One request, answered as soon as the status is known (a streamed body keeps arriving after)."""
         collector = _Collector()
-        request = _request(method, path, params, body, headers or {}, collector)
-        serving = asyncio.create_task(self._dispatch(request, render_errors))
+        request = _request(method, path, params, body, {**self._auth, **(headers or {})}, collector)
+        serving = asyncio.create_task(self._serve(request))
         started = asyncio.create_task(collector.started.wait())
         try:
             await asyncio.wait({serving, started}, return_when=asyncio.FIRST_COMPLETED)
@@ -189,7 +161,7 @@ class InProcessClient(RestVerbs):
         finally:
             started.cancel()
         if serving.done():
-            resp = serving.result()  # raises the ApiError when errors are not rendered
+            resp = serving.result()
             if not resp.prepared:  # a plain response, returned whole
                 collector.status, collector.headers = resp.status, CIMultiDict(resp.headers)
                 collector.headers.setdefault("Content-Type", resp.content_type)
@@ -204,9 +176,9 @@ class InProcessClient(RestVerbs):
                       params: Mapping[str, str] | None = None) -> Any:
         """Awaits the handler inline (no task: it answers whole), then decodes the body as ApiClient does."""
         data = orjson.dumps(body) if body is not None else b""
+        headers = {**self._auth, "Content-Type": content_type} if data else self._auth
         collector = _Collector()
-        resp = await self._dispatch(_request(method, path, params, data, {"Content-Type": content_type} if data
-                                             else {}, collector), render_errors=False)
+        resp = await self._serve(_request(method, path, params, data, headers, collector))
         if resp.prepared:  # streamed (pod logs) and finished: the body is in the collector
             await resp.write_eof()  # as aiohttp's server does after the handler; nothing if the handler did
             payload = b"".join(c for c in iter(collector.chunks.get_nowait, None) if c)
@@ -214,7 +186,7 @@ class InProcessClient(RestVerbs):
         else:
             payload, status, ctype = cast(bytes, cast(web.Response, resp).body or b""), resp.status, resp.content_type
         out = orjson.loads(payload) if payload and ctype.split(";", 1)[0] == JSON else payload
-        if status >= 400:  # a handler answered with an error response instead of raising (readyz)
+        if status >= 400:
             raise status_error(status, out)
         return out
 
@@ -223,16 +195,15 @@ class InProcessClient(RestVerbs):
 
         The watch handler runs as a task and writes whole lines; closing the iterator cancels it.
         """
-        reply = await self.exchange("GET", path, params={**params, "watch": "true"}, render_errors=False)
+        reply = await self.exchange("GET", path, params={**params, "watch": "true"})
         try:
+            if reply.status >= 400:
+                raise status_error(reply.status, orjson.loads(await reply.read() or b"{}"))
             while line := await reply.readline():
                 event: Obj = orjson.loads(line)
                 if event.get("type") == "ERROR":
                     raise status_error(int(event["object"].get("code", 500)), event["object"])
                 yield event
-            failure = reply.failure()
-            if failure is not None:
-                raise failure
         finally:
             reply.close()
 

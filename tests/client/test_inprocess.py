@@ -85,3 +85,19 @@ async def test_informer_over_in_process_transport(client: InProcessClient) -> No
         await asyncio.sleep(0.01)
     runner.cancel()
     assert [o["metadata"]["name"] for o in informer.by_index(NODE_NAME_INDEX, "n1")] == ["after"]
+
+
+async def test_in_process_caller_authenticates_as_the_loopback_client(tmp_path: Path) -> None:
+    """A server with tokens (kubelite server without --insecure): components in process are let in, others not."""
+    store = await SQLiteStore.open(tmp_path / "state.db")
+    server = ApiServer(store, RealClock(), frozenset({"admin-token"}))
+    await server.start()
+    try:
+        client = InProcessClient(server)
+        created = await client.create(PODS, make_pod("p").obj())
+        assert created["metadata"]["name"] == "p"
+        forged = await client.exchange("GET", PODS, headers={"Authorization": "Bearer guessed"})
+        assert forged.status == 401
+    finally:
+        await server.stop()
+        await store.close()
