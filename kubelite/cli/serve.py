@@ -2,8 +2,8 @@
 
 `server` is the store, the API server (TLS, token, kubeconfig), the scheduler and the
 controllers in one process. The components are API clients even there, but of the in-process
-transport: it calls the server's request handling directly (same admission, validation and
-watch cache as over HTTP; no socket, TLS or token). `up` adds the local node agent as a
+transport: it calls the server's request handling directly (same authentication, admission,
+validation and watch cache as over HTTP; no socket or TLS). `up` adds the local node agent as a
 supervised child process over HTTP: it uses the other core, and like kubelet under systemd it is
 restarted if it dies, re-adopting its pods' processes from its checkpoint.
 """
