@@ -35,7 +35,7 @@ from kubelite.cli.components import stop_on_signals
 from kubelite.client.interface import Client
 from kubelite.client.retry import Backoff
 from kubelite.clock import Clock, RealClock, bounded
-from kubelite.controllers.disruption import DisruptionController
+from kubelite.controllers import registry
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 from kubelite.scheduler.scheduler import Scheduler
@@ -154,9 +154,9 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
 
         components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
-        components.append(asyncio.create_task(keep_running(
-            "disruption controller", lambda: DisruptionController(client, clock).run(), clock),
-            name="disruption-controller"))
+        for name, start in registry.starters(client, clock).items():
+            components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
+                                                  name=f"{name}-controller"))
     if opts.local_node:
         argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
                 socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1"]
