@@ -47,17 +47,19 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None) 
 
 
 async def run_component(start: Callable[[ApiClient], Coroutine[Any, Any, None]], client: ApiClient) -> None:
+    stop = stop_on_signals()
     task = asyncio.create_task(start(client))
-    await until_signalled()
+    await stop.wait()
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
     await client.close()
 
 
-async def until_signalled() -> None:
+def stop_on_signals() -> asyncio.Event:
+    """SIGINT (Ctrl-C) and SIGTERM set the returned event instead of raising KeyboardInterrupt mid-await."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    return stop
