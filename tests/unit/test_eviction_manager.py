@@ -308,7 +308,6 @@ async def test_evicted_pod_is_failed_with_reason_evicted_and_upstream_message() 
     message = ("The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
                "Container x was using 500Mi, request is 100Mi, has larger consumption of memory. ")
     assert r.killer.evicted == [("hog", 0, "Evicted", message)]
-    assert r.node.pod_events == [("hog", "Evicted", message)]
     assert r.node.node_events == [("EvictionThresholdMet", "Attempting to reclaim memory", "Warning")]
 
 

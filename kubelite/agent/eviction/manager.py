@@ -72,8 +72,8 @@ class PodKiller(Protocol):
         ...
 
     async def evict(self, pod: Obj, grace_seconds: int, reason: str, message: str) -> None:
-        """Stop the pod's containers with this grace period and leave it Failed with reason and message;
-        returns once every container has stopped."""
+        """Record a Warning event with reason and message, stop the pod's containers with this grace period
+        and leave it Failed with reason and message; returns once every container has stopped."""
         ...
 
     def cleaned_up(self, pod: Obj) -> bool:
@@ -87,7 +87,7 @@ class NodeReporter(Protocol):
         ...
 
     def pod_event(self, pod: Obj, reason: str, message: str) -> None:
-        """A Warning event about the pod."""
+        """A Warning event about the pod (ExceededGracePeriod)."""
         ...
 
     def node_event(self, reason: str, message: str, kind: str) -> None: ...
@@ -219,12 +219,11 @@ class EvictionManager:
             log.warning("eviction manager: could not report node conditions %s", sorted(conditions), exc_info=True)
 
     async def _evict(self, pod: Obj, grace: int, message: str) -> bool:
-        """evictPod + killPodNow: refuse critical pods, record `Evicted`, stop the pod and wait for it
-        (bounded); an overrun is reported and the stop continues in the background."""
+        """evictPod + killPodNow: refuse critical pods, stop the pod (the killer records the `Evicted` event)
+        and wait for it (bounded); an overrun is reported and the stop continues in the background."""
         if node_status.is_critical_pod(pod):
             log.error("eviction manager: cannot evict a critical pod %s", _name(pod))
             return False
-        self.node.pod_event(pod, node_status.REASON, message)
         log.info("eviction manager: evicting pod %s (grace %ss): %s", _name(pod), grace, message)
         stop = asyncio.ensure_future(self.pods.evict(pod, grace, node_status.REASON, message))
         timer = asyncio.ensure_future(self.clock.sleep(kill_timeout(grace)))
