@@ -23,7 +23,9 @@ from aiohttp import web
 from kubelite.agent import checkpoint, logs
 from kubelite.agent.cgroups import Cgroups
 from kubelite.agent.config import NodeConfig
-from kubelite.agent.runtime import ProcessRuntime
+from kubelite.agent.eviction import wiring as eviction
+from kubelite.agent.eviction.host_stats import PodPaths
+from kubelite.agent.runtime import Process, ProcessRuntime
 from kubelite.agent.worker import MIN_STOP_WINDOW, PodWorker
 from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
@@ -75,6 +77,9 @@ class Agent:
         self._background: set[asyncio.Task[Any]] = set()
         self.events = EventSink(client)
         self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
+        self.eviction = eviction.build(config.eviction, client, clock, node_name, data_dir, self.events.post,
+                                       eviction.AgentPods(clock, self._active_pods, self._evict,
+                                                          lambda uid: uid in self.workers, self._pod_paths))
 
     # --- node ------------------------------------------------------------------------------------
 
@@ -82,10 +87,9 @@ class Agent:
         now = rfc3339(self.clock.now())
         conditions = [{"type": t, "status": s, "reason": r, "message": m, "lastHeartbeatTime": now,
                        "lastTransitionTime": self._since} for t, s, r, m in (
-            ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
             ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
             ("Ready", "True", "KubeletReady", "kubelet is posting ready status"))]
+        conditions[:0] = self.eviction.conditions()  # MemoryPressure, DiskPressure
         return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node_name, "labels": {
             "kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux",
             "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(),
@@ -193,6 +197,9 @@ class Agent:
 
     def admit(self, pod: Obj) -> tuple[str, str] | None:
         """Node-side admission: refuse pods that do not fit the node's allocatable (OutOfcpu, …)."""
+        refused = self.eviction.admit(pod)  # under node pressure (the eviction manager's admit handler)
+        if refused is not None:
+            return refused
         used: dict[str, int] = {}
         for uid, w in self.workers.items():
             if uid == pod["metadata"]["uid"] or w.init_failed:
@@ -207,6 +214,32 @@ class Agent:
                 return (f"OutOf{r}", f"Pod was rejected: Node didn't have enough resource: {r}, requested: {want}, "
                                      f"used: {used.get(r, 0)}, capacity: {cap}")
         return None
+
+    # --- node-pressure eviction (kubelite/agent/eviction) ------------------------------------------
+
+    def _active_pods(self) -> list[Obj]:
+        """kubelet's GetActivePods: the pods running here that no one has decided to stop yet."""
+        return [w.pod for w in self.workers.values()
+                if w.eviction is None and w.failure is None and not w.pod["metadata"].get("deletionTimestamp")]
+
+    def _evict(self, uid: str, grace: int, reason: str, message: str) -> bool:
+        worker = self.workers.get(uid)
+        return worker is not None and worker.evict(grace, reason, message)
+
+    def _pod_paths(self, pod: Obj) -> PodPaths:
+        uid = pod["metadata"]["uid"]
+        worker = self.workers.get(uid) or self.finished.get(uid)
+        if worker is None:
+            return PodPaths()
+        cgroups = self.runtime.cgroups
+        live = [(r.name, r.process) for r in worker.records if r.process is not None and r.process.alive]
+        return PodPaths(
+            volumes={v["name"]: worker.logs_dir / "volumes" / v["name"]
+                     for v in pod["spec"].get("volumes") or [] if "emptyDir" in v},
+            logs={r.name: worker.logs_dir / r.name for r in worker.records},
+            cgroups={name: cgroups.dirs["memory"] / p.cgroup for name, p in live
+                     if cgroups is not None and isinstance(p, Process) and p.cgroup},
+            process_groups={name: [p.pid] for name, p in live})
 
     async def write_status(self, pod: Obj, status: Obj) -> None:
         meta = pod["metadata"]
@@ -247,6 +280,7 @@ class Agent:
             self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         await self.register()
         tasks = [asyncio.create_task(self.heartbeat()), asyncio.create_task(self.pods.run()),
+                 asyncio.create_task(self.eviction.run()),
                  asyncio.create_task(self._stop_orphans()), asyncio.create_task(self.events.run())]
         try:
             await asyncio.gather(*tasks)

@@ -113,6 +113,7 @@ class PodWorker:
         self._transitions: dict[str, tuple[str, str]] = {}
         self._checkpointed: Obj | None = None
         self.failure: tuple[str, str] | None = None  # (reason, message) when the agent failed the pod
+        self.eviction: tuple[int, str, str] | None = None  # (grace, reason, message): node-pressure eviction
 
     # --- inputs ----------------------------------------------------------------------------------
 
@@ -123,6 +124,14 @@ class PodWorker:
     def removed(self) -> None:
         self.gone = True
         self.wake.set()
+
+    def evict(self, grace: int, reason: str, message: str) -> bool:
+        """Node-pressure eviction: stop the pod with `grace` seconds and leave it Failed with reason/message."""
+        if self.eviction is not None or self.gone or self.pod["metadata"].get("deletionTimestamp"):
+            return False
+        self.eviction = (grace, reason, message)
+        self.wake.set()
+        return True
 
     @property
     def logs_dir(self) -> Path:
@@ -147,6 +156,9 @@ class PodWorker:
                 if self._past_deadline():
                     await self._fail(DEADLINE_EXCEEDED, "Pod was active on the node longer than the specified "
                                                         "deadline")
+                    break
+                if self.eviction is not None:
+                    await self._fail(*self.eviction[1:])
                     break
                 await self._sync()
                 if self._terminal():
@@ -385,6 +397,8 @@ class PodWorker:
     def grace_period(self) -> float:
         """calculateEffectiveGracePeriod (seed 003): the deletion's period, else the spec's; at least 1 s."""
         meta, spec = self.pod["metadata"], self.pod["spec"]
+        if self.eviction is not None:
+            return float(max(1, self.eviction[0]))
         grace = meta.get("deletionGracePeriodSeconds")
         if grace is None:
             grace = spec.get("terminationGracePeriodSeconds", 30)
