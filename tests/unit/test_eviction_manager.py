@@ -17,6 +17,7 @@ from kubelite.agent.eviction.thresholds import (
     MEMORY_AVAILABLE,
     MEMORY_PRESSURE,
     NODEFS_AVAILABLE,
+    NODEFS_INODES_FREE,
     EvictionConfig,
     Threshold,
     ThresholdValue,
@@ -50,11 +51,13 @@ class FakeStats:
     pods: Sequence[PodStats]
     memory: str = "16Gi"
     nodefs: str = "16Gi"
+    inodes_free: str = "3Mi"
 
     async def summary(self, pods: Sequence[Obj]) -> Summary:
         mem, fs = b(self.memory), b(self.nodefs)
         return Summary(NodeStats(memory_available=mem, memory_working_set=mem,
-                                 fs=FsStats(available=fs, capacity=2 * fs)), self.pods)
+                                 fs=FsStats(available=fs, capacity=2 * fs, inodes_free=b(self.inodes_free),
+                                            inodes=b("4Mi"))), self.pods)
 
 
 @dataclass
@@ -193,29 +196,40 @@ async def test_memory_pressure() -> None:
     assert r.node.reported == [frozenset(), {MEMORY_PRESSURE}, frozenset(), {MEMORY_PRESSURE}, frozenset()]
 
 
-def disk_pods() -> list[tuple[Obj, PodStats]]:
-    """TestDiskPressureNodeFs 'eviction due to disk pressure; no image fs' podToMakes (no volumes: the
-    per-local-volume usage of upstream's table counts for nothing, as there)."""
+def disk_pods(inodes: bool = False) -> list[tuple[Obj, PodStats]]:
+    """TestDiskPressureNodeFs / TestInodePressureFsInodes 'eviction due to disk pressure; no image fs' podToMakes
+    (no volumes: the per-local-volume usage of upstream's table counts for nothing, as there)."""
     rows = [("low-priority-high-usage", LOW_PRIORITY, resources("100m", "1Gi"), ("900Mi", "", "")),
             ("below-requests", DEFAULT_PRIORITY, resources("100m", "100Mi"), ("", "50Mi", "")),
             ("above-requests", DEFAULT_PRIORITY, resources("100m", "100Mi"), ("400Mi", "", "")),
             ("high-priority-high-usage", HIGH_PRIORITY, {}, ("", "", "400Mi")),
             ("low-priority-low-usage", LOW_PRIORITY, {}, ("100Mi", "", ""))]
+    if inodes:  # TestInodePressureFsInodes: the same amounts, all as rootfs inodes
+        rows = [(n, pr, rq, (u[0] or u[1] or u[2], "", "")) for n, pr, rq, u in rows]
     out = []
     for name, prio, req, (rootfs, logs, vol) in rows:
         p = pod(name, prio, [container(name, req, req)])
-        out.append((p, disk_stats(p, rootfs, logs, vol)))
+        out.append((p, disk_stats(p, rootfs, logs, vol, inodes=inodes)))
     return out
 
 
-async def test_disk_pressure_node_fs() -> None:
-    """TestDiskPressureNodeFs/eviction due to disk pressure; no image fs."""
-    r = rig(disk_pods(), [threshold(NODEFS_AVAILABLE, "1Gi"), threshold(NODEFS_AVAILABLE, "2Gi", 120.0)])
+@pytest.mark.parametrize(("signal", "field", "normal", "soft", "hard", "inodes"), [
+    pytest.param(NODEFS_AVAILABLE, "nodefs", "16Gi", "1.5Gi", "750Mi", False,
+                 id="TestDiskPressureNodeFs/eviction due to disk pressure; no image fs"),
+    pytest.param(NODEFS_INODES_FREE, "inodes_free", "3Mi", "1.5Mi", "0.5Mi", True,
+                 id="TestInodePressureFsInodes/eviction due to disk pressure; no image fs"),
+])
+async def test_disk_pressure(signal: str, field: str, normal: str, soft: str, hard: str, inodes: bool) -> None:
+    """Soft threshold after its grace (evictionMaxPodGracePeriod), hard at once, every pod refused under
+    DiskPressure, pressure kept for the transition period."""
+    unit = "Mi" if inodes else "Gi"
+    r = rig(disk_pods(inodes), [threshold(signal, f"1{unit}"), threshold(signal, f"2{unit}", 120.0)])
+    setattr(r.stats, field, normal)
     to_admit = pod("pod-to-admit")
     assert await r.manager.synchronize() is None
     assert not r.manager.is_under_disk_pressure() and r.manager.admit(to_admit) is None
 
-    r.stats.nodefs = "1.5Gi"
+    setattr(r.stats, field, soft)
     await r.step(60)
     assert r.manager.is_under_disk_pressure() and r.killer.last() is None
 
@@ -223,17 +237,17 @@ async def test_disk_pressure_node_fs() -> None:
     assert r.killer.last() == ("low-priority-high-usage", 5)
     r.killer.evicted.clear()
 
-    r.stats.nodefs = "16Gi"
+    setattr(r.stats, field, normal)
     await r.step(1200)
     assert not r.manager.is_under_disk_pressure()
 
-    r.stats.nodefs = "750Mi"
+    setattr(r.stats, field, hard)
     await r.step(60)
     assert r.manager.is_under_disk_pressure()
     assert r.killer.last() == ("low-priority-high-usage", 0)
     assert r.manager.admit(to_admit) == ("Evicted", "The node had condition: [DiskPressure]. ")
 
-    r.stats.nodefs = "16Gi"
+    setattr(r.stats, field, normal)
     r.killer.evicted.clear()
     await r.step(60)
     assert r.manager.is_under_disk_pressure() and r.killer.last() is None
