@@ -87,9 +87,8 @@ class Agent:
         now = rfc3339(self.clock.now())
         conditions = [{"type": t, "status": s, "reason": r, "message": m, "lastHeartbeatTime": now,
                        "lastTransitionTime": self._since} for t, s, r, m in (
-            ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-            ("Ready", "True", "KubeletReady", "kubelet is posting ready status"))]
-        conditions[:0] = self.eviction.conditions()  # MemoryPressure, DiskPressure
+            ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),)]
+        conditions[:0] = self.eviction.conditions()  # MemoryPressure, DiskPressure, PIDPressure
         return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node_name, "labels": {
             "kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux",
             "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(),

@@ -16,7 +16,8 @@ from kubelite.agent.eviction.host_stats import (
     disk_usage,
     meminfo,
     node_memory,
-    process_group_rss,
+    pid_stats,
+    process_groups,
 )
 from kubelite.clock import FakeClock
 
@@ -64,19 +65,30 @@ def test_cgroup_working_set(tmp_path: Path, files: dict[str, str], want: int | N
     assert cgroup_working_set(tmp_path) == want
 
 
-def test_process_group_rss_counts_a_real_process_group() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(30 * 2**20); time.sleep(30)"],
-                            start_new_session=True, stdout=subprocess.PIPE)
+def test_process_groups_count_the_memory_and_processes_of_a_real_process_group() -> None:
+    script = "import subprocess, time; c = subprocess.Popen(['sleep', '30']); b = bytearray(30 * 2**20); time.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdout=subprocess.PIPE)
     try:
         for _ in range(200):
-            rss = process_group_rss().get(proc.pid, 0)
-            if rss >= 30 * MIB:
+            rss, count = process_groups().get(proc.pid, (0, 0))
+            if rss >= 30 * MIB and count == 2:
                 break
             subprocess.run(["sleep", "0.05"], check=True)
         assert 30 * MIB <= rss < 200 * MIB
+        assert count == 2  # python and its sleep child share the group
     finally:
-        proc.kill()
+        os.killpg(proc.pid, 9)
         proc.wait()
+
+
+def test_pid_stats_as_kubelet_pidlimit(tmp_path: Path) -> None:
+    """MaxPID = min(kernel.pid_max, kernel.threads-max); running tasks from /proc/loadavg's 4th field."""
+    (tmp_path / "sys" / "kernel").mkdir(parents=True)
+    (tmp_path / "sys" / "kernel" / "pid_max").write_text("4194304\n")
+    (tmp_path / "sys" / "kernel" / "threads-max").write_text("191524\n")
+    (tmp_path / "loadavg").write_text("0.52 0.58 0.59 3/1251 123456\n")
+    assert pid_stats(tmp_path) == (191524, 1251)
+    assert pid_stats(tmp_path / "absent") == (None, None)
 
 
 async def test_summary_of_the_node_and_a_pod(tmp_path: Path) -> None:
@@ -108,3 +120,5 @@ async def test_summary_of_the_node_and_a_pod(tmp_path: Path) -> None:
     assert (volumes["scratch"].used or 0) >= 4 * MIB
     assert stats.ephemeral_storage is not None and (stats.ephemeral_storage.used or 0) >= 5 * MIB
     assert stats.memory_working_set == 200 * MIB + (containers["side"].memory_working_set or 0)
+    assert stats.process_count is not None and stats.process_count >= 1  # this test's process group
+    assert summary.node.max_pid is not None and summary.node.running_processes is not None

@@ -18,6 +18,8 @@ from kubelite.agent.eviction.thresholds import (
     MEMORY_PRESSURE,
     NODEFS_AVAILABLE,
     NODEFS_INODES_FREE,
+    PID_AVAILABLE,
+    PID_PRESSURE,
     EvictionConfig,
     Threshold,
     ThresholdValue,
@@ -52,12 +54,14 @@ class FakeStats:
     memory: str = "16Gi"
     nodefs: str = "16Gi"
     inodes_free: str = "3Mi"
+    processes: int = 300  # of 2000
 
     async def summary(self, pods: Sequence[Obj]) -> Summary:
         mem, fs = b(self.memory), b(self.nodefs)
         return Summary(NodeStats(memory_available=mem, memory_working_set=mem,
                                  fs=FsStats(available=fs, capacity=2 * fs, inodes_free=b(self.inodes_free),
-                                            inodes=b("4Mi"))), self.pods)
+                                            inodes=b("4Mi")), max_pid=2000, running_processes=self.processes),
+                       self.pods)
 
 
 @dataclass
@@ -256,6 +260,33 @@ async def test_disk_pressure(signal: str, field: str, normal: str, soft: str, ha
     await r.step(300)
     assert not r.manager.is_under_disk_pressure() and r.manager.admit(to_admit) is None
     assert r.node.reported[-1] == frozenset() and {DISK_PRESSURE} in r.node.reported
+
+
+async def test_pid_pressure() -> None:
+    """TestPIDPressure/eviction due to pid pressure: lowest priority, then most processes."""
+    rows = [("high-priority-high-usage", HIGH_PRIORITY, 900), ("default-priority-low-usage", DEFAULT_PRIORITY, 100),
+            ("default-priority-medium-usage", DEFAULT_PRIORITY, 400), ("low-priority-high-usage", LOW_PRIORITY, 600),
+            ("low-priority-low-usage", LOW_PRIORITY, 50)]
+    pods = [(p := pod(n, prio), PodStats(p["metadata"]["uid"], process_count=count)) for n, prio, count in rows]
+    r = rig(pods, [threshold(PID_AVAILABLE, "1200"), threshold(PID_AVAILABLE, "1500", 120.0)])
+    assert await r.manager.synchronize() is None and r.manager.conditions == []
+
+    r.stats.processes = 700  # induce soft threshold: 1300 available
+    await r.step(60)
+    assert r.manager.conditions == [PID_PRESSURE] and r.killer.last() is None
+    await r.step(180)
+    assert r.killer.last() == ("low-priority-high-usage", 5)
+    assert r.killer.evicted[-1][3] == "The node was low on resource: pids. Threshold quantity: 1500, available: 1300. "
+    r.killer.evicted.clear()
+
+    r.stats.processes = 300
+    await r.step(1200)
+    assert r.manager.conditions == []
+
+    r.stats.processes = 1200  # hard threshold: 800 available
+    await r.step(60)
+    assert r.killer.last() == ("low-priority-high-usage", 0)
+    assert r.manager.admit(pod("pod-to-admit")) == ("Evicted", "The node had condition: [PIDPressure]. ")
 
 
 async def test_min_reclaim() -> None:

@@ -16,6 +16,7 @@ from kubelite.agent.eviction.ranking import (
     memory,
     ordered_by,
     priority,
+    process,
     rank_memory_pressure,
 )
 from kubelite.agent.eviction.stats import PodStats
@@ -157,6 +158,16 @@ def by_priority_memory() -> Table:
              "below-requests-high-priority-high-usage", "below-requests-high-priority-low-usage"])
 
 
+def by_priority_process() -> Table:
+    lo, hi = LOW_PRIORITY, HIGH_PRIORITY
+    rows = [("high-priority-low-usage", hi, 5), ("high-priority-high-usage", hi, 20),
+            ("low-priority-low-usage", lo, 6), ("low-priority-high-usage", lo, 20)]
+    return ([(p := pod(n, prio), PodStats(p["metadata"]["uid"], process_count=count)) for n, prio, count in rows],
+            lambda s: [priority, process(s)],
+            ["low-priority-high-usage", "low-priority-low-usage", "high-priority-high-usage",
+             "high-priority-low-usage"])
+
+
 @pytest.mark.parametrize("table", [
     pytest.param(exceeds_request_memory, id="TestOrderedByExceedsRequestMemory"),
     pytest.param(exceeds_request_disk, id="TestOrderedByExceedsRequestDisk"),
@@ -167,6 +178,7 @@ def by_priority_memory() -> Table:
     pytest.param(by_priority_inodes, id="TestOrderedByPriorityInodes"),
     pytest.param(by_memory, id="TestOrderedByMemory"),
     pytest.param(by_priority_memory, id="TestOrderedByPriorityMemory"),
+    pytest.param(by_priority_process, id="TestOrderedByPriorityProcess"),
 ])
 def test_ordered_by(table: Callable[[], Table]) -> None:
     rows, comparators, want = table()

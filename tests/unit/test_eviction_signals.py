@@ -161,10 +161,11 @@ def test_sort_by_eviction_priority(signals: list[str], want: list[str]) -> None:
 
 
 def test_make_signal_observations() -> None:
-    """TestMakeSignalObservations: memory capacity is available + working set; nodefs bytes and inodes."""
+    """TestMakeSignalObservations: memory capacity is available + working set; nodefs bytes and inodes; pids."""
     gib = 2**30
     node = NodeStats(memory_available=gib, memory_working_set=gib,
-                     fs=FsStats(available=1024, capacity=2048, inodes_free=1024, inodes=1024 * 1024), time=5.0)
+                     fs=FsStats(available=1024, capacity=2048, inodes_free=1024, inodes=1024 * 1024),
+                     max_pid=255816, running_processes=1000, time=5.0)
     pods = [pod("pod1"), pod("pod3")]
     summary = Summary(node, [PodStats(p["metadata"]["uid"], gib) for p in pods])
     observations, stats = make_signal_observations(summary)
@@ -172,6 +173,8 @@ def test_make_signal_observations() -> None:
     assert observations[NODEFS_AVAILABLE] == Observation(Quantity.of(1024), Quantity.of(2048), 5.0)
     assert observations[NODEFS_INODES_FREE] == Observation(Quantity.of(1024, DECIMAL_SI),
                                                            Quantity.of(1024 * 1024, DECIMAL_SI), 5.0)
+    assert observations[PID_AVAILABLE] == Observation(Quantity.of(255816 - 1000, DECIMAL_SI),
+                                                      Quantity.of(255816, DECIMAL_SI), 5.0)
     assert all(stats(p) is not None and stats(p).memory_working_set == gib for p in pods)  # type: ignore[union-attr]
     assert stats(pod("absent")) is None
 

@@ -6,7 +6,10 @@
 - nodefs is the filesystem of the agent's data directory (statvfs: f_bavail, f_blocks,
   f_ffree, f_files), as cAdvisor reports the kubelet root directory's device.
 - A container's memory is its cgroup's working set (usage - inactive_file, v2 or v1) when
-  the agent gave it a cgroup, else the resident set of its process group from /proc.
+  the agent gave it a cgroup, else the resident set of its process group from /proc; its
+  process count is that of its process group.
+- pid.available is min(kernel.pid_max, kernel.threads-max) minus the tasks in /proc/loadavg,
+  as kubelet's pidlimit stats.
 - Disk usage is counted like `du` (allocated blocks, one inode per entry) over each emptyDir
   directory and each container's log directory. Containers have no writable layer of their
   own (they write to the host's filesystem), so their rootfs usage is zero.
@@ -91,9 +94,9 @@ def cgroup_working_set(directory: Path) -> int | None:
     return None
 
 
-def process_group_rss(proc: Path = Path("/proc")) -> dict[int, int]:
-    """Resident bytes per process group, from one pass over /proc/<pid>/stat."""
-    totals: dict[int, int] = {}
+def process_groups(proc: Path = Path("/proc")) -> dict[int, tuple[int, int]]:
+    """(resident bytes, processes) per process group, from one pass over /proc/<pid>/stat."""
+    totals: dict[int, tuple[int, int]] = {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -102,8 +105,21 @@ def process_group_rss(proc: Path = Path("/proc")) -> dict[int, int]:
             pgrp, rss = int(fields[2]), int(fields[21])
         except (OSError, ValueError, IndexError):
             continue
-        totals[pgrp] = totals.get(pgrp, 0) + rss * PAGE_SIZE
+        total_rss, count = totals.get(pgrp, (0, 0))
+        totals[pgrp] = (total_rss + rss * PAGE_SIZE, count + 1)
     return totals
+
+
+def pid_stats(proc: Path = Path("/proc")) -> tuple[int | None, int | None]:
+    """kubelet's pidlimit stats: (min(kernel.pid_max, kernel.threads-max), tasks running from /proc/loadavg)."""
+    limits = []
+    for name in ("pid_max", "threads-max"):
+        with contextlib.suppress(OSError, ValueError):
+            limits.append(int((proc / "sys" / "kernel" / name).read_text()))
+    running = None
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        running = int((proc / "loadavg").read_text().split()[3].split("/")[1])
+    return (min(limits) if limits else None), running
 
 
 class HostStatsProvider:
@@ -122,12 +138,14 @@ class HostStatsProvider:
         vfs = os.statvfs(self.data_dir)
         fs = FsStats(available=vfs.f_bavail * vfs.f_frsize, capacity=vfs.f_blocks * vfs.f_frsize,
                      inodes_free=vfs.f_ffree, inodes=vfs.f_files)
+        max_pid, running = pid_stats(self.proc)
         node = NodeStats(memory_available=memory[0] if memory else None,
-                         memory_working_set=memory[1] if memory else None, fs=fs, time=now)
-        rss = process_group_rss(self.proc) if any(p.process_groups for _, p in pods) else {}
-        return Summary(node, tuple(self._pod(uid, paths, rss) for uid, paths in pods))
+                         memory_working_set=memory[1] if memory else None, fs=fs, max_pid=max_pid,
+                         running_processes=running, time=now)
+        groups = process_groups(self.proc) if any(p.process_groups for _, p in pods) else {}
+        return Summary(node, tuple(self._pod(uid, paths, groups) for uid, paths in pods))
 
-    def _pod(self, uid: str, paths: PodPaths, rss: dict[int, int]) -> PodStats:
+    def _pod(self, uid: str, paths: PodPaths, groups: dict[int, tuple[int, int]]) -> PodStats:
         containers = []
         names = sorted({*paths.logs, *paths.cgroups, *paths.process_groups})
         for name in names:
@@ -135,11 +153,12 @@ class HostStatsProvider:
             if name in paths.cgroups:
                 working_set = cgroup_working_set(paths.cgroups[name])
             if working_set is None and name in paths.process_groups:
-                working_set = sum(rss.get(g, 0) for g in paths.process_groups[name])
+                working_set = sum(groups.get(g, (0, 0))[0] for g in paths.process_groups[name])
             logs = disk_usage(paths.logs[name]) if name in paths.logs else FsStats(used=0, inodes_used=0)
             containers.append(ContainerStats(name, working_set, FsStats(used=0, inodes_used=0), logs))
         volumes = tuple((name, disk_usage(d)) for name, d in sorted(paths.volumes.items()))
         used = [c.logs for c in containers if c.logs] + [fs for _, fs in volumes]
         ephemeral = FsStats(used=sum(f.used or 0 for f in used), inodes_used=sum(f.inodes_used or 0 for f in used))
         memory = [c.memory_working_set for c in containers if c.memory_working_set is not None]
-        return PodStats(uid, sum(memory) if memory else None, tuple(containers), volumes, ephemeral)
+        processes = sum(groups.get(g, (0, 0))[1] for gs in paths.process_groups.values() for g in gs)
+        return PodStats(uid, sum(memory) if memory else None, tuple(containers), volumes, ephemeral, processes)

@@ -23,7 +23,13 @@ from typing import Any, Protocol
 
 from kubelite.agent.eviction import node_status
 from kubelite.agent.eviction.local_storage import local_storage_violation
-from kubelite.agent.eviction.ranking import RANK_NODEFS, RANK_NODEFS_INODES, RankFunc, rank_memory_pressure
+from kubelite.agent.eviction.ranking import (
+    RANK_NODEFS,
+    RANK_NODEFS_INODES,
+    RankFunc,
+    rank_memory_pressure,
+    rank_pid_pressure,
+)
 from kubelite.agent.eviction.signals import (
     Observations,
     by_eviction_priority,
@@ -46,6 +52,7 @@ from kubelite.agent.eviction.thresholds import (
     MEMORY_PRESSURE,
     NODEFS_AVAILABLE,
     NODEFS_INODES_FREE,
+    PID_AVAILABLE,
     EvictionConfig,
     Threshold,
 )
@@ -63,7 +70,7 @@ EXCEEDED_GRACE_MESSAGE = "Container runtime did not kill the pod within specifie
 DEFAULT_TERMINATION_GRACE = 30
 
 SIGNAL_RANK: dict[str, RankFunc] = {MEMORY_AVAILABLE: rank_memory_pressure, NODEFS_AVAILABLE: RANK_NODEFS,
-                                    NODEFS_INODES_FREE: RANK_NODEFS_INODES}
+                                    NODEFS_INODES_FREE: RANK_NODEFS_INODES, PID_AVAILABLE: rank_pid_pressure}
 
 
 class PodKiller(Protocol):

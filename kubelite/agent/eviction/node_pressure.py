@@ -1,6 +1,6 @@
 """The NodeReporter the agent uses: pressure conditions, taints and events on the real Node.
 
-`set_pressure` writes the MemoryPressure and DiskPressure conditions through the status
+`set_pressure` writes the MemoryPressure, DiskPressure and PIDPressure conditions through the status
 subresource (strategic merge by condition type, so other conditions are untouched), records
 kubelet's transition events (NodeHasDiskPressure, …) and sets or clears the matching
 NoSchedule taints with a resourceVersion precondition (a conflicting taint edit is re-read
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubelite.agent.eviction.node_status import pressure_condition, pressure_taints, transition_event
-from kubelite.agent.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE
+from kubelite.agent.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
 from kubelite.api.errors import ApiError
 from kubelite.client.events import event_for
 from kubelite.client.http import MERGE_PATCH, STRATEGIC_PATCH
@@ -24,7 +24,7 @@ from kubelite.clock import Clock, rfc3339
 log = logging.getLogger("kubelite.agent.eviction")
 
 Obj = dict[str, Any]
-REPORTED = (MEMORY_PRESSURE, DISK_PRESSURE)  # PIDPressure: no pid.available observation yet
+REPORTED = (MEMORY_PRESSURE, DISK_PRESSURE, PID_PRESSURE)
 COMPONENT = "kubelet"
 TAINT_ATTEMPTS = 5
 

@@ -2,7 +2,8 @@
 
 Memory pressure: pods whose working set exceeds their memory request first, then lower
 priority first, then the largest usage above the request. Disk pressure: the same with the
-pod's disk usage (rootfs, logs and local volumes) or inodes. A pod without stats goes first.
+pod's disk usage (rootfs, logs and local volumes) or inodes. PID pressure: lower priority,
+then more processes. A pod without stats goes first.
 The comparators keep upstream's names so the ported test tables read the same.
 """
 
@@ -133,8 +134,22 @@ def disk(stats: StatsFunc, measured: Sequence[str], resource: str) -> Cmp:
     return cmp
 
 
+def process(stats: StatsFunc) -> Cmp:
+    """The larger number of processes first."""
+    def cmp(p1: Obj, p2: Obj) -> int:
+        got = _with_stats(stats, lambda p, s: s.process_count or 0, p1, p2)
+        if isinstance(got, int):
+            return got
+        return got[1] - got[0]
+    return cmp
+
+
 def rank_memory_pressure(pods: list[Obj], stats: StatsFunc) -> None:
     ordered_by(exceed_memory_requests(stats), priority, memory(stats))(pods)
+
+
+def rank_pid_pressure(pods: list[Obj], stats: StatsFunc) -> None:
+    ordered_by(priority, process(stats))(pods)
 
 
 def rank_disk_pressure_func(measured: Sequence[str], resource: str) -> RankFunc:

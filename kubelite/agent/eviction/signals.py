@@ -24,6 +24,7 @@ from kubelite.agent.eviction.thresholds import (
     MEMORY_AVAILABLE,
     NODEFS_AVAILABLE,
     NODEFS_INODES_FREE,
+    PID_AVAILABLE,
     SIGNAL_CONDITION,
     SIGNAL_RESOURCE,
     Threshold,
@@ -48,7 +49,7 @@ Observations = dict[str, Observation]
 
 
 def make_signal_observations(summary: Summary) -> tuple[Observations, StatsFunc]:
-    """makeSignalObservations: memory.available (capacity = available + working set) and nodefs."""
+    """makeSignalObservations: memory.available (capacity = available + working set), nodefs, pid.available."""
     by_uid = {p.uid: p for p in summary.pods}
 
     def stats(pod: Obj) -> PodStats | None:
@@ -65,6 +66,9 @@ def make_signal_observations(summary: Summary) -> tuple[Observations, StatsFunc]
     if fs is not None and fs.inodes_free is not None and fs.inodes is not None:
         result[NODEFS_INODES_FREE] = Observation(Quantity.of(fs.inodes_free, DECIMAL_SI),
                                                  Quantity.of(fs.inodes, DECIMAL_SI), node.time)
+    if node.max_pid is not None and node.running_processes is not None:
+        result[PID_AVAILABLE] = Observation(Quantity.of(node.max_pid - node.running_processes, DECIMAL_SI),
+                                            Quantity.of(node.max_pid, DECIMAL_SI), node.time)
     return result, stats
 
 

@@ -40,6 +40,7 @@ class PodStats:
     containers: tuple[ContainerStats, ...] = ()
     volumes: tuple[tuple[str, FsStats], ...] = ()  # (volume name, usage)
     ephemeral_storage: FsStats | None = None  # containers' rootfs + logs + local volumes
+    process_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class NodeStats:
     memory_available: int | None = None
     memory_working_set: int | None = None
     fs: FsStats | None = None  # the filesystem of the agent's data directory (nodefs)
+    max_pid: int | None = None  # min(kernel.pid_max, kernel.threads-max)
+    running_processes: int | None = None  # tasks on the node
     time: float = 0.0  # when these stats were taken (clock.now())
 
 
