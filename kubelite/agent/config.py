@@ -35,6 +35,7 @@ class NodeConfig:
     image_catalog: dict[str, list[str]] = field(default_factory=dict)
     eviction: EvictionConfig = field(default_factory=lambda: eviction_config({}))
     max_pods: int = 110
+    shutdown_grace_period: float = 0.0  # > 0: on shutdown the agent stops its pods (kubelet's graceful node shutdown)
 
 
 def parse(raw: dict[str, Any]) -> NodeConfig:
@@ -60,6 +61,8 @@ def parse(raw: dict[str, Any]) -> NodeConfig:
     except ThresholdConfigError as exc:
         raise NodeConfigError(str(exc)) from None
     cfg.max_pods = int(raw.get("maxPods", 110))
+    if raw.get("shutdownGracePeriod"):
+        cfg.shutdown_grace_period = duration(raw["shutdownGracePeriod"])
     return cfg
 
 
