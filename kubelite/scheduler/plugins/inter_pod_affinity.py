@@ -1,8 +1,9 @@
 """InterPodAffinity: mirrors pkg/scheduler/framework/plugins/interpodaffinity.
 
 Filter, in upstream's order: existing pods' required anti-affinity that matches the
-incoming pod (symmetry), the incoming pod's required affinity (with the "first pod of a
-group" exception), then its required anti-affinity. Score: the incoming pod's preferred
+incoming pod (symmetry), the incoming pod's required affinity (an existing pod counts only
+if it matches all the terms; "first pod of a collection" exception), then its required
+anti-affinity. Score: the incoming pod's preferred
 terms against existing pods, plus existing pods' preferred terms (and required affinity
 x hardPodAffinityWeight) that match the incoming pod; min-max normalised.
 
@@ -77,20 +78,29 @@ class InterPodAffinity(Plugin):
                                      Rejection(ERR_REASON_ANTI_AFFINITY, r_anti)])
 
     def _affinity_ok(self, pod: PodInfo, table: NodeTable) -> BoolArray | None:
+        """satisfyPodAffinity: a topology domain counts only if one pod in it matches *all* the terms
+        (upstream's updateWithAffinityTerms); when no such pod exists on any node that has a term's
+        topology key and the pod matches its own terms, it is the first of its collection."""
         if not pod.affinity:
             return None
+        labels = self.namespace_labels
+        terms = pod.affinity
+        if len(terms) == 1:
+            per_node = self._matching(table, terms[0])
+        else:
+            per_node = table.counts(("affinity-match-all", tuple(t.cache_key for t in terms)),
+                                    lambda p: all(t.matches(p, labels) for t in terms))
         all_keys = np.ones(table.n, np.bool_)
         pods_exist = np.ones(table.n, np.bool_)
         any_match = False
-        for term in pod.affinity:
+        for term in terms:
             col = table.column(term.topology_key)
             all_keys &= col >= 0
-            per_node = self._matching(table, term)
             if (per_node[col >= 0] > 0).any():
                 any_match = True
             pods_exist &= _per_domain(table, term.topology_key, per_node) > 0
-        if not any_match and all(t.matches(pod, self.namespace_labels) for t in pod.affinity):
-            return all_keys  # the first pod of a group that has affinity to itself
+        if not any_match and all(t.matches(pod, labels) for t in terms):
+            return all_keys  # the first pod of a collection that has affinity to itself
         return all_keys & pods_exist
 
     # --- score -----------------------------------------------------------------------------------
