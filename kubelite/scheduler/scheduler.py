@@ -44,7 +44,7 @@ from kubelite.scheduler.framework import (
 )
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.plugins.pod_topology_spread import PodTopologySpread
-from kubelite.scheduler.podinfo import PodInfo, pod_info
+from kubelite.scheduler.podinfo import PodInfo, pod_info, status_start_time
 from kubelite.scheduler.preemption import Evaluator, PreemptionResult
 from kubelite.scheduler.profile import ProfileRuntime, build
 from kubelite.scheduler.queue import QueuedPod, SchedulingQueue
@@ -132,7 +132,10 @@ class Scheduler:
             known = self.table.pod(uid)
             if known is not None and known.node_name == node and known.labels == (meta.get("labels") or {}) \
                     and known.terminating == bool(meta.get("deletionTimestamp")):
-                known.obj = obj  # the binding confirmed the assumption; nothing the table counts changed
+                # the binding confirmed the assumption, or a status write: nothing the table counts changed,
+                # but preemption orders victims by the start time the agent writes (GetPodStartTime)
+                known.obj = obj
+                known.started = status_start_time(obj)
             else:
                 self.table.add_pod(pod_info(obj))
             return
