@@ -18,14 +18,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from kubelite.scheduler.cycle_state import CycleState, StateKey
 from kubelite.scheduler.framework import (
     MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
     Code,
-    CycleState,
     FilterResult,
-    Plugin,
     Rejection,
     Status,
 )
@@ -38,6 +37,7 @@ ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 
 NamespaceLabels = Mapping[str, Mapping[str, str]]
+SCORE_STATE: StateKey[IntArray] = StateKey("PreScore" + NAME)
 
 
 def _per_domain(table: NodeTable, key: str, per_node: IntArray) -> IntArray:
@@ -45,7 +45,7 @@ def _per_domain(table: NodeTable, key: str, per_node: IntArray) -> IntArray:
     return table.spread_to_nodes(key, table.domain_totals(key, per_node))
 
 
-class InterPodAffinity(Plugin):
+class InterPodAffinity:
     name = NAME
 
     def __init__(self, hard_pod_affinity_weight: int = 1, namespace_labels: NamespaceLabels | None = None) -> None:
@@ -126,11 +126,11 @@ class InterPodAffinity(Plugin):
                 touched = True
         if not touched:
             return SKIP
-        state[NAME] = total
+        state.write(SCORE_STATE, total)
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
-        scores: IntArray = state[NAME][rows]
+        scores: IntArray = state.read(SCORE_STATE)[rows]
         return scores
 
     def normalize(self, state: CycleState, scores: IntArray) -> IntArray:

@@ -1,0 +1,55 @@
+"""CycleState: one scheduling cycle's scratchpad (pkg/scheduler/framework/cycle_state.go).
+
+A plugin writes what it computed in PreFilter or PreScore under its own typed key and reads it back
+in Filter or Score. `clone()` gives preemption a copy to try "what if" on: values that implement
+`clone()` (StateData) are copied, the rest are shared because no plugin mutates them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Protocol, TypeVar, cast
+
+T = TypeVar("T")
+
+
+class StateData(Protocol):
+    """A value a dry run may change: cloned with the state."""
+
+    def clone(self) -> StateData: ...
+
+
+class StateKey(Generic[T]):
+    """A key that carries the type of its value, so `read` is typed without casts at the call site."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"StateKey({self.name!r})"
+
+
+class CycleState:
+    __slots__ = ("_data",)
+
+    def __init__(self) -> None:
+        self._data: dict[StateKey[Any], Any] = {}
+
+    def write(self, key: StateKey[T], value: T) -> None:
+        self._data[key] = value
+
+    def read(self, key: StateKey[T]) -> T:
+        """The value written under `key`; KeyError if the plugin's PreFilter/PreScore did not run."""
+        return cast(T, self._data[key])
+
+    def get(self, key: StateKey[T]) -> T | None:
+        return cast("T | None", self._data.get(key))
+
+    def delete(self, key: StateKey[Any]) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        copy = CycleState()
+        copy._data = {k: v.clone() if hasattr(type(v), "clone") else v for k, v in self._data.items()}
+        return copy
