@@ -25,10 +25,7 @@ PER_NODE_LIMIT = 30
 async def fresh_explanation(client: ApiClient, namespace: str, name: str, config_file: Path | None) -> Obj:
     sched = Scheduler(client, RealClock(), scheduler_config.load(config_file), seed=0)
     for informer in (sched.namespaces, *sched.owners.values(), sched.pdbs, sched.nodes, sched.pods):
-        listed = await client.get(informer.path)
-        for obj in listed["items"]:
-            informer.store[(obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = obj
-            informer.handlers.on_add(obj)
+        await informer.relist()
     pod = await client.get(resource_path("pods", namespace, name))
     sched.table.remove_pod(pod["metadata"].get("uid", ""))  # judge it as if it were not placed yet
     pod["spec"].pop("nodeName", None)

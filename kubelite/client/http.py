@@ -1,15 +1,20 @@
-"""The API client every component uses: HTTP(S) + bearer token, Status errors mapped back to ApiError.
+"""The HTTP(S) transport of the client seam: bearer token, Status errors mapped back to ApiError.
 
-Components never read another component's memory; they talk to the API server
-through this client only (DESIGN.md), whether they run in the server's process or not.
+Components never read another component's memory; they talk to the API server through a
+`Client` only (DESIGN.md). Every failure below HTTP — a refused or reset connection, a body
+cut short, a stalled server, a malformed reply — is translated once, by `map_exceptions`, into
+`Unavailable` (as httpx's `map_exceptions` does at its transport boundary), and so is a 503;
+callers catch one error and back off (`kubelite.client.retry`), whatever the network did.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +22,20 @@ import aiohttp
 import orjson
 import yaml
 
-from kubelite.api.errors import ApiError
+from kubelite.api.errors import ApiError, Unavailable, unavailable
 
 Obj = dict[str, Any]
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+CONNECT_TIMEOUT = 10.0
+# A request (not a watch) whose server sends nothing for this long is given up as Unavailable:
+# a SIGSTOPped server must not hang its clients. The API server answers every non-watch request
+# from memory or one SQLite transaction, so this is generous.
+READ_TIMEOUT = 30.0
+# A watch that asked for bookmarks hears from the server at least every BOOKMARK_INTERVAL (60 s);
+# silence for twice that plus slack means the server is gone, and the informer resumes elsewhere.
+WATCH_READ_TIMEOUT = 150.0
 
 
 def resource_path(plural: str, namespace: str = "", name: str = "", subresource: str = "",
@@ -36,10 +49,29 @@ def resource_path(plural: str, namespace: str = "", name: str = "", subresource:
     return path
 
 
+@contextlib.contextmanager
+def map_exceptions() -> Iterator[None]:
+    """Translate every transport-level failure raised inside the block into `Unavailable`, once."""
+    try:
+        yield
+    except ApiError:
+        raise
+    except (aiohttp.ClientError, OSError, TimeoutError, asyncio.IncompleteReadError, orjson.JSONDecodeError,
+            UnicodeDecodeError) as exc:
+        # aiohttp.ClientError covers refused/reset connections (ClientConnectorError, ServerDisconnectedError)
+        # and bodies cut short (ClientPayloadError); TimeoutError is a stall past the read timeout; a JSON
+        # error here is a body truncated at a line boundary. None of them says anything about the objects.
+        raise unavailable(f"the server is unavailable: {type(exc).__name__}: {exc}".rstrip(": ")) from exc
+
+
 class ApiClient:
     def __init__(self, server: str, token: str | None = None, ca_data: bytes | None = None,
-                 connections: int = 100) -> None:
+                 connections: int = 100, read_timeout: float = READ_TIMEOUT,
+                 watch_read_timeout: float = WATCH_READ_TIMEOUT) -> None:
         self.server = server.rstrip("/")
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=read_timeout)
+        self._watch_timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT,
+                                                    sock_read=watch_read_timeout)
         self._headers = {"Accept": JSON}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -71,7 +103,7 @@ class ApiClient:
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 headers=self._headers, connector=aiohttp.TCPConnector(limit=self._connections, ssl=self._ssl),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10))
+                timeout=self._timeout)
         return self._session
 
     async def close(self) -> None:
@@ -83,13 +115,14 @@ class ApiClient:
                       params: Mapping[str, str] | None = None) -> Any:
         data = orjson.dumps(body) if body is not None else None
         headers = {"Content-Type": content_type} if data is not None else None
-        async with self.session.request(method, self.server + path, data=data, headers=headers,
-                                        params=params) as resp:
-            payload = await resp.read()
-            out = orjson.loads(payload) if payload and resp.content_type == JSON else payload
-            if resp.status >= 400:
-                raise _error(resp.status, out)
-            return out
+        with map_exceptions():
+            async with self.session.request(method, self.server + path, data=data, headers=headers,
+                                            params=params) as resp:
+                payload = await resp.read()
+                out = orjson.loads(payload) if payload and resp.content_type == JSON else payload
+        if resp.status >= 400:
+            raise _error(resp.status, out)
+        return out
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> Obj:
         out: Obj = await self.request("GET", path, params=params)
@@ -108,25 +141,36 @@ class ApiClient:
         return out
 
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Obj]:
-        """Yield watch events until the server ends the stream; an ERROR event raises its Status."""
+        """Yield watch events until the server ends the stream; an ERROR event raises its Status.
+
+        A stream cut mid-way (or silent past the watch read timeout, when bookmarks were asked
+        for) raises Unavailable; a clean end of stream just returns, and the caller resumes.
+        """
         query = {**params, "watch": "true"}
-        async with self.session.get(self.server + path, params=query) as resp:
-            if resp.status >= 400:
-                raise _error(resp.status, orjson.loads(await resp.read() or b"{}"))
-            buffer = b""
-            async for chunk in resp.content.iter_any():
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if not line:
-                        continue
-                    event: Obj = orjson.loads(line)
-                    if event.get("type") == "ERROR":
-                        raise _error(int(event["object"].get("code", 500)), event["object"])
-                    yield event
+        timeout = self._watch_timeout if params.get("allowWatchBookmarks") == "true" else aiohttp.ClientTimeout(
+            total=None, sock_connect=CONNECT_TIMEOUT)
+        with map_exceptions():
+            async with self.session.get(self.server + path, params=query, timeout=timeout) as resp:
+                if resp.status >= 400:
+                    raise _error(resp.status, orjson.loads(await resp.read() or b"{}"))
+                buffer = b""
+                async for chunk in resp.content.iter_any():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if not line:
+                            continue
+                        event: Obj = orjson.loads(line)
+                        if event.get("type") == "ERROR":
+                            raise _error(int(event["object"].get("code", 500)), event["object"])
+                        yield event
+                if buffer.strip():
+                    raise unavailable("the server ended the watch stream mid-event")
 
 
 def _error(code: int, body: Any) -> ApiError:
+    """The ApiError a response carries; a 503 (the server, or a proxy in front of it, cannot serve) is Unavailable."""
+    kind = Unavailable if code == 503 else ApiError
     if isinstance(body, dict) and body.get("kind") == "Status":
-        return ApiError(code, body.get("reason", ""), body.get("message", ""), body.get("details") or {})
-    return ApiError(code, "Unknown", f"unexpected response {code}: {body!r:.200}")
+        return kind(code, body.get("reason", ""), body.get("message", ""), body.get("details") or {})
+    return kind(code, "ServiceUnavailable" if code == 503 else "Unknown", f"unexpected response {code}: {body!r:.200}")
