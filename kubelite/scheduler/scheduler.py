@@ -15,7 +15,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from kubelite.api.selectors import LabelSelector, compile_label_selector
-from kubelite.client.informer import Handlers, Informer
+from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.scheduler.binder import Binder
@@ -47,16 +47,16 @@ class Scheduler:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.profiles: dict[str, Framework] = {p.scheduler_name: build(p, self) for p in self.config.profiles}
         self.binder = Binder(client, clock, self.table, self.queue, lambda coro: self._spawn(coro))
-        self.pods = Informer(client, "/api/v1/pods", clock,  # type: ignore[arg-type]
+        self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_added, lambda old, new: self._pod_added(new), self._pod_deleted))
-        self.nodes = Informer(client, "/api/v1/nodes", clock,  # type: ignore[arg-type]
+        self.nodes = Informer(client, "/api/v1/nodes", clock,
                               Handlers(self._node_changed, lambda old, new: self._node_changed(new),
                                        self._node_deleted))
-        self.namespaces = Informer(client, "/api/v1/namespaces", clock,  # type: ignore[arg-type]
+        self.namespaces = Informer(client, "/api/v1/namespaces", clock,
                                    Handlers(self._namespace_changed, lambda o, n: self._namespace_changed(n)))
-        self.owners = {kind: Informer(client, f"/apis/apps/v1/{plural}", clock)  # type: ignore[arg-type]
+        self.owners = {kind: Informer(client, f"/apis/apps/v1/{plural}", clock)
                        for kind, plural in OWNER_KINDS.items()}
-        self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets", clock)  # type: ignore[arg-type]
+        self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets", clock)
         self.cycle = SchedulingCycle(self.table, self.queue, self.profiles, self.binder, self.pods.get, self.rng,
                                      clock, self.config.percentage_of_nodes_to_score)
 
@@ -87,7 +87,7 @@ class Scheduler:
         return list(self.pdbs.store.values())
 
     def pods_in_namespace(self, namespace: str) -> list[Obj]:
-        return [p for (ns, _), p in self.pods.store.items() if ns == namespace]
+        return self.pods.by_index(NAMESPACE_INDEX, namespace)
 
     # --- informer handlers -----------------------------------------------------------------------
 
