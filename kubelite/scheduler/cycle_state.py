@@ -7,7 +7,7 @@ in Filter or Score. `clone()` gives preemption a copy to try "what if" on: value
 
 from __future__ import annotations
 
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -41,10 +41,10 @@ class CycleState:
 
     def read(self, key: StateKey[T]) -> T:
         """The value written under `key`; KeyError if the plugin's PreFilter/PreScore did not run."""
-        return cast(T, self._data[key])
+        return self._data[key]  # type: ignore[no-any-return]  # written under the same typed key
 
     def get(self, key: StateKey[T]) -> T | None:
-        return cast("T | None", self._data.get(key))
+        return self._data.get(key)  # type: ignore[no-any-return]
 
     def delete(self, key: StateKey[Any]) -> None:
         self._data.pop(key, None)

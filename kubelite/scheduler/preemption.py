@@ -29,7 +29,7 @@ from kubelite.scheduler.framework import FilterOutcome
 from kubelite.scheduler.interface import PreFilterExtensions
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.podinfo import PodInfo
-from kubelite.scheduler.runtime import Framework
+from kubelite.scheduler.runtime import DryRunPlugins, Framework
 
 Obj = dict[str, Any]
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -120,7 +120,7 @@ class Evaluator:
         return self._pdb_budgets
 
     def select_victims(self, state: CycleState, pod: PodInfo, row: int,
-                       extensions: list[PreFilterExtensions] | None) -> Candidate | None:
+                       extensions: DryRunPlugins | None) -> Candidate | None:
         """SelectVictimsOnNode: the minimal set of lower-priority pods to remove so `pod` fits on `row`.
 
         Remove every lower-priority pod; if `pod` then fits, add them back one by one, PDB-violating
@@ -128,7 +128,9 @@ class Evaluator:
         """
         lower = [p for p in self.table.pods[row].values() if p.priority < pod.priority]
         if extensions is not None:
-            return self._select_with_extensions(state.clone(), pod, row, lower, extensions)
+            if not extensions.fixed_ok[row]:
+                return None  # a node-only verdict no pod removal changes
+            return self._select_with_extensions(state.clone(), pod, row, lower, extensions.changing)
         table = self.table
 
         def fits() -> bool:
@@ -153,22 +155,25 @@ class Evaluator:
     def _select_with_extensions(self, trial: CycleState, pod: PodInfo, row: int, lower: list[PodInfo],
                                 extensions: list[PreFilterExtensions]) -> Candidate | None:
         table = self.table
+        adds = [e.add_pod for e in extensions]
+        removes = [e.remove_pod for e in extensions]
+        verdicts = [e.filter_node for e in extensions]
 
         def fits() -> bool:
-            return all(e.filter_node(trial, pod, table, row) for e in extensions)
+            return all(verdict(trial, pod, table, row) for verdict in verdicts)
 
         def keep(p: PodInfo) -> bool:
-            for e in extensions:
-                e.add_pod(trial, pod, p, table, row)
+            for add in adds:
+                add(trial, pod, p, table, row)
             if fits():
                 return True
-            for e in extensions:
-                e.remove_pod(trial, pod, p, table, row)
+            for remove in removes:
+                remove(trial, pod, p, table, row)
             return False
 
         for p in lower:
-            for e in extensions:
-                e.remove_pod(trial, pod, p, table, row)
+            for remove in removes:
+                remove(trial, pod, p, table, row)
         return self._reprieve(pod, row, lower, keep) if fits() else None
 
     def _reprieve(self, pod: PodInfo, row: int, lower: list[PodInfo], keep: Callable[[PodInfo], bool]) -> Candidate:

@@ -10,6 +10,8 @@ plugin that does not Skip.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from kubelite.scheduler.config import Profile
@@ -20,6 +22,7 @@ from kubelite.scheduler.framework import (
     Code,
     FilterOutcome,
     FilterResult,
+    NodeVerdict,
     ScoreOutcome,
     Status,
 )
@@ -38,8 +41,13 @@ from kubelite.scheduler.interface import (
     ScoreExtensions,
     ScorePlugin,
 )
-from kubelite.scheduler.nodetable import IntArray, NodeTable
+from kubelite.scheduler.nodetable import BoolArray, IntArray, NodeTable
 from kubelite.scheduler.podinfo import PodInfo
+
+
+class DryRunPlugins(NamedTuple):
+    changing: list[PreFilterExtensions]  # asked on every trial
+    fixed_ok: BoolArray  # nodes every node-only plugin let through in the cycle
 
 
 class Framework:
@@ -156,15 +164,20 @@ class Framework:
 
     # --- preemption's what-if (one node) --------------------------------------------------------
 
-    def dry_run_extensions(self, outcome: FilterOutcome) -> list[PreFilterExtensions] | None:
+    def dry_run_extensions(self, outcome: FilterOutcome) -> DryRunPlugins | None:
         """The extensions of every Filter plugin that had a verdict for the pod, or None when one has none
-        (the dry run must then edit the table and run the Filters over it)."""
-        out = []
+        (the dry run must then edit the table and run the Filters over it). Node-only plugins
+        (NodeVerdict) are not asked per trial: their cycle verdicts are folded into one mask."""
+        changing: list[PreFilterExtensions] = []
+        fixed_ok = np.ones(len(outcome.feasible), np.bool_)
         for name, res in zip(outcome.plugins, outcome.results, strict=True):
             if res is None:
                 continue  # nothing to say about this pod: removing or adding pods cannot change that
             ext = self.extensions.get(name)
             if ext is None:
                 return None
-            out.append(ext)
-        return out
+            if isinstance(ext, NodeVerdict):
+                fixed_ok &= res.passed
+            else:
+                changing.append(ext)
+        return DryRunPlugins(changing, fixed_ok)

@@ -81,10 +81,13 @@ class FitDraft:
     left: dict[str, int]
     slots: int
 
-    def change(self, pod: PodInfo, sign: int) -> None:  # sign +1: `pod` leaves the node, -1: it joins
+    def change(self, requests: dict[str, int], sign: int) -> None:  # sign +1: a pod leaves the node, -1: joins
         self.slots += sign
-        for r in self.left:
-            self.left[r] += sign * pod.requests.get(r, 0)
+        left = self.left
+        for r in left:
+            amount = requests.get(r)
+            if amount:
+                left[r] += sign * amount
 
     def clone(self) -> FitDraft:
         return FitDraft(self.row, dict(self.left), self.slots)
@@ -117,24 +120,36 @@ class NodeResourcesFit:
 
     def _draft(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> FitDraft:
         draft = state.get(FIT_DRAFT)
-        if draft is None or draft.row != row:
-            wanted = [r for r, v in pod.requests.items()
-                      if v > 0 and r != PODS and r not in self.args.ignored_resources]
-            left = {r: (int(table.alloc[r][row]) if r in table.alloc else 0)
-                    - (int(table.requested[r][row]) if r in table.requested else 0) for r in wanted}
-            draft = FitDraft(row, left, int(table.alloc[PODS][row]) - int(table.pod_count[row]))
-            state.write(FIT_DRAFT, draft)
+        if draft is not None and draft.row == row:
+            return draft
+        return self._new_draft(state, pod, table, row)
+
+    def _new_draft(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> FitDraft:
+        wanted = [r for r, v in pod.requests.items() if v > 0 and r != PODS and r not in self.args.ignored_resources]
+        left = {r: (int(table.alloc[r][row]) if r in table.alloc else 0)
+                - (int(table.requested[r][row]) if r in table.requested else 0) for r in wanted}
+        draft = FitDraft(row, left, int(table.alloc[PODS][row]) - int(table.pod_count[row]))
+        state.write(FIT_DRAFT, draft)
         return draft
 
     def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None:
-        self._draft(state, pod, table, row).change(added, -1)
+        draft = state.get(FIT_DRAFT)
+        if draft is None or draft.row != row:
+            draft = self._new_draft(state, pod, table, row)
+        draft.change(added.requests, -1)
 
     def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None:
-        self._draft(state, pod, table, row).change(removed, 1)
+        draft = state.get(FIT_DRAFT)
+        if draft is None or draft.row != row:
+            draft = self._new_draft(state, pod, table, row)
+        draft.change(removed.requests, 1)
 
     def filter_node(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> bool:
         draft = self._draft(state, pod, table, row)
-        return draft.slots >= 1 and all(left >= pod.requests[r] for r, left in draft.left.items())
+        if draft.slots < 1:
+            return False
+        want = pod.requests
+        return all(left >= want[r] for r, left in draft.left.items())
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
         total = np.zeros(len(rows), np.int64)
