@@ -93,6 +93,24 @@ def split_by_pdb(pods: list[PodInfo], pdbs: list[PreemptionBudget]) -> tuple[lis
     return violating, ok
 
 
+class AllOf:
+    """Several plugins' PreFilterExtensions as one: every plugin hears of each pod; the node fits if all agree."""
+
+    def __init__(self, extensions: list[PreFilterExtensions]) -> None:
+        self.extensions = extensions
+
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None:
+        for e in self.extensions:
+            e.add_pod(state, pod, added, table, row)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None:
+        for e in self.extensions:
+            e.remove_pod(state, pod, removed, table, row)
+
+    def filter_node(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> bool:
+        return all(e.filter_node(state, pod, table, row) for e in self.extensions)
+
+
 class Evaluator:
     """framework/preemption.Evaluator: finds candidate nodes and victims by dry runs, and picks one node.
 
@@ -155,26 +173,19 @@ class Evaluator:
     def _select_with_extensions(self, trial: CycleState, pod: PodInfo, row: int, lower: list[PodInfo],
                                 extensions: list[PreFilterExtensions]) -> Candidate | None:
         table = self.table
-        adds = [e.add_pod for e in extensions]
-        removes = [e.remove_pod for e in extensions]
-        verdicts = [e.filter_node for e in extensions]
-
-        def fits() -> bool:
-            return all(verdict(trial, pod, table, row) for verdict in verdicts)
+        ext = extensions[0] if len(extensions) == 1 else AllOf(extensions)  # one plugin (Fit) is the usual case
+        add, remove, verdict = ext.add_pod, ext.remove_pod, ext.filter_node
 
         def keep(p: PodInfo) -> bool:
-            for add in adds:
-                add(trial, pod, p, table, row)
-            if fits():
+            add(trial, pod, p, table, row)
+            if verdict(trial, pod, table, row):
                 return True
-            for remove in removes:
-                remove(trial, pod, p, table, row)
+            remove(trial, pod, p, table, row)
             return False
 
         for p in lower:
-            for remove in removes:
-                remove(trial, pod, p, table, row)
-        return self._reprieve(pod, row, lower, keep) if fits() else None
+            remove(trial, pod, p, table, row)
+        return self._reprieve(pod, row, lower, keep) if verdict(trial, pod, table, row) else None
 
     def _reprieve(self, pod: PodInfo, row: int, lower: list[PodInfo], keep: Callable[[PodInfo], bool]) -> Candidate:
         now = self.now()

@@ -52,7 +52,7 @@ class NodePorts:
     # --- PreFilterExtensions: what-if on one node -----------------------------------------------
 
     def _draft(self, state: CycleState, table: NodeTable, row: int) -> PortsDraft:
-        draft = state.get(PORTS_DRAFT)
+        draft: PortsDraft | None = state.get(PORTS_DRAFT)
         if draft is None or draft.row != row:
             draft = PortsDraft(row, [hp for p in table.pods[row].values() for hp in p.host_ports])
             state.write(PORTS_DRAFT, draft)

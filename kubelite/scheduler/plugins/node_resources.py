@@ -119,7 +119,7 @@ class NodeResourcesFit:
     # --- PreFilterExtensions: what-if on one node, as Filter on upstream's NodeInfo copy ---------
 
     def _draft(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> FitDraft:
-        draft = state.get(FIT_DRAFT)
+        draft: FitDraft | None = state.get(FIT_DRAFT)
         if draft is not None and draft.row == row:
             return draft
         return self._new_draft(state, pod, table, row)
@@ -133,13 +133,13 @@ class NodeResourcesFit:
         return draft
 
     def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None:
-        draft = state.get(FIT_DRAFT)
+        draft: FitDraft | None = state.get(FIT_DRAFT)
         if draft is None or draft.row != row:
             draft = self._new_draft(state, pod, table, row)
         draft.change(added.requests, -1)
 
     def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None:
-        draft = state.get(FIT_DRAFT)
+        draft: FitDraft | None = state.get(FIT_DRAFT)
         if draft is None or draft.row != row:
             draft = self._new_draft(state, pod, table, row)
         draft.change(removed.requests, 1)
