@@ -8,20 +8,34 @@ PORT ?= 6443
 .PHONY: up test install sandbox lint typecheck layers unit bench bench-scheduler bench-agent clean
 
 $(BIN)/kubelite: pyproject.toml
+	@echo "==> [1/3] Creating a Python virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> [2/3] Upgrading pip"
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	@echo "==> [3/3] Installing kubelite and its Python dependencies into $(VENV) (aiohttp, uvloop, orjson,"
+	@echo "          PyYAML, cryptography, the kubernetes client, numpy; test tools): about a minute"
+	$(BIN)/pip install --progress-bar on -e ".[dev]"
 	touch $@
 
 install: $(BIN)/kubelite
 
-# The node agent mounts pod volumes with bubblewrap; install it when we can (root + apt).
+# The node agent mounts pod volumes with bubblewrap; install it when we can (root + apt), saying so first.
 sandbox:
-	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
-	  apt-get update -qq && apt-get install -y -qq bubblewrap; } || \
-	  echo "note: bubblewrap (bwrap) is not installed: pods with volume mounts will be refused"
+	@if command -v bwrap >/dev/null 2>&1; then \
+	  echo "==> bubblewrap (bwrap) is installed: the node agent can mount pod volumes"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "==> Installing the system package bubblewrap (bwrap) with apt-get (the node agent mounts pod volumes"; \
+	  echo "    with it): [1/2] apt-get update"; \
+	  apt-get update && echo "==> [2/2] apt-get install -y bubblewrap" && apt-get install -y bubblewrap || \
+	  echo "note: installing bubblewrap failed: pods with volume mounts will be refused"; \
+	else \
+	  echo "note: bubblewrap (bwrap) is not installed, and installing it needs root and apt-get:"; \
+	  echo "      pods with volume mounts will be refused (install it with: sudo apt-get install bubblewrap)"; \
+	fi
 
 up: install sandbox
+	@echo "==> Starting kubelite up: API server, scheduler, controllers and a node agent for this machine"
+	@echo "    (data in $(DATA_DIR), port $(PORT); Ctrl-C stops it)"
 	$(BIN)/kubelite up --data-dir $(DATA_DIR) --port $(PORT)
 
 lint: install

@@ -1,9 +1,11 @@
 """The composition root for `kubelite server` and `kubelite up` (`agent` and `scheduler` alone: components).
 
 `server` is the store, the API server (TLS, token, kubeconfig), the scheduler and the
-controllers in one process; the components are API clients even there. `up` adds the local
-node agent as a supervised child process: it uses the other core, and like kubelet under
-systemd it is restarted if it dies, re-adopting its pods' processes from its checkpoint.
+controllers in one process. The components are API clients even there, but of the in-process
+transport: it calls the server's request handling directly (same authentication, admission,
+validation and watch cache as over HTTP; no socket or TLS). `up` adds the local node agent as a
+supervised child process over HTTP: it uses the other core, and like kubelet under systemd it is
+restarted if it dies, re-adopting its pods' processes from its checkpoint.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import random
 import socket
 import ssl
 import sys
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import uvloop
 from aiohttp import web
@@ -25,10 +30,12 @@ from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
-from kubelite.cli.components import until_signalled
-from kubelite.client.http import ApiClient
+from kubelite.apiserver.inprocess import InProcessClient
+from kubelite.cli.components import stop_on_signals
+from kubelite.client.interface import Client
+from kubelite.client.retry import Backoff
 from kubelite.clock import Clock, RealClock, bounded
-from kubelite.controllers.disruption import DisruptionController
+from kubelite.controllers import registry
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 from kubelite.scheduler.scheduler import Scheduler
@@ -38,6 +45,9 @@ __all__ = ["ConfigError", "NodeConfigError", "Options", "run"]
 log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0
+UP_SHUTDOWN_GRACE = 10.0
+COMPONENT_BACKOFF = Backoff(duration=1.0, factor=2.0, jitter=0.1, cap=60.0)
+COMPONENT_HEALTHY_RUN = 60.0
 
 
 @dataclass(frozen=True)
@@ -90,54 +100,98 @@ async def _supervise(argv: list[str], clock: Clock) -> None:
 
 
 async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) -> None:
+    # Signals first: a Ctrl-C during start-up then finishes starting and shuts down cleanly, no traceback.
+    stop = stop_on_signals()
     data = opts.data_dir
     data.mkdir(parents=True, exist_ok=True)
-    store = await SQLiteStore.open(data / "state.db")
-    host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
-    scheme = "http" if opts.insecure else "https"
-    url = f"{scheme}://{host}:{opts.port}"
-    ssl_ctx = None
-    tokens: frozenset[str] = frozenset()
-    ca = None
-    token = None
-    if not opts.insecure:
-        ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host])
-        token = pki.ensure_token(data / "admin.token")
-        tokens = frozenset([token])
-        ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ssl_ctx.load_cert_chain(crt, key)
-    server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}")
-    await server.start()
-    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, opts.bind, opts.port, ssl_context=ssl_ctx, backlog=4096)
-    await site.start()
-    kubeconfig = data / "kubeconfig"
-    pki.write_kubeconfig(kubeconfig, url, token, ca)
-    print(f"kubelite: API server listening on {url}", flush=True)
-    print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
+    async with contextlib.AsyncExitStack() as cleanup:  # undone in reverse order on the way out
+        store = await SQLiteStore.open(data / "state.db")
+        cleanup.push_async_callback(store.close)
+        host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
+        scheme = "http" if opts.insecure else "https"
+        url = f"{scheme}://{host}:{opts.port}"
+        ssl_ctx = None
+        tokens: frozenset[str] = frozenset()
+        ca = None
+        token = None
+        if not opts.insecure:
+            ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host])
+            token = pki.ensure_token(data / "admin.token")
+            tokens = frozenset([token])
+            ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ssl_ctx.load_cert_chain(crt, key)
+        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}")
+        await server.start()
+        cleanup.push_async_callback(server.stop)
+        runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+        await runner.setup()
+        cleanup.push_async_callback(_quietly, runner.cleanup())
+        site = web.TCPSite(runner, opts.bind, opts.port, ssl_context=ssl_ctx, backlog=4096)
+        await site.start()
+        kubeconfig = data / "kubeconfig"
+        pki.write_kubeconfig(kubeconfig, url, token, ca)
+        print(f"kubelite: API server listening on {url}", flush=True)
+        print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
+        components = _start_components(opts, sched, InProcessClient(server), kubeconfig)
+        cleanup.push_async_callback(_stop_components, components)
+        await stop.wait()
+        log.info("shutting down")
+
+
+def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | None, client: Client,
+                      kubeconfig: Path) -> list[asyncio.Task[None]]:
+    """The scheduler and controllers over the in-process client; under `up`, the node agent as a child over HTTP.
+
+    Components are clients like any other: they reach this server through its request handling,
+    never its memory or its store.
+    """
     components: list[asyncio.Task[None]] = []
-    # Components are clients like any other: they talk to this server over the API, never its memory.
-    client = ApiClient.from_kubeconfig(kubeconfig)
+    clock = RealClock()
     if sched is not None:
-        components.append(asyncio.create_task(Scheduler(client, RealClock(), sched).run(), name="scheduler"))
+        config = sched
+
+        def scheduler() -> Coroutine[Any, Any, None]:
+            return Scheduler(client, clock, config).run()  # type: ignore[arg-type]  # typed against Client on sched
+
+        components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
-        components.append(asyncio.create_task(DisruptionController(client, RealClock()).run(),
-                                              name="disruption-controller"))
+        for name, start in registry.starters(client, clock).items():
+            components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
+                                                  name=f"{name}-controller"))
     if opts.local_node:
         argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
-                socket.gethostname().lower(), "--data-dir", str(data / "agent"), "--address", "127.0.0.1"]
+                socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1",
+                # `up` stopping is this node going away: its pods stop with it (graceful node shutdown)
+                "--shutdown-grace-period", str(UP_SHUTDOWN_GRACE)]
         if opts.node_config is not None:
             argv += ["--node-config", str(opts.node_config)]
-        components.append(asyncio.create_task(_supervise(argv, RealClock()), name="agent"))
-    await until_signalled()
-    log.info("shutting down")
+        components.append(asyncio.create_task(_supervise(argv, clock), name="agent"))
+    return components
+
+
+async def keep_running(name: str, start: Callable[[], Coroutine[Any, Any, None]], clock: Clock) -> None:
+    """Run an in-process component until cancelled; if it ever fails, log it and start a fresh one after a
+    back-off (1 s doubling to 60 s, afresh once a run lasted a minute), as `up` restarts its node agent."""
+    rng = random.Random()
+    delays = COMPONENT_BACKOFF.delays(rng)
+    while True:
+        started = clock.monotonic()
+        try:
+            await start()
+            log.error("%s stopped; restarting it", name)
+        except Exception:
+            log.exception("%s failed; restarting it", name)
+        if clock.monotonic() - started >= COMPONENT_HEALTHY_RUN:
+            delays = COMPONENT_BACKOFF.delays(rng)
+        await clock.sleep(next(delays))
+
+
+async def _stop_components(components: list[asyncio.Task[None]]) -> None:
     for task in components:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-    await client.close()
+    await asyncio.gather(*components, return_exceptions=True)
+
+
+async def _quietly(work: Awaitable[None]) -> None:
     with contextlib.suppress(Exception):
-        await runner.cleanup()
-    await server.stop()
-    await store.close()
+        await work

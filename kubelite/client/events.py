@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import secrets
+import random
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -48,6 +48,14 @@ COMBINED_PREFIX = "(combined from similar events): "
 SEND_BACKOFF = Backoff(duration=0.5, factor=2.0, jitter=0.1, steps=12, cap=10.0)
 
 
+_names = random.Random()
+
+
+def _name(object_name: str) -> str:
+    """`<object>.<16 hex digits>`: unique without the OS entropy pool (secrets cost a syscall per event)."""
+    return f"{object_name}.{_names.getrandbits(64):016x}"
+
+
 def event_for(obj: Obj, reason: str, message: str, kind: str, component: str, now: float,
               event_type: str = "Normal", host: str = "", action: str = "") -> Obj:
     meta = obj["metadata"]
@@ -57,7 +65,7 @@ def event_for(obj: Obj, reason: str, message: str, kind: str, component: str, no
         source["host"] = host
     ev: Obj = {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{meta['name']}.{secrets.token_hex(8)}", "namespace": meta.get("namespace") or "default"},
+        "metadata": {"name": _name(meta["name"]), "namespace": meta.get("namespace") or "default"},
         "involvedObject": {"kind": kind, "namespace": meta.get("namespace", ""), "name": meta["name"],
                            "uid": meta.get("uid", ""), "apiVersion": obj.get("apiVersion", "v1"),
                            "resourceVersion": meta.get("resourceVersion", "")},
@@ -194,7 +202,7 @@ class EventCorrelator:
         ref = event["involvedObject"]
         combined: Obj = {
             **{k: v for k, v in event.items() if k not in ("action", "reportingComponent", "reportingInstance")},
-            "metadata": {"name": f"{ref['name']}.{secrets.token_hex(8)}", "namespace": event["metadata"]["namespace"]},
+            "metadata": {"name": _name(ref["name"]), "namespace": event["metadata"]["namespace"]},
             "message": COMBINED_PREFIX + message, "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp,
         }
         return combined, key

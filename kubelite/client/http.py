@@ -22,11 +22,11 @@ import aiohttp
 import orjson
 import yaml
 
-from kubelite.api.errors import ApiError, Unavailable, unavailable
+from kubelite.api.errors import ApiError, unavailable
+from kubelite.api.transport import JSON, RestVerbs, status_error
+from kubelite.api.transport import MERGE_PATCH as MERGE_PATCH  # re-exported: components import it from here
 
 Obj = dict[str, Any]
-JSON = "application/json"
-MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 CONNECT_TIMEOUT = 10.0
 # A request (not a watch) whose server sends nothing for this long is given up as Unavailable:
@@ -64,7 +64,7 @@ def map_exceptions() -> Iterator[None]:
         raise unavailable(f"the server is unavailable: {type(exc).__name__}: {exc}".rstrip(": ")) from exc
 
 
-class ApiClient:
+class ApiClient(RestVerbs):
     def __init__(self, server: str, token: str | None = None, ca_data: bytes | None = None,
                  connections: int = 100, read_timeout: float = READ_TIMEOUT,
                  watch_read_timeout: float = WATCH_READ_TIMEOUT) -> None:
@@ -121,23 +121,7 @@ class ApiClient:
                 payload = await resp.read()
                 out = orjson.loads(payload) if payload and resp.content_type == JSON else payload
         if resp.status >= 400:
-            raise _error(resp.status, out)
-        return out
-
-    async def get(self, path: str, params: Mapping[str, str] | None = None) -> Obj:
-        out: Obj = await self.request("GET", path, params=params)
-        return out
-
-    async def create(self, path: str, obj: Obj) -> Obj:
-        out: Obj = await self.request("POST", path, obj)
-        return out
-
-    async def patch(self, path: str, patch: Any, content_type: str = MERGE_PATCH) -> Obj:
-        out: Obj = await self.request("PATCH", path, patch, content_type)
-        return out
-
-    async def delete(self, path: str, options: Obj | None = None) -> Obj:
-        out: Obj = await self.request("DELETE", path, options or {})
+            raise status_error(resp.status, out)
         return out
 
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Obj]:
@@ -152,7 +136,7 @@ class ApiClient:
         with map_exceptions():
             async with self.session.get(self.server + path, params=query, timeout=timeout) as resp:
                 if resp.status >= 400:
-                    raise _error(resp.status, orjson.loads(await resp.read() or b"{}"))
+                    raise status_error(resp.status, orjson.loads(await resp.read() or b"{}"))
                 buffer = b""
                 async for chunk in resp.content.iter_any():
                     buffer += chunk
@@ -162,15 +146,8 @@ class ApiClient:
                             continue
                         event: Obj = orjson.loads(line)
                         if event.get("type") == "ERROR":
-                            raise _error(int(event["object"].get("code", 500)), event["object"])
+                            raise status_error(int(event["object"].get("code", 500)), event["object"])
                         yield event
                 if buffer.strip():
                     raise unavailable("the server ended the watch stream mid-event")
 
-
-def _error(code: int, body: Any) -> ApiError:
-    """The ApiError a response carries; a 503 (the server, or a proxy in front of it, cannot serve) is Unavailable."""
-    kind = Unavailable if code == 503 else ApiError
-    if isinstance(body, dict) and body.get("kind") == "Status":
-        return kind(code, body.get("reason", ""), body.get("message", ""), body.get("details") or {})
-    return kind(code, "ServiceUnavailable" if code == 503 else "Unknown", f"unexpected response {code}: {body!r:.200}")

@@ -5,28 +5,30 @@ desiredHealthy, disruptionsAllowed, observedGeneration and the DisruptionAllowed
 condition, computed by `kubelite.api.disruption` (shared with the eviction API). Entries
 in status.disruptedPods are dropped once the pod is gone or has been deleted, or after
 two minutes (upstream's DeletionTimeout). Each PDB is reconciled when it or a pod it
-may select changes; writes go through the status subresource and only when something
-changed.
+may select changes, by the shared reconciler runner (a work queue keyed by PDB, failed
+reconciles retried with back-off); writes go through the status subresource and only when
+something changed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubelite.api import disruption
-from kubelite.api.errors import ApiError
-from kubelite.client.http import ApiClient, resource_path
-from kubelite.client.informer import Handlers, Informer, Key, key_of
+from kubelite.client.http import resource_path
+from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer, Key, key_of
+from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
+from kubelite.controllers.runner import Runner
 
 log = logging.getLogger("kubelite.controllers")
 
 Obj = dict[str, Any]
 DELETION_TIMEOUT = 120.0
+RESYNC_PERIOD = 30.0
 
 
 def desired_status(pdb: Obj, pods: list[Obj], now: float) -> Obj:
@@ -65,11 +67,10 @@ class DisruptionController:
     selector match per PDB of its namespace.
     """
 
-    def __init__(self, client: ApiClient, clock: Clock) -> None:
+    def __init__(self, client: Client, clock: Clock) -> None:
         self.client = client
         self.clock = clock
-        self.dirty: set[Key] = set()
-        self.wake = asyncio.Event()
+        self.runner: Runner[Key] = Runner("disruption", self.reconcile, clock)
         self.expected: dict[Key, dict[str, bool]] = {}  # PDB → its expected pods → ready
         self.selectors: dict[Key, Any] = {}  # PDB → the selector `expected` was built with
         self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets", clock,
@@ -79,14 +80,13 @@ class DisruptionController:
                                       lambda p: self._pod_changed(p, None)))
 
     def _mark(self, key: Key) -> None:
-        self.dirty.add(key)
-        self.wake.set()
+        self.runner.enqueue(key)
 
     def _pdb_changed(self, pdb: Obj) -> None:
         key = key_of(pdb)
         selector = (pdb.get("spec") or {}).get("selector")
         if key not in self.expected or self.selectors.get(key) != selector:
-            ns_pods = [p for (ns, _), p in self.pods.store.items() if ns == key[0]]
+            ns_pods = self.pods.by_index(NAMESPACE_INDEX, key[0])
             self.expected[key] = disruption.members(pdb, ns_pods)
             self.selectors[key] = selector
         self._mark(key)
@@ -99,9 +99,8 @@ class DisruptionController:
         pod = new if new is not None else old
         assert pod is not None
         ns, name = pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
-        for key, pdb in self.pdbs.store.items():
-            if key[0] != ns:
-                continue
+        for pdb in self.pdbs.by_index(NAMESPACE_INDEX, ns):
+            key = key_of(pdb)
             expected = self.expected.setdefault(key, {})
             was = expected.get(name)
             now = disruption.pod_is_ready(new) if new is not None and disruption.counts(pdb, new) else None
@@ -120,28 +119,20 @@ class DisruptionController:
         return alive
 
     async def run(self) -> None:
-        runners = [asyncio.create_task(i.run()) for i in (self.pdbs, self.pods)]
-        try:
+        async with asyncio.TaskGroup() as tasks:
+            for informer in (self.pdbs, self.pods):
+                tasks.create_task(informer.run())
             await self.pdbs.synced.wait()
             await self.pods.synced.wait()
-            ticker = asyncio.create_task(self._tick())
-            runners.append(ticker)
-            while True:
-                await self.wake.wait()
-                self.wake.clear()
-                batch, self.dirty = self.dirty, set()
-                for key in batch:
-                    await self.reconcile(key)
-        finally:
-            for t in runners:
-                t.cancel()
+            tasks.create_task(self._resync())
+            tasks.create_task(self.runner.run())
 
-    async def _tick(self) -> None:
+    async def _resync(self) -> None:
         """Re-check every budget periodically so expired disruptedPods entries are dropped."""
         while True:
-            await self.clock.sleep(30.0)
-            self.dirty.update(self.pdbs.store)
-            self.wake.set()
+            await self.clock.sleep(RESYNC_PERIOD)
+            for key in list(self.pdbs.store):
+                self._mark(key)
 
     async def reconcile(self, key: Key) -> None:
         pdb = self.pdbs.store.get(key)
@@ -151,6 +142,7 @@ class DisruptionController:
         if status == (pdb.get("status") or {}):
             return
         body = {**pdb, "status": status}
-        with contextlib.suppress(ApiError):  # a conflict means a newer version is on its way: reconciled again
-            await self.client.request("PUT", resource_path("poddisruptionbudgets", key[0], key[1], "status",
-                                                           group_version="policy/v1"), body)
+        # An error (the API unavailable; a conflict, the cache behind a newer version) raises: the runner
+        # retries this key with back-off, and the next attempt starts from the informer's newer copy.
+        await self.client.request("PUT", resource_path("poddisruptionbudgets", key[0], key[1], "status",
+                                                       group_version="policy/v1"), body)

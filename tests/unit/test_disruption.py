@@ -12,6 +12,7 @@ from kubelite.client.http import ApiClient
 from kubelite.client.informer import key_of
 from kubelite.clock import FakeClock
 from kubelite.controllers.disruption import DisruptionController, desired_status
+from kubelite.controllers.runner import WorkQueue
 from kubelite.testing.builders import make_pod
 
 Obj = dict[str, Any]
@@ -105,19 +106,19 @@ async def test_expected_pods_index_matches_a_full_recount(name: str, before: lis
                                                           marked: bool) -> None:
     ctrl = DisruptionController(ApiClient("http://127.0.0.1:1"), FakeClock())
     for p in before:
-        ctrl.pods.store[key_of(p)] = p
+        ctrl.pods.add(p)
     pdb = _pdb(minAvailable=1)
-    ctrl.pdbs.store[key_of(pdb)] = pdb
+    ctrl.pdbs.add(pdb)
     ctrl._pdb_changed(pdb)
     if events:
-        ctrl.dirty.clear()
+        ctrl.runner.queue = WorkQueue(FakeClock())
     for old, new in events:
         if new is None:
             assert old is not None
-            del ctrl.pods.store[key_of(old)]
+            ctrl.pods.remove(key_of(old))
         else:
-            ctrl.pods.store[key_of(new)] = new
+            ctrl.pods.add(new)
         ctrl._pod_changed(old, new)
     ns_pods = [p for (ns, _), p in ctrl.pods.store.items() if ns == "default"]
     assert ctrl.expected[key_of(pdb)] == disruption.members(pdb, ns_pods)
-    assert (key_of(pdb) in ctrl.dirty) is marked
+    assert (key_of(pdb) in ctrl.runner.queue.queued()) is marked
