@@ -13,6 +13,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.nodelifecycle import NodeLifecycleController
+from kubelite.controllers.taint_eviction import TaintEvictionController
 
 
 class Controller(Protocol):
@@ -24,6 +25,7 @@ Factory = Callable[[Client, Clock], Controller]
 CONTROLLERS: dict[str, Factory] = {
     "disruption": DisruptionController,
     "nodelifecycle": NodeLifecycleController,
+    "taint-eviction-controller": TaintEvictionController,
 }
 
 

@@ -8,6 +8,7 @@ controller pass by pass instead of racing its loops.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,14 @@ class Cluster:
     async def events(self, reason: str) -> list[Obj]:
         items: list[Obj] = (await self.client.get("/api/v1/events"))["items"]
         return [e for e in items if e["reason"] == reason]
+
+
+async def settle(clock: FakeClock, seconds: float = 0.0, rounds: int = 20) -> None:
+    """Advance fake time by `seconds`, then let the controllers' API round trips (real SQLite I/O) finish."""
+    await clock.advance(seconds)
+    for _ in range(rounds):
+        await asyncio.sleep(0.005)
+        await clock.advance(0)
 
 
 async def sync(*informers: Informer) -> None:
