@@ -13,6 +13,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.nodelifecycle import NodeLifecycleController
+from kubelite.controllers.podgc import PodGCController
 from kubelite.controllers.taint_eviction import TaintEvictionController
 
 
@@ -26,6 +27,7 @@ CONTROLLERS: dict[str, Factory] = {
     "disruption": DisruptionController,
     "nodelifecycle": NodeLifecycleController,
     "taint-eviction-controller": TaintEvictionController,
+    "podgc": PodGCController,
 }
 
 
