@@ -116,7 +116,7 @@ class Agent:
         path = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
         reported = self.clock.now()
         while True:
-            if self.clock.now() - reported >= STATUS_REPORT_INTERVAL:
+            if self.clock.now() - reported >= STATUS_REPORT_INTERVAL or await self._marked_not_ready():
                 reported = self.clock.now()
                 with contextlib.suppress(ApiError):
                     await self.client.patch(f"/api/v1/nodes/{self.node_name}/status",
@@ -134,6 +134,17 @@ class Agent:
                     with contextlib.suppress(ApiError):
                         await self.client.create(path, lease)
             await self.clock.sleep(RENEW_INTERVAL)
+
+    async def _marked_not_ready(self) -> bool:
+        """Whether the API shows this node not Ready (the node lifecycle controller marks a silent node
+        Unknown): then the real status is posted at once, as kubelet posts when the stored status differs."""
+        try:
+            node = await self.client.get(f"/api/v1/nodes/{self.node_name}")
+        except ApiError:
+            return False
+        ready: Obj = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
+                          {})
+        return ready.get("status") != "True"
 
     # --- pods ------------------------------------------------------------------------------------
 
