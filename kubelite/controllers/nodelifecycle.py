@@ -37,7 +37,7 @@ from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.informer import NODE_NAME_INDEX, Handlers, Informer, by_node_name, key_of
 from kubelite.client.interface import Client
-from kubelite.clock import Clock, rfc3339
+from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.controllers import node_health as nh
 from kubelite.controllers import taints as tt
 from kubelite.controllers.runner import Runner
@@ -86,7 +86,8 @@ class NodeLifecycleController:
         self._kick = asyncio.Event()
         self.nodes = Informer(client, "/api/v1/nodes", clock, Handlers(
             lambda n: self.no_schedule.enqueue(n["metadata"]["name"]), self._node_updated))
-        self.leases = Informer(client, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", clock)
+        self.leases = Informer(client, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", clock,
+                               Handlers(self._lease_renewed, lambda old, new: self._lease_renewed(new)))
         self.pods = Informer(client, "/api/v1/pods", clock, Handlers(
             lambda p: self._pod_updated(None, p), self._pod_updated))
         self.pods.add_index(NODE_NAME_INDEX, by_node_name)
@@ -99,6 +100,17 @@ class NodeLifecycleController:
         self.no_schedule.enqueue(new["metadata"]["name"])
         if (tt.condition(old, "Ready") or {}).get("status") != (tt.condition(new, "Ready") or {}).get("status"):
             self._kick.set()
+
+    def _lease_renewed(self, lease: Obj) -> None:
+        """Record a renewal when it is seen, as the next monitor pass would (the probe time is when the
+        controller saw the renewal), so that a node's grace period runs from its real last heartbeat and
+        not from the first monitor pass after it."""
+        health = self.health.get(lease["metadata"]["name"])
+        renew = (lease.get("spec") or {}).get("renewTime")
+        if health is not None and renew and (health.lease_renew_time is None
+                                             or parse_rfc3339(health.lease_renew_time) < parse_rfc3339(renew)):
+            health.lease_renew_time = renew
+            health.probe_timestamp = self.clock.now()
 
     def _pod_updated(self, old: Obj | None, new: Obj) -> None:
         node = (new.get("spec") or {}).get("nodeName")

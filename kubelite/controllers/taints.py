@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
 from kubelite.client.interface import Client
 from kubelite.clock import rfc3339
@@ -25,6 +26,7 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 UNREACHABLE_NO_EXECUTE: Obj = {"key": UNREACHABLE, "effect": NO_EXECUTE}
 NOT_READY_NO_EXECUTE: Obj = {"key": NOT_READY, "effect": NO_EXECUTE}
+UPDATE_TAINT_ATTEMPTS = 5
 
 
 def condition(obj: Obj | None, kind: str) -> Obj | None:
@@ -94,10 +96,27 @@ def min_toleration_seconds(tolerations: list[Obj]) -> float | None:
 async def swap_node_taints(client: Client, node: Obj, add: list[Obj], remove: list[Obj], now: float) -> bool:
     """Add `add` and drop `remove` from the node's taints in one write; False when nothing had to change.
 
-    As controller_utils.SwapNodeControllerTaint: NoExecute taints are stamped with timeAdded. The
-    write carries the cached resourceVersion, so a stale cache is a conflict (the caller retries from
-    the newer copy) rather than a lost update of taints someone else changed.
+    As controller_utils.SwapNodeControllerTaint: NoExecute taints are stamped with timeAdded; the first
+    attempt uses the cached node, and a conflict (someone else wrote the node since) is retried on a
+    fresh copy (RetryOnConflict with UpdateTaintBackoff's five steps), so taints others changed are kept.
     """
+    path = resource_path("nodes", name=node["metadata"]["name"])
+    for attempt in range(UPDATE_TAINT_ATTEMPTS):
+        if attempt:
+            node = await client.get(path)
+        body = _with_taints(node, add, remove, now)
+        if body is None:
+            return False
+        try:
+            await client.request("PUT", path, body)
+            return True
+        except ApiError as exc:
+            if exc.code != 409 or attempt == UPDATE_TAINT_ATTEMPTS - 1:
+                raise
+    return False
+
+
+def _with_taints(node: Obj, add: list[Obj], remove: list[Obj], now: float) -> Obj | None:
     old = taints_of(node)
     kept = [t for t in old if not taint_exists(remove, t)]
     for taint in add:
@@ -107,7 +126,5 @@ async def swap_node_taints(client: Client, node: Obj, add: list[Obj], remove: li
                 stamped["timeAdded"] = rfc3339(now)
             kept.append(stamped)
     if len(kept) == len(old) and all(taint_exists(old, t) for t in kept):
-        return False
-    body = {**node, "spec": {**(node.get("spec") or {}), "taints": kept}}
-    await client.request("PUT", resource_path("nodes", name=node["metadata"]["name"]), body)
-    return True
+        return None
+    return {**node, "spec": {**(node.get("spec") or {}), "taints": kept}}
