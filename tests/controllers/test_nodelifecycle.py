@@ -15,7 +15,7 @@ from kubelite.clock import rfc3339
 from kubelite.controllers import node_health as nh
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.testing.builders import make_pod
-from tests.controllers.fakecluster import Cluster, cluster, sync
+from tests.controllers.fakecluster import Cluster, cluster, settle, sync
 
 __all__ = ["cluster"]
 
@@ -270,3 +270,31 @@ async def test_no_taints_when_every_zone_is_fully_disrupted(cluster: Cluster) ->
         assert node["status"]["conditions"][0]["status"] == "Unknown"
         assert not any(t["effect"] == "NoExecute" for t in node["spec"].get("taints") or [])
 
+
+
+async def test_running_controller_taints_as_the_grace_period_ends_not_at_the_next_period(cluster: Cluster) -> None:
+    """The running controller (informers, monitor and tainting loops): a Lease renewal counts when it is
+    seen, and the monitor wakes when a grace period ends, so the taint lands within moments of it rather
+    than up to a 5 s monitor period later."""
+    for name in ("lost", "healthy"):
+        await cluster.node(name)
+        await cluster.renew_lease(name)
+    ctrl = NodeLifecycleController(cluster.client, cluster.clock, NodeLifecycleOptions(node_monitor_grace_period=12))
+    task = asyncio.create_task(ctrl.run())
+
+    async def at(t: float) -> None:
+        await settle(cluster.clock, t - cluster.clock.monotonic())
+
+    await at(3)  # "lost" renews once more between monitor passes (t=0, 5), then goes silent: grace ends at t=15
+    await cluster.renew_lease("lost")
+    for t in (4, 8, 12, 14.9):
+        await at(t)
+        await cluster.renew_lease("healthy")
+    assert _taints(await cluster.get("/api/v1/nodes/lost")) == set()
+    await at(15.1)  # past the grace period, before the next 5 s pass (t=20)
+    await at(15.2)
+    assert _taints(await cluster.get("/api/v1/nodes/lost")) == UNREACHABLE
+    assert _taints(await cluster.get("/api/v1/nodes/healthy")) == set()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
