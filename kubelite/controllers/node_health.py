@@ -55,10 +55,10 @@ def _created(node: Obj) -> float:
 
 def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | None, now: float,
                            grace: float, startup_grace: float) -> HealthUpdate:
-    """tryUpdateNodeHealth over a copy of `node`: refresh the probe time on any sign of life, and past
-    the grace period set Ready and the pressure conditions to Unknown (NodeStatusUnknown)."""
-    node = copy.deepcopy(node)
-    status = node.setdefault("status", {})
+    """tryUpdateNodeHealth: refresh the probe time on any sign of life, and past the grace period set
+    Ready and the pressure conditions to Unknown (NodeStatusUnknown) on a copy of `node` to write.
+    `node` itself is never changed (it is the informer's cached object)."""
+    status: Obj = node.get("status") or {}  # read only: copied below if it is to change
     current = condition(node, "Ready")
     created = _created(node)
     if current is None:
@@ -87,6 +87,8 @@ def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | Non
     if now <= health.probe_timestamp + period:
         return HealthUpdate(health, observed, current, None)
     stamp = rfc3339(now)
+    node = copy.deepcopy(node)
+    status = node.setdefault("status", {})
     conditions = status.setdefault("conditions", [])
     for kind in SILENCED_CONDITIONS:
         existing = next((c for c in conditions if c.get("type") == kind), None)
