@@ -265,9 +265,10 @@ class ResourceHandlers:
                 options.setdefault("preconditions", {})[key] = request.query[f"preconditions.{key}"]
         dry_run = _dry_run(request) or "All" in (options.get("dryRun") or [])
         obj, _ = await self.registry.delete(r, target.namespace, target.name, options, dry_run)
+        warnings = self.registry.strategies[r].delete_warnings(obj, options)
         if r.kind == "Pod" or obj["metadata"].get("deletionTimestamp"):
-            return respond(obj)
-        return respond(status_success(r, obj))
+            return respond(obj, 200, warnings)
+        return respond(status_success(r, obj), 200, warnings)
 
     # --- subresources ----------------------------------------------------------------------------
 

@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--node-config", type=Path, help="KubeletConfiguration file for the local node")
     for p in (server, up):
         p.add_argument("--scheduler-config", type=Path, help="KubeSchedulerConfiguration file")
+        p.add_argument("--node-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
+                       help="how long a node may go without a heartbeat before it is marked Unknown and tainted")
     agent = sub.add_parser("agent", help="run a node agent, as a client of an API server")
     agent.add_argument("--kubeconfig", type=Path, required=True)
     agent.add_argument("--node-name", default=socket.gethostname().lower())
@@ -122,7 +124,8 @@ def _main(argv: list[str] | None) -> int:
                                        insecure=args.insecure, disabled=frozenset(disabled),
                                        scheduler_config=args.scheduler_config,
                                        node_config=getattr(args, "node_config", None),
-                                       local_node=args.command == "up"))
+                                       local_node=args.command == "up",
+                                       node_monitor_grace_period=args.node_monitor_grace_period))
     except (serve.ConfigError, serve.NodeConfigError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2

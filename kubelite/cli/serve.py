@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import logging
 import random
@@ -36,6 +37,7 @@ from kubelite.client.interface import Client
 from kubelite.client.retry import Backoff
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import registry
+from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 from kubelite.scheduler.scheduler import Scheduler
@@ -60,6 +62,7 @@ class Options:
     scheduler_config: Path | None = None
     node_config: Path | None = None
     local_node: bool = False  # `up`: also run a node agent for this machine
+    node_monitor_grace_period: float = 40.0
 
 
 def _is_loopback(address: str) -> bool:
@@ -155,7 +158,9 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
 
         components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
-        for name, start in registry.starters(client, clock).items():
+        lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
+        configured = {"nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle)}
+        for name, start in registry.starters(client, clock, factories=configured).items():
             components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
                                                   name=f"{name}-controller"))
     if opts.local_node:
