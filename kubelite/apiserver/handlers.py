@@ -10,7 +10,7 @@ from aiohttp import web
 
 from kubelite.api import errors
 from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
-from kubelite.apiserver import logs, patch, schema, subresources, tables, watch
+from kubelite.apiserver import logs, patch, scale, schema, subresources, tables, watch
 from kubelite.apiserver.cache import decode
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.request import (
@@ -65,7 +65,9 @@ class ResourceHandlers:
             if target.subresource == "binding":
                 return await self._binding(request, target.namespace, target.name)
             return await self._eviction(request, target)
-        if target.subresource in ("scale", "finalize"):
+        if target.subresource == "scale":
+            return respond(await scale.handle(request, self.registry, target, _dry_run(request)))
+        if target.subresource == "finalize":
             raise errors.method_not_allowed(method, f"{r.plural}/{target.subresource}")
         if not target.name:
             if method == "GET":

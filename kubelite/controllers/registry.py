@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.disruption import DisruptionController
+from kubelite.controllers.replicaset import ReplicaSetController
 
 
 class Controller(Protocol):
@@ -22,6 +23,7 @@ Factory = Callable[[Client, Clock], Controller]
 
 CONTROLLERS: dict[str, Factory] = {
     "disruption": DisruptionController,
+    "replicaset": ReplicaSetController,
 }
 
 
