@@ -68,7 +68,10 @@ class ResourceHandlers:
         if target.subresource == "scale":
             return respond(await scale.handle(request, self.registry, target, _dry_run(request)))
         if target.subresource == "finalize":
-            raise errors.method_not_allowed(method, f"{r.plural}/{target.subresource}")
+            if method != "PUT":
+                raise errors.method_not_allowed(method, f"{r.plural}/finalize")
+            body = decode_body(await read_body(request), media_type(request))
+            return respond(await subresources.finalize(self.registry, target.name, body, _dry_run(request)))
         if not target.name:
             if method == "GET":
                 return await self._list(request, target)
@@ -249,6 +252,10 @@ class ResourceHandlers:
         grace = parse_int(request.query.get("gracePeriodSeconds"), "gracePeriodSeconds")
         if grace is not None:
             options["gracePeriodSeconds"] = grace
+        if request.query.get("propagationPolicy"):
+            options["propagationPolicy"] = request.query["propagationPolicy"]
+        if request.query.get("orphanDependents"):
+            options["orphanDependents"] = parse_bool(request.query["orphanDependents"], "orphanDependents")
         for key in ("uid", "resourceVersion"):
             if request.query.get(f"preconditions.{key}"):
                 options.setdefault("preconditions", {})[key] = request.query[f"preconditions.{key}"]

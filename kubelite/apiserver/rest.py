@@ -19,6 +19,7 @@ import orjson
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
+from kubelite.apiserver import deletion
 from kubelite.apiserver.cache import Caches, decode
 from kubelite.apiserver.registry import STRATEGIES
 from kubelite.apiserver.registry.base import Obj, Resource, Strategy
@@ -255,6 +256,7 @@ class Registry:
                      dry_run: bool = False) -> tuple[Obj, bool]:
         """Returns (object, deleted-now). Graceful deletes set deletionTimestamp and leave the object."""
         strategy = self.strategies[resource]
+        deletion.validate_options(options)
         grace_req = options.get("gracePeriodSeconds")
         if grace_req is not None:
             if not isinstance(grace_req, int) or isinstance(grace_req, bool):
@@ -274,7 +276,7 @@ class Registry:
                                                              f"({pre['resourceVersion']}) does not match the "
                                                              f"ResourceVersion in record ({meta['resourceVersion']})."
                                                              " The object might have been modified", resource.group)
-            new = self._plan_delete(strategy, cur, grace_req)
+            new = self._plan_delete(strategy, cur, grace_req, options)
             if new is cur:  # graceful deletion already pending with an equal or shorter period
                 return cur, False
             if dry_run:
@@ -292,17 +294,27 @@ class Registry:
                 raise errors.not_found(resource.plural, name, resource.group) from None
         raise errors.stale(resource.plural, name, resource.group)
 
-    def _plan_delete(self, strategy: Strategy, cur: Obj, grace_req: int | None) -> Obj | None:
-        """rest.BeforeDelete: None = remove now; `cur` = nothing to do; a new object = store it."""
+    def _plan_delete(self, strategy: Strategy, cur: Obj, grace_req: int | None, options: Obj) -> Obj | None:
+        """rest.BeforeDelete: None = remove now; `cur` = nothing to do; a new object = store it.
+
+        The propagation policy's finalizer (deletion.py) is set first; namespaces keep their own
+        spec finalizer and take none of these."""
         meta = cur["metadata"]
-        finalizers = strategy.pending_finalizers(cur)
+        changed = None if strategy.resource is NAMESPACES else deletion.gc_finalizers(meta, options)
+        base = cur
+        if changed is not None:
+            base = copy_obj(cur)
+            base["metadata"]["finalizers"] = changed
+            if not changed:
+                del base["metadata"]["finalizers"]
+        finalizers = strategy.pending_finalizers(base)
         if meta.get("deletionTimestamp"):
             period = meta.get("deletionGracePeriodSeconds")
             if not period:
-                return cur if finalizers else None
+                return base if finalizers else None
             if grace_req is None or grace_req >= period:
-                return cur
-            new = copy_obj(cur)
+                return base
+            new = copy_obj(base)
             started = parse_rfc3339(meta["deletionTimestamp"]) - period
             new["metadata"]["deletionTimestamp"] = rfc3339(started + grace_req)
             new["metadata"]["deletionGracePeriodSeconds"] = grace_req
@@ -312,7 +324,7 @@ class Registry:
         grace = strategy.graceful_period(cur, grace_req)
         if not grace and not finalizers:
             return None
-        new = copy_obj(cur)
+        new = copy_obj(base)
         new["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now() + (grace or 0))
         new["metadata"]["deletionGracePeriodSeconds"] = grace or 0
         if new["metadata"].get("generation", 0) > 0:

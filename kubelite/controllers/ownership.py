@@ -37,9 +37,13 @@ def adopt_patch(owner: Obj, obj: Obj) -> Obj:
     return {"metadata": {"ownerReferences": [controller_ref(owner)], "uid": obj["metadata"]["uid"]}}
 
 
+def remove_refs_patch(uid: str, owner_uids: list[str]) -> Obj:
+    """deleteOwnerRefStrategicMergePatch: drop the references to these owners, if the object is still `uid`."""
+    return {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": u} for u in owner_uids], "uid": uid}}
+
+
 def release_patch(owner: Obj, obj: Obj) -> Obj:
-    return {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": owner["metadata"]["uid"]}],
-                         "uid": obj["metadata"]["uid"]}}
+    return remove_refs_patch(obj["metadata"]["uid"], [owner["metadata"]["uid"]])
 
 
 class RefManager:

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.disruption import DisruptionController
+from kubelite.controllers.garbagecollector import GarbageCollector
+from kubelite.controllers.namespace import NamespaceController
 from kubelite.controllers.replicaset import ReplicaSetController
 
 
@@ -23,6 +25,8 @@ Factory = Callable[[Client, Clock], Controller]
 
 CONTROLLERS: dict[str, Factory] = {
     "disruption": DisruptionController,
+    "garbagecollector": GarbageCollector,
+    "namespace": NamespaceController,
     "replicaset": ReplicaSetController,
 }
 

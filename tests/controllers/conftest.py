@@ -10,7 +10,7 @@ import pytest
 
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.clock import RealClock
+from kubelite.clock import FakeClock, RealClock
 from kubelite.store.sqlite import SQLiteStore
 
 
@@ -29,11 +29,15 @@ def client(server: ApiServer) -> InProcessClient:
     return InProcessClient(server)
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Poll `check` on real time until true: for watches that a real server delivers asynchronously."""
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0,
+                     clock: FakeClock | None = None, step: float = 0.05) -> None:
+    """Poll `check` until true: the server's watches deliver on real time; the controllers' own waits
+    (retries, re-checks) on `clock`, moved by `step` each round."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not await check():
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
+        if clock is not None:
+            await clock.advance(step)
         await asyncio.sleep(0.01)
