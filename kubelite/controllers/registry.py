@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.garbagecollector import GarbageCollector
 from kubelite.controllers.namespace import NamespaceController
@@ -24,6 +25,7 @@ class Controller(Protocol):
 Factory = Callable[[Client, Clock], Controller]
 
 CONTROLLERS: dict[str, Factory] = {
+    "deployment": DeploymentController,
     "disruption": DisruptionController,
     "garbagecollector": GarbageCollector,
     "namespace": NamespaceController,
