@@ -10,7 +10,7 @@ its revision, so clients read their own writes.
 from __future__ import annotations
 
 import builtins
-import secrets
+import random
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +31,12 @@ MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries unpinned conflicts witho
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Mutate = Callable[[Obj], Obj]
+_names = random.Random()  # names need uniqueness, not secrecy: upstream's SimpleNameGenerator uses math/rand
+
+
+def _generated_suffix() -> str:
+    """Five characters for generateName (one getrandbits, not five reads of the OS entropy pool)."""
+    return "".join(_names.choices(_NAME_CHARS, k=5))
 
 
 def copy_obj(obj: Obj) -> Obj:
@@ -123,7 +129,7 @@ class Registry:
         meta["creationTimestamp"] = self.now()
         generate = not meta.get("name") and meta.get("generateName")
         if generate:
-            meta["name"] = meta["generateName"] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+            meta["name"] = meta["generateName"] + _generated_suffix()
         self._check_namespace(resource, namespace, meta.get("name", ""))
         strategy.prepare_create(obj, self)
         refusals = strategy.admit(obj, self)
@@ -141,7 +147,7 @@ class Registry:
             except KeyExists:
                 if not generate:
                     raise errors.already_exists(resource.plural, meta["name"], resource.group) from None
-                meta["name"] = meta["generateName"] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+                meta["name"] = meta["generateName"] + _generated_suffix()
         else:
             raise errors.already_exists(resource.plural, meta["name"], resource.group)
         await self.caches.wait_for(kv.mod_revision)

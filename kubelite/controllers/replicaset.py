@@ -193,7 +193,7 @@ class ReplicaSetController:
                 self.runner.enqueue(key_of(rs))
         if cur_ref is not None:
             rs = self._owner(new, cur_ref)
-            if rs is not None:
+            if rs is not None and (old_ref != cur_ref or labels_changed or _status_facts(old) != _status_facts(new)):
                 self.runner.enqueue(key_of(rs))
                 min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
                 if min_ready > 0 and not podutil.is_pod_ready(old) and podutil.is_pod_ready(new):
@@ -319,6 +319,17 @@ class ReplicaSetController:
 
     def _event(self, rs: Obj, reason: str, message: str, event_type: str = "Normal") -> None:
         self.events.post(event_for(rs, reason, message, "ReplicaSet", COMPONENT, self.clock.now(), event_type))
+
+
+def _status_facts(pod: Obj) -> tuple[object, ...]:
+    """What of a pod its ReplicaSet's sync depends on beyond labels and owner: whether it is active, ready
+    (and since when), its restarts. A pod update that changes none of these (a binding, a status heartbeat)
+    does not wake the ReplicaSet — upstream wakes it for every update, which at 5,000 pods costs a full
+    sync per binding."""
+    status = pod.get("status") or {}
+    ready = podutil.ready_condition(pod) or {}
+    return (status.get("phase"), ready.get("status"), ready.get("lastTransitionTime"),
+            podutil.max_container_restarts(pod))
 
 
 def _selector(rs: Obj) -> LabelSelector:
