@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,3 +43,17 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0
         if clock is not None:
             await clock.advance(step)
         await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def running(*runs: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    """Run these (controllers' run(), helpers) for the block; cancelled and awaited after it."""
+    tasks = [asyncio.create_task(r) for r in runs]
+    try:
+        yield
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t

@@ -13,7 +13,7 @@ from kubelite.clock import FakeClock, rfc3339
 from kubelite.controllers import rollout as ro
 from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.replicaset import ReplicaSetController
-from tests.controllers.conftest import eventually
+from tests.controllers.conftest import eventually, running
 
 Obj = dict[str, Any]
 NS = "default"
@@ -51,16 +51,9 @@ async def kubelet(client: InProcessClient, ready: asyncio.Event) -> None:
 async def cluster(client: InProcessClient, clock: FakeClock) -> AsyncIterator[asyncio.Event]:
     ready = asyncio.Event()
     ready.set()
-    ctrls = [ReplicaSetController(client, clock), DeploymentController(client, clock)]
-    tasks = [asyncio.create_task(c.run()) for c in ctrls] + [asyncio.create_task(kubelet(client, ready))]
-    try:
+    async with running(ReplicaSetController(client, clock).run(), DeploymentController(client, clock).run(),
+                       kubelet(client, ready)):
         yield ready
-    finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
 
 
 async def replicasets(client: InProcessClient) -> list[Obj]:

@@ -3,9 +3,6 @@ controller where owners need dependents. Named after test/integration/garbagecol
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -16,7 +13,7 @@ from kubelite.controllers.garbagecollector import GarbageCollector
 from kubelite.controllers.namespace import NamespaceController
 from kubelite.controllers.replicaset import ReplicaSetController
 from kubelite.testing.builders import make_pod
-from tests.controllers.conftest import eventually
+from tests.controllers.conftest import eventually, running
 
 Obj = dict[str, Any]
 PODS = "/api/v1/namespaces/default/pods"
@@ -38,19 +35,6 @@ def owned_pod(name: str, owner: Obj, block: bool = True, controller: bool = Fals
                                             "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
                                             "blockOwnerDeletion": block, "controller": controller}]
     return body
-
-
-@contextlib.asynccontextmanager
-async def running(*controllers: Any) -> AsyncIterator[None]:
-    tasks = [asyncio.create_task(c.run()) for c in controllers]
-    try:
-        yield
-    finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
 
 
 async def names(client: InProcessClient, path: str = PODS) -> set[str]:
@@ -75,7 +59,7 @@ async def test_cascading_deletion(client: InProcessClient) -> None:
     both = owned_pod("two-owners", rs)
     both["metadata"]["ownerReferences"].append(owned_pod("x", keeper)["metadata"]["ownerReferences"][0])
     await client.create(PODS, both)
-    async with running(GarbageCollector(client, clock)):
+    async with running(GarbageCollector(client, clock).run()):
         await client.delete(f"{RSS}/to-be-deleted", {"propagationPolicy": "Background"})
 
         async def collected() -> bool:
@@ -94,7 +78,7 @@ async def test_create_with_non_existent_owner(client: InProcessClient) -> None:
     """TestCreateWithNonExistentOwner: an object created with an owner that does not exist is collected."""
     clock = FakeClock()
     ghost = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "ghost", "uid": "no-such-uid"}}
-    async with running(GarbageCollector(client, clock)):
+    async with running(GarbageCollector(client, clock).run()):
         await client.create(PODS, owned_pod("orphaned", ghost))
 
         async def collected() -> bool:
@@ -108,7 +92,7 @@ async def test_orphaning(client: InProcessClient) -> None:
     owner goes (its `orphan` finalizer removed)."""
     clock = FakeClock()
     rs = await client.create(RSS, replicaset(replicas=2))
-    async with running(ReplicaSetController(client, clock), GarbageCollector(client, clock)):
+    async with running(ReplicaSetController(client, clock).run(), GarbageCollector(client, clock).run()):
         async def two_pods() -> bool:
             return len(await names(client)) == 2
 
@@ -133,7 +117,7 @@ async def test_blocking_owner_ref_does_block(client: InProcessClient) -> None:
     await client.create(PODS, owned_pod("blocker", rs, block=True))
     await client.create("/api/v1/namespaces/default/pods/blocker/binding",
                         {"metadata": {"name": "blocker"}, "target": {"name": "n1"}})
-    async with running(GarbageCollector(client, clock)):
+    async with running(GarbageCollector(client, clock).run()):
         deleting = await client.delete(f"{RSS}/web", {"propagationPolicy": "Foreground"})
         assert deleting["metadata"]["finalizers"] == ["foregroundDeletion"]
 
@@ -162,7 +146,7 @@ async def test_non_blocking_owner_ref_does_not_block(client: InProcessClient) ->
     await client.create(PODS, owned_pod("free", rs, block=False))
     await client.create("/api/v1/namespaces/default/pods/free/binding",
                         {"metadata": {"name": "free"}, "target": {"name": "n1"}})
-    async with running(GarbageCollector(client, clock)):
+    async with running(GarbageCollector(client, clock).run()):
         await client.delete(f"{RSS}/web", {"propagationPolicy": "Foreground"})
 
         async def owner_gone() -> bool:
@@ -187,7 +171,7 @@ async def test_namespace_deletion_removes_content(client: InProcessClient) -> No
     assert ns["status"]["phase"] == "Terminating"
     with pytest.raises(Exception, match="being terminated"):
         await client.create("/api/v1/namespaces/gone/pods", make_pod("q", "gone").obj())
-    async with running(NamespaceController(client, clock)):
+    async with running(NamespaceController(client, clock).run()):
         async def namespace_gone() -> bool:
             return await gone(client, "/api/v1/namespaces/gone")
 
