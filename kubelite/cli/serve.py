@@ -148,7 +148,7 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         config = sched
 
         def scheduler() -> Coroutine[Any, Any, None]:
-            return Scheduler(client, clock, config).run()  # type: ignore[arg-type]  # typed against Client on sched
+            return Scheduler(client, clock, config).run()
 
         components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:

@@ -11,7 +11,7 @@ from kubelite.api import validation as v
 from kubelite.api.errors import ApiError, Cause
 from kubelite.api.selectors import compile_label_selector
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
-from kubelite.apiserver.registry.pods import default_pod_spec, validate_pod_spec
+from kubelite.apiserver.registry.pods import default_pod_spec, pod_spec_warnings, validate_pod_spec
 
 
 class WorkloadStrategy(Strategy):
@@ -43,6 +43,11 @@ class WorkloadStrategy(Strategy):
         if (new.get("spec") or {}).get("selector") != (old.get("spec") or {}).get("selector"):
             causes.append(v.invalid("spec.selector", (new.get("spec") or {}).get("selector"), "field is immutable"))
         return causes
+
+    def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
+        """GetWarningsForPodTemplate, with the template's path."""
+        return pod_spec_warnings(((obj.get("spec") or {}).get("template") or {}).get("spec") or {},
+                                 "spec.template.spec")
 
 
 def _nonnegative(spec: Obj, field: str) -> list[Cause]:
