@@ -1,4 +1,4 @@
-"""`kubelite` command line: server, up, agent, scheduler, explain.
+"""`kubelite` command line: server, up, agent, scheduler, controller-manager, explain.
 
 Each command imports only what it runs (`agent` does not load the API server), so a
 component restarted after a crash is back quickly.
@@ -58,7 +58,16 @@ def parser() -> argparse.ArgumentParser:
     sched.add_argument("--kubeconfig", type=Path, required=True)
     sched.add_argument("--config", type=Path, help="KubeSchedulerConfiguration file")
     sched.add_argument("--seed", type=int, help="seed for breaking score ties (reproducible placements)")
+    sched.add_argument("--leader-elect", action="store_true",
+                       help="run only while holding the kube-system/kube-scheduler Lease (several may run)")
     sched.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    cm = sub.add_parser("controller-manager", help="run the controllers, as a client of an API server")
+    cm.add_argument("--kubeconfig", type=Path, required=True)
+    cm.add_argument("--controllers", default="*",
+                    help="controllers to run: '*' for all, a name to enable, '-name' to disable (default '*')")
+    cm.add_argument("--leader-elect", action="store_true",
+                    help="run only while holding the kube-system/kube-controller-manager Lease (several may run)")
+    cm.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     explain = sub.add_parser("explain", help="explain a pod's scheduling: per node, per plugin")
     explain.add_argument("kind", choices=["pod", "pods", "po"])
     explain.add_argument("name")
@@ -108,10 +117,20 @@ def _main(argv: list[str] | None) -> int:
         from kubelite.scheduler.config import ConfigError
 
         try:
-            return components.run_scheduler(args.kubeconfig, args.config, args.seed)
+            return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect)
         except ConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
+    if args.command == "controller-manager":
+        from kubelite.cli import components
+        from kubelite.controllers.manager import select
+
+        try:
+            names = select(args.controllers)
+        except ValueError as exc:
+            print(f"kubelite: --controllers: {exc}", file=sys.stderr)
+            return 2
+        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect)
     disabled = {c for c in args.disable.split(",") if c}
     unknown = disabled - set(COMPONENTS)
     if unknown:

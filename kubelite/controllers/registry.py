@@ -11,9 +11,13 @@ from typing import Any, Protocol
 
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
+from kubelite.controllers.garbagecollector import GarbageCollector
+from kubelite.controllers.namespace import NamespaceController
 from kubelite.controllers.nodelifecycle import NodeLifecycleController
 from kubelite.controllers.podgc import PodGCController
+from kubelite.controllers.replicaset import ReplicaSetController
 from kubelite.controllers.taint_eviction import TaintEvictionController
 
 
@@ -24,10 +28,14 @@ class Controller(Protocol):
 Factory = Callable[[Client, Clock], Controller]
 
 CONTROLLERS: dict[str, Factory] = {
+    "deployment": DeploymentController,
     "disruption": DisruptionController,
     "nodelifecycle": NodeLifecycleController,
     "taint-eviction-controller": TaintEvictionController,
     "podgc": PodGCController,
+    "garbagecollector": GarbageCollector,
+    "namespace": NamespaceController,
+    "replicaset": ReplicaSetController,
 }
 
 
