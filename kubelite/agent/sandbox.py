@@ -2,9 +2,10 @@
 
 Every container runs under `bwrap` when it is installed: it sees the host's filesystem, except
 that the node's protected directories (the agent's data dir and, under `kubelite up`, the
-control plane's: admin token, CA key, state.db, checkpoints) are covered by an empty tmpfs,
-and a fresh /proc (own pid namespace) keeps `/proc/<agent pid>/root/…` from reaching them
-anyway. Each volume is bound at its mountPath: emptyDir volumes are per-pod directories under
+control plane's: admin token, CA key, state.db, checkpoints) are covered by an empty tmpfs.
+`/proc/<agent pid>/root/…` does not reach them either: that needs CAP_SYS_PTRACE, outside the
+default capabilities (a privileged container, as upstream, can). The host's pid namespace is
+kept: the process runtime's containers see, and are seen with, host pids. Each volume is bound at its mountPath: emptyDir volumes are per-pod directories under
 `volume_root` (shared by the pod's containers; bound from outside, so their place under the
 agent's data dir stays hidden), hostPath volumes are host paths — refused inside a protected
 directory, and a protected directory inside one is masked again at its place under the mount.
@@ -157,5 +158,5 @@ def sandboxed(command: list[str], pod: Obj, container: Obj, volume_root: Path,
     options, prefix = _security(pod, container)
     masks = [a for p in hidden for a in ("--tmpfs", str(p))]
     mounts = _mounts(pod, container, volume_root, hidden)
-    return ["env", f"--ignore-signal={_IGNORED}", bwrap, *options, "--unshare-pid", "--proc", "/proc", *masks,
-            *mounts, "--", "env", "--default-signal", *prefix, *command]
+    return ["env", f"--ignore-signal={_IGNORED}", bwrap, *options, *masks, *mounts, "--", "env", "--default-signal",
+            *prefix, *command]
