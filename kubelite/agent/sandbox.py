@@ -1,14 +1,15 @@
-"""The container's sandbox: a bubblewrap mount and pid namespace, and its securityContext.
+"""The container's sandbox: a bubblewrap mount namespace, and the container's securityContext.
 
 Every container runs under `bwrap` when it is installed: it sees the host's filesystem, except
 that the node's protected directories (the agent's data dir and, under `kubelite up`, the
 control plane's: admin token, CA key, state.db, checkpoints) are covered by an empty tmpfs.
 `/proc/<agent pid>/root/…` does not reach them either: that needs CAP_SYS_PTRACE, outside the
 default capabilities (a privileged container, as upstream, can). The host's pid namespace is
-kept: the process runtime's containers see, and are seen with, host pids. Each volume is bound at its mountPath: emptyDir volumes are per-pod directories under
-`volume_root` (shared by the pod's containers; bound from outside, so their place under the
-agent's data dir stays hidden), hostPath volumes are host paths — refused inside a protected
-directory, and a protected directory inside one is masked again at its place under the mount.
+kept: the process runtime's containers see, and are seen with, host pids. Each volume is bound
+at its mountPath: emptyDir volumes are per-pod directories under `volume_root` (shared by the
+pod's containers; bound from outside, so their place under the agent's data dir stays hidden),
+hostPath volumes are host paths — refused inside a protected directory, and a protected
+directory inside one is masked again at its place under the mount.
 
 securityContext, as far as a process runtime running as root can honour it (see README,
 "What is enforced where"): capabilities through bwrap's --cap-drop/--cap-add from containerd's
@@ -60,7 +61,7 @@ def _outermost(paths: Sequence[Path]) -> list[Path]:
 
 def _volume_source(vol: Obj, volume_root: Path, protected: list[Path]) -> Path:
     if "emptyDir" in vol:
-        source = volume_root / vol["name"]
+        source = volume_root / str(vol["name"])
         source.mkdir(parents=True, exist_ok=True)
         return source
     if "hostPath" in vol:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ServerProcess
-from tests.e2e.pods import apply_pod, container_status, get_pod, pod_phase, sh, wait_for
+from tests.e2e.pods import agent_pid, apply_pod, container_status, get_pod, pod_phase, sh, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
 
@@ -25,7 +25,8 @@ def _secrets(up: ServerProcess) -> list[Path]:
     assert checkpoints, "some pod's checkpoint exists to be read"
     paths = [data / "admin.token", data / "pki" / "ca.key", data / "state.db", checkpoints[0]]
     assert all(p.is_file() for p in paths)
-    return paths
+    # through the agent's root directory link: needs CAP_SYS_PTRACE, not among a container's capabilities
+    return [*paths, Path(f"/proc/{agent_pid(up.proc.pid)}/root{data / 'admin.token'}")]
 
 
 def test_pod_cannot_read_control_plane_or_agent_files(up: ServerProcess) -> None:
@@ -78,8 +79,8 @@ def test_run_as_user(up: ServerProcess) -> None:
 
 
 def test_read_only_root_filesystem_and_run_as_non_root(up: ServerProcess) -> None:
-    apply_pod(up, "ro", [sh("main", "touch /var/tmp/kubelite-ro-test", securityContext={"readOnlyRootFilesystem": True})],
-              restartPolicy="Never")
+    apply_pod(up, "ro", [sh("main", "touch /var/tmp/kubelite-ro-test",
+                            securityContext={"readOnlyRootFilesystem": True})], restartPolicy="Never")
     assert _terminated(up, "ro")["exitCode"] == 1
     assert "Read-only file system" in up.kubectl("logs", "ro").stdout
     apply_pod(up, "nonroot", [sh("main", "true", securityContext={"runAsNonRoot": True})], restartPolicy="Never")
