@@ -150,13 +150,18 @@ def _security(pod: Obj, container: Obj) -> tuple[list[str], list[str]]:
 def sandboxed(command: list[str], pod: Obj, container: Obj, volume_root: Path,
               protected: Sequence[Path] = ()) -> list[str]:
     """`command` wrapped in bubblewrap: protected paths masked, volumes bound, securityContext applied."""
+    options, prefix = _security(pod, container)  # runAsNonRoot is refused with or without the sandbox
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        if container.get("volumeMounts"):
-            raise ConfigError("volumeMounts need the bubblewrap sandbox (bwrap), which is not installed on this node")
+        sc = container.get("securityContext") or {}
+        needs = ["volumeMounts"] if container.get("volumeMounts") else []
+        needs += ["runAsUser/runAsGroup"] if prefix else []
+        needs += [k for k in ("readOnlyRootFilesystem", "capabilities") if sc.get(k)]
+        if needs:
+            raise ConfigError(f"{', '.join(needs)} need the bubblewrap sandbox (bwrap), which is not installed on "
+                              "this node")
         return command
     hidden = _outermost(protected)
-    options, prefix = _security(pod, container)
     masks = [a for p in hidden for a in ("--tmpfs", str(p))]
     mounts = _mounts(pod, container, volume_root, hidden)
     return ["env", f"--ignore-signal={_IGNORED}", bwrap, *options, *masks, *mounts, "--", "env", "--default-signal",

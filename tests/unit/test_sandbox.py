@@ -134,3 +134,23 @@ def test_unsupported_volumes_refused(tmp_path: Path) -> None:
         sandboxed(["sh"], pod, {"name": "c", "volumeMounts": [{"name": "cfg", "mountPath": "/c"}]}, tmp_path)
     with pytest.raises(ConfigError, match="names no volume"):
         sandboxed(["sh"], pod, {"name": "c", "volumeMounts": [{"name": "nope", "mountPath": "/n"}]}, tmp_path)
+
+
+@pytest.mark.parametrize("container,needs", [
+    pytest.param({"name": "c"}, None, id="plain container runs unsandboxed"),
+    pytest.param({"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}, "volumeMounts",
+                 id="volumeMounts refused"),
+    pytest.param({"name": "c", "securityContext": {"runAsUser": 1000}}, "runAsUser/runAsGroup",
+                 id="runAsUser refused"),
+    pytest.param({"name": "c", "securityContext": {"readOnlyRootFilesystem": True}}, "readOnlyRootFilesystem",
+                 id="readOnlyRootFilesystem refused"),
+])
+def test_without_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, container: Obj,
+                            needs: str | None) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: SETPRIV if name == "setpriv" else None)  # no bwrap
+    pod = _pod(volumes=[{"name": "v", "emptyDir": {}}])
+    if needs is None:
+        assert sandboxed(["sh"], pod, container, tmp_path, (tmp_path,)) == ["sh"]
+        return
+    with pytest.raises(ConfigError, match=f"{needs} need the bubblewrap sandbox"):
+        sandboxed(["sh"], pod, container, tmp_path, (tmp_path,))
