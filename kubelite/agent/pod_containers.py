@@ -64,8 +64,10 @@ class PodContainers:
             return
         try:
             env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env)
-            argv = sandboxed(cspec.argv(r.spec, env, self.node.config.image_catalog), self.pod, r.spec,
-                             self.logs_dir / "volumes", (self.node.data_dir, *self.node.config.protected_paths))
+            argv = cspec.argv(r.spec, env, self.node.config.image_catalog)
+            if self.node.runtime.sandboxed:
+                argv = sandboxed(argv, self.pod, r.spec, self.logs_dir / "volumes",
+                                 (self.node.data_dir, *self.node.config.protected_paths))
         except cspec.ConfigError as exc:
             if r.waiting != "CreateContainerConfigError":
                 self.event("Failed", f"Error: {exc}", "Warning")

@@ -79,6 +79,8 @@ class Process(Handle):
 
 
 class ProcessRuntime:
+    sandboxed = True  # containers are host processes: pod sync wraps them in bubblewrap
+
     def __init__(self, clock: Clock, cgroups: Cgroups | None = None) -> None:
         self.clock = clock
         self.cgroups = cgroups
