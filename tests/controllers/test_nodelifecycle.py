@@ -281,15 +281,28 @@ async def test_running_controller_taints_as_the_grace_period_ends_not_at_the_nex
         await cluster.renew_lease(name)
     ctrl = NodeLifecycleController(cluster.client, cluster.clock, NodeLifecycleOptions(node_monitor_grace_period=12))
     task = asyncio.create_task(ctrl.run())
+    # Fake time starts once the informers are synced, so the loops start (first monitor pass) at t=0.
+    for _ in range(100):
+        if all(i.synced.is_set() for i in (ctrl.nodes, ctrl.leases, ctrl.pods)):
+            break
+        await settle(cluster.clock)
+    await settle(cluster.clock)
+    assert "lost" in ctrl.health, "the controller did not start"
 
     async def at(t: float) -> None:
         await settle(cluster.clock, t - cluster.clock.monotonic())
 
+    async def renew(name: str) -> None:
+        """A renewal the controller's watch delivers at the instant it is written (the controller counts
+        a renewal from when it sees it), not after the next step of fake time."""
+        await cluster.renew_lease(name)
+        await settle(cluster.clock)
+
     await at(3)  # "lost" renews once more between monitor passes (t=0, 5), then goes silent: grace ends at t=15
-    await cluster.renew_lease("lost")
+    await renew("lost")
     for t in (4, 8, 12, 14.9):
         await at(t)
-        await cluster.renew_lease("healthy")
+        await renew("healthy")
     assert _taints(await cluster.get("/api/v1/nodes/lost")) == set()
     await at(15.1)  # past the grace period, before the next 5 s pass (t=20)
     await at(15.2)

@@ -39,9 +39,10 @@ _DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 
 # The shim's own stderr goes to /dev/null (fd 3 keeps the container's): the shell reports a job that a
 # signal ended ("Terminated") on its stderr, which must not end up in the container's log. The
 # container's stderr is set in the forked child `( exec … )`, as dash applies a simple command's
-# redirections in the parent while it waits.
+# redirections in the parent while it waits. The container gets a runtime's usual umask 022 back (the
+# agent's own 077 keeps its logs and checkpoints private).
 SHIM = (f'exec 3>&2 2>/dev/null; x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; '
-        '(exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
+        '(umask 022; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
 
 
 def start_time(pid: int) -> int | None:
@@ -73,6 +74,8 @@ class Process(Handle):
 
 
 class ProcessRuntime:
+    sandboxed = True  # containers are host processes: pod sync wraps them in bubblewrap
+
     def __init__(self, clock: Clock, cgroups: Cgroups | None = None) -> None:
         self.clock = clock
         self.cgroups = cgroups
