@@ -12,6 +12,8 @@ from typing import Any, Protocol
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.disruption import DisruptionController
+from kubelite.controllers.job import JobController
+from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
 
 
 class Controller(Protocol):
@@ -22,6 +24,8 @@ Factory = Callable[[Client, Clock], Controller]
 
 CONTROLLERS: dict[str, Factory] = {
     "disruption": DisruptionController,
+    "job": JobController,
+    "ttl-after-finished": TTLAfterFinishedController,
 }
 
 

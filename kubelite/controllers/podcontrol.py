@@ -1,0 +1,99 @@
+"""What workload controllers share about their pods (controller_utils.go, as Jobs and StatefulSets use it).
+
+A pod belongs to a controller through its controller ownerReference (the one with
+`controller: true`); a new pod is stamped from the owner's template with that reference
+(`blockOwnerDeletion`, so foreground deletion waits for it) and the template's labels,
+annotations and spec. Conditions are set as upstream's helpers do: `lastTransitionTime`
+moves only when the status changes.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubelite.clock import rfc3339
+
+Obj = dict[str, Any]
+
+
+def controller_ref(owner: Obj, api_version: str, kind: str) -> Obj:
+    meta = owner["metadata"]
+    return {"apiVersion": api_version, "kind": kind, "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def controller_uid(obj: Obj) -> str | None:
+    """metav1.GetControllerOf: the uid of the object's controlling owner, if any."""
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid"))
+    return None
+
+
+def controller_of(obj: Obj, kind: str) -> str | None:
+    """The name of the object's controlling owner when it is of `kind`."""
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == kind:
+            return str(ref.get("name"))
+    return None
+
+
+def pod_from_template(owner: Obj, ref: Obj, name: str = "", generate_name: str = "") -> Obj:
+    """GetPodFromTemplate: labels, annotations and spec from the template, owned by `ref`."""
+    template = (owner.get("spec") or {}).get("template") or {}
+    tmeta = template.get("metadata") or {}
+    meta: Obj = {"namespace": owner["metadata"].get("namespace", "default"),
+                 "labels": dict(tmeta.get("labels") or {}), "annotations": dict(tmeta.get("annotations") or {}),
+                 "ownerReferences": [ref]}
+    if tmeta.get("finalizers"):
+        meta["finalizers"] = list(tmeta["finalizers"])
+    if name:
+        meta["name"] = name
+    else:
+        meta["generateName"] = generate_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(template.get("spec") or {})}
+
+
+def is_terminal(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def is_active(pod: Obj) -> bool:
+    """controller.IsPodActive: not finished and not being deleted."""
+    return not is_terminal(pod) and not pod["metadata"].get("deletionTimestamp")
+
+
+def is_ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def condition(obj: Obj, kind: str) -> Obj | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return c  # type: ignore[no-any-return]
+    return None
+
+
+def has_condition(obj: Obj, kind: str) -> bool:
+    c = condition(obj, kind)
+    return c is not None and c.get("status") == "True"
+
+
+def set_condition(status: Obj, kind: str, value: str, reason: str, message: str, now: float) -> bool:
+    """Set condition `kind` in `status`; returns whether anything changed."""
+    conditions = status.setdefault("conditions", [])
+    stamp = rfc3339(now)
+    for c in conditions:
+        if c.get("type") != kind:
+            continue
+        if (c.get("status"), c.get("reason"), c.get("message")) == (value, reason, message):
+            return False
+        if c.get("status") != value:
+            c["lastTransitionTime"] = stamp
+        c.update(status=value, reason=reason, message=message, lastProbeTime=stamp)
+        return True
+    conditions.append({"type": kind, "status": value, "reason": reason, "message": message,
+                       "lastProbeTime": stamp, "lastTransitionTime": stamp})
+    return True
