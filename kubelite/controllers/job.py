@@ -99,6 +99,7 @@ class JobController:
         self.released: set[str] = set()  # pod uids whose finalizer we removed, not yet seen without it
         self.backoff: dict[str, BackoffRecord] = {}  # job uid →
         self.uids: dict[Key, str] = {}
+        self.written: dict[Key, Obj] = {}  # each Job as our last status write returned it
         self.jobs = Informer(client, "/apis/batch/v1/jobs", clock,
                              Handlers(self._job_changed, lambda o, n: self._job_changed(n), self._job_deleted))
         self.pods = Informer(client, "/api/v1/pods", clock,
@@ -161,9 +162,22 @@ class JobController:
     def _owned_pods(self, uid: str) -> list[Obj]:
         return [p for p in self.pods.by_index(OWNER_UID_INDEX, uid) if pc.controller_uid(p) == uid]
 
+    def _newest(self, key: Key) -> Obj | None:
+        """The informer's copy, or our own last write when the informer has not caught up with it: a sync
+        from a stale status would undercount released pods and create too many."""
+        cached, written = self.jobs.store.get(key), self.written.get(key)
+        if cached is None or written is None or written["metadata"]["uid"] != cached["metadata"]["uid"]:
+            return cached
+        try:
+            stale = int(cached["metadata"]["resourceVersion"]) < int(written["metadata"]["resourceVersion"])
+        except ValueError:
+            return cached
+        return written if stale else cached
+
     async def reconcile(self, key: Key) -> None:
-        job = self.jobs.store.get(key)
+        job = self._newest(key)
         if job is None:
+            self.written.pop(key, None)
             uid = self.uids.pop(key, None)
             if uid is not None:
                 self.expectations.pop(uid, None)
@@ -178,7 +192,8 @@ class JobController:
         await JobSync(self, job, pods).run()
 
     async def _release(self, pods: list[Obj]) -> None:
-        """Remove the tracking finalizer from `pods` (a pod already gone is fine)."""
+        """Remove the tracking finalizer from `pods` (a pod already gone is fine); each is remembered in
+        `released` until the informer shows it without the finalizer."""
         async def one(pod: Obj) -> None:
             meta = pod["metadata"]
             if TRACKING_FINALIZER not in (meta.get("finalizers") or []):
@@ -209,6 +224,7 @@ class JobSync:
         self.uid: str = job["metadata"]["uid"]
         self.key = key_of(job)
         self.fail_message: str | None = None  # from a FailJob rule of the pod failure policy
+        self.verdict_event: tuple[str, str, str] | None = None  # sent once the final condition is written
 
     async def run(self) -> None:
         if not self.status.get("startTime") and not self.spec.get("suspend"):
@@ -229,6 +245,8 @@ class JobSync:
         self.status["ready"] = sum(1 for p in active if pc.is_ready(p))
         self.status["terminating"] = len(terminating)
         await self._write()
+        if self.verdict_event is not None:
+            self.ctl._event(self.job, *self.verdict_event)
         self._requeue_for_deadline()
 
     # --- accounting -------------------------------------------------------------------------------
@@ -283,13 +301,16 @@ class JobSync:
             self.status["uncountedTerminatedPods"] = {"succeeded": sorted(succ), "failed": sorted(fail)}
             await self._write()  # recorded first: a crash from here on loses no count
             await self.ctl._release(release)
+            released_now = {p["metadata"]["uid"] for p in release}
             record = self.ctl.backoff.get(self.uid, BackoffRecord())
             self.ctl.backoff[self.uid] = new_backoff_record(record, new_succeeded, new_failed)
+        else:
+            released_now = set()
         present = {p["metadata"]["uid"]: p for p in self.pods}
 
         def gone(puid: str) -> bool:
             pod = present.get(puid)
-            return (pod is None or puid in self.ctl.released
+            return (pod is None or puid in released_now or puid in self.ctl.released
                     or TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or []))
 
         moved_s, moved_f = {u for u in succ if gone(u)}, {u for u in fail if gone(u)}
@@ -337,9 +358,9 @@ class JobSync:
         pc.set_condition(self.status, kind, "True", reason, message, self.now)
         if kind == "Complete":
             self.status["completionTime"] = rfc3339(self.now)
-            self.ctl._event(self.job, "Completed", "Job completed")
+            self.verdict_event = ("Completed", "Job completed", "Normal")
         else:
-            self.ctl._event(self.job, reason, message, "Warning")
+            self.verdict_event = (reason, message, "Warning")
 
     # --- managing pods ----------------------------------------------------------------------------
 
@@ -348,7 +369,7 @@ class JobSync:
         self._suspend_condition()
         parallelism = self.spec.get("parallelism", 1)
         completions = self.spec.get("completions")
-        succeeded = self.status.get("succeeded", 0)
+        succeeded = self.status.get("succeeded", 0) + len(self._uncounted_list("succeeded"))
         if self.spec.get("suspend"):
             want = 0
         elif completions is None:
@@ -465,6 +486,7 @@ class JobSync:
         self.job = await self.ctl.client.request(
             "PUT", resource_path("jobs", meta.get("namespace", ""), meta["name"], "status", group_version="batch/v1"),
             body)
+        self.ctl.written[self.key] = self.job
 
     def _requeue_for_deadline(self) -> None:
         deadline, started = self.spec.get("activeDeadlineSeconds"), self.status.get("startTime")

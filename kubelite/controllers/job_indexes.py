@@ -78,7 +78,7 @@ def add_completion_index(pod: Obj, index: int) -> None:
     meta = pod["metadata"]
     meta.setdefault("annotations", {})[COMPLETION_INDEX] = str(index)
     meta.setdefault("labels", {})[COMPLETION_INDEX] = str(index)
-    ref = {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}}
+    ref = {"fieldRef": {"apiVersion": "v1", "fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}}
     spec = pod["spec"]
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         env = container.setdefault("env", [])
