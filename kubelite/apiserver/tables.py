@@ -296,6 +296,15 @@ def _job_cells(job: Obj, now: float) -> Cells:
     return [job["metadata"]["name"], state, done, duration, _age(job, now), containers, images, sel]
 
 
+def _revision_cells(rev: Obj, now: float) -> Cells:
+    owner = next((r for r in rev["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+    controller = ""
+    if owner is not None:
+        group = owner.get("apiVersion", "").partition("/")[0] if "/" in owner.get("apiVersion", "") else ""
+        controller = f"{owner.get('kind', '').lower()}{'.' + group if group else ''}/{owner.get('name', '')}"
+    return [rev["metadata"]["name"], controller, rev.get("revision", 0), _age(rev, now)]
+
+
 def _default_cells(obj: Obj, now: float) -> Cells:
     return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
 
@@ -333,6 +342,7 @@ PRINTERS: dict[str, Printer] = {
                          "+Images", "+Selector"), _rs_cells),
     "Deployment": (_cols("Name", "Ready", "Up-to-date:integer", "Available:integer", "Age", "+Containers",
                          "+Images", "+Selector"), _deploy_cells),
+    "ControllerRevision": (_cols("Name", "Controller", "Revision:integer", "Age"), _revision_cells),
     "Job": (_cols("Name", "Status", "Completions", "Duration", "Age", "+Containers", "+Images", "+Selector"),
             _job_cells),
 }

@@ -19,6 +19,7 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     apps.STATEFULSETS: apps.StatefulSetStrategy,
     apps.REPLICASETS: apps.WorkloadStrategy,
     apps.DEPLOYMENTS: apps.DeploymentStrategy,
+    apps.CONTROLLER_REVISIONS: apps.ControllerRevisionStrategy,
     batch.JOBS: batch.JobStrategy,
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,
 }
