@@ -13,6 +13,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.job import JobController
+from kubelite.controllers.statefulset import StatefulSetController
 from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
 
 
@@ -25,6 +26,7 @@ Factory = Callable[[Client, Clock], Controller]
 CONTROLLERS: dict[str, Factory] = {
     "disruption": DisruptionController,
     "job": JobController,
+    "statefulset": StatefulSetController,
     "ttl-after-finished": TTLAfterFinishedController,
 }
 
