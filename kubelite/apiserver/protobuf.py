@@ -2,7 +2,7 @@
 
 kubectl's typed clients send `application/vnd.kubernetes.protobuf` for DeleteOptions
 (`drain --disable-eviction`) and for the imperative `kubectl create namespace |
-priorityclass | poddisruptionbudget`. Those messages are small, so they are decoded
+priorityclass | poddisruptionbudget | job`. Those messages are small, so they are decoded
 by hand from k8s.io/api's generated.proto field numbers; any other protobuf kind gets
 a clear 415, and the README says so.
 """
@@ -179,11 +179,75 @@ def _pdb(raw: bytes) -> Obj:
     return o
 
 
+def _strings(fields: list[tuple[int, Any]], names: dict[int, str]) -> Obj:
+    """The non-empty string fields among `fields` (gogo-protobuf writes empty strings too)."""
+    return {names[n]: v.decode() for n, v in fields if n in names and v}
+
+
+def _container(raw: bytes) -> Obj:
+    """A Container as `kubectl create job|deployment` fills it: name, image, command, args, workingDir, env."""
+    fields = list(_fields(raw))
+    c: Obj = _strings(fields, {1: "name", 2: "image", 5: "workingDir", 14: "imagePullPolicy"})
+    for num, key in ((3, "command"), (4, "args")):
+        values = [v.decode() for n, v in fields if n == num]
+        if values:
+            c[key] = values
+    env = [_strings(list(_fields(v)), {1: "name", 2: "value"}) for n, v in fields if n == 7]
+    if env:
+        c["env"] = env
+    return c
+
+
+def _pod_template(raw: bytes) -> Obj:
+    out: Obj = {"spec": {}}
+    for num, v in _fields(raw):
+        if num == 1:
+            out["metadata"] = _object_meta(v)
+        elif num == 2:
+            fields = list(_fields(v))
+            spec = out["spec"]
+            spec.update(_strings(fields, {3: "restartPolicy", 8: "serviceAccountName"}))
+            spec["containers"] = [_container(x) for n, x in fields if n == 2]
+            init = [_container(x) for n, x in fields if n == 20]
+            if init:
+                spec["initContainers"] = init
+            grace = [_int64(x) for n, x in fields if n == 4]
+            if grace:
+                spec["terminationGracePeriodSeconds"] = grace[0]
+    return out
+
+
+def _job(raw: bytes) -> Obj:
+    """batch/v1 Job as `kubectl create job NAME --image=… -- CMD` sends it (generated.proto field numbers)."""
+    o: Obj = {"spec": {}}
+    for num, v in _fields(raw):
+        if num == 1:
+            o["metadata"] = _object_meta(v)
+        elif num == 2:
+            spec = o["spec"]
+            for n, x in _fields(v):
+                if n in (1, 2, 3, 7, 8):
+                    spec[{1: "parallelism", 2: "completions", 3: "activeDeadlineSeconds", 7: "backoffLimit",
+                          8: "ttlSecondsAfterFinished"}[n]] = _int64(x)
+                elif n == 4:
+                    spec["selector"] = _label_selector(x)
+                elif n == 5:
+                    spec["manualSelector"] = bool(x)
+                elif n == 6:
+                    spec["template"] = _pod_template(x)
+                elif n == 9 and x:
+                    spec["completionMode"] = x.decode()
+                elif n == 10:
+                    spec["suspend"] = bool(x)
+    return o
+
+
 DECODERS: dict[str, Callable[[bytes], Obj]] = {
     "DeleteOptions": _delete_options,
     "Namespace": _namespace,
     "PriorityClass": _priority_class,
     "PodDisruptionBudget": _pdb,
+    "Job": _job,
 }
 
 
