@@ -162,20 +162,10 @@ class JobController:
     def _owned_pods(self, uid: str) -> list[Obj]:
         return [p for p in self.pods.by_index(OWNER_UID_INDEX, uid) if pc.controller_uid(p) == uid]
 
-    def _newest(self, key: Key) -> Obj | None:
-        """The informer's copy, or our own last write when the informer has not caught up with it: a sync
-        from a stale status would undercount released pods and create too many."""
-        cached, written = self.jobs.store.get(key), self.written.get(key)
-        if cached is None or written is None or written["metadata"]["uid"] != cached["metadata"]["uid"]:
-            return cached
-        try:
-            stale = int(cached["metadata"]["resourceVersion"]) < int(written["metadata"]["resourceVersion"])
-        except ValueError:
-            return cached
-        return written if stale else cached
-
     async def reconcile(self, key: Key) -> None:
-        job = self._newest(key)
+        # Our own last write when the informer lags: a sync from a stale status would undercount released
+        # pods and create too many.
+        job = pc.newest(self.jobs.store.get(key), self.written.get(key))
         if job is None:
             self.written.pop(key, None)
             uid = self.uids.pop(key, None)

@@ -97,3 +97,15 @@ def set_condition(status: Obj, kind: str, value: str, reason: str, message: str,
     conditions.append({"type": kind, "status": value, "reason": reason, "message": message,
                        "lastProbeTime": stamp, "lastTransitionTime": stamp})
     return True
+
+
+def newest(cached: Obj | None, written: Obj | None) -> Obj | None:
+    """The informer's copy of an object, or the copy our own last write returned when the informer has not
+    caught up with it yet (same uid, higher resourceVersion): syncing from a stale status only conflicts."""
+    if cached is None or written is None or written["metadata"].get("uid") != cached["metadata"].get("uid"):
+        return cached
+    try:
+        stale = int(cached["metadata"]["resourceVersion"]) < int(written["metadata"]["resourceVersion"])
+    except (KeyError, ValueError):
+        return cached
+    return written if stale else cached

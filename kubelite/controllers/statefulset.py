@@ -153,6 +153,7 @@ class StatefulSetController:
         self.revisions.add_index(OWNER_UID_INDEX, by_owner_uid)
         self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock)
         self.control = StatefulSetControl(ApiPodControl(self))
+        self.written: dict[Key, Obj] = {}  # each set as our last status write returned it
 
     def _set_changed(self, set_: Obj) -> None:
         self.runner.enqueue(key_of(set_))
@@ -176,8 +177,9 @@ class StatefulSetController:
         return [o for o in informer.by_index(OWNER_UID_INDEX, uid) if pc.controller_uid(o) == uid]
 
     async def reconcile(self, key: Key) -> None:
-        set_ = self.sets.store.get(key)
+        set_ = pc.newest(self.sets.store.get(key), self.written.get(key))
         if set_ is None:
+            self.written.pop(key, None)
             return
         uid = set_["metadata"]["uid"]
         pods = [p for p in self._owned(self.pods, uid) if su.is_member_of(set_, p)]
@@ -224,9 +226,9 @@ class StatefulSetController:
         if all(old.get(k) == v for k, v in status.items()):
             return
         meta = set_["metadata"]
-        await self.client.request("PUT", resource_path("statefulsets", meta.get("namespace", ""), meta["name"],
-                                                       "status", group_version="apps/v1"),
-                                  {**set_, "status": {**old, **status}})
+        self.written[key_of(set_)] = await self.client.request(
+            "PUT", resource_path("statefulsets", meta.get("namespace", ""), meta["name"], "status",
+                                 group_version="apps/v1"), {**set_, "status": {**old, **status}})
 
     async def _truncate_history(self, set_: Obj, pods: list[Obj], revisions: list[Obj], current: Obj,
                                 update: Obj) -> None:
