@@ -3,7 +3,7 @@
 Starts `kubelite up --insecure` (control plane with the controllers in-process, and the agent
 as its child), creates a StatefulSet of N pods (`sleep 3600`, no readiness probe: a pod is Ready
 once its container runs) and watches its pods. OrderedReady creates web-k only after web-(k-1)
-is Running and Ready, so the total is N × (controller reaction + pod startup); both parts are
+is Running and Ready, so the total is N times (controller reaction + pod startup); both parts are
 printed: reaction = web-(k-1) Ready → web-k created, startup = web-k created → web-k Ready.
 
     python -m benchmarks.statefulset [--pods 100]

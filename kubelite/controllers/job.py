@@ -273,6 +273,9 @@ class JobSync:
                     done.add(index)
                 new_succeeded.append(pod)
             elif is_pod_failed(pod, self.job):
+                if phase != "Failed" and self.spec.get("suspend"):
+                    release.append(pod)  # deleted because the Job was suspended: not a failure, no back-off
+                    continue
                 if policy is not None and phase != "Failed":
                     continue  # the policy looks at exit codes and conditions: wait for the pod to be terminal
                 match = match_pod_failure_policy(policy, pod)

@@ -243,3 +243,27 @@ async def test_ttl_after_finished_deletes_the_job(cluster: Cluster) -> None:
         return not any(j["metadata"]["name"] == "short" and not j["metadata"].get("deletionTimestamp")
                        for j in jobs["items"])
     await cluster.until(gone, "the job deleted 60 s after it finished", step=1, rounds=60)
+
+
+async def test_suspend_deletes_active_pods_and_resume_recreates_them(cluster: Cluster) -> None:
+    await cluster.client.create(JOBS, job("pause", parallelism=2, completions=4))
+
+    async def two() -> bool:
+        return len(await cluster.active("pause")) == 2
+    await cluster.until(two, "two pods")
+    await cluster.client.patch(f"{JOBS}/pause", {"spec": {"suspend": True}}, "application/merge-patch+json")
+
+    async def suspended() -> bool:
+        out = await cluster.job("pause")
+        return "Suspended" in conditions(out) and not await cluster.active("pause")
+    await cluster.until(suspended, "Suspended with no active pods")
+    assert conditions(await cluster.job("pause"))["Suspended"] == "JobSuspended"
+    await cluster.client.patch(f"{JOBS}/pause", {"spec": {"suspend": False}}, "application/merge-patch+json")
+    await cluster.until(two, "two pods again after resume (no back-off: suspension is not a failure)")
+
+    async def resumed() -> bool:
+        out = await cluster.job("pause")
+        return any(c["type"] == "Suspended" and (c["status"], c["reason"]) == ("False", "JobResumed")
+                   for c in out["status"]["conditions"])
+    await cluster.until(resumed, "Suspended=False, JobResumed")
+    assert (await cluster.job("pause"))["status"].get("failed", 0) == 0
