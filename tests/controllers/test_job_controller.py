@@ -2,46 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubelite.apiserver.app import ApiServer
-from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.clock import FakeClock, RealClock, rfc3339
+from kubelite.clock import rfc3339
 from kubelite.controllers.job import TRACKING_FINALIZER, JobController
 from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
-from kubelite.store.sqlite import SQLiteStore
+from tests.controllers.harness import Harness, running
 
 Obj = dict[str, Any]
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
 PODS = "/api/v1/namespaces/default/pods"
 
 
-@dataclass
-class Cluster:
-    client: InProcessClient
-    clock: FakeClock
-    ctrl: JobController
-
+class Cluster(Harness):
     async def job(self, name: str) -> Obj:
         return await self.client.get(f"{JOBS}/{name}")
 
     async def pods(self, job: str) -> list[Obj]:
         out = await self.client.get(PODS, {"labelSelector": f"batch.kubernetes.io/job-name={job}"})
         return sorted(out["items"], key=lambda p: p["metadata"]["creationTimestamp"] + p["metadata"]["name"])
-
-    async def until(self, check: Callable[[], Any], what: str, step: float = 0.005, rounds: int = 600) -> None:
-        for _ in range(rounds):
-            await self.clock.advance(step)
-            await asyncio.sleep(0.002)  # lets the in-process watch deliver (real time)
-            if await check():
-                return
-        raise AssertionError(f"timed out waiting for {what}")
 
     async def finish(self, pod: Obj, phase: str, exit_code: int = 0, conditions: list[Obj] | None = None) -> None:
         """What an agent reports when the pod's only container exits."""
@@ -58,22 +41,8 @@ class Cluster:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, RealClock())
-    await server.start()
-    client = InProcessClient(server)
-    clock = FakeClock()
-    ctrl = JobController(client, clock)
-    ttl = TTLAfterFinishedController(client, clock)
-    tasks = [asyncio.create_task(ctrl.run()), asyncio.create_task(ttl.run())]
-    try:
-        yield Cluster(client, clock, ctrl)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await server.stop()
-        await store.close()
+    async with running(tmp_path, JobController, TTLAfterFinishedController) as h:
+        yield Cluster(h.client, h.clock)
 
 
 def job(name: str, **spec: Any) -> Obj:

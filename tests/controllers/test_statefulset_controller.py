@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubelite.apiserver.app import ApiServer
-from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.clock import FakeClock, RealClock
 from kubelite.controllers.statefulset import StatefulSetController
-from kubelite.store.sqlite import SQLiteStore
+from tests.controllers.harness import Harness, running
 
 Obj = dict[str, Any]
 STS = "/apis/apps/v1/namespaces/default/statefulsets"
@@ -23,19 +19,7 @@ PODS = "/api/v1/namespaces/default/pods"
 PVCS = "/api/v1/namespaces/default/persistentvolumeclaims"
 
 
-@dataclass
-class Cluster:
-    client: InProcessClient
-    clock: FakeClock
-
-    async def until(self, check: Callable[[], Any], what: str, rounds: int = 600) -> None:
-        for _ in range(rounds):
-            await self.clock.advance(0.005)
-            await asyncio.sleep(0.002)
-            if await check():
-                return
-        raise AssertionError(f"timed out waiting for {what}")
-
+class Cluster(Harness):
     async def pods(self) -> dict[str, Obj]:
         return {p["metadata"]["name"]: p for p in (await self.client.get(PODS))["items"]}
 
@@ -51,19 +35,8 @@ class Cluster:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, RealClock())
-    await server.start()
-    client = InProcessClient(server)
-    clock = FakeClock()
-    task = asyncio.create_task(StatefulSetController(client, clock).run())
-    try:
-        yield Cluster(client, clock)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await server.stop()
-        await store.close()
+    async with running(tmp_path, StatefulSetController) as h:
+        yield Cluster(h.client, h.clock)
 
 
 def sts(replicas: int = 3, **spec: Any) -> Obj:
