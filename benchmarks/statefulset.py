@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,8 +21,8 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.cluster import kubelite_up
 from benchmarks.scheduler import pct
-from tests.conftest import free_port
 
 PODS = "/api/v1/namespaces/default/pods"
 STS = "/apis/apps/v1/namespaces/default/statefulsets"
@@ -88,25 +86,8 @@ async def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pods", type=int, default=100)
     args = p.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "up", "--insecure", "--data-dir",
-                                 f"{tmp}/data", "--port", str(port)], stdout=subprocess.DEVNULL)
-        try:
-            async with aiohttp.ClientSession(f"http://127.0.0.1:{port}",
-                                             headers={"Content-Type": "application/json"}) as session:
-                for _ in range(100):
-                    try:
-                        async with session.get("/api/v1/nodes") as resp:
-                            if resp.status == 200 and (await resp.json())["items"]:
-                                break
-                    except aiohttp.ClientError:
-                        pass
-                    await asyncio.sleep(0.2)
-                await startup(session, args.pods)
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    async with kubelite_up() as up:
+        await startup(up.session, args.pods)
 
 
 if __name__ == "__main__":
