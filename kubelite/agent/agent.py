@@ -1,8 +1,11 @@
-"""The node agent: registers its Node, renews its Lease, runs one worker per pod, serves logs.
+"""The node agent: the wiring of kubelet's parts for one node.
 
-It is a client of the API server like every other component: it watches the pods bound to
-its node, writes their status through the status subresource, and deletes a pod object
-(grace 0) only after its processes are confirmed dead.
+It registers the Node and renews its Lease (node.py), watches the pods bound to the node and
+hands each to the pod workers (pod_workers.py: sequencing only), whose work is pod sync
+(pod_sync.py) against the node services this class provides (services.NodeServices: clock,
+runtime, config, status manager, events). Pod status is written only by the status manager
+(status_manager.py). The runtime is injected: real processes or hollow containers. No
+long-running loop ends on an error (loops.py), and no API failure ever reaches a container.
 """
 
 from __future__ import annotations
@@ -11,195 +14,130 @@ import asyncio
 import contextlib
 import logging
 import os
-import platform
-import shutil
-import signal
-import socket
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from kubelite.agent import checkpoint, logs
-from kubelite.agent.cgroups import Cgroups
+from kubelite.agent import checkpoint, housekeeping, logs
 from kubelite.agent.config import NodeConfig
-from kubelite.agent.runtime import ProcessRuntime
-from kubelite.agent.worker import MIN_STOP_WINDOW, PodWorker
+from kubelite.agent.loops import forever
+from kubelite.agent.node import NodeReporter, host_capacity
+from kubelite.agent.pod_sync import PodSync
+from kubelite.agent.pod_workers import PodWorkers
+from kubelite.agent.runtime.interface import Runtime
+from kubelite.agent.status_manager import StatusManager
+from kubelite.agent.termination import MIN_STOP_WINDOW
 from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
 from kubelite.client.events import EventSink, event_for
-from kubelite.client.http import STRATEGIC_PATCH, ApiClient, resource_path
 from kubelite.client.informer import Handlers, Informer
-from kubelite.clock import Clock, bounded, rfc3339
+from kubelite.client.interface import Client
+from kubelite.clock import Clock, bounded
 
 log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
-LEASE_SECONDS = 40
-RENEW_INTERVAL = 10.0
-STATUS_REPORT_INTERVAL = 300.0  # kubelet's nodeStatusReportFrequency: with leases, a full status every 5 min
 COMPONENT = "kubelet"
-
-
-def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
-    mem_kib = 0
-    with contextlib.suppress(OSError), open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    disk = shutil.disk_usage(data_dir).total
-    return {"cpu": str(os.cpu_count() or 1), "memory": f"{mem_kib}Ki", "ephemeral-storage": str(disk),
-            "pods": str(max_pods)}
+TERMINAL = ("Succeeded", "Failed")
 
 
 class Agent:
-    def __init__(self, client: ApiClient, clock: Clock, node_name: str, data_dir: Path, config: NodeConfig,
-                 host_ip: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, client: Client, clock: Clock, node_name: str, data_dir: Path, config: NodeConfig,
+                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0) -> None:
         self.client = client
         self.clock = clock
         self.node_name = node_name
         self.data_dir = data_dir
         self.config = config
+        self.runtime = runtime
         self.host_ip = host_ip
         self.port = port
-        self.runtime = ProcessRuntime(clock, Cgroups.detect())
-        self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
-        self.workers: dict[str, PodWorker] = {}
-        self.finished: dict[str, PodWorker] = {}
-        self.tasks: dict[str, asyncio.Task[None]] = {}
         self.base_env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"}
         self.capacity = host_capacity(data_dir, config.max_pods)
-        self.pods = Informer(client, "/api/v1/pods", clock, Handlers(self._pod_seen, lambda o, n: self._pod_seen(n),
-                                                                     self._pod_gone),
+        self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port)
+        self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
+        self.pods = Informer(client, "/api/v1/pods", clock,
+                             Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
                              params={"fieldSelector": f"spec.nodeName={node_name}"})
-        self._background: set[asyncio.Task[Any]] = set()
-        self.events = EventSink(client)
-        self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
+        self.status = StatusManager(client, clock, self.pods.get)
+        self.events = EventSink(client, clock)
+        self.syncers: dict[str, PodSync] = {}  # every pod this agent ran, until its object is gone (logs)
+        self.pod_workers = PodWorkers(clock, self._new_syncer, self._pod_finished)
+        self._background: set[asyncio.Future[Any]] = set()
 
-    # --- node ------------------------------------------------------------------------------------
+    # --- node services (services.NodeServices) -----------------------------------------------------
 
-    def node_object(self) -> Obj:
-        now = rfc3339(self.clock.now())
-        conditions = [{"type": t, "status": s, "reason": r, "message": m, "lastHeartbeatTime": now,
-                       "lastTransitionTime": self._since} for t, s, r, m in (
-            ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-            ("Ready", "True", "KubeletReady", "kubelet is posting ready status"))]
-        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node_name, "labels": {
-            "kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(),
-                                                                              platform.machine())}},
-            "spec": {},
-            "status": {"capacity": dict(self.capacity), "allocatable": dict(self.capacity), "conditions": conditions,
-                       "addresses": [{"type": "InternalIP", "address": self.host_ip},
-                                     {"type": "Hostname", "address": socket.gethostname()}],
-                       "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
-                       "nodeInfo": {"architecture": platform.machine(), "bootID": "", "containerRuntimeVersion":
-                                    "kubelite-process://0.1", "kernelVersion": platform.release(),
-                                    "kubeProxyVersion": "", "kubeletVersion": "v1.32.0+kubelite", "machineID": "",
-                                    "operatingSystem": "linux", "osImage": platform.platform(), "systemUUID": ""}}}
+    def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal") -> None:
+        self.events.post(event_for(pod, reason, message, "Pod", COMPONENT, self.clock.now(), kind,
+                                   host=self.node_name))
 
-    async def register(self) -> None:
-        node = self.node_object()
-        try:
-            await self.client.create("/api/v1/nodes", node)
-        except ApiError as exc:
-            if exc.code != 409:
-                raise
-            await self.client.patch(f"/api/v1/nodes/{self.node_name}/status", {"status": node["status"]},
-                                    STRATEGIC_PATCH)
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
-    async def heartbeat(self) -> None:
-        """Renew the node's Lease in kube-node-lease every 10 s (NodeLease heartbeats) and post the full
-        node status every 5 minutes, as kubelet does when leases carry the liveness signal."""
-        path = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
-        reported = self.clock.now()
-        while True:
-            if self.clock.now() - reported >= STATUS_REPORT_INTERVAL:
-                reported = self.clock.now()
-                with contextlib.suppress(ApiError):
-                    await self.client.patch(f"/api/v1/nodes/{self.node_name}/status",
-                                            {"status": self.node_object()["status"]}, STRATEGIC_PATCH)
-            now = self.clock.now()
-            stamp = rfc3339(now).replace("Z", ".000000Z")
-            lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                     "metadata": {"name": self.node_name, "namespace": "kube-node-lease"},
-                     "spec": {"holderIdentity": self.node_name, "leaseDurationSeconds": LEASE_SECONDS,
-                              "renewTime": stamp}}
-            try:
-                await self.client.patch(f"{path}/{self.node_name}", {"spec": lease["spec"]})
-            except ApiError as exc:
-                if exc.code == 404:
-                    with contextlib.suppress(ApiError):
-                        await self.client.create(path, lease)
-            await self.clock.sleep(RENEW_INTERVAL)
+    # --- pods --------------------------------------------------------------------------------------
 
-    # --- pods ------------------------------------------------------------------------------------
+    def _new_syncer(self, pod: Obj, wake: Any) -> PodSync:
+        saved = self.checkpoints.pop(pod["metadata"]["uid"], None)
+        syncer = PodSync(self, pod, wake, saved[1] if saved else None)
+        self.syncers[pod["metadata"]["uid"]] = syncer
+        return syncer
 
     def _pod_seen(self, pod: Obj) -> None:
         uid = pod["metadata"]["uid"]
-        worker = self.workers.get(uid)
-        if worker is not None:
-            worker.update(pod)
+        finished = self.pod_workers.is_finished(uid)  # ran to its end on this node: never started again
+        if uid in self.pod_workers.pods and not finished:
+            self.pod_workers.update_pod(pod)
             return
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if finished or (pod.get("status") or {}).get("phase") in TERMINAL:
             if pod["metadata"].get("deletionTimestamp"):
-                self._spawn(self.delete_pod(pod))
+                self.status.delete_when_synced(pod)
             return
-        saved = self.checkpoints.pop(uid, None)
-        worker = PodWorker(self, pod, saved[1] if saved else None)
-        self.workers[uid] = worker
-        task = asyncio.create_task(worker.run(), name=f"pod {pod['metadata']['name']}")
-        self.tasks[uid] = task
-        task.add_done_callback(self._worker_done)
-
-    def _worker_done(self, task: asyncio.Task[None]) -> None:
-        """A worker's pod is finished (terminal, removed or force-deleted): forget it."""
-        for uid, t in list(self.tasks.items()):
-            if t is task:
-                del self.tasks[uid]
-                worker = self.workers.pop(uid, None)
-                if worker is not None and not worker.gone:
-                    self.finished[uid] = worker  # keeps its logs readable until the object goes
-
-    async def _stop_orphans(self) -> None:
-        """After the first list: stop the processes of checkpointed pods this node no longer runs.
-
-        Their objects were deleted (or finished) while no agent watched; the processes get the
-        stop signal and SIGKILL after the 2 s minimum window, as for a force-deleted pod.
-        """
-        await self.pods.synced.wait()
-        leftovers, self.checkpoints = self.checkpoints, {}
-        for directory, saved in leftovers.values():
-            handles = [checkpoint.recover(self.runtime, c) for c in (saved.get("containers") or {}).values()]
-            live = [h for h in handles if h is not None and h.alive]
-            for h in live:
-                self.runtime.signal(h, signal.SIGTERM)
-            if live:
-                log.info("stopping %d process(es) of pod %s/%s, which is gone", len(live), saved.get("namespace"),
-                         saved.get("name"))
-                await bounded(self.clock, asyncio.gather(*(h.exited() for h in live)), MIN_STOP_WINDOW)
-                for h in live:
-                    self.runtime.kill(h)
-                await asyncio.gather(*(h.exited() for h in live))
-            checkpoint.remove(directory)
+        if uid not in self.checkpoints:  # a new pod: node-side admission (a re-adopted one was admitted)
+            refusal = self.admit(pod)
+            if refusal is not None:
+                self._refuse(pod, *refusal)
+                return
+        self.pod_workers.update_pod(pod)
 
     def _pod_gone(self, pod: Obj) -> None:
-        self.finished.pop(pod["metadata"].get("uid", ""), None)
-        worker = self.workers.get(pod["metadata"].get("uid", ""))
-        if worker is not None:
-            worker.removed()  # force-deleted: the processes still get stopped (short grace)
+        uid = pod["metadata"].get("uid", "")
+        self.status.forget(uid)
+        if self.pod_workers.could_have_running_containers(uid):
+            self.pod_workers.remove_pod(uid)  # force-deleted: the processes still get stopped (short grace)
+            return
+        self._forget(uid)
+
+    def _pod_finished(self, uid: str) -> None:
+        """A pod's worker is done (every container stopped); forget it if the object is gone meanwhile."""
+        syncer = self.syncers.get(uid)
+        if syncer is None:
+            return
+        meta = syncer.pod["metadata"]
+        current = self.pods.get(meta["namespace"], meta["name"])
+        if current is None or current["metadata"].get("uid") != uid:
+            self._forget(uid)
+
+    def _forget(self, uid: str) -> None:
+        """The pod object is gone and nothing of it runs: drop it and delete its directory."""
+        self.pod_workers.forget(uid)
+        syncer = self.syncers.pop(uid, None)
+        if syncer is not None:
+            housekeeping.remove_pod_dir(syncer.logs_dir)
 
     def admit(self, pod: Obj) -> tuple[str, str] | None:
         """Node-side admission: refuse pods that do not fit the node's allocatable (OutOfcpu, …)."""
         used: dict[str, int] = {}
-        for uid, w in self.workers.items():
-            if uid == pod["metadata"]["uid"] or w.init_failed:
+        running = [s for uid, s in self.syncers.items() if self.pod_workers.could_have_running_containers(uid)]
+        for s in running:
+            if s.facts.init_failed:
                 continue
-            for r, v in pod_requests(w.pod["spec"]).items():
+            for r, v in pod_requests(s.pod["spec"]).items():
                 used[r] = used.get(r, 0) + v
-        if len(self.workers) > int(self.capacity["pods"]):
+        if len(running) + 1 > int(self.capacity["pods"]):
             return "OutOfpods", "Node didn't have enough resource: pods"
         for r, want in pod_requests(pod["spec"]).items():
             cap = quantity_units(r, self.capacity[r]) if r in self.capacity else 0
@@ -208,32 +146,29 @@ class Agent:
                                      f"used: {used.get(r, 0)}, capacity: {cap}")
         return None
 
-    async def write_status(self, pod: Obj, status: Obj) -> None:
-        meta = pod["metadata"]
-        with contextlib.suppress(ApiError):
-            await self.client.patch(resource_path("pods", meta["namespace"], meta["name"], "status"),
-                                    {"metadata": {"uid": meta["uid"]}, "status": status}, STRATEGIC_PATCH)
+    def _refuse(self, pod: Obj, reason: str, message: str) -> None:
+        self.event(pod, reason, message, "Warning")
+        self.status.set_status(pod, {"phase": "Failed", "reason": reason, "message": message})
+        if pod["metadata"].get("deletionTimestamp"):
+            self.status.delete_when_synced(pod)
 
-    async def delete_pod(self, pod: Obj) -> None:
-        meta = pod["metadata"]
-        with contextlib.suppress(ApiError):
-            await self.client.delete(resource_path("pods", meta["namespace"], meta["name"]),
-                                     {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
+    def evict_pod(self, uid: str, grace: float, reason: str, message: str) -> bool:
+        """The node-pressure eviction hook: stop this pod now with `grace` seconds, then mark it Failed with
+        `reason` and `message` (pod sync records the event). False when no worker runs the pod."""
+        return self.pod_workers.stop_pod(uid, grace, reason, message)
 
-    def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal") -> None:
-        self.events.post(event_for(pod, reason, message, "Pod", COMPONENT, self.clock.now(), kind,
-                                   host=self.node_name))
+    async def _clean_up_orphans(self) -> None:
+        """After the first list: stop the processes of checkpointed pods that are gone, remove stray dirs."""
+        await self.pods.synced.wait()
+        leftovers, self.checkpoints = self.checkpoints, {}
+        try:
+            await housekeeping.stop_orphans(self.runtime, self.clock, leftovers)
+            known = {o["metadata"]["uid"] for o in self.pods.store.values()} | set(self.syncers)
+            housekeeping.remove_orphan_dirs(self.data_dir / "pods", known)
+        except OSError as exc:
+            log.warning("cleaning up orphaned pods failed: %s", exc)
 
-    def watch(self, coro: Any) -> None:
-        """Run a container's exit watcher in the background (held so it is not collected)."""
-        self._spawn(coro)
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    # --- lifecycle -------------------------------------------------------------------------------
+    # --- lifecycle ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
         app = web.Application()
@@ -245,19 +180,28 @@ class Agent:
         await site.start()
         if not self.port:
             self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        await self.register()
-        tasks = [asyncio.create_task(self.heartbeat()), asyncio.create_task(self.pods.run()),
-                 asyncio.create_task(self._stop_orphans()), asyncio.create_task(self.events.run())]
+        tasks: list[asyncio.Task[None]] = []
         try:
+            await self.node.register()
+            tasks = [asyncio.create_task(forever(self.clock, name, loop)) for name, loop in (
+                ("node heartbeat", self.node.heartbeat), ("pod informer", self.pods.run),
+                ("status manager", self.status.run), ("event sender", self.events.run))]
+            tasks.append(asyncio.create_task(self._clean_up_orphans()))
             await asyncio.gather(*tasks)
         finally:
+            if self.config.shutdown_grace_period > 0:  # graceful node shutdown: a decision to stop every pod
+                workers = self.pod_workers.shut_down(self.config.shutdown_grace_period)
+                if workers:
+                    await bounded(self.clock, asyncio.wait(workers),
+                                  self.config.shutdown_grace_period + MIN_STOP_WINDOW + 1)
+            # Otherwise only the sequencing stops: the containers keep running for the next agent.
+            await self.pod_workers.stop()
             for t in tasks:
                 t.cancel()
-            for t in list(self.tasks.values()):
-                t.cancel()
-            for t in list(self.tasks.values()):
+            for t in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
+            await self.status.close()
             await runner.cleanup()
 
     async def _healthz(self, request: web.Request) -> web.StreamResponse:
@@ -265,9 +209,9 @@ class Agent:
 
     async def _logs(self, request: web.Request) -> web.StreamResponse:
         ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
-        worker = next((w for w in [*self.workers.values(), *self.finished.values()]
-                       if w.pod["metadata"]["name"] == name and w.pod["metadata"]["namespace"] == ns), None)
-        if worker is None:
+        syncer = next((s for s in self.syncers.values()
+                       if s.pod["metadata"]["name"] == name and s.pod["metadata"]["namespace"] == ns), None)
+        if syncer is None:
             return web.json_response(ApiError(404, "NotFound", f'pod "{name}" not found on this node').status(),
                                      status=404)
-        return await logs.serve(request, worker, container, self.clock)
+        return await logs.serve(request, syncer, container, self.clock)

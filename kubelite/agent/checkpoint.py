@@ -13,11 +13,11 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
-from kubelite.agent.runtime import Handle
+from kubelite.agent.runtime.interface import Handle, Runtime
 
 log = logging.getLogger("kubelite.agent")
 
@@ -50,12 +50,6 @@ def load_all(pods_dir: Path) -> dict[str, tuple[Path, Obj]]:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("ignoring unreadable checkpoint %s: %s", path, exc)
     return found
-
-
-class Runtime(Protocol):
-    def adopt(self, checkpoint: Obj) -> Handle: ...
-
-    def find(self, log_path: Path) -> Handle | None: ...
 
 
 def recover(runtime: Runtime, container: Obj) -> Handle | None:

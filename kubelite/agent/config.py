@@ -35,6 +35,7 @@ class NodeConfig:
     eviction_hard: dict[str, str] = field(default_factory=dict)
     eviction_soft: dict[str, str] = field(default_factory=dict)
     max_pods: int = 110
+    shutdown_grace_period: float = 0.0  # > 0: on shutdown the agent stops its pods (kubelet's graceful node shutdown)
 
 
 def parse(raw: dict[str, Any]) -> NodeConfig:
@@ -58,6 +59,8 @@ def parse(raw: dict[str, Any]) -> NodeConfig:
     cfg.eviction_hard = dict(raw.get("evictionHard") or {})
     cfg.eviction_soft = dict(raw.get("evictionSoft") or {})
     cfg.max_pods = int(raw.get("maxPods", 110))
+    if raw.get("shutdownGracePeriod"):
+        cfg.shutdown_grace_period = duration(raw["shutdownGracePeriod"])
     return cfg
 
 

@@ -11,10 +11,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from kubelite.agent.runtime import PAUSE
 from kubelite.api.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
+PAUSE = ["sleep", "infinity"]  # pause: waits for a signal, ends on the stop signal
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 

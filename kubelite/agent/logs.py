@@ -14,7 +14,7 @@ from kubelite.api.errors import ApiError
 from kubelite.clock import Clock, parse_rfc3339
 
 if TYPE_CHECKING:
-    from kubelite.agent.worker import PodWorker
+    from kubelite.agent.pod_sync import PodSync
 
 FOLLOW_POLL = 0.1
 
@@ -32,7 +32,7 @@ def _format(line: bytes, timestamps: bool) -> bytes:
     return ts + b" " + text if timestamps else text
 
 
-async def serve(request: web.Request, worker: PodWorker, container: str, clock: Clock) -> web.StreamResponse:
+async def serve(request: web.Request, worker: PodSync, container: str, clock: Clock) -> web.StreamResponse:
     record = next((r for r in worker.records if r.name == container), None)
     if record is None:
         pod_name = worker.pod["metadata"]["name"]

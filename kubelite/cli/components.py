@@ -17,6 +17,8 @@ import uvloop
 
 from kubelite.agent import config as node_config
 from kubelite.agent.agent import Agent
+from kubelite.agent.cgroups import Cgroups
+from kubelite.agent.runtime.process import ProcessRuntime
 from kubelite.client.http import ApiClient
 from kubelite.clock import RealClock
 from kubelite.scheduler import config as scheduler_config
@@ -24,11 +26,14 @@ from kubelite.scheduler.scheduler import Scheduler
 
 
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
-              port: int) -> int:
+              port: int, shutdown_grace: float | None = None) -> int:
     """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
     cfg = node_config.load(config_file)
+    if shutdown_grace is not None:
+        cfg.shutdown_grace_period = shutdown_grace
     data_dir.mkdir(parents=True, exist_ok=True)
-    uvloop.run(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, address,
+    runtime = ProcessRuntime(RealClock(), Cgroups.detect())
+    uvloop.run(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address,
                                                   port).run(), ApiClient.from_kubeconfig(kubeconfig)))
     return 0
 

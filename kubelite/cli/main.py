@@ -49,6 +49,8 @@ def parser() -> argparse.ArgumentParser:
     agent.add_argument("--node-config", type=Path, help="KubeletConfiguration file")
     agent.add_argument("--address", default="127.0.0.1", help="this node's address (pods use the host network)")
     agent.add_argument("--port", type=int, default=0, help="port for the agent's log endpoint (0: any free port)")
+    agent.add_argument("--shutdown-grace-period", type=float, default=None,
+                       help="on SIGTERM, stop every pod with at most this grace (seconds); default: leave them running")
     agent.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sched = sub.add_parser("scheduler", help="run the scheduler alone, as a client of an API server")
     sched.add_argument("--kubeconfig", type=Path, required=True)
@@ -95,7 +97,7 @@ def _main(argv: list[str] | None) -> int:
 
         try:
             return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
-                                        args.address, args.port)
+                                        args.address, args.port, args.shutdown_grace_period)
         except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2

@@ -45,6 +45,7 @@ __all__ = ["ConfigError", "NodeConfigError", "Options", "run"]
 log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0
+UP_SHUTDOWN_GRACE = 10.0
 COMPONENT_BACKOFF = Backoff(duration=1.0, factor=2.0, jitter=0.1, cap=60.0)
 COMPONENT_HEALTHY_RUN = 60.0
 
@@ -159,7 +160,9 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
                                                   name=f"{name}-controller"))
     if opts.local_node:
         argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
-                socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1"]
+                socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1",
+                # `up` stopping is this node going away: its pods stop with it (graceful node shutdown)
+                "--shutdown-grace-period", str(UP_SHUTDOWN_GRACE)]
         if opts.node_config is not None:
             argv += ["--node-config", str(opts.node_config)]
         components.append(asyncio.create_task(_supervise(argv, clock), name="agent"))

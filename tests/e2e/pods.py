@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, start_server
 
 
 def apply_pod(c: ServerProcess, name: str, containers: list[dict[str, Any]], **spec: Any) -> None:
@@ -78,3 +81,43 @@ def agent_pid(up_pid: int) -> int:
         if int(fields[1]) == up_pid and b"agent" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
             return pid
     raise LookupError(f"no agent process under {up_pid}")
+
+
+class AgentProcess:
+    """A `kubelite agent` process for node `node`, as a user starts one beside `kubelite server`."""
+
+    def __init__(self, server: ServerProcess, data_dir: Path, node: str) -> None:
+        self.server, self.data_dir, self.node = server, data_dir, node
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the agent; its log goes to <data dir>.log (kept across restarts, for post-mortems)."""
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        with self.data_dir.with_suffix(".log").open("ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
+                                          str(self.server.kubeconfig), "--node-name", self.node, "--data-dir",
+                                          str(self.data_dir)], stdout=subprocess.DEVNULL, stderr=log)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+
+
+@contextmanager
+def server_and_agent(base: Path, node: str) -> Iterator[tuple[ServerProcess, AgentProcess]]:
+    """`kubelite server` without the scheduler (pods name their node) and a `kubelite agent` for `node`."""
+    server = start_server(base / "server", base / "home", extra=["--disable", "scheduler"])
+    agent = AgentProcess(server, base / "agent", node)
+    agent.start()
+    try:
+        assert wait_for(lambda: node in server.kubectl("get", "nodes", check=False).stdout)
+        yield server, agent
+    finally:
+        agent.stop()
+        server.stop()

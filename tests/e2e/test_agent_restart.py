@@ -12,51 +12,35 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import alive, apply_pod, container_status, get_pod, group_alive, pod_phase, sh, wait_for
+from tests.conftest import ServerProcess
+from tests.e2e.pods import (
+    AgentProcess,
+    alive,
+    apply_pod,
+    container_status,
+    get_pod,
+    group_alive,
+    pod_phase,
+    server_and_agent,
+    sh,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 NODE = "restart-node"
 
 
-class AgentProcess:
-    def __init__(self, server: ServerProcess, data_dir: Path) -> None:
-        self.server, self.data_dir = server, data_dir
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
-                                      str(self.server.kubeconfig), "--node-name", NODE, "--data-dir",
-                                      str(self.data_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=20)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, AgentProcess]]:
-    base = tmp_path_factory.mktemp("restart")
-    server = start_server(base / "server", base / "home", extra=["--disable", "scheduler"])
-    agent = AgentProcess(server, base / "agent")
-    agent.start()
-    assert wait_for(lambda: NODE in server.kubectl("get", "nodes", check=False).stdout)
-    yield server, agent
-    agent.stop()
-    server.stop()
+    with server_and_agent(tmp_path_factory.mktemp("restart"), NODE) as cluster:
+        yield cluster
 
 
 def shim_pid(c: ServerProcess, pod: str) -> int:
@@ -116,12 +100,17 @@ def test_exit_while_the_agent_is_down_is_reported_with_its_code(cluster: tuple[S
     pid = shim_pid(server, name)
     agent.kill9()
     assert wait_for(lambda: not group_alive(pid), 5)
+    ended = time.time()
+    time.sleep(3)
     agent.start()
     assert wait_for(lambda: container_status(server, name, "main").get("restartCount") == restarts and
                     pod_phase(server, name) == phase)
     st = container_status(server, name, "main")
     terminated = st["state"].get("terminated") or st["lastState"]["terminated"]
     assert terminated["exitCode"] == 3 and terminated["reason"] == "Error"
+    # issue 10 item 6: finishedAt is when it ended (the shim's record), not when the new agent noticed
+    finished = datetime.fromisoformat(terminated["finishedAt"].replace("Z", "+00:00")).timestamp()
+    assert finished <= ended + 1, (terminated["finishedAt"], ended)
     server.kubectl("delete", "pod", name, "--grace-period=1")
 
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubelite.agent.agent import Agent
-from kubelite.agent.config import NodeConfig
+from kubelite.agent.node import NodeReporter
 from kubelite.api.errors import ApiError
 from kubelite.clock import FakeClock
 
@@ -43,8 +42,8 @@ async def test_heartbeats(tmp_path: Path, name: str, path: str, kinds: tuple[str
                           want_times: list[float]) -> None:
     clock = FakeClock()
     client = RecordingClient(clock)
-    agent = Agent(client, clock, "n1", tmp_path, NodeConfig())  # type: ignore[arg-type]
-    task = asyncio.ensure_future(agent.heartbeat())
+    node = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0)  # type: ignore[arg-type]
+    task = asyncio.ensure_future(node.heartbeat())
     await clock.advance(0)
     for _ in range(60):
         await clock.advance(10)

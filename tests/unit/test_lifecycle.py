@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from kubelite.agent.config import NodeConfigError, duration, parse
-from kubelite.agent.container import ConfigError, argv, environment, expand, is_pause, sandboxed
+from kubelite.agent.container import PAUSE, ConfigError, argv, environment, expand, is_pause, sandboxed
 from kubelite.agent.lifecycle import Backoff, ContainerView, phase, should_restart
-from kubelite.agent.runtime import PAUSE
 
 
 @dataclass(frozen=True)

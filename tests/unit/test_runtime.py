@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from kubelite.agent.logs import _format
-from kubelite.agent.runtime import MAX_LINE, Exit, ProcessRuntime
+from kubelite.agent.runtime.interface import Exit
+from kubelite.agent.runtime.process import MAX_LINE, ProcessRuntime
 from kubelite.clock import RealClock
 
 
@@ -83,3 +84,29 @@ async def test_a_process_whose_pid_was_never_recorded_is_found_by_its_log_path(t
     ended = rt.find(tmp_path / "0.log")
     assert ended is not None and ended.result == Exit(6)  # from the exit file it left
     assert rt.find(tmp_path / "1.log") is None  # never started
+
+
+@pytest.mark.parametrize("sig", [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGKILL, id="SIGKILL"),
+                                 pytest.param(signal.SIGINT, id="SIGINT")])
+async def test_signalled_container_log_has_only_what_it_wrote(tmp_path: Path, sig: int) -> None:
+    """kubectl logs -p of a container a signal ended: no `Terminated` line from the shim's shell."""
+    rt = ProcessRuntime(RealClock())
+    p = await rt.start(["sh", "-c", "echo out; echo err >&2; sleep 30"], {"PATH": "/usr/bin:/bin"}, None,
+                       tmp_path / "0.log")
+    await asyncio.sleep(0.3)
+    rt.signal(p, sig)
+    await asyncio.wait_for(rt.wait(p), 10)
+    await asyncio.gather(*p.readers)
+    entries = p.log_path.read_bytes().splitlines(keepends=True)
+    assert sorted(_format(e, False) for e in entries) == [b"err\n", b"out\n"]
+
+
+async def test_exit_while_no_agent_watched_keeps_its_real_finish_time(tmp_path: Path) -> None:
+    """Issue 10 item 6: a re-adopted container that ended meanwhile reports the shim's record time as finishedAt."""
+    rt = ProcessRuntime(RealClock())
+    p = await rt.start(["sh", "-c", "exit 2"], {"PATH": "/usr/bin:/bin"}, None, tmp_path / "0.log")
+    await rt.wait(p)
+    recorded = (tmp_path / "0.exit").stat().st_mtime
+    await asyncio.sleep(1.1)
+    adopted = ProcessRuntime(RealClock()).adopt(p.checkpoint())
+    assert adopted.result == Exit(2) and adopted.result.finished_at == recorded

@@ -29,16 +29,20 @@ from pathlib import Path
 from typing import IO, Any
 
 from kubelite.agent.cgroups import Cgroups, Limits
+from kubelite.agent.runtime.interface import KILLED, Exit, Handle
 from kubelite.clock import Clock
 
-PAUSE = ["sleep", "infinity"]  # pause: waits for a signal, ends on the stop signal
 STREAMS = ((".out", b"stdout"), (".err", b"stderr"))  # the named pipes beside the log, and their streams
 MAX_LINE = 16 * 1024  # kubelet splits longer lines into partial (P) entries
 _UNTRAPPED = {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGCONT}
 _DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 32 and s not in _UNTRAPPED)
 # $1 exit file, $2 cgroup.procs files to join (space-separated, may be empty), then the container's argv.
-SHIM = (f'x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; "$@"; c=$?; '
-        'echo $c >"$x"; exit $c')
+# The shim's own stderr goes to /dev/null (fd 3 keeps the container's): the shell reports a job that a
+# signal ended ("Terminated") on its stderr, which must not end up in the container's log. The
+# container's stderr is set in the forked child `( exec … )`, as dash applies a simple command's
+# redirections in the parent while it waits.
+SHIM = (f'exec 3>&2 2>/dev/null; x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; '
+        '(exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
 
 
 def cri_timestamp(ts: float) -> str:
@@ -55,41 +59,6 @@ def start_time(pid: int) -> int | None:
     if fields[0] == b"Z":  # a zombie has ended; only its parent's wait is pending
         return None
     return int(fields[19])
-
-
-@dataclass(frozen=True)
-class Exit:
-    code: int  # the exit status, 128 + the signal's number for a container a signal ended
-    oom_killed: bool = False
-
-
-KILLED = Exit(128 + signal.SIGKILL)
-
-
-@dataclass
-class Handle:
-    """What the pod worker holds of a running container, whichever runtime runs it."""
-
-    pid: int
-    started: float
-    result: Exit | None = field(default=None, init=False)
-    done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
-
-    @property
-    def alive(self) -> bool:
-        return self.result is None
-
-    async def exited(self) -> None:
-        await self.done.wait()
-
-    def finish(self, result: Exit) -> None:
-        if self.result is None:
-            self.result = result
-            self.done.set()
-
-    def checkpoint(self) -> dict[str, Any]:
-        """What a restarted agent needs to find this process again (see `adopt`)."""
-        return {"pid": self.pid, "started": self.started}
 
 
 @dataclass
@@ -225,9 +194,11 @@ class ProcessRuntime:
 
     @staticmethod
     def _recorded_exit(p: Process) -> Exit:
-        """The container's exit status as the shim recorded it; a shim that recorded nothing was SIGKILLed."""
+        """The container's exit status as the shim recorded it, and when (the record's mtime: the real
+        finishedAt of a container that ended while no agent watched); no record: it was SIGKILLed."""
+        record = p.state.with_suffix(".exit")
         try:
-            return Exit(int(p.state.with_suffix(".exit").read_text()))
+            return Exit(int(record.read_text()), finished_at=record.stat().st_mtime)
         except (OSError, ValueError):
             return KILLED
 

@@ -2,8 +2,9 @@
 
 For the simulator and for testing the pod worker's state machine on a fake clock. A
 hollow container's command says what it does: `hollow [--run SECONDS] [--exit CODE]
-[--ignore-term] [--term-after SECONDS]` — run for a while (forever without --run), exit
-with a code, and on the stop signal either exit at once (code 143), after a delay, or not
+[--exits CODE,CODE,…] [--ignore-term] [--term-after SECONDS]` — run for a while (forever without
+--run), exit with a code (with --exits, the n-th run of the container exits with the n-th code,
+the last one repeating), and on the stop signal either exit at once (code 143), after a delay, or not
 at all (then only SIGKILL ends it, code 137).
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.agent.cgroups import Limits
-from kubelite.agent.runtime import KILLED, Exit, Handle
+from kubelite.agent.runtime.interface import KILLED, Exit, Handle
 from kubelite.clock import Clock
 
 _pids = itertools.count(100_000)
@@ -29,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hollow", add_help=False)
     p.add_argument("--run", type=float, default=None)
     p.add_argument("--exit", type=int, default=0)
+    p.add_argument("--exits", default="")
     p.add_argument("--ignore-term", action="store_true")
     p.add_argument("--term-after", type=float, default=0.0)
     return p
@@ -48,13 +50,17 @@ class HollowRuntime:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.started: list[HollowProcess] = []
+        self.runs: dict[Path, int] = {}  # runs so far, by container (the directory of its logs)
 
     async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
                     limits: Limits | None = None) -> HollowProcess:
         if not argv or argv[0] != "hollow":
             raise OSError(f"the hollow runtime runs only `hollow` commands, not {argv[:1]}")
         args = _parser().parse_args(argv[1:])
-        p = HollowProcess(next(_pids), self.clock.now(), args.run, args.exit, args.ignore_term, args.term_after)
+        run = self.runs[log_path.parent] = self.runs.get(log_path.parent, 0) + 1
+        codes = [int(c) for c in args.exits.split(",") if c] or [args.exit]
+        code = codes[min(run, len(codes)) - 1]
+        p = HollowProcess(next(_pids), self.clock.now(), args.run, code, args.ignore_term, args.term_after)
         if p.run_for is not None:
             p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code)))
         self.started.append(p)

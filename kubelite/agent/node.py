@@ -1,0 +1,130 @@
+"""The node's own objects: registering the Node, renewing its Lease, posting its status.
+
+Kubelet's node status and NodeLease heartbeats. A failed call (server down, stalled, refusing)
+is logged and tried again at the next interval: nothing here ever touches a pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import platform
+import shutil
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubelite.agent.loops import timed
+from kubelite.api.errors import ApiError
+from kubelite.client.http import STRATEGIC_PATCH, resource_path
+from kubelite.client.interface import Client
+from kubelite.clock import Clock, rfc3339
+
+log = logging.getLogger("kubelite.agent")
+
+Obj = dict[str, Any]
+LEASE_SECONDS = 40
+RENEW_INTERVAL = 10.0
+STATUS_REPORT_INTERVAL = 300.0  # kubelet's nodeStatusReportFrequency: with leases, a full status every 5 min
+LEASES = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
+
+
+def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
+    mem_kib = 0
+    with contextlib.suppress(OSError), open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    disk = shutil.disk_usage(data_dir).total
+    return {"cpu": str(os.cpu_count() or 1), "memory": f"{mem_kib}Ki", "ephemeral-storage": str(disk),
+            "pods": str(max_pods)}
+
+
+class NodeReporter:
+    def __init__(self, client: Client, clock: Clock, name: str, host_ip: str, capacity: dict[str, str],
+                 port: Callable[[], int]) -> None:
+        self.client = client
+        self.clock = clock
+        self.name = name
+        self.host_ip = host_ip
+        self.capacity = capacity
+        self.port = port  # the agent's log endpoint, known once it listens
+        self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
+
+    def node_object(self) -> Obj:
+        now = rfc3339(self.clock.now())
+        conditions = [{"type": t, "status": s, "reason": r, "message": m, "lastHeartbeatTime": now,
+                       "lastTransitionTime": self._since} for t, s, r, m in (
+            ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+            ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+            ("Ready", "True", "KubeletReady", "kubelet is posting ready status"))]
+        machine = platform.machine()
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "labels": {
+            "kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)}},
+            "spec": {},
+            "status": {"capacity": dict(self.capacity), "allocatable": dict(self.capacity), "conditions": conditions,
+                       "addresses": [{"type": "InternalIP", "address": self.host_ip},
+                                     {"type": "Hostname", "address": socket.gethostname()}],
+                       "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port()}},
+                       "nodeInfo": {"architecture": machine, "bootID": "", "containerRuntimeVersion":
+                                    "kubelite-process://0.1", "kernelVersion": platform.release(),
+                                    "kubeProxyVersion": "", "kubeletVersion": "v1.32.0+kubelite", "machineID": "",
+                                    "operatingSystem": "linux", "osImage": platform.platform(), "systemUUID": ""}}}
+
+    async def register(self) -> None:
+        """Create the Node (or post the status of an existing one), retried until the server answers."""
+        delay = 1.0
+        while True:
+            node = self.node_object()
+            try:
+                try:
+                    await timed(self.clock, self.client.create("/api/v1/nodes", node))
+                except ApiError as exc:
+                    if exc.code != 409:
+                        raise
+                    await self.post_status()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # unreachable server, stall: keep trying (running pods are not affected)
+                log.warning("registering node %s failed (%s); retrying in %.0f s", self.name, exc, delay)
+            await self.clock.sleep(delay)
+            delay = min(RENEW_INTERVAL, delay * 2)
+
+    async def post_status(self) -> None:
+        await timed(self.clock, self.client.patch(f"/api/v1/nodes/{self.name}/status",
+                                                  {"status": self.node_object()["status"]}, STRATEGIC_PATCH))
+
+    async def heartbeat(self) -> None:
+        """Renew the node's Lease in kube-node-lease every 10 s (NodeLease heartbeats) and post the full
+        node status every 5 minutes, as kubelet does when leases carry the liveness signal."""
+        reported = self.clock.now()
+        while True:
+            try:
+                if self.clock.now() - reported >= STATUS_REPORT_INTERVAL:
+                    reported = self.clock.now()
+                    await self.post_status()
+                await self.renew_lease()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("node heartbeat failed (%s: %s); trying again in %.0f s", type(exc).__name__, exc,
+                            RENEW_INTERVAL)
+            await self.clock.sleep(RENEW_INTERVAL)
+
+    async def renew_lease(self) -> None:
+        stamp = rfc3339(self.clock.now()).replace("Z", ".000000Z")
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": self.name, "namespace": "kube-node-lease"},
+                 "spec": {"holderIdentity": self.name, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": stamp}}
+        try:
+            await timed(self.clock, self.client.patch(f"{LEASES}/{self.name}", {"spec": lease["spec"]}))
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            await timed(self.clock, self.client.create(LEASES, lease))

@@ -1,0 +1,211 @@
+"""Starting, watching, probing and stopping the containers of one pod (kubelet's kuberuntime_container).
+
+Everything here acts on one container record through the node services: start an instance
+(checkpointed before the spawn), watch for its exit, run its probes, and stop it with preStop,
+the stop signal and SIGKILL at the deadline. Deciding *which* containers to start or stop is
+pod_sync's job; none of this ever runs because of an API failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubelite.agent import container as cspec
+from kubelite.agent.cgroups import Limits
+from kubelite.agent.hooks import run_handler
+from kubelite.agent.lifecycle import should_restart
+from kubelite.agent.pod_status import terminated_state
+from kubelite.agent.prober import Prober, ProbeState
+from kubelite.agent.records import Record, pod_dir
+from kubelite.agent.runtime.interface import Exit, Handle
+from kubelite.agent.services import NodeServices
+from kubelite.agent.termination import MIN_STOP_WINDOW, Termination, pod_grace
+from kubelite.api.podresources import CPU, MEMORY, resource_list
+from kubelite.clock import bounded
+
+Obj = dict[str, Any]
+
+
+class PodContainers:
+    def __init__(self, node: NodeServices, pod: Obj, wake: Callable[[], None], save: Callable[[], None]) -> None:
+        self.node = node
+        self.pod = pod  # the newest pod object (pod_sync keeps it current)
+        self.wake = wake  # the pod worker's wake-up: a container exited or a probe result changed
+        self.save = save  # checkpoint the records
+        self.uid = pod["metadata"]["uid"]
+        self.logs_dir = pod_dir(node.data_dir, pod)
+
+    def log_path(self, name: str, restarts: int) -> Path:
+        return self.logs_dir / name / f"{restarts}.log"
+
+    def event(self, reason: str, message: str, kind: str = "Normal") -> None:
+        self.node.event(self.pod, reason, message, kind)
+
+    # --- start ------------------------------------------------------------------------------------
+
+    async def start(self, r: Record, restart: bool) -> None:
+        """Start the container's next instance, unless its back-off has not ended (then CrashLoopBackOff)."""
+        now = self.node.clock.now()
+        if restart and now < r.not_before:
+            if r.backoff_reported != r.restarts:  # one BackOff event per back-off period, as kubelet
+                r.backoff_reported = r.restarts
+                self.event("BackOff", f"Back-off restarting failed container {r.name} in pod "
+                                      f"{self.pod['metadata']['name']}", "Warning")
+            r.waiting = "CrashLoopBackOff"
+            r.waiting_message = (f"back-off {int(r.not_before - r.finished_at)}s restarting failed "
+                                 f"container={r.name} pod={self.pod['metadata']['name']}_"
+                                 f"{self.pod['metadata']['namespace']}({self.uid})")
+            return
+        try:
+            env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env)
+            argv = cspec.sandboxed(cspec.argv(r.spec, env, self.node.config.image_catalog), self.pod, r.spec,
+                                   self.logs_dir / "volumes")
+        except cspec.ConfigError as exc:
+            if r.waiting != "CreateContainerConfigError":
+                self.event("Failed", f"Error: {exc}", "Warning")
+            r.waiting, r.waiting_message = "CreateContainerConfigError", str(exc)
+            return
+        if restart:
+            r.restarts += 1
+        r.starting = str(self.log_path(r.name, r.restarts))
+        self.save()  # before the spawn: an agent killed right after it still finds the process (runtime.find)
+        try:
+            r.process = await self.node.runtime.start(argv, env, r.spec.get("workingDir"), Path(r.starting),
+                                                      self._limits(r))
+        except OSError as exc:
+            r.waiting, r.waiting_message = "RunContainerError", str(exc)
+            r.exit, r.finished_at = Exit(128), now
+            self.event("Failed", f"Error: {exc}", "Warning")
+            return
+        finally:
+            r.starting = None
+        r.started_at, r.ever_started, r.waiting = self.node.clock.now(), True, ""
+        self.save()
+        self.event("Created", f"Created container {r.name}")
+        self.event("Started", f"Started container {r.name}")
+        self.node.spawn(self._watch(r, r.process))
+        post = (r.spec.get("lifecycle") or {}).get("postStart")
+        if post:
+            ok, message = await run_handler(post, r.spec, env, self.node.host_ip, self.node.clock)
+            if not ok:
+                self.event("FailedPostStartHook", f"PostStart hook for container {r.name} failed: {message}",
+                           "Warning")
+                self.node.runtime.kill(r.process)
+                return
+        self.probe(r, env)
+
+    def adopt(self, r: Record, process: Handle, starting: bool) -> None:
+        """A previous agent's instance: watch it (and resume its probes) or record how it ended."""
+        r.process = process
+        if starting:  # the previous agent died while spawning this instance
+            r.started_at, r.ever_started, r.waiting = process.started, True, ""
+        if process.alive:
+            published = self._published_status(r.name)
+            self.probe(r, resumed=ProbeState(bool(published.get("started")), bool(published.get("ready"))))
+            self.node.spawn(self._watch(r, process))
+        else:
+            assert process.result is not None
+            self.record_exit(r, process.result)
+
+    def _published_status(self, name: str) -> Obj:
+        """The container's status as the API object has it (what a previous agent published)."""
+        status = self.pod.get("status") or {}
+        return next((c for c in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or [])
+                     if c.get("name") == name), {})
+
+    def _limits(self, r: Record) -> Limits:
+        resources = r.spec.get("resources") or {}
+        limits = resource_list(resources.get("limits"))
+        requests = resource_list(resources.get("requests"))
+        return Limits(f"pod{self.uid}", limits.get(MEMORY), limits.get(CPU), requests.get(CPU, limits.get(CPU, 0)))
+
+    # --- probes and exits -------------------------------------------------------------------------
+
+    def probe(self, r: Record, env: dict[str, str] | None = None, resumed: ProbeState | None = None) -> None:
+        if env is None:
+            env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env)
+        r.prober = Prober(self.node.clock, r.spec, env, self.node.host_ip, r.started_at, self.wake,
+                          functools.partial(self._unhealthy, r), resumed)
+
+    def _unhealthy(self, r: Record, kind: str, message: str, grace: float | None) -> None:
+        """A failed probe: an event; on a liveness/startup verdict, kill the container (restart policy applies)."""
+        self.event("Unhealthy", f"{kind} probe failed: {message}".strip(), "Warning")
+        if grace is None or r.process is None or not r.running:
+            return
+        period = grace if grace >= 0 else pod_grace(self.pod)
+        self.event("Killing", f"Container {r.name} failed {kind.lower()} probe, will be restarted")
+        self.node.spawn(self._kill_after_probe(r.process, r.spec, period))
+
+    async def _kill_after_probe(self, p: Handle, spec: Obj, grace: float) -> None:
+        self.node.runtime.signal(p, stop_signal(spec))
+        finished, _ = await bounded(self.node.clock, p.exited(), max(1.0, grace))
+        if not finished:
+            self.node.runtime.kill(p)
+
+    async def _watch(self, r: Record, p: Handle) -> None:
+        result = await self.node.runtime.wait(p)
+        if r.process is p:
+            self.record_exit(r, result)
+
+    def record_exit(self, r: Record, result: Exit) -> None:
+        if r.exit is result:
+            return  # already recorded (by pod sync after a stop, before the watcher ran)
+        if r.prober is not None:
+            r.prober.stop()
+        now = self.node.clock.now()
+        r.exit, r.finished_at = result, result.finished_at if result.finished_at is not None else now
+        r.last_terminated = terminated_state(r)
+        r.not_before = r.backoff.next_restart(now, r.finished_at - r.started_at)
+        # waiting in CrashLoopBackOff only when it will be restarted; otherwise it stays Terminated
+        restarts = should_restart(self.pod["spec"].get("restartPolicy", "Always"), r.spec, result.code)
+        r.waiting = "CrashLoopBackOff" if restarts and r.not_before > now else ""
+        self.wake()
+
+    # --- stop -------------------------------------------------------------------------------------
+
+    async def stop(self, r: Record, termination: Termination) -> None:
+        """preStop (time spent is deducted), then the stop signal, then SIGKILL when the window ends.
+
+        Every container gets at least MIN_STOP_WINDOW after its stop signal: this is also the
+        one-time 2 s extension when the preStop hook overran the grace period.
+        """
+        if not r.running or r.process is None:
+            return
+        p, clock = r.process, self.node.clock
+        pre = (r.spec.get("lifecycle") or {}).get("preStop")
+        if pre and not termination.gone:
+            env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env)
+            finished, result = await bounded(clock, run_handler(pre, r.spec, env, self.node.host_ip, clock),
+                                             termination.deadline - clock.now())
+            if not finished:
+                self.event("FailedPreStopHook", f"PreStop hook for container {r.name} did not complete within "
+                                                "the grace period", "Warning")
+            elif result is not None and not result[0]:
+                self.event("FailedPreStopHook", f"PreStop hook for container {r.name} failed: {result[1]}", "Warning")
+        if not p.alive:
+            return
+        self.event("Killing", f"Stopping container {r.name}")
+        self.node.runtime.signal(p, stop_signal(r.spec))
+        signalled = clock.now()
+        while p.alive:
+            kill_at = max(signalled + MIN_STOP_WINDOW, termination.deadline)
+            exited, changed = asyncio.ensure_future(p.exited()), termination.changed()
+            finished, _ = await bounded(clock, asyncio.wait({exited, changed}, return_when=asyncio.FIRST_COMPLETED),
+                                        kill_at - clock.now())
+            exited.cancel()
+            changed.cancel()
+            if not finished:
+                self.event("ExceededGracePeriod", f"Container {r.name} did not stop within the grace period and "
+                                                  "was killed", "Warning")
+                self.node.runtime.kill(p)
+                await p.exited()
+
+
+def stop_signal(spec: Obj) -> int:
+    stop = (spec.get("lifecycle") or {}).get("stopSignal") or "SIGTERM"
+    return int(getattr(signal, stop, signal.SIGTERM))

@@ -1,0 +1,188 @@
+"""The work of one pod, behind pod_workers' PodSyncer contract (kubelet's SyncPod / SyncTerminatingPod /
+SyncTerminatedPod), against the narrow NodeServices instead of the whole Agent.
+
+`sync_pod` is level-triggered: each call compares what the pod asks for with what runs, starts
+or restarts containers (init containers one at a time, sidecars kept running, then app
+containers), checkpoints the records and hands the status to the status manager. It reports
+back whether the pod is finished (terminal) or must be stopped (activeDeadlineSeconds) and
+when to be called again (a back-off or a deadline). `sync_terminating_pod` stops app
+containers, then sidecars in reverse order, then any init container, within the termination's
+deadline; `sync_terminated_pod` writes the terminal status and, for a deleted pod, asks for the
+object's removal once that status is acknowledged. Each may be called again after an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubelite.agent import checkpoint
+from kubelite.agent.lifecycle import Backoff, should_restart
+from kubelite.agent.pod_containers import PodContainers
+from kubelite.agent.pod_status import PodFacts, StatusBuilder, pod_phase
+from kubelite.agent.pod_workers import SyncResult
+from kubelite.agent.records import records_for
+from kubelite.agent.services import NodeServices
+from kubelite.agent.termination import Termination
+from kubelite.clock import parse_rfc3339
+
+log = logging.getLogger("kubelite.agent")
+
+Obj = dict[str, Any]
+DEADLINE_EXCEEDED = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+
+
+class PodSync:
+    def __init__(self, node: NodeServices, pod: Obj, wake: Callable[[], None], saved: Obj | None = None) -> None:
+        self.node = node
+        self.pod = pod
+        self.uid = pod["metadata"]["uid"]
+        self.records = records_for(pod["spec"], Backoff(node.config.max_restart_period, node.config.initial_backoff))
+        self.facts = PodFacts(started_at=node.clock.now())
+        self.status = StatusBuilder(node.host_ip)
+        self.containers = PodContainers(node, pod, wake, self._save)
+        self.gone = False  # the object was removed: its logs stop following
+        self._checkpointed: Obj | None = None
+        if saved is not None:
+            self._adopt(saved)
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.containers.logs_dir
+
+    def log_path(self, name: str, restarts: int) -> Path:
+        return self.containers.log_path(name, restarts)
+
+    def _set_pod(self, pod: Obj) -> None:
+        self.pod = self.containers.pod = pod
+
+    # --- SyncPod ------------------------------------------------------------------------------------
+
+    async def sync_pod(self, pod: Obj) -> SyncResult:
+        self._set_pod(pod)
+        now = self.node.clock.now()
+        deadline = self._active_deadline()
+        if deadline is not None and now >= deadline:  # kubelet's activeDeadlineHandler
+            return SyncResult(stop=DEADLINE_EXCEEDED)
+        await self._start_what_should_run()
+        self._save()
+        terminal = pod_phase(self.pod, self.records, self.facts) in ("Succeeded", "Failed")
+        # A finished pod's sidecars are stopped first (sync_terminating_pod); its terminal phase is
+        # reported only after that (sync_terminated_pod), so it never shows sidecars running when Succeeded.
+        self._publish(hold_phase=terminal)
+        pending = [r.not_before for r in self.records if r.not_before > now]
+        if deadline is not None:
+            pending.append(deadline)
+        return SyncResult(terminal=terminal, resync_at=min(pending) if pending else None)
+
+    async def _start_what_should_run(self) -> None:
+        policy = self.pod["spec"].get("restartPolicy", "Always")
+        initializing = False
+        for r in self.records:
+            if r.kind == "sidecar":  # the next init container waits until the sidecar has started (L7)
+                if not r.running:
+                    await self.containers.start(r, restart=r.ever_started)
+                if not r.started and not self.facts.initialized:
+                    initializing = True
+                    break
+                continue
+            if r.kind == "init":
+                if self.facts.initialized or (r.exit is not None and r.exit.code == 0 and not r.running):
+                    continue
+                initializing = True
+                if r.running:
+                    break
+                if r.exit is not None:  # failed: restarted unless its (or the pod's) policy and rules say no
+                    if not should_restart(policy, r.spec, r.exit.code):
+                        self.facts.init_failed = True
+                        break
+                    await self.containers.start(r, restart=True)
+                else:
+                    await self.containers.start(r, restart=False)
+                break
+        self.facts.initialized = self.facts.initialized or (not initializing and not self.facts.init_failed)
+        if self.facts.initialized:
+            for r in self.records:
+                if r.kind != "app" or r.running:
+                    continue
+                if r.exit is None:
+                    await self.containers.start(r, restart=False)
+                elif should_restart(policy, r.spec, r.exit.code):
+                    await self.containers.start(r, restart=True)
+
+    def _active_deadline(self) -> float | None:
+        seconds = self.pod["spec"].get("activeDeadlineSeconds")
+        return None if seconds is None else self.facts.started_at + float(seconds)
+
+    # --- SyncTerminatingPod / SyncTerminatedPod --------------------------------------------------------
+
+    async def sync_terminating_pod(self, pod: Obj, termination: Termination) -> None:
+        """Stop what still runs: app containers, then sidecars in reverse order (L13), then any init container."""
+        self._set_pod(pod)
+        self.gone = termination.gone
+        if termination.reason and not self.facts.failure:
+            self.facts.failure = (termination.reason, termination.message)
+            self.containers.event(termination.reason, termination.message, "Warning")
+        apps = [r for r in self.records if r.kind == "app"]
+        await asyncio.gather(*(self.containers.stop(r, termination) for r in apps))
+        for r in reversed([r for r in self.records if r.kind == "sidecar"]):
+            await self.containers.stop(r, termination)
+        await asyncio.gather(*(self.containers.stop(r, termination) for r in self.records if r.kind == "init"))
+        for r in self.records:  # record every exit now rather than when its watcher gets to run
+            if r.process is not None and r.process.result is not None:
+                self.containers.record_exit(r, r.process.result)
+
+    async def sync_terminated_pod(self, pod: Obj, termination: Termination) -> None:
+        self._set_pod(pod)
+        if termination.shutdown:
+            self._save()  # the next agent learns from the checkpoint how the containers ended
+            return
+        if not termination.gone:
+            self.facts.final = True
+            self._publish()
+            if self.pod["metadata"].get("deletionTimestamp"):
+                self.node.status.delete_when_synced(self.pod)  # after the terminal status is acknowledged (L14)
+        checkpoint.remove(self.logs_dir)  # every process has ended
+
+    # --- status and checkpoint ---------------------------------------------------------------------------
+
+    def _publish(self, hold_phase: bool = False) -> None:
+        """Hand the status to the status manager; `hold_phase`: report the phase the API shows (Pending or
+        Running) rather than a terminal one that is not final yet."""
+        held = ""
+        if hold_phase:
+            shown = (self.pod.get("status") or {}).get("phase")
+            held = shown if shown in ("Pending", "Running") else "Running"
+        self.node.status.set_status(self.pod, self.status.build(self.pod, self.records, self.facts,
+                                                                self.node.clock.now(), held))
+
+    def _save(self) -> None:
+        data = {"uid": self.uid, "namespace": self.pod["metadata"]["namespace"],
+                "name": self.pod["metadata"]["name"], "initFailed": self.facts.init_failed,
+                "initialized": self.facts.initialized,
+                "containers": {r.name: r.checkpoint() for r in self.records}}
+        if data != self._checkpointed:
+            self._checkpointed = data
+            checkpoint.save(self.logs_dir, data)
+
+    def _adopt(self, saved: Obj) -> None:
+        """Take over from a previous agent: its records, its live processes, the published conditions."""
+        self.facts.init_failed, self.facts.initialized = bool(saved.get("initFailed")), bool(saved.get("initialized"))
+        containers = saved.get("containers") or {}
+        for r in self.records:
+            entry = containers.get(r.name)
+            if entry is None:
+                continue
+            r.restore(entry)
+            process = checkpoint.recover(self.node.runtime, entry)
+            if process is not None:
+                self.containers.adopt(r, process, starting=bool(entry.get("starting")))
+        status = self.pod.get("status") or {}
+        if status.get("startTime"):
+            self.facts.started_at = float(parse_rfc3339(status["startTime"]))
+        self.status.resume(status)
+        log.info("pod %s/%s: re-adopted %d live container(s)", self.pod["metadata"]["namespace"],
+                 self.pod["metadata"]["name"], sum(1 for r in self.records if r.running))

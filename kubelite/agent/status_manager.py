@@ -1,0 +1,193 @@
+"""The status manager: the only writer of pod status (kubelet's pkg/kubelet/status/status_manager.go).
+
+Pod workers never call the API. They hand the status they computed to `set_status`, which
+caches it with a per-pod version that only grows and wakes the sender; `set_status` cannot
+fail and never blocks, so a lost API server can never reach a pod worker (and so never a
+container). The sender writes each pod's newest status through the status subresource, with
+the pod's uid as a precondition (a pod recreated under the same name is never written), and a
+write counts as done only when the server acknowledged it: a failed write is retried with the
+client's back-off helper (1 s doubling to 10 s; each attempt sends the newest status), and a
+status older than the one acknowledged is never sent.
+
+A pod that must go (terminal, deletion requested) is deleted with grace 0 only after its
+final status was acknowledged (kubelet's `canBeDeleted`), and that delete is retried the same way.
+Every RESYNC_INTERVAL the cached statuses are compared with the API objects the agent sees;
+one that does not show what was acknowledged (the server lost it, someone overwrote it) is sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubelite.agent.loops import timed
+from kubelite.api.errors import ApiError
+from kubelite.client import retry
+from kubelite.client.http import STRATEGIC_PATCH, resource_path
+from kubelite.client.interface import Client
+from kubelite.client.retry import Backoff
+from kubelite.clock import Clock, bounded
+
+log = logging.getLogger("kubelite.agent")
+
+Obj = dict[str, Any]
+RETRY = Backoff(duration=1.0, factor=2.0, cap=10.0)  # until acknowledged (or the pod is gone)
+BUG_RETRY = 10.0  # an unexpected error (not the API's): logged, tried again after this long
+RESYNC_INTERVAL = 10.0  # kubelet's status manager syncPeriod
+GONE = (404, 409)  # the pod object is gone, or the name now holds another pod (uid precondition)
+
+
+@dataclass
+class _PodStatus:
+    namespace: str
+    name: str
+    uid: str
+    status: Obj | None = None
+    version: int = 0  # bumped by every new status; only grows
+    acked: int = 0  # the newest version the server acknowledged
+    delete: bool = False  # delete the object (grace 0) once the status is acknowledged
+    deleted: bool = False
+    retry_at: float = 0.0  # only after an unexpected error
+
+    @property
+    def due(self) -> bool:
+        return self.version > self.acked or (self.delete and not self.deleted)
+
+
+def summary(status: Obj) -> tuple[Any, ...]:
+    """What must match between the cached and the API status (fields the server may add are left out)."""
+    containers = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    return status.get("phase"), tuple((c.get("name"), c.get("restartCount"), tuple(c.get("state") or {}))
+                                      for c in containers)
+
+
+class StatusManager:
+    def __init__(self, client: Client, clock: Clock, lookup: Callable[[str, str], Obj | None] = lambda ns, n: None,
+                 ) -> None:
+        self.client = client
+        self.clock = clock
+        self.lookup = lookup  # the API object as the agent's informer has it (for the periodic resync)
+        self.pods: dict[str, _PodStatus] = {}
+        self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._wake = asyncio.Event()
+
+    # --- inputs (never block, never fail) ---------------------------------------------------------
+
+    def _entry(self, pod: Obj) -> _PodStatus:
+        meta = pod["metadata"]
+        entry = self.pods.get(meta["uid"])
+        if entry is None:
+            entry = self.pods[meta["uid"]] = _PodStatus(meta["namespace"], meta["name"], meta["uid"])
+        return entry
+
+    def set_status(self, pod: Obj, status: Obj) -> None:
+        """Cache `status` as the pod's newest; it is written as soon as possible (unchanged: nothing to do)."""
+        entry = self._entry(pod)
+        if entry.status == status:
+            return
+        entry.status, entry.version = status, entry.version + 1
+        self._due_now(entry)
+
+    def delete_when_synced(self, pod: Obj) -> None:
+        """Delete the pod object (grace 0, uid precondition) once its newest status is acknowledged."""
+        entry = self._entry(pod)
+        if not entry.delete:
+            entry.delete = True
+            self._due_now(entry)
+
+    def synced(self, uid: str) -> bool:
+        entry = self.pods.get(uid)
+        return entry is None or not entry.due
+
+    def forget(self, uid: str) -> None:
+        """The pod object is gone: nothing more to write for it."""
+        self.pods.pop(uid, None)
+        task = self._inflight.pop(uid, None)
+        if task is not None:
+            task.cancel()
+
+    def _due_now(self, entry: _PodStatus) -> None:
+        entry.retry_at = 0.0
+        self._wake.set()
+
+    # --- the sender --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        resync_at = self.clock.monotonic() + RESYNC_INTERVAL
+        while True:
+            self._wake.clear()
+            now = self.clock.monotonic()
+            if now >= resync_at:
+                self.resync()
+                resync_at = now + RESYNC_INTERVAL
+            self.send_due(now)
+            waits = [e.retry_at for e in self.pods.values() if e.due and e.uid not in self._inflight]
+            await bounded(self.clock, self._wake.wait(), min([resync_at, *waits]) - now)
+
+    def send_due(self, now: float) -> None:
+        for entry in list(self.pods.values()):
+            if entry.due and entry.retry_at <= now and entry.uid not in self._inflight:
+                task = asyncio.ensure_future(self._sync(entry))
+                self._inflight[entry.uid] = task
+                task.add_done_callback(functools.partial(self._done, entry.uid))
+
+    def _done(self, uid: str, _: asyncio.Task[None]) -> None:
+        self._inflight.pop(uid, None)
+        self._wake.set()
+
+    def resync(self) -> None:
+        """Send again every acknowledged status the API object does not show (kubelet's needsReconcile)."""
+        for entry in self.pods.values():
+            if entry.due or entry.status is None or entry.deleted:
+                continue
+            pod = self.lookup(entry.namespace, entry.name)
+            if pod is None or pod["metadata"].get("uid") != entry.uid:
+                continue
+            if summary(pod.get("status") or {}) != summary(entry.status):
+                log.info("pod %s/%s: the API does not show the acknowledged status; sending it again",
+                         entry.namespace, entry.name)
+                entry.acked = 0
+
+    async def _sync(self, entry: _PodStatus) -> None:
+        """Write the newest status, then (if asked) delete the object; retried until the server acknowledges."""
+        try:
+            await retry.on_error(lambda: self._write(entry), clock=self.clock, backoff=RETRY,
+                                 retriable=lambda exc: self._retriable(entry, exc))
+        except ApiError as exc:
+            if exc.code not in GONE:
+                raise
+            entry.acked, entry.deleted = entry.version, True  # the object is gone: nothing left to write
+        except Exception:
+            log.exception("pod %s/%s: status sync failed; retrying in %.0f s", entry.namespace, entry.name,
+                          BUG_RETRY)
+            entry.retry_at = self.clock.monotonic() + BUG_RETRY
+
+    async def _write(self, entry: _PodStatus) -> None:
+        version, status = entry.version, entry.status
+        if version > entry.acked and status is not None:
+            await timed(self.clock, self.client.patch(
+                resource_path("pods", entry.namespace, entry.name, "status"),
+                {"metadata": {"uid": entry.uid}, "status": status}, STRATEGIC_PATCH))
+            entry.acked = max(entry.acked, version)
+        if entry.delete and not entry.deleted and entry.acked >= entry.version:
+            await timed(self.clock, self.client.delete(resource_path("pods", entry.namespace, entry.name),
+                                                       {"gracePeriodSeconds": 0, "preconditions": {"uid": entry.uid}}))
+            entry.deleted = True
+
+    @staticmethod
+    def _retriable(entry: _PodStatus, exc: ApiError) -> bool:
+        if exc.code in GONE:
+            return False
+        log.warning("pod %s/%s: status write failed (%s); retrying", entry.namespace, entry.name, exc)
+        return True
+
+    async def close(self) -> None:
+        for task in list(self._inflight.values()):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

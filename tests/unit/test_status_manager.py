@@ -1,0 +1,137 @@
+"""The status manager on a fake clock: the only writer of pod status, retried until acknowledged.
+
+kubelet's status_manager_test.go cases, ported where they apply: a failed write is retried with
+back-off (TestSyncPodBackoff's intent), a stale version is never sent (TestStaleUpdates), the
+object is deleted only after the terminal status was written (TestDoNotDeleteMirrorPods' inverse:
+canBeDeleted), a vanished pod is forgotten (TestSyncPodNotFound / a uid conflict), and the
+periodic resync re-sends a status the API does not show (TestReconcilePodStatus).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kubelite.agent.status_manager import StatusManager
+from kubelite.api.errors import ApiError, unavailable
+from kubelite.clock import FakeClock
+
+Obj = dict[str, Any]
+POD: Obj = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}}
+
+
+class FlakyClient:
+    """Fails the first `failures` requests (with `error`), then answers; records every attempt."""
+
+    def __init__(self, clock: FakeClock, failures: int, error: Exception | str | None = None) -> None:
+        self.clock, self.failures = clock, failures
+        self.error = error or unavailable("connection refused")  # "stall": never answers
+        self.attempts: list[tuple[float, str, Any]] = []
+        self.acked: list[tuple[float, str, Any]] = []
+
+    async def _answer(self, kind: str, body: Any) -> Obj:
+        self.attempts.append((self.clock.monotonic(), kind, body))
+        if len(self.attempts) <= self.failures:
+            if self.error == "stall":
+                await self.clock.sleep(3600)
+            assert isinstance(self.error, Exception)
+            raise self.error
+        self.acked.append((self.clock.monotonic(), kind, body))
+        return {}
+
+    async def patch(self, path: str, body: Any, content_type: str = "") -> Obj:
+        return await self._answer("patch", body["status"])
+
+    async def delete(self, path: str, options: Obj | None = None) -> Obj:
+        return await self._answer("delete", options)
+
+
+async def _run(manager: StatusManager, clock: FakeClock, seconds: int) -> None:
+    task = asyncio.ensure_future(manager.run())
+    await clock.advance(0)
+    for _ in range(seconds):
+        await clock.advance(1)
+    task.cancel()
+
+
+@pytest.mark.parametrize("failures,error,want_attempts", [
+    pytest.param(3, None, [0.0, 1.0, 3.0, 7.0], id="retried with back-off (1 s doubling) until acknowledged"),
+    pytest.param(5, None, [0.0, 1.0, 3.0, 7.0, 15.0, 25.0], id="the back-off stops at 10 s"),
+    pytest.param(1, ApiError(500, "InternalError", "boom"), [0.0, 1.0], id="a server error is retried"),
+    pytest.param(1, "stall", [0.0, 11.0], id="a stalled server: the attempt is given up after 10 s, then retried"),
+])
+async def test_failed_status_write_is_retried(failures: int, error: Exception | str | None,
+                                              want_attempts: list[float]) -> None:
+    clock = FakeClock()
+    client = FlakyClient(clock, failures, error)
+    manager = StatusManager(client, clock)  # type: ignore[arg-type]
+    manager.set_status(POD, {"phase": "Running"})
+    await _run(manager, clock, 40)
+    assert [t for t, _, _ in client.attempts] == want_attempts
+    assert [body for _, _, body in client.acked] == [{"phase": "Running"}]
+    assert manager.synced("u1")
+
+
+async def test_stale_updates_are_never_sent() -> None:
+    """TestStaleUpdates: a newer status set while a write is failing replaces it; the older one is not sent."""
+    clock = FakeClock()
+    client = FlakyClient(clock, 1)
+    manager = StatusManager(client, clock)  # type: ignore[arg-type]
+    manager.set_status(POD, {"phase": "Pending"})
+    task = asyncio.ensure_future(manager.run())
+    await clock.advance(0)
+    manager.set_status(POD, {"phase": "Running"})
+    manager.set_status(POD, {"phase": "Running"})  # unchanged: no new version
+    await clock.advance(0)
+    for _ in range(5):
+        await clock.advance(1)
+    task.cancel()
+    assert [body for _, _, body in client.attempts] == [{"phase": "Pending"}, {"phase": "Running"}]
+    assert manager.pods["u1"].version == 2 and manager.pods["u1"].acked == 2
+
+
+@pytest.mark.parametrize("failures,want", [
+    pytest.param(0, [(0.0, "patch"), (0.0, "delete")], id="deleted right after the terminal status"),
+    pytest.param(2, [(3.0, "patch"), (3.0, "delete")], id="the delete waits until the status is acknowledged"),
+])
+async def test_pod_deleted_only_after_final_status_is_acknowledged(failures: int,
+                                                                  want: list[tuple[float, str]]) -> None:
+    clock = FakeClock()
+    client = FlakyClient(clock, failures)
+    manager = StatusManager(client, clock)  # type: ignore[arg-type]
+    manager.set_status(POD, {"phase": "Succeeded"})
+    manager.delete_when_synced(POD)
+    await _run(manager, clock, 10)
+    assert [(t, kind) for t, kind, _ in client.acked] == want
+    assert client.acked[-1][2] == {"gracePeriodSeconds": 0, "preconditions": {"uid": "u1"}}
+
+
+@pytest.mark.parametrize("code", [pytest.param(404, id="TestSyncPodNotFound"),
+                                  pytest.param(409, id="another pod now holds the name (uid precondition)")])
+async def test_gone_pod_is_not_retried(code: int) -> None:
+    clock = FakeClock()
+    client = FlakyClient(clock, 100, ApiError(code, "x", "gone"))
+    manager = StatusManager(client, clock)  # type: ignore[arg-type]
+    manager.set_status(POD, {"phase": "Running"})
+    await _run(manager, clock, 30)
+    assert len(client.attempts) == 1
+
+
+async def test_reconcile_pod_status() -> None:
+    """TestReconcilePodStatus: the periodic resync sends again a status the API object does not show."""
+    clock = FakeClock()
+    client = FlakyClient(clock, 0)
+    api: dict[str, Obj] = {"p": {**POD, "status": {"phase": "Running"}}}
+    manager = StatusManager(client, clock, lambda ns, name: api.get(name))  # type: ignore[arg-type]
+    manager.set_status(POD, {"phase": "Running"})
+    await _run(manager, clock, 15)
+    assert len(client.acked) == 1  # the API shows it: nothing to resend
+    api["p"] = {**POD, "status": {"phase": "Pending"}}  # e.g. a server restored from before the write
+    task = asyncio.ensure_future(manager.run())
+    await clock.advance(0)
+    for _ in range(11):
+        await clock.advance(1)
+    task.cancel()
+    assert [body for _, _, body in client.acked] == [{"phase": "Running"}, {"phase": "Running"}]
