@@ -4,6 +4,8 @@ driven by the real kubectl."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 
 from kubelite.clock import parse_rfc3339
 from tests.conftest import ServerProcess
-from tests.e2e.pods import get_pod, sh, wait_for
+from tests.e2e.pods import agent_pid, get_pod, sh, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -64,7 +66,7 @@ def test_indexed_job_pods_see_their_index(up: ServerProcess) -> None:
     for pod in pods(up, "batch.kubernetes.io/job-name=indexed"):
         index = pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
         seen[index] = up.kubectl("logs", pod["metadata"]["name"]).stdout.strip()
-    assert seen == {"0": "index=0", "1": "index=1", "2": "index=2"}
+    assert seen == {"0": "index=0", "1": "index=1", "2": "index=2"}, up.kubectl("get", "pods", "-o", "wide").stdout
     status = json.loads(up.kubectl("get", "job", "indexed", "-o", "json").stdout)["status"]
     assert status["completedIndexes"] == "0-2"
 
@@ -110,3 +112,29 @@ def test_statefulset_starts_in_order_and_replaces_only_after_the_old_pod_is_gone
     assert new["metadata"]["uid"] != old
     assert wait_for(lambda: json.loads(up.kubectl("get", "sts", "web", "-o", "json").stdout)["status"].get(
         "readyReplicas") == 3)
+
+
+def test_statefulset_pod_is_not_replaced_while_its_agent_cannot_confirm_it_dead(up: ServerProcess) -> None:
+    """S1 with real processes: the agent is frozen (SIGSTOP), so a deleted pod's processes are not known dead and
+    its object stays; the controller waits however long. Continued, the agent kills it, removes the object, and only
+    then is the replacement created."""
+    frozen = json.loads(json.dumps(STS))
+    frozen["metadata"]["name"] = "frozen"
+    frozen["spec"].update(replicas=2, podManagementPolicy="Parallel", selector={"matchLabels": {"app": "frozen"}})
+    frozen["spec"]["template"]["metadata"]["labels"] = {"app": "frozen"}
+    apply(up, frozen)
+    assert wait_for(lambda: sum(is_ready(p) for p in pods(up, "app=frozen")) == 2, timeout=60)
+    old = get_pod(up, "frozen-1")["metadata"]["uid"]
+    agent = agent_pid(up.proc.pid)
+    os.kill(agent, signal.SIGSTOP)
+    try:
+        up.kubectl("delete", "pod", "frozen-1", "--wait=false")
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            pod = get_pod(up, "frozen-1")
+            assert pod["metadata"]["uid"] == old and pod["metadata"]["deletionTimestamp"]
+            time.sleep(0.5)
+    finally:
+        os.kill(agent, signal.SIGCONT)
+    assert wait_for(lambda: get_pod(up, "frozen-1").get("metadata", {}).get("uid", old) != old, timeout=60)
+    assert wait_for(lambda: is_ready(get_pod(up, "frozen-1")), timeout=60)
