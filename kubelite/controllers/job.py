@@ -98,7 +98,7 @@ class JobController:
         self.expectations: dict[str, Expectations] = {}  # job uid →
         self.released: set[str] = set()  # pod uids whose finalizer we removed, not yet seen without it
         self.backoff: dict[str, BackoffRecord] = {}  # job uid →
-        self.uids: dict[Key, str] = {}
+        self.owner_uids: dict[Key, set[str]] = {}  # Job key → uids its tracked pods name as owner
         self.written: dict[Key, Obj] = {}  # each Job as our last status write returned it
         self.jobs = Informer(client, "/apis/batch/v1/jobs", clock,
                              Handlers(self._job_changed, lambda o, n: self._job_changed(n), self._job_deleted))
@@ -109,10 +109,10 @@ class JobController:
     # --- event handlers ---------------------------------------------------------------------------
 
     def _job_changed(self, job: Obj) -> None:
-        self.uids[key_of(job)] = job["metadata"]["uid"]
         self.runner.enqueue(key_of(job))
 
     def _job_deleted(self, job: Obj) -> None:
+        self.owner_uids.setdefault(key_of(job), set()).add(job["metadata"]["uid"])
         self.runner.enqueue(key_of(job))  # the reconcile releases its pods' finalizers
 
     def _owner_key(self, pod: Obj) -> Key | None:
@@ -129,9 +129,11 @@ class JobController:
         uid = pc.controller_uid(pod)
         if pod["metadata"].get("deletionTimestamp") and uid in self.expectations:
             self.expectations[uid].deletes.discard(pod["metadata"]["uid"])
+        key = self._owner_key(pod)
         if TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or []):
             self.released.discard(pod["metadata"]["uid"])
-        key = self._owner_key(pod)
+        elif key is not None and uid is not None:
+            self.owner_uids.setdefault(key, set()).add(uid)
         if key is not None:
             self.runner.enqueue(key)
 
@@ -166,16 +168,20 @@ class JobController:
         # Our own last write when the informer lags: a sync from a stale status would undercount released
         # pods and create too many.
         job = pc.newest(self.jobs.store.get(key), self.written.get(key))
+        current = job["metadata"]["uid"] if job is not None else None
+        owners = self.owner_uids.get(key, set())
+        for gone in sorted(owners - {current}):
+            # Pods of a Job that no longer exists (deleted, maybe while this controller was down): cleanupOrphanPods.
+            await self._release(self._owned_pods(gone))
+            owners.discard(gone)
+            self.expectations.pop(gone, None)
+            self.backoff.pop(gone, None)
+        if not owners:
+            self.owner_uids.pop(key, None)
         if job is None:
             self.written.pop(key, None)
-            uid = self.uids.pop(key, None)
-            if uid is not None:
-                self.expectations.pop(uid, None)
-                self.backoff.pop(uid, None)
-                await self._release(self._owned_pods(uid))
             return
-        uid = job["metadata"]["uid"]
-        pods = self._owned_pods(uid)
+        pods = self._owned_pods(current or "")
         if finish_condition(job) is not None or job["metadata"].get("deletionTimestamp"):
             await self._release([p for p in pods if TRACKING_FINALIZER in (p["metadata"].get("finalizers") or [])])
             return

@@ -236,3 +236,18 @@ async def test_suspend_deletes_active_pods_and_resume_recreates_them(cluster: Cl
                    for c in out["status"]["conditions"])
     await cluster.until(resumed, "Suspended=False, JobResumed")
     assert (await cluster.job("pause"))["status"].get("failed", 0) == 0
+
+
+async def test_pods_of_a_job_that_no_longer_exists_are_released(cluster: Cluster) -> None:
+    """cleanupOrphanPods: the tracking finalizer must not keep pods of a deleted Job (e.g. deleted while the
+    controller was down) forever."""
+    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "0000-gone", "controller": True}
+    await cluster.client.create(PODS, {"metadata": {"name": "left-behind", "finalizers": [TRACKING_FINALIZER],
+                                                    "ownerReferences": [ref],
+                                                    "labels": {"batch.kubernetes.io/job-name": "gone"}},
+                                       "spec": {"restartPolicy": "Never",
+                                                "containers": [{"name": "c", "image": "busybox"}]}})
+
+    async def released() -> bool:
+        return not (await cluster.client.get(f"{PODS}/left-behind"))["metadata"].get("finalizers")
+    await cluster.until(released, "the finalizer removed")
