@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DATA_DIR ?= $(HOME)/.local/share/kubelite
 PORT ?= 6443
 
-.PHONY: up test install sandbox lint typecheck layers unit bench bench-scheduler bench-agent clean
+.PHONY: up test install sandbox lint typecheck layers unit fuzz bench bench-scheduler bench-agent clean
 
 $(BIN)/kubelite: pyproject.toml
 	@echo "==> [1/3] Creating a Python virtual environment in $(VENV)"
@@ -49,6 +49,10 @@ layers: install
 
 test: lint typecheck layers
 	$(BIN)/pytest -q
+
+# A long fuzz campaign (CI runs a fixed-seed sample inside `make test`); figures go to RELIABILITY.md.
+fuzz: install
+	KUBELITE_FUZZ=campaign KUBELITE_FUZZ_EXAMPLES=50000 $(BIN)/pytest -s --timeout=0 tests/fuzz
 
 bench: install
 	$(BIN)/python -m benchmarks.apiserver

@@ -22,6 +22,8 @@ from aiohttp import web
 
 from kubelite.agent import checkpoint, housekeeping, logs
 from kubelite.agent.config import NodeConfig
+from kubelite.agent.eviction import wiring as eviction
+from kubelite.agent.eviction.host_stats import PodPaths
 from kubelite.agent.loops import forever
 from kubelite.agent.node import NodeReporter, host_capacity
 from kubelite.agent.pod_sync import PodSync
@@ -56,7 +58,8 @@ class Agent:
         self.port = port
         self.base_env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"}
         self.capacity = host_capacity(data_dir, config.max_pods)
-        self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port)
+        self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
+                                 lambda: self.eviction.conditions())
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
@@ -65,6 +68,10 @@ class Agent:
         self.events = EventSink(client, clock)
         self.syncers: dict[str, PodSync] = {}  # every pod this agent ran, until its object is gone (logs)
         self.pod_workers = PodWorkers(clock, self._new_syncer, self._pod_finished)
+        self.eviction = eviction.build(config.eviction, client, clock, node_name, data_dir, self.events.post,
+                                       eviction.AgentPods(clock, self._active_pods, self.evict_pod,
+                                                          self.pod_workers.could_have_running_containers,
+                                                          self._pod_paths))
         self._background: set[asyncio.Future[Any]] = set()
 
     # --- node services (services.NodeServices) -----------------------------------------------------
@@ -130,6 +137,9 @@ class Agent:
 
     def admit(self, pod: Obj) -> tuple[str, str] | None:
         """Node-side admission: refuse pods that do not fit the node's allocatable (OutOfcpu, …)."""
+        refused = self.eviction.admit(pod)  # under node pressure (the eviction manager's admit handler)
+        if refused is not None:
+            return refused
         used: dict[str, int] = {}
         running = [s for uid, s in self.syncers.items() if self.pod_workers.could_have_running_containers(uid)]
         for s in running:
@@ -156,6 +166,28 @@ class Agent:
         """The node-pressure eviction hook: stop this pod now with `grace` seconds, then mark it Failed with
         `reason` and `message` (pod sync records the event). False when no worker runs the pod."""
         return self.pod_workers.stop_pod(uid, grace, reason, message)
+
+    def _active_pods(self) -> list[Obj]:
+        """kubelet's GetActivePods: the pods running here that no one has decided to stop yet."""
+        return [s.pod for uid, s in self.syncers.items()
+                if self.pod_workers.could_have_running_containers(uid) and not self.pod_workers.is_terminating(uid)]
+
+    def _pod_paths(self, pod: Obj) -> PodPaths:
+        """Where the eviction manager finds a pod's usage: its emptyDirs and log directories, and for real
+        processes their cgroups and process groups (hollow containers have neither: no memory to count)."""
+        syncer = self.syncers.get(pod["metadata"]["uid"])
+        if syncer is None:
+            return PodPaths()
+        cgroups = getattr(self.runtime, "cgroups", None)  # the process runtime's; the hollow one has none
+        live = [(r.name, r.process) for r in syncer.records if r.process is not None and r.process.alive]
+        real = hasattr(self.runtime, "cgroups")
+        return PodPaths(
+            volumes={v["name"]: syncer.logs_dir / "volumes" / v["name"]
+                     for v in pod["spec"].get("volumes") or [] if "emptyDir" in v},
+            logs={r.name: syncer.logs_dir / r.name for r in syncer.records},
+            cgroups={name: cgroups.dirs["memory"] / str(getattr(p, "cgroup", "")) for name, p in live
+                     if cgroups is not None and getattr(p, "cgroup", None)},
+            process_groups={name: [p.pid] for name, p in live if real})
 
     async def _clean_up_orphans(self) -> None:
         """After the first list: stop the processes of checkpointed pods that are gone, remove stray dirs."""
@@ -185,7 +217,8 @@ class Agent:
             await self.node.register()
             tasks = [asyncio.create_task(forever(self.clock, name, loop)) for name, loop in (
                 ("node heartbeat", self.node.heartbeat), ("pod informer", self.pods.run),
-                ("status manager", self.status.run), ("event sender", self.events.run))]
+                ("status manager", self.status.run), ("event sender", self.events.run),
+                ("eviction manager", self.eviction.run))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
             await asyncio.gather(*tasks)
         finally:

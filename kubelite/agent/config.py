@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from kubelite.agent.eviction.thresholds import EvictionConfig, ThresholdConfigError, eviction_config
 from kubelite.agent.lifecycle import INITIAL_BACKOFF, MAX_BACKOFF
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?$")
@@ -32,8 +33,7 @@ class NodeConfig:
     max_restart_period: float = MAX_BACKOFF
     initial_backoff: float = INITIAL_BACKOFF
     image_catalog: dict[str, list[str]] = field(default_factory=dict)
-    eviction_hard: dict[str, str] = field(default_factory=dict)
-    eviction_soft: dict[str, str] = field(default_factory=dict)
+    eviction: EvictionConfig = field(default_factory=lambda: eviction_config({}))
     max_pods: int = 110
     shutdown_grace_period: float = 0.0  # > 0: on shutdown the agent stops its pods (kubelet's graceful node shutdown)
 
@@ -56,8 +56,10 @@ def parse(raw: dict[str, Any]) -> NodeConfig:
         if not isinstance(entry, list) or not all(isinstance(a, str) for a in entry):
             raise NodeConfigError(f"imageCatalog[{image}]: must be a list of strings (the entrypoint)")
     cfg.image_catalog = dict(catalog)
-    cfg.eviction_hard = dict(raw.get("evictionHard") or {})
-    cfg.eviction_soft = dict(raw.get("evictionSoft") or {})
+    try:
+        cfg.eviction = eviction_config(raw)
+    except ThresholdConfigError as exc:
+        raise NodeConfigError(str(exc)) from None
     cfg.max_pods = int(raw.get("maxPods", 110))
     if raw.get("shutdownGracePeriod"):
         cfg.shutdown_grace_period = duration(raw["shutdownGracePeriod"])

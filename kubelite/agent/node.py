@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kubelite.agent.eviction.node_status import pressure_condition
 from kubelite.agent.loops import timed
 from kubelite.api.errors import ApiError
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
@@ -45,23 +46,23 @@ def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
 
 class NodeReporter:
     def __init__(self, client: Client, clock: Clock, name: str, host_ip: str, capacity: dict[str, str],
-                 port: Callable[[], int]) -> None:
+                 port: Callable[[], int], pressure: Callable[[], list[Obj]] | None = None) -> None:
         self.client = client
         self.clock = clock
         self.name = name
         self.host_ip = host_ip
         self.capacity = capacity
         self.port = port  # the agent's log endpoint, known once it listens
+        self.pressure = pressure  # the eviction manager's MemoryPressure, DiskPressure and PIDPressure conditions
         self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
 
     def node_object(self) -> Obj:
         now = rfc3339(self.clock.now())
         conditions = [{"type": t, "status": s, "reason": r, "message": m, "lastHeartbeatTime": now,
                        "lastTransitionTime": self._since} for t, s, r, m in (
-            ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-            ("Ready", "True", "KubeletReady", "kubelet is posting ready status"))]
+            ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),)]
+        conditions[:0] = self.pressure() if self.pressure is not None else [
+            pressure_condition(c, False, now, self._since) for c in ("MemoryPressure", "DiskPressure", "PIDPressure")]
         machine = platform.machine()
         return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "labels": {
             "kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",

@@ -86,6 +86,13 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
+def cannot_decode(kind: str, version: str, cause: Cause) -> ApiError:
+    """A body that does not decode into the kind (upstream's codec error); the cause names the field."""
+    return ApiError(400, "BadRequest", f'{kind} in version "{version}" cannot be handled as a {kind}: '
+                                       f"{cause.message}",
+                    {"causes": [cause.to_dict()]})
+
+
 def forbidden(message: str) -> ApiError:
     return ApiError(403, "Forbidden", message)
 
@@ -134,5 +141,8 @@ def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}")
 
 
-def timeout(message: str) -> ApiError:
-    return ApiError(504, "Timeout", message)
+def too_large_resource_version(requested: int, current: int) -> ApiError:
+    """storage.NewTooLargeResourceVersionError: a 504 the client retries after a second."""
+    return ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {current}",
+                    {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                     "retryAfterSeconds": 1}, {"Retry-After": "1"})

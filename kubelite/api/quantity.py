@@ -10,6 +10,7 @@ import math
 import re
 from fractions import Fraction
 from functools import lru_cache
+from typing import NoReturn
 
 _SUFFIX: dict[str, Fraction] = {
     "": Fraction(1),
@@ -22,31 +23,58 @@ _SUFFIX: dict[str, Fraction] = {
 _RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$")
 
 
+FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+MAX_DIGITS = 64  # characters of the numeric part; far beyond int64, far below Python's 4,300-digit guard
+MAX_EXPONENT = 1000  # kubelite's bound; upstream keeps any int32 exponent as an inf.Dec scale
+
+
 class QuantityError(ValueError):
     pass
 
 
-@lru_cache(maxsize=4096)
-def parse_quantity(text: str | int | float) -> Fraction:
-    if isinstance(text, bool):
-        raise QuantityError(f"quantities must match the regular expression: {text!r}")
+def parse_quantity(text: object) -> Fraction:
+    """A quantity from its string or JSON number; anything else, or one out of bounds, is a QuantityError."""
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise QuantityError(FORMAT)
     if isinstance(text, int):
+        if abs(text) >= 10**MAX_DIGITS:
+            _too_long()
         return Fraction(text)
     if isinstance(text, float):
-        return Fraction(str(text))
+        if not math.isfinite(text):
+            raise QuantityError(FORMAT)
+        return _parse(repr(text))
+    return _parse(text)
+
+
+def _too_long() -> NoReturn:
+    raise QuantityError(f"unable to parse numeric part of quantity: more than {MAX_DIGITS} digits")
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Fraction:
+    """Bounded before any arithmetic: at most MAX_DIGITS digits and a decimal exponent within ±MAX_EXPONENT, so
+    `1e10000001` is refused at once instead of building a ten-million-digit number."""
+    if len(text) > MAX_DIGITS + 16:  # before the regex, whose backtracking is quadratic in the length
+        _too_long()
     m = _RE.match(text.strip())
     if not m:
-        raise QuantityError("quantities must match the regular expression "
-                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+        raise QuantityError(FORMAT)
+    if len(m.group(1)) > MAX_DIGITS:
+        _too_long()
     number = Fraction(m.group(1))
     if m.group(2):
-        return number * Fraction(10) ** int(m.group(2)[1:])
+        exponent = m.group(2)[1:]
+        if len(exponent.lstrip("+-")) > 4 or abs(int(exponent)) > MAX_EXPONENT:
+            raise QuantityError(f"unable to parse quantity's suffix: exponent {exponent[:16]} is out of range "
+                                f"(at most {MAX_EXPONENT})")
+        return number * Fraction(10) ** int(exponent)
     return number * _SUFFIX[m.group(3) or ""]
 
 
-def milli_value(text: str | int | float) -> int:
+def milli_value(text: object) -> int:
     return math.ceil(parse_quantity(text) * 1000)
 
 
-def value(text: str | int | float) -> int:
+def value(text: object) -> int:
     return math.ceil(parse_quantity(text))

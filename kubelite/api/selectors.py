@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubelite.api.errors import ApiError, bad_request
+from kubelite.api.validation import is_label_value, is_qualified_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,26 +90,35 @@ def parse_label_selector(text: str) -> LabelSelector:
     for part in _split_top_level(text or ""):
         m = _SET_RE.match(part)
         if m:
-            values = frozenset(v.strip() for v in m.group(3).split(",") if v.strip())
-            reqs.append(Requirement(m.group(1), "In" if m.group(2) == "in" else "NotIn", values))
+            values = [v.strip() for v in m.group(3).split(",") if v.strip()]
+            reqs.append(_requirement(m.group(1), "In" if m.group(2) == "in" else "NotIn", values))
             continue
         if part.startswith("!"):
-            reqs.append(Requirement(_check_key(part[1:].strip()), "DoesNotExist"))
+            reqs.append(_requirement(part[1:].strip(), "DoesNotExist", []))
             continue
         for token, op in _OPS:
             if token in part:
                 key, _, value = part.partition(token)
-                reqs.append(Requirement(_check_key(key.strip()), op, frozenset([value.strip()])))
+                reqs.append(_requirement(key.strip(), op, [value.strip()]))
                 break
         else:
-            reqs.append(Requirement(_check_key(part), "Exists"))
+            reqs.append(_requirement(part, "Exists", []))
     return LabelSelector(tuple(reqs))
 
 
-def _check_key(key: str) -> str:
-    if not key or any(c in key for c in " ()!=<>,"):
-        raise bad_request(f"unable to parse requirement: invalid label key {key!r}")
-    return key
+def _requirement(key: str, op: str, values: list[str]) -> Requirement:
+    """labels.NewRequirement: a qualified key, valid label values, the number of values the operator takes."""
+    problems = [f'key: Invalid value: "{key}": {e}' for e in is_qualified_name(key)]
+    if op in ("In", "NotIn") and not values:
+        problems.append("values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty")
+    if op in ("Gt", "Lt") and not all(v.lstrip("-").isdigit() for v in values):
+        problems.append(f"values[0]: Invalid value: \"{values[0]}\": for 'Gt', 'Lt' operators, the value must be "
+                        "an integer")
+    for i, value in enumerate(values):
+        problems += [f'values[{i}][{key}]: Invalid value: "{value}": {e}' for e in is_label_value(value)]
+    if problems:
+        raise bad_request(f"unable to parse requirement: {problems[0]}")
+    return Requirement(key, op, frozenset(values))
 
 
 def compile_label_selector(selector: Mapping[str, Any] | None) -> LabelSelector:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -95,15 +96,22 @@ class ApiServer:
                 self._authenticate(request)
             return await handler(request)
         except ApiError as exc:
-            return respond(exc.status(), exc.code)
+            resp = respond(exc.status(), exc.code)
+            resp.headers.update(exc.headers)
+            return resp
         except (asyncio.CancelledError, ConnectionResetError):
             raise
         except web.HTTPException:
             raise
-        except Exception as exc:  # never a traceback to the client
-            log.exception("internal error serving %s %s", request.method, request.path)
-            err = errors.internal(f"{type(exc).__name__}: {exc}")
-            return respond(err.status(), err.code)
+        except Exception:  # never a traceback, nor an exception's text, to the client: the log has both
+            request_id = str(uuid.uuid4())
+            log.exception("internal error serving %s %s (request id %s)", request.method, request.path_qs,
+                          request_id)
+            err = errors.internal(f"an error on the server (request id {request_id}) has prevented the request "
+                                  "from succeeding")
+            resp = respond(err.status(), err.code)
+            resp.headers["Audit-Id"] = request_id  # kube-apiserver's per-request id header
+            return resp
 
     def _authenticate(self, request: web.Request) -> None:
         header = request.headers.get("Authorization", "")

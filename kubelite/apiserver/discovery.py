@@ -1,19 +1,19 @@
 """Discovery (`/api`, `/apis`, per group-version lists, aggregated v2), `/version` and `/openapi/v3`.
 
 All of it is derived from the resource catalogue, so a new resource shows up everywhere
-at once. The OpenAPI documents are the minimal form kubectl needs to hand validation
-to the server (research/kubectl-compat.md §4.3): one patch path per kind declaring the
-`fieldValidation` parameter.
+at once; the OpenAPI documents are built by `openapi` from the client's models.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 import orjson
 
+from kubelite.apiserver import openapi
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Resource
 
@@ -128,10 +128,6 @@ def aggregated(core: bool) -> Obj:
 
 # --- OpenAPI v3 ----------------------------------------------------------------------------------
 
-_PARAMS = [{"name": p, "in": "query", "schema": {"type": "string"}}
-           for p in ("dryRun", "fieldManager", "fieldValidation", "force")]
-
-
 def _openapi_path(gv: str) -> str:
     return "api/v1" if gv == "v1" else f"apis/{gv}"
 
@@ -139,20 +135,12 @@ def _openapi_path(gv: str) -> str:
 def openapi_document(path: str) -> Obj | None:
     gv = "v1" if path == "api/v1" else path.removeprefix("apis/")
     members = groups().get(gv)
-    if members is None:
-        return None
-    paths: Obj = {}
-    for r in members:
-        base = f"/{_openapi_path(gv)}/" + ("namespaces/{namespace}/" if r.namespaced else "") + r.plural
-        paths[base + "/{name}"] = {"patch": {
-            "operationId": f"patch{r.kind}", "x-kubernetes-action": "patch",
-            "x-kubernetes-group-version-kind": {"group": r.group, "version": r.version, "kind": r.kind},
-            "parameters": _PARAMS, "responses": {"200": {"description": "OK"}}}}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
-            "components": {"schemas": {}}, "paths": paths}
+    return openapi.document(gv, tuple(members)) if members is not None else None
 
 
+@cache
 def openapi_index() -> Obj:
+    """Each document's URL carries a hash of its content, as upstream's, so clients may cache it."""
     paths = {}
     for gv in groups():
         doc = orjson.dumps(openapi_document(_openapi_path(gv)))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import orjson
 from aiohttp import web
 
 from kubelite.api import errors
+from kubelite.api.errors import Cause
 from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
-from kubelite.apiserver import logs, patch, schema, subresources, tables, watch
+from kubelite.apiserver import logs, patch, schema, subresources, tables, typecheck, watch
 from kubelite.apiserver.cache import decode
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.request import (
@@ -22,6 +24,7 @@ from kubelite.apiserver.request import (
     PROTOBUF,
     YAML,
     Target,
+    check_depth,
     decode_body,
     media_type,
     parse_bool,
@@ -33,12 +36,13 @@ from kubelite.apiserver.rest import Registry, status_success
 from kubelite.store.interface import Compacted, FutureRevision
 
 _VALIDATION = ("Strict", "Warn", "Ignore")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     resp = web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
-    for w in warnings or []:
-        escaped = w.replace("\\", "\\\\").replace('"', '\\"')
+    for w in warnings or []:  # control characters become spaces, as Go writes header values
+        escaped = _CONTROL.sub(" ", w).replace("\\", "\\\\").replace('"', '\\"')
         resp.headers.add("Warning", f'299 - "{escaped}"')
     return resp
 
@@ -132,8 +136,7 @@ class ResourceHandlers:
             except Compacted as exc:
                 raise errors.gone(f"too old resource version: {exc.requested} ({exc.compacted})") from None
             except FutureRevision as exc:
-                raise errors.timeout(f"Too large resource version: {exc.requested}, current: {exc.current}") \
-                    from None
+                raise errors.too_large_resource_version(exc.requested, exc.current) from None
             return [decode(kv) for kv in listed.items], listed.revision
         return self.caches[r].list(namespace), self.caches.revision
 
@@ -169,7 +172,8 @@ class ResourceHandlers:
         return problems
 
     def _check_namespace(self, obj: Obj, target: Target) -> None:
-        ns = (obj.get("metadata") or {}).get("namespace")
+        meta = obj.get("metadata")
+        ns = meta.get("namespace") if isinstance(meta, dict) else None  # a malformed one fails its type check
         if target.resource is not None and target.resource.namespaced and ns and ns != target.namespace:
             raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
                                      "the request")
@@ -181,7 +185,7 @@ class ResourceHandlers:
             raise errors.method_not_allowed("POST", r.plural)
         obj, warnings = await self._decode_object(request, r)
         self._check_namespace(obj, target)
-        created = await self.registry.create(r, target.namespace, obj, _dry_run(request))
+        created = await self.registry.create(r, target.namespace, obj, _dry_run(request), warnings)
         return respond(created, 201, warnings)
 
     async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -190,7 +194,7 @@ class ResourceHandlers:
         obj, warnings = await self._decode_object(request, r)
         self._check_namespace(obj, target)
         updated = await self.registry.update(r, target.namespace, target.name, obj, target.subresource,
-                                             _dry_run(request))
+                                             _dry_run(request), warnings)
         return respond(updated, 200, warnings)
 
     async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -211,11 +215,17 @@ class ResourceHandlers:
                 out = patch.merge_patch(cur, patch_doc)
             else:
                 out = patch.strategic_merge_patch(cur, patch_doc, r.kind)
+            try:
+                check_depth(out)  # operations on nested paths may build what no single document could
+            except ValueError as exc:
+                raise errors.bad_request(f"the patched object could not be stored: {exc}") from None
             warnings[:] = self._field_validation(request, r, out, None)
             return out
 
-        patched = await self.registry.patch(r, target.namespace, target.name, apply, target.subresource, dry_run)
-        return respond(patched, 200, warnings)
+        admitted: list[str] = []
+        patched = await self.registry.patch(r, target.namespace, target.name, apply, target.subresource, dry_run,
+                                            admitted)
+        return respond(patched, 200, warnings + admitted)
 
     async def _apply(self, request: web.Request, target: Target, doc: Any, dry_run: bool) -> web.StreamResponse:
         """Server-side apply as an upsert plus strategic merge (no managedFields or conflict detection yet)."""
@@ -225,14 +235,16 @@ class ResourceHandlers:
             raise errors.bad_request("PATCH, application/apply-patch+yaml requires fieldManager to be set")
         if not isinstance(doc, dict):
             raise errors.bad_request("apply patch must be an object")
+        self.registry.check_types(r, doc)
         warnings = self._field_validation(request, r, doc, None)
         if self.caches[r].get(target.namespace, target.name) is None:
             doc.setdefault("metadata", {})["name"] = target.name
-            return respond(await self.registry.create(r, target.namespace, doc, dry_run), 201, warnings)
+            return respond(await self.registry.create(r, target.namespace, doc, dry_run, warnings), 201, warnings)
+        admitted: list[str] = []
         patched = await self.registry.patch(r, target.namespace, target.name,
                                             lambda cur: patch.strategic_merge_patch(cur, doc, r.kind),
-                                            target.subresource, dry_run)
-        return respond(patched, 200, warnings)
+                                            target.subresource, dry_run, admitted)
+        return respond(patched, 200, warnings + admitted)
 
     async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
@@ -243,6 +255,7 @@ class ResourceHandlers:
             decoded = decode_body(body, media_type(request), (JSON, YAML, PROTOBUF))
             if not isinstance(decoded, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
+            _check_types(decoded, "V1DeleteOptions", "DeleteOptions")
             options = decoded
         grace = parse_int(request.query.get("gracePeriodSeconds"), "gracePeriodSeconds")
         if grace is not None:
@@ -262,6 +275,7 @@ class ResourceHandlers:
         binding = decode_body(await read_body(request), media_type(request))
         if not isinstance(binding, dict):
             raise errors.bad_request("the body must be a Binding")
+        _check_types(binding, "V1Binding", "Binding")
         meta = binding.setdefault("metadata", {})
         if name is not None:
             if meta.get("name") and meta["name"] != name:
@@ -275,11 +289,19 @@ class ResourceHandlers:
         eviction = decode_body(await read_body(request), media_type(request))
         if not isinstance(eviction, dict):
             raise errors.bad_request("the body must be an Eviction")
+        _check_types(eviction, "V1Eviction", "Eviction")
         name = (eviction.get("metadata") or {}).get("name")
         if name and name != target.name:
             raise errors.bad_request("name in URL does not match name in Eviction object")
         result = await subresources.evict(self.registry, target.namespace, target.name, eviction, _dry_run(request))
         return respond(result, 201)
+
+
+def _check_types(body: Obj, model: str, kind: str) -> None:
+    """Options and subresource bodies decode into their Go types upstream, as objects do."""
+    mismatch = typecheck.check(body, model)
+    if mismatch is not None:
+        raise errors.cannot_decode(kind, "v1", Cause("FieldValueInvalid", mismatch.error, mismatch.path))
 
 
 def _dry_run(request: web.Request) -> bool:
@@ -305,7 +327,9 @@ def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) ->
             state = orjson.loads(base64.urlsafe_b64decode(token.encode()))
             last = (state["ns"], state["name"])
         except (ValueError, KeyError, TypeError):
-            raise errors.bad_request("continue key is not valid") from None
+            last = None
+        if last is None or not all(isinstance(part, str) for part in last):  # forged or truncated
+            raise errors.bad_request("continue key is not valid")
         start = next((i for i, o in enumerate(items)
                       if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > last), len(items))
     if not limit or limit <= 0 or start + limit >= len(items):

@@ -11,7 +11,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
+
 from kubelite.api.errors import ApiError, bad_request
+
+MAX_JSON_PATCH_OPERATIONS = 10_000
+MAX_COPY_BYTES = 3 * 1024 * 1024
 
 Meta = dict[tuple[str, ...], tuple[str, str]]  # path → (strategy, merge key); strategy merge|replace|retainKeys
 
@@ -158,13 +163,27 @@ def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
     return doc
 
 
+def _size(value: Any) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:  # an integer beyond 64 bits (from YAML): measured by its text instead
+        return len(repr(value))
+
+
 def json_patch(doc: Any, ops: Any) -> Any:
+    """RFC 6902 with kube-apiserver's bounds: at most 10,000 operations (413), and `copy` may add at most
+    3 MiB in all (json-patch's AccumulatedCopySizeLimit), so a few doubling copies cannot build a huge object."""
     if not isinstance(ops, list):
         raise bad_request("json patch must be a list of operations")
+    if len(ops) > MAX_JSON_PATCH_OPERATIONS:
+        raise ApiError(413, "RequestEntityTooLarge", f"The allowed maximum operations in a JSON patch is "
+                                                     f"{MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}")
     doc = copy.deepcopy(doc)
+    copied = 0
     for op in ops:
-        if not isinstance(op, dict) or "op" not in op or "path" not in op:
-            raise bad_request(f"invalid json patch operation: {op!r}")
+        if not isinstance(op, dict) or not isinstance(op.get("op"), str) or not isinstance(op.get("path"), str) \
+                or not isinstance(op.get("from", ""), str):
+            raise bad_request(f"invalid json patch operation: {str(op)[:200]}")
         kind, path = op["op"], op["path"]
         if kind == "add":
             doc = _add(doc, path, copy.deepcopy(op.get("value")))
@@ -174,6 +193,11 @@ def json_patch(doc: Any, ops: Any) -> Any:
             doc = _add(doc, path, copy.deepcopy(op.get("value")), replace=True)
         elif kind in ("move", "copy"):
             source = op.get("from", "")
+            if kind == "copy":
+                copied += _size(_get(doc, source))
+                if copied > MAX_COPY_BYTES:
+                    raise _invalid(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                                   f"exceeding the limit {MAX_COPY_BYTES}")
             value = _remove(doc, source) if kind == "move" else copy.deepcopy(_get(doc, source))
             doc = _add(doc, path, value)
         elif kind == "test":

@@ -253,12 +253,21 @@ DECODERS: dict[str, Callable[[bytes], Obj]] = {
 
 def decode(body: bytes) -> Obj:
     """Decode a `k8s\\0` envelope into a JSON-shaped dict, or raise ProtobufError naming the kind."""
+    try:
+        return _decode(body)
+    except UnicodeDecodeError as exc:
+        raise ProtobufError(f"proto: invalid UTF-8 in a string field: {exc.reason}") from None
+
+
+def _decode(body: bytes) -> Obj:
     if body[:4] != MAGIC:
         raise ProtobufError("not a Kubernetes protobuf envelope")
     type_meta: dict[int, str] = {}
     raw = b""
     for num, v in _fields(body[4:]):
         if num == 1:
+            if not isinstance(v, bytes) or not all(isinstance(x, bytes) for _, x in _fields(v)):
+                raise ProtobufError("proto: wrong wireType for a field of TypeMeta")
             type_meta = {n: x.decode() for n, x in _fields(v)}
         elif num == 2:
             raw = v
@@ -267,6 +276,9 @@ def decode(body: bytes) -> Obj:
     if decoder is None:
         raise UnsupportedKind(f"protobuf bodies of kind {kind or '<unknown>'} are not supported; "
                             "send JSON (kubectl create -f / apply -f)")
-    obj = decoder(raw)
+    try:
+        obj = decoder(raw)
+    except (AttributeError, TypeError):  # a varint where bytes belong, or the reverse (gogo: "wrong wireType")
+        raise ProtobufError(f"proto: wrong wireType for a field of {kind}") from None
     obj["apiVersion"], obj["kind"] = api_version, kind
     return obj

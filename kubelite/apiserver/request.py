@@ -7,6 +7,7 @@ protobuf envelopes for DeleteOptions and imperative creates, YAML bodies.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,10 @@ from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Resource
 
 MAX_BODY = 3 * 1024 * 1024
+MAX_DEPTH = 100  # nesting of decoded bodies; built-in kinds need about 20 levels
+YAML_EXPANSION = 10  # nodes a YAML document may have per byte once its aliases are expanded (plus 10,000)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU]0{0,4}[dD][89a-fA-F]")  # \ud800-\udfff in JSON, also \U0000d800 in YAML
 JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -88,12 +93,18 @@ def parse_bool(value: str | None, name: str) -> bool:
 
 
 def parse_int(value: str | None, name: str) -> int | None:
+    """A query integer as Go's strconv.ParseInt(v, 10, 64): out of the int64 range is malformed, not huge."""
     if value is None or value == "":
         return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.bad_request(f'invalid value for {name}: "{value}": must be an integer') from None
+    if len(value) <= 20:
+        try:
+            number = int(value)
+        except ValueError:
+            pass
+        else:
+            if INT64_MIN <= number <= INT64_MAX:
+                return number
+    raise errors.bad_request(f'invalid value for {name}: "{value[:64]}": must be an integer')
 
 
 def media_type(request: web.Request) -> str:
@@ -102,12 +113,21 @@ def media_type(request: web.Request) -> str:
 
 
 async def read_body(request: web.Request) -> bytes:
+    """The whole body, up to MAX_BODY (413 beyond, as upstream's 3 MiB limit).
+
+    `StreamReader.read(n)` returns what has arrived so far, so one call reads a body that
+    spans TCP or TLS records short; read until the end of the stream.
+    """
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise errors.too_large(MAX_BODY)
-    body = await request.content.read(MAX_BODY + 1)
-    if len(body) > MAX_BODY:
-        raise errors.too_large(MAX_BODY)
-    return body
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await request.content.read(MAX_BODY + 1 - size):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise errors.too_large(MAX_BODY)
+    return b"".join(chunks)
 
 
 def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON, YAML, PROTOBUF)) -> Any:
@@ -118,14 +138,82 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON
         if content_type == PROTOBUF:
             return protobuf.decode(body)
         if content_type in (YAML, APPLY_PATCH):
-            return yaml.safe_load(body)
-        return orjson.loads(body)
+            doc = yaml.safe_load(body)
+            expanded_size(doc, YAML_EXPANSION * len(body) + 10_000)
+        else:
+            doc = orjson.loads(body)
+        check_depth(doc)
+        return _without_surrogates(doc) if _SURROGATE_ESCAPE.search(body) else doc
     except protobuf.UnsupportedKind as exc:
         raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
     except protobuf.ProtobufError as exc:
         raise errors.bad_request(f"unable to decode protobuf body: {exc}") from None
-    except (orjson.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
+    except RecursionError:  # PyYAML composes recursively
+        raise errors.bad_request(f"the body of the request could not be decoded: exceeded max depth {MAX_DEPTH}") \
+            from None
+    except (ValueError, yaml.YAMLError) as exc:  # JSON and UTF-8 errors are ValueErrors, as are 5,000-digit ints
         raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from None
+
+
+def _without_surrogates(doc: Any) -> Any:
+    """Lone UTF-16 surrogates (`"\\ud800"`) become U+FFFD, as Go's decoder makes them: they cannot be encoded."""
+    def clean(text: str) -> str:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    if isinstance(doc, str):
+        return clean(doc)
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            for k in list(value):
+                v = value.pop(k)
+                value[clean(k)] = clean(v) if isinstance(v, str) else v
+                stack.append(v)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                if isinstance(v, str):
+                    value[i] = clean(v)
+                stack.append(v)
+    return doc
+
+
+def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse documents nested deeper than `limit` (iteratively: the check itself must not recurse)."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    raise ValueError(f"exceeded max depth {limit}")
+                stack.append((child, depth + 1))
+
+
+def expanded_size(doc: Any, limit: int) -> int:
+    """Nodes of `doc` with every shared (aliased) node counted at each use: a YAML alias bomb is a small DAG with
+    a huge expansion, refused as go-yaml does. Memoized per node, so the count costs the DAG, not the expansion."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(value: Any) -> int:
+        if not isinstance(value, (dict, list)):
+            return 1
+        key = id(value)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise ValueError("yaml: document contains a recursive alias")
+        active.add(key)
+        total = 1 + sum(size(v) for v in (value.values() if isinstance(value, dict) else value))
+        active.discard(key)
+        if total > limit:
+            raise ValueError("yaml: document contains excessive aliasing")
+        sizes[key] = total
+        return total
+
+    return size(doc)
 
 
 def wants_table(request: web.Request) -> bool:

@@ -19,6 +19,7 @@ import orjson
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
+from kubelite.apiserver import typecheck
 from kubelite.apiserver.cache import Caches, decode
 from kubelite.apiserver.registry import STRATEGIES
 from kubelite.apiserver.registry.base import Obj, Resource, Strategy
@@ -26,6 +27,8 @@ from kubelite.apiserver.registry.core import NAMESPACES
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.store.interface import KeyExists, KeyNotFound, RevisionMismatch, Store
 
+MAX_OBJECT_BYTES = 1536 * 1024  # etcd's --max-request-bytes default
+LAST_TIMESTAMP = 253402300799.0  # 9999-12-31T23:59:59Z
 MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries unpinned conflicts without bound
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -39,14 +42,25 @@ def copy_obj(obj: Obj) -> Obj:
 
 
 def encode(obj: Obj) -> bytes:
-    """Stored form: resourceVersion lives in the store's revision, not in the value."""
+    """Stored form: resourceVersion lives in the store's revision, not in the value.
+
+    An object over etcd's default request limit is refused as kube-apiserver refuses it, whatever built it
+    (a large body, a patch that grew the object)."""
     meta = obj["metadata"]
     rv = meta.pop("resourceVersion", None)
     try:
-        return orjson.dumps(obj)
+        data = orjson.dumps(obj)
     finally:
         if rv is not None:
             meta["resourceVersion"] = rv
+    if len(data) > MAX_OBJECT_BYTES:
+        raise errors.ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
+    return data
+
+
+def _deadline(ts: float) -> str:
+    """A deletion deadline; a grace period of 10^12 s (valid int64) ends at the last representable second."""
+    return rfc3339(min(ts, LAST_TIMESTAMP))
 
 
 def _with_rv(obj: Obj, rev: int) -> Obj:
@@ -107,8 +121,11 @@ class Registry:
 
     # --- create ----------------------------------------------------------------------------------
 
-    async def create(self, resource: Resource, namespace: str, obj: Obj, dry_run: bool = False) -> Obj:
+    async def create(self, resource: Resource, namespace: str, obj: Obj, dry_run: bool = False,
+                     warnings: builtins.list[str] | None = None) -> Obj:
+        """Store a new object; the strategy's warnings about it are appended to `warnings`."""
         strategy = self.strategies[resource]
+        self.check_types(resource, obj)
         meta = obj.setdefault("metadata", {})
         if resource.namespaced:
             meta["namespace"] = namespace
@@ -124,11 +141,16 @@ class Registry:
         if generate:
             meta["name"] = meta["generateName"] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
         self._check_namespace(resource, namespace, meta.get("name", ""))
+        if not meta.get("name"):  # strategies may rely on a name; upstream's validation says the same
+            self._raise_invalid(resource, obj, [Cause("FieldValueRequired", "Required value: name or generateName "
+                                                                            "is required", "metadata.name")])
         strategy.prepare_create(obj, self)
         refusals = strategy.admit(obj, self)
         if refusals:
             raise self._forbidden(resource, meta.get("name", ""), "; ".join(refusals))
         self._raise_invalid(resource, obj, strategy.validate(obj))
+        if warnings is not None:
+            warnings += strategy.warnings(obj, None)
         if dry_run:
             if self.caches[resource].get(namespace, meta["name"]) is not None:
                 raise errors.already_exists(resource.plural, meta["name"], resource.group)
@@ -145,6 +167,19 @@ class Registry:
             raise errors.already_exists(resource.plural, meta["name"], resource.group)
         await self.caches.wait_for(kv.mod_revision)
         return _with_rv(obj, kv.mod_revision)
+
+    @staticmethod
+    def check_types(resource: Resource, obj: Obj, patch: bool = False) -> None:
+        """Decode as upstream: a wrong JSON type is a 400 naming the field, or after a patch a 422 on `patch`."""
+        mismatch = typecheck.check(obj, resource.model)
+        if mismatch is None:
+            return
+        if patch:  # apiserver/pkg/endpoints/handlers/patch.go: field.Invalid(field.NewPath("patch"), patchedObjJS, err)
+            shown = orjson.dumps(orjson.dumps(obj).decode()).decode()
+            raise errors.invalid("", "", [Cause("FieldValueInvalid", f"Invalid value: {shown}: {mismatch.error}",
+                                                "patch")])
+        raise errors.cannot_decode(resource.kind, resource.version,
+                                   Cause("FieldValueInvalid", mismatch.error, mismatch.path))
 
     def _raise_invalid(self, resource: Resource, obj: Obj, causes: builtins.list[Cause]) -> None:
         if causes:
@@ -186,7 +221,8 @@ class Registry:
         return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
             not (obj.get("spec") or {}).get("finalizers") and meta.get("deletionGracePeriodSeconds") == 0
 
-    def _update_mutation(self, resource: Resource, body: Obj, subresource: str) -> Mutate:
+    def _update_mutation(self, resource: Resource, body: Obj, subresource: str,
+                         warnings: builtins.list[str] | None = None) -> Mutate:
         strategy = self.strategies[resource]
         pinned = str(body.get("metadata", {}).get("resourceVersion") or "")
 
@@ -222,30 +258,38 @@ class Registry:
                 causes = strategy.validate_status_update(new, cur)
             else:
                 strategy.prepare_update(new, cur)
+                refusals = strategy.admit_update(new, cur, self)
+                if refusals:
+                    raise self._forbidden(resource, name, "; ".join(refusals))
                 causes = strategy.validate_update(new, cur)
+                if warnings is not None:  # a retried mutation replaces what an earlier attempt said
+                    warnings[:] = strategy.warnings(new, cur)
             self._raise_invalid(resource, new, causes)
             return new
 
         return mutate
 
     async def update(self, resource: Resource, namespace: str, name: str, body: Obj, subresource: str = "",
-                     dry_run: bool = False) -> Obj:
+                     dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
+        self.check_types(resource, body)
         return await self.guaranteed_update(resource, namespace, name,
-                                            self._update_mutation(resource, body, subresource), dry_run)
+                                            self._update_mutation(resource, body, subresource, warnings), dry_run)
 
     async def patch(self, resource: Resource, namespace: str, name: str, apply_patch: Callable[[Obj], Obj],
-                    subresource: str = "", dry_run: bool = False) -> Obj:
+                    subresource: str = "", dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
         """Apply a patch to the current object and store it as an update (no-op patches write nothing)."""
 
         def mutate(cur: Obj) -> Obj:
             patched = apply_patch(copy_obj(cur))
+            if isinstance(patched, dict):
+                self.check_types(resource, patched, patch=True)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise errors.bad_request("patch produced an object without metadata")
             patched_rv = patched["metadata"].get("resourceVersion")
             if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
                 raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
             patched["metadata"].pop("resourceVersion", None)
-            return self._update_mutation(resource, patched, subresource)(cur)
+            return self._update_mutation(resource, patched, subresource, warnings)(cur)
 
         return await self.guaranteed_update(resource, namespace, name, mutate, dry_run)
 
@@ -303,8 +347,9 @@ class Registry:
             if grace_req is None or grace_req >= period:
                 return cur
             new = copy_obj(cur)
-            started = parse_rfc3339(meta["deletionTimestamp"]) - period
-            new["metadata"]["deletionTimestamp"] = rfc3339(started + grace_req)
+            deadline = parse_rfc3339(meta["deletionTimestamp"])
+            started = deadline - period if deadline < LAST_TIMESTAMP else self.clock.now()  # clamped: start unknown
+            new["metadata"]["deletionTimestamp"] = _deadline(started + grace_req)
             new["metadata"]["deletionGracePeriodSeconds"] = grace_req
             if grace_req == 0 and not finalizers:
                 return None
@@ -313,7 +358,7 @@ class Registry:
         if not grace and not finalizers:
             return None
         new = copy_obj(cur)
-        new["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now() + (grace or 0))
+        new["metadata"]["deletionTimestamp"] = _deadline(self.clock.now() + (grace or 0))
         new["metadata"]["deletionGracePeriodSeconds"] = grace or 0
         if new["metadata"].get("generation", 0) > 0:
             new["metadata"]["generation"] += 1

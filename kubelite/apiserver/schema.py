@@ -1,31 +1,115 @@
-"""Field knowledge for `fieldValidation` and pruning, taken from the official client's models.
+"""Field knowledge of the built-in kinds, taken from the official client's models.
 
-Built-in kinds drop unknown fields on decode upstream (they decode into Go structs);
-`Strict` turns each into an error and `Warn` into a `Warning` header. The field names
-and types come from `kubernetes.client.models` (`openapi_types`, `attribute_map`), a
-maintained source that tracks upstream, rather than a hand-written schema.
+One source serves pruning (`fieldValidation`), type checking and the OpenAPI v3 documents
+`kubectl explain` reads: `kubernetes.client.models` (`openapi_types`, `attribute_map`, the
+pydantic field descriptions and required flags), a maintained source that tracks upstream,
+rather than a hand-written schema. Built-in kinds drop unknown fields on decode upstream
+(they decode into Go structs); `Strict` turns each into an error and `Warn` into a
+`Warning` header.
+
+The client flattens two upstream types: `resource.Quantity` becomes `str` (upstream also
+accepts a JSON number there) and `intstr.IntOrString` becomes `object`. IntOrString is
+recovered from the model's annotation (`int | str`); Quantity fields are named in
+`QUANTITY_FIELDS`, the one correction made to the generated schema.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import typing
+from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from kubernetes.client import models
 
+Kind = Literal["string", "integer", "boolean", "number", "time", "bytes", "quantity", "int-or-string", "any",
+               "model", "list", "map"]
+
 _LIST = re.compile(r"^(?:List|list)\[(.+)\]$")
 _DICT = re.compile(r"^(?:Dict|dict)\((?:str), ?(.+)\)$|^(?:Dict|dict)\[str, ?(.+)\]$")
-_SCALARS = {"str", "int", "bool", "float", "datetime", "date", "object", "bytearray"}
+_MODEL_NAME = re.compile(r"^([A-Z][a-z]+)?(V\d+(?:alpha\d+|beta\d+)?)([A-Z].*)$")
+_SCALARS: dict[str, Kind] = {"str": "string", "int": "integer", "bool": "boolean", "float": "number",
+                             "datetime": "time", "date": "string", "bytes": "bytes", "bytearray": "bytes"}
+
+# (model, JSON field) whose upstream type is resource.Quantity (k8s.io/api types.go), flattened to str by the
+# client: a quantity, or a map of them.
+QUANTITY_FIELDS = frozenset({
+    ("V1ResourceRequirements", "limits"), ("V1ResourceRequirements", "requests"),
+    ("V1VolumeResourceRequirements", "limits"), ("V1VolumeResourceRequirements", "requests"),
+    ("V1PodSpec", "overhead"), ("V1EmptyDirVolumeSource", "sizeLimit"), ("V1ResourceFieldSelector", "divisor"),
+    ("V1PodStatus", "allocatedResources"), ("V1ContainerStatus", "allocatedResources"),
+    ("V1NodeStatus", "allocatable"), ("V1NodeStatus", "capacity"), ("V1PersistentVolumeSpec", "capacity"),
+    ("V1PersistentVolumeClaimStatus", "allocatedResources"), ("V1PersistentVolumeClaimStatus", "capacity"),
+})
+
+
+@dataclass(frozen=True, slots=True)
+class FieldType:
+    kind: Kind
+    item: FieldType | None = None  # list and map elements
+    model: str = ""  # kind == "model": the client model's class name
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    type: FieldType
+    description: str
+    required: bool
+
+
+def _parse(typ: str, quantity: bool, int_or_string: bool) -> FieldType:
+    m = _LIST.match(typ)
+    if m:
+        return FieldType("list", _parse(m.group(1), quantity, int_or_string))
+    m = _DICT.match(typ)
+    if m:
+        return FieldType("map", _parse(m.group(1) or m.group(2), quantity, int_or_string))
+    if typ == "str" and quantity:
+        return FieldType("quantity")
+    if typ == "object":
+        return FieldType("int-or-string" if int_or_string else "any")
+    if typ in _SCALARS:
+        return FieldType(_SCALARS[typ])
+    return FieldType("model", model=typ)
+
+
+def _is_int_or_string(annotation: Any) -> bool:
+    bases: set[Any] = set()
+    for arg in typing.get_args(annotation) or (annotation,):
+        if arg is type(None):
+            continue
+        bases.add(typing.get_args(arg)[0] if typing.get_origin(arg) is typing.Annotated else arg)
+    return bases == {int, str}
 
 
 @cache
-def _fields(model: str) -> dict[str, str]:
+def fields(model: str) -> dict[str, Field]:
+    """JSON field name → its type, description and whether it is required."""
     cls = getattr(models, model)
     types: dict[str, str] = cls.openapi_types
     names: dict[str, str] = cls.attribute_map
-    return {names[attr]: typ for attr, typ in types.items()}
+    infos = {info.serialization_alias or info.alias or attr: info for attr, info in cls.model_fields.items()}
+    out = {}
+    for attr, typ in types.items():
+        name = names[attr]
+        info = infos[name]
+        out[name] = Field(_parse(typ, (model, name) in QUANTITY_FIELDS, _is_int_or_string(info.annotation)),
+                          info.description or "", info.is_required())
+    return out
+
+
+def description(model: str) -> str:
+    """The model's own description: the first paragraph of the class docstring."""
+    doc = (getattr(models, model).__doc__ or "").strip()
+    return "" if doc.startswith("NOTE: This class is auto generated") else doc.split("\n\n")[0].strip()
+
+
+def go_name(model: str) -> tuple[str, str]:
+    """(Go package, Go type) of a client model: `V1PodSpec` → (`v1`, `PodSpec`), `CoreV1Event` → (`v1`, `Event`)."""
+    m = _MODEL_NAME.match(model)
+    return (m.group(2).lower(), m.group(3)) if m else ("v1", model)
 
 
 def warm(model: str) -> None:
@@ -34,13 +118,14 @@ def warm(model: str) -> None:
     The client's model classes are imported lazily and resolving a Pod's graph costs ~0.2 s;
     paid at start, not by the first pods of a burst.
     """
-    m = _LIST.match(model) or _DICT.match(model)
-    if m:
-        warm(next(g for g in m.groups() if g))
-    elif model and model not in _SCALARS and model not in _warmed:
+    if model and model not in _warmed:
         _warmed.add(model)
-        for typ in _fields(model).values():
-            warm(typ)
+        for f in fields(model).values():
+            t: FieldType | None = f.type
+            while t is not None and t.kind in ("list", "map"):
+                t = t.item
+            if t is not None and t.kind == "model":
+                warm(t.model)
 
 
 _warmed: set[str] = set()
@@ -52,38 +137,29 @@ def prune_unknown(obj: Any, model: str) -> list[str]:
     Types without a client model (kubelite's own kinds) keep every field.
     """
     unknown: list[str] = []
-    if not model:
-        return unknown
-    _walk(obj, model, "", unknown)
+    if model:
+        _walk(obj, FieldType("model", model=model), "", unknown)
     return unknown
 
 
-def _walk(value: Any, typ: str, path: str, unknown: list[str]) -> None:
-    if value is None or typ in _SCALARS:
-        return
-    m = _LIST.match(typ)
-    if m:
-        if isinstance(value, list):
-            for i, item in enumerate(value):
-                _walk(item, m.group(1), f"{path}[{i}]", unknown)
-        return
-    m = _DICT.match(typ)
-    if m:
-        if isinstance(value, dict):
-            inner = m.group(1) or m.group(2)
-            for k, item in value.items():
-                _walk(item, inner, f"{path}[{k}]", unknown)
-        return
-    if not isinstance(value, dict):
-        return
-    fields = _fields(typ)
-    for key in list(value):
-        sub = f"{path}.{key}" if path else key
-        if key not in fields:
-            unknown.append(sub)
-            del value[key]
-        else:
-            _walk(value[key], fields[key], sub, unknown)
+def _walk(value: Any, typ: FieldType, path: str, unknown: list[str]) -> None:
+    if typ.kind == "list" and isinstance(value, list):
+        assert typ.item is not None
+        for i, item in enumerate(value):
+            _walk(item, typ.item, f"{path}[{i}]", unknown)
+    elif typ.kind == "map" and isinstance(value, dict):
+        assert typ.item is not None
+        for k, item in value.items():
+            _walk(item, typ.item, f"{path}[{k}]", unknown)
+    elif typ.kind == "model" and isinstance(value, dict):
+        known = fields(typ.model)
+        for key in list(value):
+            sub = f"{path}.{key}" if path else key
+            if key not in known:
+                unknown.append(sub)
+                del value[key]
+            else:
+                _walk(value[key], known[key].type, sub, unknown)
 
 
 def duplicate_fields(body: bytes) -> list[str]:

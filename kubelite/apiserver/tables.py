@@ -6,10 +6,13 @@ always includes the wide (priority 1) columns and kubectl hides them without `-o
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from kubelite.clock import parse_rfc3339
+
+log = logging.getLogger("kubelite.apiserver.tables")
 
 Obj = dict[str, Any]
 Cells = list[Any]
@@ -360,16 +363,23 @@ def partial_metadata(obj: Obj) -> Obj:
 
 
 def row(kind: str, obj: Obj, now: float, include: str) -> Obj:
-    _, cells_fn = PRINTERS.get(kind, _DEFAULT)
-    out: Obj = {"cells": cells_fn(obj, now)}
+    """One object's row; an object its printer cannot read still gets a row (name, then `<unknown>`), logged,
+    so that one stored object never fails a whole `kubectl get`."""
+    columns, cells_fn = PRINTERS.get(kind, _DEFAULT)
+    try:
+        out: Obj = {"cells": cells_fn(obj, now)}
+        conditions = _pod_row_conditions(obj) if kind == "Pod" else None
+    except Exception:
+        meta: Obj = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+        log.exception("cannot print %s %s/%s; showing what is available", kind, meta.get("namespace", ""),
+                      meta.get("name", ""))
+        out, conditions = {"cells": [meta.get("name", "<unknown>")] + ["<unknown>"] * (len(columns) - 1)}, None
     if include == "Object":
         out["object"] = obj
     elif include != "None":
         out["object"] = partial_metadata(obj)
-    if kind == "Pod":
-        conditions = _pod_row_conditions(obj)
-        if conditions:
-            out["conditions"] = conditions
+    if conditions:
+        out["conditions"] = conditions
     return out
 
 

@@ -20,9 +20,10 @@ from kubelite.api import errors
 from kubelite.apiserver import tables
 from kubelite.apiserver.cache import CachedEvent, Caches, Watcher
 from kubelite.apiserver.registry.base import Obj, Resource
-from kubelite.clock import Clock
+from kubelite.clock import Clock, bounded
 
 BOOKMARK_INTERVAL = 60.0
+FRESHNESS_WAIT = 3.0  # cacher's blockTimeout for a resourceVersion ahead of the cache
 
 Encoder = Callable[[CachedEvent], bytes]
 
@@ -72,6 +73,10 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
             start = int(resource_version)
         except ValueError:
             raise errors.bad_request(f'invalid resourceVersion "{resource_version}"') from None
+        if start > caches.revision:  # the watch cache waits a little for a revision it has not seen yet
+            fresh, _ = await bounded(clock, caches.wait_for(start), FRESHNESS_WAIT)
+            if not fresh:
+                raise errors.too_large_resource_version(start, caches.revision)
         backlog = caches.events_since(resource, start)
         if backlog is None:
             return await _expired(request, start, caches.revision)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
+from kubelite.apiserver.registry import RESOURCES
 from kubelite.testing.builders import make_pod
 from tests.api.test_rest import PODS, call
 
@@ -107,3 +109,85 @@ async def test_discovery_documents(api: Client) -> None:
 async def test_health_endpoints(api: Client, path: str) -> None:
     resp = await api.get(path)
     assert (resp.status, await resp.text()) == (200, "ok")
+
+
+# Mirrors TestPriorityClassAdmission, plugin/pkg/admission/priority/admission_test.go: the plugin validates
+# updates as it validates creates, so a second global default is Forbidden either way.
+PC_UPDATE_CASES = [
+    pytest.param("nondefault1", {"globalDefault": True}, 403, id="update operator with one existing default class"),
+    pytest.param("default1", {"description": "still the default"}, 200, id="update the existing default class"),
+    pytest.param("default1", {"globalDefault": False}, 200, id="update default class and remove its global default"),
+]
+
+
+@pytest.mark.parametrize(("name", "change", "code"), PC_UPDATE_CASES)
+async def test_priority_class_update_admission(api: Client, name: str, change: dict[str, Any], code: int) -> None:
+    await call(api, "POST", PCS, {"metadata": {"name": "default1"}, "value": 1000, "globalDefault": True}, expect=201)
+    await call(api, "POST", PCS, {"metadata": {"name": "nondefault1"}, "value": 2000}, expect=201)
+    current = await call(api, "GET", f"{PCS}/{name}", expect=200)
+    out = await call(api, "PUT", f"{PCS}/{name}", {**current, **change}, expect=code)
+    patched = await call(api, "PATCH", f"{PCS}/{name}", change, "application/merge-patch+json", expect=code)
+    if code == 403:
+        forbidden = (f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: PriorityClass default1 is already '
+                     "marked as default. Only one default can exist")
+        assert (out["reason"], out["message"]) == ("Forbidden", forbidden)
+        assert patched["message"] == forbidden
+        assert (await call(api, "GET", f"{PCS}/{name}")).get("globalDefault") is None
+    else:
+        assert patched.get("globalDefault") == change.get("globalDefault", True)
+
+
+NEGATIVE_GRACE = ("must be >= 0; negative values are invalid and will be treated as 1")
+
+# Mirrors TestWarnings, pkg/api/pod/warnings_test.go: the value is stored as sent, with a Warning naming the field.
+GRACE_WARNING_CASES = [
+    pytest.param(PODS, lambda g: make_pod("p").grace(g).obj(), "spec.terminationGracePeriodSeconds",
+                 id="terminationGracePeriodSeconds is negative"),
+    pytest.param("/apis/apps/v1/namespaces/default/deployments",
+                 lambda g: {"metadata": {"name": "d"}, "spec": {
+                     "selector": {"matchLabels": {"a": "b"}},
+                     "template": {"metadata": {"labels": {"a": "b"}},
+                                  "spec": {**make_pod("t").grace(g).obj()["spec"]}}}},
+                 "spec.template.spec.terminationGracePeriodSeconds",
+                 id="pod template terminationGracePeriodSeconds is negative"),
+]
+
+
+@pytest.mark.parametrize(("path", "build", "field"), GRACE_WARNING_CASES)
+async def test_negative_termination_grace_period_is_stored_with_a_warning(
+        api: Client, path: str, build: Any, field: str) -> None:
+    resp = await api.post(path, data=orjson.dumps(build(-1)), headers={"Content-Type": "application/json"})
+    assert resp.status == 201, await resp.text()
+    assert resp.headers.getall("Warning") == [f'299 - "{field}: {NEGATIVE_GRACE}"']
+    stored = await resp.json()
+    spec = stored["spec"] if "template" not in stored["spec"] else stored["spec"]["template"]["spec"]
+    assert spec["terminationGracePeriodSeconds"] == -1
+    fine = await api.post(path, data=orjson.dumps({**build(0), "metadata": {"name": "zero"}}),
+                          headers={"Content-Type": "application/json"})
+    assert fine.status == 201 and "Warning" not in fine.headers
+
+
+async def test_negative_grace_may_be_raised_to_one_and_deletes_with_one(api: Client) -> None:
+    """ValidatePodUpdate: `spec.terminationGracePeriodSeconds` may change from negative to 1, nothing else."""
+    await call(api, "POST", PODS, make_pod("p").grace(-5).node("n1").obj(), expect=201)
+    other = await call(api, "PATCH", f"{PODS}/p", {"spec": {"terminationGracePeriodSeconds": 7}},
+                       "application/merge-patch+json", expect=422)
+    assert "pod updates may not change fields" in other["message"]
+    one = await call(api, "PATCH", f"{PODS}/p", {"spec": {"terminationGracePeriodSeconds": 1}},
+                     "application/merge-patch+json", expect=200)
+    assert one["spec"]["terminationGracePeriodSeconds"] == 1
+    await call(api, "POST", PODS, make_pod("q").grace(-5).node("n1").obj(), expect=201)
+    deleting = await call(api, "DELETE", f"{PODS}/q", expect=200)
+    assert deleting["metadata"]["deletionGracePeriodSeconds"] == 1  # CheckGracefulDelete: negative → 1
+
+
+async def test_openapi_v3_has_a_schema_for_every_served_kind(api: Client) -> None:
+    """kubectl explain finds a kind's schema by `x-kubernetes-group-version-kind` in components.schemas."""
+    index = await call(api, "GET", "/openapi/v3", expect=200)
+    served: set[tuple[str, str, str]] = set()
+    for entry in index["paths"].values():
+        doc = await call(api, "GET", entry["serverRelativeURL"], expect=200)
+        for component in doc["components"]["schemas"].values():
+            gvks = component.get("x-kubernetes-group-version-kind", [])
+            served |= {(g["group"], g["version"], g["kind"]) for g in gvks}
+    assert served == {(r.group, r.version, r.kind) for r in RESOURCES}

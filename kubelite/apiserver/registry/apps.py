@@ -13,7 +13,7 @@ from kubelite.api import validation as v
 from kubelite.api.errors import Cause
 from kubelite.api.validation import is_dns1123_subdomain
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
-from kubelite.apiserver.registry.pods import default_pod_spec, validate_pod_spec
+from kubelite.apiserver.registry.pods import default_pod_spec, pod_spec_warnings, validate_pod_spec
 
 
 class WorkloadStrategy(Strategy):
@@ -52,6 +52,11 @@ class WorkloadStrategy(Strategy):
             causes.append(v.invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
         causes += validate_pod_spec((spec.get("template") or {}).get("spec") or {}, "spec.template.spec")
         return causes
+
+    def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
+        """GetWarningsForPodTemplate, with the template's path."""
+        return pod_spec_warnings(((obj.get("spec") or {}).get("template") or {}).get("spec") or {},
+                                 "spec.template.spec")
 
 
 class DeploymentStrategy(WorkloadStrategy):

@@ -78,6 +78,10 @@ class Strategy:
     def validate(self, obj: Obj) -> list[Cause]:
         return validate_object_meta(obj.get("metadata", {}), self.resource.namespaced, self.name_validator)
 
+    def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
+        """WarningsOnCreate / WarningsOnUpdate (`old` set): accepted but suspicious values, sent as Warning headers."""
+        return []
+
     # update of the main resource
     def prepare_update(self, new: Obj, old: Obj) -> None:
         if self.has_status:
@@ -88,6 +92,10 @@ class Strategy:
         if self.has_spec_generation:
             gen = old["metadata"].get("generation", 1)
             new["metadata"]["generation"] = gen + 1 if new.get("spec") != old.get("spec") else gen
+
+    def admit_update(self, new: Obj, old: Obj, lookup: Lookup) -> list[str]:
+        """Admission of an update of the main resource; each returned reason refuses it (403 Forbidden)."""
+        return []
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         return self.validate(new)

@@ -73,10 +73,7 @@ def _default_container(c: Obj) -> None:
 
 def default_pod_spec(spec: Obj) -> None:
     spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    grace = spec["terminationGracePeriodSeconds"]
-    if isinstance(grace, int) and grace < 0:
-        spec["terminationGracePeriodSeconds"] = 1  # upstream turns negative periods into 1
+    spec.setdefault("terminationGracePeriodSeconds", 30)  # a negative period is kept (and treated as 1)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
@@ -196,9 +193,8 @@ def validate_pod_spec(spec: Obj, path: str = "spec") -> list[Cause]:
     if spec.get("dnsPolicy") not in _DNS:
         causes.append(v.not_supported(f"{path}.dnsPolicy", spec.get("dnsPolicy"), _DNS))
     grace = spec.get("terminationGracePeriodSeconds")
-    if not isinstance(grace, int) or grace < 0:
-        causes.append(v.invalid(f"{path}.terminationGracePeriodSeconds", grace,
-                                "must be greater than or equal to 0"))
+    if not isinstance(grace, int) or isinstance(grace, bool):
+        causes.append(v.invalid(f"{path}.terminationGracePeriodSeconds", grace, "must be an integer"))
     deadline = spec.get("activeDeadlineSeconds")
     if deadline is not None and (not isinstance(deadline, int) or deadline <= 0):
         causes.append(v.invalid(f"{path}.activeDeadlineSeconds", deadline, "must be between 1 and 2147483647, "
@@ -260,6 +256,8 @@ def validate_pod_spec_update(new: Obj, old: Obj) -> list[Cause]:
         for i, c in enumerate(mutable.get(kind) or []):
             if i < len(olds):
                 c["image"] = olds[i].get("image")
+    if _negative(old.get("terminationGracePeriodSeconds")) and new.get("terminationGracePeriodSeconds") == 1:
+        mutable["terminationGracePeriodSeconds"] = old["terminationGracePeriodSeconds"]  # the one allowed change
     old_deadline, new_deadline = old.get("activeDeadlineSeconds"), new.get("activeDeadlineSeconds")
     if new_deadline is not None and (old_deadline is None or new_deadline <= old_deadline):
         mutable["activeDeadlineSeconds"] = old_deadline
@@ -288,6 +286,19 @@ def validate_pod_spec_update(new: Obj, old: Obj) -> list[Cause]:
     return causes
 
 
+def _negative(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value < 0
+
+
+def pod_spec_warnings(spec: Obj, path: str = "spec") -> list[str]:
+    """pkg/api/pod/warnings.go warningsForPodSpecAndMeta (the checks that apply to fields kubelite serves)."""
+    warnings = []
+    if _negative(spec.get("terminationGracePeriodSeconds")):
+        warnings.append(f"{path}.terminationGracePeriodSeconds: must be >= 0; negative values are invalid and will "
+                        "be treated as 1")
+    return warnings
+
+
 # --- the strategy --------------------------------------------------------------------------------
 
 class PodStrategy(Strategy):
@@ -309,6 +320,9 @@ class PodStrategy(Strategy):
 
     def validate(self, obj: Obj) -> list[Cause]:
         return super().validate(obj) + validate_pod_spec(obj.get("spec") or {})
+
+    def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
+        return pod_spec_warnings(obj.get("spec") or {})
 
     def prepare_update(self, new: Obj, old: Obj) -> None:
         super().prepare_update(new, old)

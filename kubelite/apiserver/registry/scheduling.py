@@ -26,6 +26,10 @@ class PriorityClassStrategy(Strategy):
                         "can exist"]
         return []
 
+    def admit_update(self, new: Obj, old: Obj, lookup: Lookup) -> list[str]:
+        """The priority plugin validates updates as creates: becoming a second global default is refused."""
+        return self.admit(new, lookup)
+
     def validate(self, obj: Obj) -> list[Cause]:
         causes = super().validate(obj)
         name, value = obj["metadata"].get("name", ""), obj.get("value")

@@ -1,0 +1,81 @@
+"""The NodeReporter the agent uses: pressure conditions, taints and events on the real Node.
+
+`set_pressure` writes the MemoryPressure, DiskPressure and PIDPressure conditions through the status
+subresource (strategic merge by condition type, so other conditions are untouched), records
+kubelet's transition events (NodeHasDiskPressure, …) and sets or clears the matching
+NoSchedule taints with a resourceVersion precondition (a conflicting taint edit is re-read
+and retried). `conditions()` gives the current ones for the agent's periodic full status.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kubelite.agent.eviction.node_status import pressure_condition, pressure_taints, transition_event
+from kubelite.agent.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
+from kubelite.api.errors import ApiError
+from kubelite.client.events import event_for
+from kubelite.client.http import MERGE_PATCH, STRATEGIC_PATCH
+from kubelite.client.interface import Client
+from kubelite.clock import Clock, rfc3339
+
+log = logging.getLogger("kubelite.agent.eviction")
+
+Obj = dict[str, Any]
+REPORTED = (MEMORY_PRESSURE, DISK_PRESSURE, PID_PRESSURE)
+COMPONENT = "kubelet"
+TAINT_ATTEMPTS = 5
+
+
+class NodePressure:
+    def __init__(self, client: Client, clock: Clock, node_name: str, post: Callable[[Obj], None]) -> None:
+        self.client = client
+        self.clock = clock
+        self.node_name = node_name
+        self.post = post
+        since = rfc3339(clock.now())
+        self._state: dict[str, tuple[bool, str]] = {c: (False, since) for c in REPORTED}  # (under, transition)
+
+    def conditions(self) -> list[Obj]:
+        now = rfc3339(self.clock.now())
+        return [pressure_condition(c, under, now, since) for c, (under, since) in self._state.items()]
+
+    async def set_pressure(self, conditions: frozenset[str]) -> None:
+        now = rfc3339(self.clock.now())
+        flipped = []
+        for c, (under, _) in list(self._state.items()):
+            if (c in conditions) != under:
+                self._state[c] = (c in conditions, now)
+                flipped.append(c)
+        path = f"/api/v1/nodes/{self.node_name}"
+        await self.client.patch(f"{path}/status", {"status": {"conditions": self.conditions()}}, STRATEGIC_PATCH)
+        for c in flipped:
+            self.node_event(transition_event(c, c in conditions),
+                            f"Node {self.node_name} status is now: {transition_event(c, c in conditions)}", "Normal")
+        await self._set_taints(path, conditions)
+
+    async def _set_taints(self, path: str, conditions: frozenset[str]) -> None:
+        for _ in range(TAINT_ATTEMPTS):
+            node = await self.client.get(path)
+            current = (node.get("spec") or {}).get("taints") or []
+            wanted = pressure_taints(current, conditions)
+            if wanted == current:
+                return
+            try:
+                await self.client.patch(path, {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                                               "spec": {"taints": wanted}}, MERGE_PATCH)
+                return
+            except ApiError as exc:
+                if exc.code != 409:
+                    raise
+        raise ApiError(409, "Conflict", f"node {self.node_name}: taints kept changing, not updated")
+
+    def pod_event(self, pod: Obj, reason: str, message: str) -> None:
+        self.post(event_for(pod, reason, message, "Pod", COMPONENT, self.clock.now(), "Warning",
+                            host=self.node_name))
+
+    def node_event(self, reason: str, message: str, kind: str) -> None:
+        ref = {"apiVersion": "v1", "metadata": {"name": self.node_name, "uid": self.node_name}}
+        self.post(event_for(ref, reason, message, "Node", COMPONENT, self.clock.now(), kind, host=self.node_name))

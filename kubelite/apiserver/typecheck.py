@@ -1,0 +1,147 @@
+"""Type checking of built-in kinds as kube-apiserver's decoder does it (issue 10, defect 2).
+
+Upstream decodes a body into Go structs, so a value of the wrong JSON type never reaches
+storage: the first mismatch fails the request with Go's `json: cannot unmarshal number
+into Go struct field PodSpec.spec.affinity of type v1.Affinity`. Types come from the
+client's models (`schema`), so every field of every served kind is covered without a
+hand-written schema. Nulls decode to nothing, as into a Go pointer, slice or map: a null
+field is dropped (a time stays null, as a `metav1.Time` is written back), a null list
+element of a struct type becomes an empty object and a null quantity in a map "0".
+
+Not modelled: int32 versus int64 ranges (every integer is checked against int64) and
+enum values (left to validation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubelite.api.quantity import QuantityError, parse_quantity
+from kubelite.apiserver import schema
+from kubelite.apiserver.schema import FieldType
+
+_INT64 = (-(2**63), 2**63 - 1)
+_SCALAR_GO = {"string": "string", "integer": "int64", "boolean": "bool", "number": "float64", "time": "v1.Time",
+              "bytes": "[]uint8", "quantity": "resource.Quantity", "int-or-string": "intstr.IntOrString",
+              "any": "interface {}"}
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """The first value of the wrong type: where (JSON path with indices, for causes) and Go's error text."""
+
+    path: str
+    error: str
+
+
+class _Found(Exception):
+    def __init__(self, mismatch: Mismatch) -> None:
+        self.mismatch = mismatch
+
+
+def check(obj: dict[str, Any], model: str) -> Mismatch | None:
+    """The first type mismatch in `obj` (a `model`), or None; drops nulls (in place) as the decoder would."""
+    if not model:
+        return None  # kubelite's own kinds have no model: kept as sent
+    try:
+        _struct(obj, model, "", "")
+    except _Found as found:
+        return found.mismatch
+    return None
+
+
+def go_type(t: FieldType) -> str:
+    if t.kind == "list":
+        assert t.item is not None
+        return "[]" + go_type(t.item)
+    if t.kind == "map":
+        assert t.item is not None
+        return "map[string]" + go_type(t.item)
+    if t.kind == "model":
+        package, name = schema.go_name(t.model)
+        return f"{package}.{name}"
+    return _SCALAR_GO[t.kind]
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    return "number"
+
+
+def _struct(obj: dict[str, Any], model: str, path: str, go_path: str) -> None:
+    known = schema.fields(model)
+    struct = schema.go_name(model)[1]
+    for key in list(obj):
+        field = known.get(key)
+        if field is None:
+            continue  # unknown fields are fieldValidation's business
+        value = obj[key]
+        if value is None:
+            if field.type.kind != "time":
+                del obj[key]
+            continue
+        _value(value, field.type, f"{path}.{key}" if path else key, f"{go_path}.{key}" if go_path else key, struct)
+
+
+def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> None:
+    kind = t.kind
+    if kind == "model":
+        if isinstance(value, dict):
+            _struct(value, t.model, path, go_path)
+            return
+    elif kind == "list":
+        if isinstance(value, list):
+            assert t.item is not None
+            for i, item in enumerate(value):
+                if item is None:
+                    if t.item.kind == "model":
+                        value[i] = {}
+                    continue
+                _value(item, t.item, f"{path}[{i}]", go_path, struct)
+            return
+    elif kind == "map":
+        if isinstance(value, dict):
+            assert t.item is not None
+            for k, item in value.items():
+                if item is not None:
+                    _value(item, t.item, f"{path}[{k}]", go_path, struct)
+                elif t.item.kind == "quantity":
+                    value[k] = "0"  # a null decodes to the zero Quantity
+            return
+    elif kind == "quantity":
+        try:  # resource.Quantity parses itself while decoding: a malformed or unbounded one fails the body
+            parse_quantity(value)
+            return
+        except QuantityError as exc:
+            raise _Found(Mismatch(path, str(exc))) from None
+    elif _scalar_fits(value, kind):
+        return
+    elif kind == "int-or-string":
+        raise _Found(Mismatch(path, f"json: cannot unmarshal {_json_type(value)} into Go value of type int32"))
+    elif kind == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise _Found(Mismatch(path, f"json: cannot unmarshal number {value} into Go struct field {struct}.{go_path} "
+                                    "of type int64"))
+    raise _Found(Mismatch(path, f"json: cannot unmarshal {_json_type(value)} into Go struct field {struct}.{go_path} "
+                                f"of type {go_type(t)}"))
+
+
+def _scalar_fits(value: Any, kind: str) -> bool:
+    if kind in ("string", "time", "bytes"):
+        return isinstance(value, str)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool) and _INT64[0] <= value <= _INT64[1]
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "int-or-string":
+        return isinstance(value, (str, int)) and not isinstance(value, bool)
+    return kind == "any"
