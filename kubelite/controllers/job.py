@@ -44,6 +44,7 @@ from kubelite.controllers.job_indexes import (
     parse_indexes,
     pod_generate_name_with_index,
 )
+from kubelite.controllers.podutil import is_pod_active, is_pod_ready
 from kubelite.controllers.runner import Runner
 
 log = logging.getLogger("kubelite.controllers.job")
@@ -226,7 +227,7 @@ class JobSync:
         if not self.status.get("startTime") and not self.spec.get("suspend"):
             self.status["startTime"] = rfc3339(self.now)
         await self._track_finished_pods()
-        active = [p for p in self.pods if pc.is_active(p)]
+        active = [p for p in self.pods if is_pod_active(p)]
         terminating = [p for p in self.pods if p["metadata"].get("deletionTimestamp") and not pc.is_terminal(p)]
         target = self._finishing()
         if target is not None:
@@ -238,7 +239,7 @@ class JobSync:
         elif self.ctl.expectations.get(self.uid, Expectations()).satisfied(self.now):
             active = await self._manage(active, terminating)
         self.status["active"] = len(active)
-        self.status["ready"] = sum(1 for p in active if pc.is_ready(p))
+        self.status["ready"] = sum(1 for p in active if is_pod_ready(p))
         self.status["terminating"] = len(terminating)
         await self._write()
         if self.verdict_event is not None:
@@ -349,7 +350,7 @@ class JobSync:
         succeeded = self.status.get("succeeded", 0) + len(self._uncounted_list("succeeded"))
         completions = self.spec.get("completions")
         if completions is None:  # work queue: one success and nothing left running
-            return succeeded > 0 and not any(pc.is_active(p) for p in self.pods)
+            return succeeded > 0 and not any(is_pod_active(p) for p in self.pods)
         return bool(succeeded >= completions)
 
     def _finish(self, verdict: tuple[str, str, str]) -> None:
@@ -498,4 +499,4 @@ def _deletion_rank(pod: Obj) -> tuple[int, int, int]:
     """controller.ActivePods ordering, coarse: unassigned < pending < not ready < ready (first deleted first)."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
     return (1 if spec.get("nodeName") else 0, 1 if status.get("phase") == "Running" else 0,
-            1 if pc.is_ready(pod) else 0)
+            1 if is_pod_ready(pod) else 0)

@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from kubelite.clock import rfc3339
+from kubelite.controllers import ownership
 
 Obj = dict[str, Any]
 
@@ -24,19 +25,15 @@ def controller_ref(owner: Obj, api_version: str, kind: str) -> Obj:
 
 
 def controller_uid(obj: Obj) -> str | None:
-    """metav1.GetControllerOf: the uid of the object's controlling owner, if any."""
-    for ref in obj["metadata"].get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("uid"))
-    return None
+    """The uid of the object's controlling owner, if any."""
+    ref = ownership.controller_of(obj)
+    return None if ref is None else str(ref.get("uid"))
 
 
 def controller_of(obj: Obj, kind: str) -> str | None:
     """The name of the object's controlling owner when it is of `kind`."""
-    for ref in obj["metadata"].get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("kind") == kind:
-            return str(ref.get("name"))
-    return None
+    ref = ownership.controller_of(obj)
+    return str(ref.get("name")) if ref is not None and ref.get("kind") == kind else None
 
 
 def pod_from_template(owner: Obj, ref: Obj, name: str = "", generate_name: str = "") -> Obj:
@@ -57,16 +54,6 @@ def pod_from_template(owner: Obj, ref: Obj, name: str = "", generate_name: str =
 
 def is_terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def is_active(pod: Obj) -> bool:
-    """controller.IsPodActive: not finished and not being deleted."""
-    return not is_terminal(pod) and not pod["metadata"].get("deletionTimestamp")
-
-
-def is_ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
 
 
 def condition(obj: Obj, kind: str) -> Obj | None:

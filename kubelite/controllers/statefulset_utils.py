@@ -16,6 +16,7 @@ from typing import Any
 
 from kubelite.clock import parse_rfc3339
 from kubelite.controllers import podcontrol as pc
+from kubelite.controllers.podutil import is_pod_ready
 
 Obj = dict[str, Any]
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -168,7 +169,7 @@ def is_terminating(pod: Obj) -> bool:
 
 
 def is_running_and_ready(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") == "Running" and pc.is_ready(pod)
+    return (pod.get("status") or {}).get("phase") == "Running" and is_pod_ready(pod)
 
 
 def is_running_and_available(pod: Obj, min_ready: int, now: float) -> bool:

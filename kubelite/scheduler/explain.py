@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from kubelite.clock import rfc3339
+from kubelite.scheduler.candidate import PreemptionResult
 from kubelite.scheduler.framework import FilterOutcome, ScoreOutcome
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from kubelite.scheduler.plugins.taint_toleration import untolerated
 from kubelite.scheduler.podinfo import CPU, MEMORY, PODS, PodInfo
-from kubelite.scheduler.preemption import PreemptionResult
 
 Obj = dict[str, Any]
 NODES_LISTED = 50

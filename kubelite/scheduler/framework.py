@@ -1,10 +1,10 @@
-"""The scheduling framework: status codes, plugin shape, and one scheduling cycle over a NodeTable.
+"""The framework's values: status codes, filter and score outcomes, host selection.
 
-Mirrors pkg/scheduler/framework: plugins run at PreFilter, Filter, PreScore, Score and
-NormalizeScore in the profile's order; a node's failure is attributed to the first Filter
-plugin that rejects it (as RunFilterPlugins stops there); scores are normalised per plugin,
-weighted and summed; ties are broken at random with a seedable generator. Filters return
-masks and scores return vectors over node rows.
+Mirrors pkg/scheduler/framework/interface.go and types.go: results are values (a Status with a
+code), a node's failure is attributed to the first Filter plugin that rejects it (as
+RunFilterPlugins stops there), scores are normalised per plugin, weighted and summed, and ties are
+broken at random with a seedable generator. Filters return masks and scores vectors over node rows.
+The runtime that calls the plugins is `kubelite.scheduler.runtime`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import enum
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from kubelite.scheduler.cycle_state import CycleState, StateKey
 from kubelite.scheduler.nodetable import BoolArray, IntArray, NodeTable
 from kubelite.scheduler.podinfo import PodInfo
 
@@ -66,28 +66,23 @@ class FilterResult:
     rejections: list[Rejection] = field(default_factory=list)
 
 
-CycleState = dict[str, Any]
+FILTER_OUTCOME: StateKey[FilterOutcome] = StateKey("FilterOutcome")
 
 
-class Plugin:
-    """Base for in-tree plugins; each overrides the extension points it implements."""
+class NodeVerdict:
+    """PreFilterExtensions for a Filter plugin whose verdict depends only on the node (labels, taints,
+    name): no pod leaving or joining changes it, so a dry run keeps the verdict of the cycle."""
 
     name = ""
 
-    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
-        return SKIP
-
-    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None:
         return None
 
-    def pre_score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> Status:
-        return SUCCESS
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None:
+        return None
 
-    def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
-        return np.zeros(len(rows), np.int64)
-
-    def normalize(self, state: CycleState, scores: IntArray) -> IntArray:
-        return scores
+    def filter_node(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> bool:
+        return state.read(FILTER_OUTCOME).passed_by(self.name, row)
 
 
 def default_normalize(scores: IntArray, reverse: bool = False) -> IntArray:
@@ -106,6 +101,11 @@ class FilterOutcome:
     plugins: list[str]
     results: list[FilterResult | None]
     prefilter_status: Status | None = None
+
+    def passed_by(self, plugin: str, row: int) -> bool:
+        """Whether `plugin` let node `row` through in this cycle (True if it had nothing to say)."""
+        res = self.results[self.plugins.index(plugin)]
+        return res is None or bool(res.passed[row])
 
     def unresolvable(self) -> BoolArray:
         """Nodes whose first rejection was UnschedulableAndUnresolvable (preemption skips them)."""
@@ -142,42 +142,11 @@ def fit_error_message(total: int, outcome: FilterOutcome) -> str:
     return f"0/{total} nodes are available: {', '.join(parts)}."
 
 
-def run_filters(plugins: list[Plugin], state: CycleState, pod: PodInfo, table: NodeTable) -> FilterOutcome:
-    n = table.n
-    failed_by = np.full(n, -1, np.int64)
-    results: list[FilterResult | None] = []
-    for p in plugins:
-        status = p.pre_filter(state, pod, table)
-        if not status.ok:
-            return FilterOutcome(np.zeros(n, np.bool_), failed_by, [q.name for q in plugins], [],
-                                 Status(status.code, status.reasons, p.name))
-    for i, p in enumerate(plugins):
-        res = p.filter(state, pod, table)
-        results.append(res)
-        if res is not None:
-            newly = (failed_by == -1) & ~res.passed
-            failed_by[newly] = i
-    return FilterOutcome(failed_by == -1, failed_by, [p.name for p in plugins], results)
-
-
 @dataclass
 class ScoreOutcome:
     rows: IntArray
     total: IntArray
     per_plugin: dict[str, IntArray]
-
-
-def run_scores(plugins: list[tuple[Plugin, int]], state: CycleState, pod: PodInfo, table: NodeTable,
-               rows: IntArray) -> ScoreOutcome:
-    total = np.zeros(len(rows), np.int64)
-    per_plugin: dict[str, IntArray] = {}
-    for p, weight in plugins:
-        if p.pre_score(state, pod, table, rows).code is not Code.Success:
-            continue  # Skip: the plugin has nothing to say about this pod
-        scores = p.normalize(state, p.score(state, pod, table, rows))
-        per_plugin[p.name] = scores
-        total += scores * weight
-    return ScoreOutcome(rows, total, per_plugin)
 
 
 def select_host(outcome: ScoreOutcome, rng: random.Random) -> int:

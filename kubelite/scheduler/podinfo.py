@@ -138,6 +138,12 @@ class PodInfo:
         return spec
 
 
+def status_start_time(obj: Obj) -> float | None:
+    """status.startTime (written by the node agent through the status subresource), None until then."""
+    started = (obj.get("status") or {}).get("startTime")
+    return parse_rfc3339(started) if started else None
+
+
 def pod_info(obj: Obj) -> PodInfo:
     meta, spec = obj["metadata"], obj.get("spec") or {}
     labels = meta.get("labels") or {}
@@ -148,14 +154,13 @@ def pod_info(obj: Obj) -> PodInfo:
     affinity = spec.get("affinity") or {}
     pa, paa = affinity.get("podAffinity") or {}, affinity.get("podAntiAffinity") or {}
     created = meta.get("creationTimestamp")
-    started = (obj.get("status") or {}).get("startTime")
     return PodInfo(
         obj=obj, namespace=ns, name=meta["name"], uid=meta.get("uid", ""), labels=labels,
         priority=int(spec.get("priority") or 0), created=parse_rfc3339(created) if created else 0.0,
         node_name=spec.get("nodeName") or "", requests=pod_requests(spec), non_zero_cpu=nz.get(CPU, 0),
         non_zero_memory=nz.get(MEMORY, 0), tolerations=compile_tolerations(spec.get("tolerations")),
         host_ports=ports, terminating=bool(meta.get("deletionTimestamp")),
-        started=parse_rfc3339(started) if started else None,
+        started=status_start_time(obj),
         affinity=_terms(pa.get("requiredDuringSchedulingIgnoredDuringExecution"), ns, labels, False),
         anti_affinity=_terms(paa.get("requiredDuringSchedulingIgnoredDuringExecution"), ns, labels, False),
         preferred_affinity=_terms(pa.get("preferredDuringSchedulingIgnoredDuringExecution"), ns, labels, True),

@@ -1,5 +1,5 @@
-"""DefaultPreemption (P4-P9): mirrors pkg/scheduler/framework/plugins/defaultpreemption and
-framework/preemption.
+"""The preemption evaluator (P4-P9): mirrors pkg/scheduler/framework/preemption and the policy
+of plugins/defaultpreemption (the PostFilter plugin itself is plugins/default_preemption.py).
 
 When a pod fits nowhere: consider only nodes whose failure was Unschedulable (not
 UnschedulableAndUnresolvable); on each, remove every lower-priority pod and check the pod
@@ -7,8 +7,8 @@ fits (P8); then reprieve as many victims as possible — PDB-violating ones firs
 important first — keeping the minimal set. Stop after numCandidates candidates, starting
 at a random offset, and pick one node by upstream's criteria in order: fewest PDB
 violations, lowest highest-victim priority, smallest priority sum, fewest victims, latest
-start time of the highest-priority victims, then the first found. Dry runs mutate the
-node table and always restore it.
+start time of the highest-priority victims, then the first found. Dry runs ask the Filter
+plugins' PreFilterExtensions on a cloned CycleState, or edit the node table and restore it.
 """
 
 from __future__ import annotations
@@ -16,18 +16,20 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kubelite.api import disruption
-from kubelite.api.podresources import PODS
 from kubelite.api.selectors import LabelSelector, compile_label_selector
-from kubelite.scheduler.framework import FilterOutcome, Plugin, run_filters
+from kubelite.scheduler.candidate import Candidate, PreemptionResult
+from kubelite.scheduler.cycle_state import CycleState
+from kubelite.scheduler.framework import FilterOutcome
+from kubelite.scheduler.interface import PreFilterExtensions
 from kubelite.scheduler.nodetable import NodeTable
-from kubelite.scheduler.plugins.node_ports import conflicts
 from kubelite.scheduler.podinfo import PodInfo
+from kubelite.scheduler.runtime import DryRunPlugins, Framework
 
 Obj = dict[str, Any]
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -35,22 +37,6 @@ MIN_CANDIDATE_NODES_ABSOLUTE = 100
 MAX_INT32 = 2**31 - 1
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
-
-
-@dataclass
-class Candidate:
-    node: str
-    row: int
-    victims: list[PodInfo]
-    pdb_violations: int
-
-
-@dataclass
-class PreemptionResult:
-    candidate: Candidate | None
-    message: str  # upstream's PostFilter message ("" on success)
-    candidates: list[Candidate] = field(default_factory=list)
-    decided_by: str = ""
 
 
 def start_time(pod: PodInfo, now: float) -> float:
@@ -107,16 +93,40 @@ def split_by_pdb(pods: list[PodInfo], pdbs: list[PreemptionBudget]) -> tuple[lis
     return violating, ok
 
 
+class AllOf:
+    """Several plugins' PreFilterExtensions as one: every plugin hears of each pod; the node fits if all agree."""
+
+    def __init__(self, extensions: list[PreFilterExtensions]) -> None:
+        self.extensions = extensions
+
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None:
+        for e in self.extensions:
+            e.add_pod(state, pod, added, table, row)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None:
+        for e in self.extensions:
+            e.remove_pod(state, pod, removed, table, row)
+
+    def filter_node(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> bool:
+        return all(e.filter_node(state, pod, table, row) for e in self.extensions)
+
+
 class Evaluator:
-    def __init__(self, table: NodeTable, filters: list[Plugin], rng: random.Random, now: Callable[[], float],
+    """framework/preemption.Evaluator: finds candidate nodes and victims by dry runs, and picks one node.
+
+    A dry run on a node asks the Filter plugins' PreFilterExtensions (RemovePod/AddPod on a cloned
+    CycleState, then the verdict on that node) when every plugin with a verdict for the pod has them;
+    otherwise it edits the node table and runs the Filters over it, always restoring the table.
+    """
+
+    def __init__(self, table: NodeTable, framework: Framework, rng: random.Random, now: Callable[[], float],
                  pdbs: Callable[[], list[Obj]], pods_in: Callable[[str], list[Obj]]) -> None:
         self.table = table
-        self.filters = filters
+        self.framework = framework
         self.rng = rng
         self.now = now
         self.pdbs = pdbs
         self.pods_in = pods_in
-        self._simple = False
         self._pdb_budgets: list[PreemptionBudget] | None = None
 
     def _budgets(self) -> list[PreemptionBudget]:
@@ -127,80 +137,55 @@ class Evaluator:
             self._pdb_budgets = [PreemptionBudget.of(pdb, n) for pdb, n in zip(pdbs, allowed, strict=True)]
         return self._pdb_budgets
 
-    def _fits(self, pod: PodInfo, row: int) -> bool:
-        outcome = run_filters(self.filters, {}, pod, self.table)
-        return bool(outcome.feasible[row])
-
-    def _only_resources_matter(self, pod: PodInfo, outcome: FilterOutcome) -> bool:
-        """True when removing pods from a node can change nothing but resource and port fit: the pod has no
-        required (anti-)affinity or hard spread constraints, and no existing pod's anti-affinity matches it."""
-        if pod.affinity or pod.anti_affinity:
-            return False
-        return all(r is None for name, r in zip(outcome.plugins, outcome.results, strict=False)
-                   if name in ("PodTopologySpread", "InterPodAffinity"))
-
-    def select_victims(self, pod: PodInfo, row: int) -> Candidate | None:
+    def select_victims(self, state: CycleState, pod: PodInfo, row: int,
+                       extensions: DryRunPlugins | None) -> Candidate | None:
         """SelectVictimsOnNode: the minimal set of lower-priority pods to remove so `pod` fits on `row`.
 
         Remove every lower-priority pod; if `pod` then fits, add them back one by one, PDB-violating
         ones first, each in importance order, keeping each that still lets `pod` fit.
         """
         lower = [p for p in self.table.pods[row].values() if p.priority < pod.priority]
-        if self._simple:
-            return self._select_by_arithmetic(pod, row, lower)
-        for p in lower:
-            self.table.remove_pod(p.uid)
-
-        def keep(p: PodInfo) -> bool:
-            self.table.add_pod(p)
-            if self._fits(pod, row):
-                return True
-            self.table.remove_pod(p.uid)
-            return False
-
-        try:
-            return self._reprieve(pod, row, lower, keep) if self._fits(pod, row) else None
-        finally:
-            for p in lower:
-                if self.table.pod(p.uid) is None:
-                    self.table.add_pod(p)
-
-    def _select_by_arithmetic(self, pod: PodInfo, row: int, lower: list[PodInfo]) -> Candidate | None:
-        """select_victims on the fast path, where only the node's own pods' requests and host ports can change
-        the verdict: computed on what the node has left instead of by removing and re-adding pods."""
-        t = self.table
-        wanted = {r: v for r, v in pod.requests.items() if v > 0 and r != PODS}
-        left = {r: (int(t.alloc[r][row]) if r in t.alloc else 0)
-                - (int(t.requested[r][row]) if r in t.requested else 0) for r in wanted}
-        slots = int(t.alloc[PODS][row]) - int(t.pod_count[row])
-        ports = [hp for q in t.pods[row].values() if q.priority >= pod.priority for hp in q.host_ports]
-
-        def change(p: PodInfo, sign: int) -> None:  # sign -1: p leaves the node, +1: p is back
-            nonlocal slots
-            slots -= sign
-            for r in wanted:
-                left[r] -= sign * p.requests.get(r, 0)
-            if sign > 0:
-                ports.extend(p.host_ports)
-            elif p.host_ports:
-                del ports[len(ports) - len(p.host_ports):]
+        if extensions is not None:
+            if not extensions.fixed_ok[row]:
+                return None  # a node-only verdict no pod removal changes
+            return self._select_with_extensions(state.clone(), pod, row, lower, extensions.changing)
+        table = self.table
 
         def fits() -> bool:
-            return (slots >= 1 and all(left[r] >= v for r, v in wanted.items())
-                    and not (pod.host_ports and any(conflicts(hp, set(ports)) for hp in pod.host_ports)))
+            return bool(self.framework.run_filters(CycleState(), pod, table).feasible[row])
 
         def keep(p: PodInfo) -> bool:
-            change(p, 1)
+            table.add_pod(p)
             if fits():
                 return True
-            change(p, -1)
+            table.remove_pod(p.uid)
             return False
 
         for p in lower:
-            slots += 1
-            for r in wanted:
-                left[r] += p.requests.get(r, 0)
-        return self._reprieve(pod, row, lower, keep) if fits() else None
+            table.remove_pod(p.uid)
+        try:
+            return self._reprieve(pod, row, lower, keep) if fits() else None
+        finally:
+            for p in lower:
+                if table.pod(p.uid) is None:
+                    table.add_pod(p)
+
+    def _select_with_extensions(self, trial: CycleState, pod: PodInfo, row: int, lower: list[PodInfo],
+                                extensions: list[PreFilterExtensions]) -> Candidate | None:
+        table = self.table
+        ext = extensions[0] if len(extensions) == 1 else AllOf(extensions)  # one plugin (Fit) is the usual case
+        add, remove, verdict = ext.add_pod, ext.remove_pod, ext.filter_node
+
+        def keep(p: PodInfo) -> bool:
+            add(trial, pod, p, table, row)
+            if verdict(trial, pod, table, row):
+                return True
+            remove(trial, pod, p, table, row)
+            return False
+
+        for p in lower:
+            remove(trial, pod, p, table, row)
+        return self._reprieve(pod, row, lower, keep) if verdict(trial, pod, table, row) else None
 
     def _reprieve(self, pod: PodInfo, row: int, lower: list[PodInfo], keep: Callable[[PodInfo], bool]) -> Candidate:
         now = self.now()
@@ -216,11 +201,10 @@ class Evaluator:
         victims.sort(key=lambda p: (-p.priority, start_time(p, now)))
         return Candidate(self.table.names[row], row, victims, violations)
 
-    def preempt(self, pod: PodInfo, outcome: FilterOutcome) -> PreemptionResult:
+    def preempt(self, state: CycleState, pod: PodInfo, outcome: FilterOutcome) -> PreemptionResult:
+        """findCandidates + SelectCandidate: dry runs from a random offset, numCandidates at most."""
         n = self.table.n
-        if (pod.spec.get("preemptionPolicy") or "PreemptLowerPriority") == "Never":
-            return PreemptionResult(None, "preemption: not eligible due to preemptionPolicy=Never.")
-        self._simple = self._only_resources_matter(pod, outcome)
+        extensions = self.framework.dry_run_extensions(outcome)
         unresolvable = outcome.unresolvable()
         potential = np.flatnonzero(~outcome.feasible & ~unresolvable)
         reasons: Counter[str] = Counter({NOT_HELPFUL: int(np.count_nonzero(unresolvable))})
@@ -231,7 +215,7 @@ class Evaluator:
             offset = self.rng.randrange(len(potential))
             for i in range(len(potential)):
                 row = int(potential[(offset + i) % len(potential)])
-                c = self.select_victims(pod, row)
+                c = self.select_victims(state, pod, row, extensions)
                 if c is None:
                     reasons[NO_VICTIMS] += 1
                     continue

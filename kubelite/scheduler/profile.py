@@ -1,14 +1,18 @@
-"""Building a profile's plugin instances from its configuration (the in-tree registry)."""
+"""Building a profile's framework from its configuration: the in-tree registry (plugins/registry.go),
+one flat map from plugin name to factory, and the handle the factories receive."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubelite.api.selectors import LabelSelector
+from kubelite.client.interface import Client
 from kubelite.scheduler.config import ConfigError, Profile
-from kubelite.scheduler.framework import Plugin
+from kubelite.scheduler.interface import Plugin
+from kubelite.scheduler.plugins.default_binder import NAME as DEFAULT_BINDER
+from kubelite.scheduler.plugins.default_binder import DefaultBinder
+from kubelite.scheduler.plugins.default_preemption import ClusterView, DefaultPreemption
 from kubelite.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from kubelite.scheduler.plugins.node_affinity import NodeAffinity
 from kubelite.scheduler.plugins.node_name import NodeName
@@ -18,12 +22,16 @@ from kubelite.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from kubelite.scheduler.plugins.pod_topology_spread import SYSTEM_DEFAULTS, PodTopologySpread
 from kubelite.scheduler.plugins.taint_toleration import TaintToleration
 from kubelite.scheduler.podinfo import PodInfo
+from kubelite.scheduler.runtime import Framework
 
 Obj = dict[str, Any]
 
 
-class Handle(Protocol):
-    """What plugins may ask of the scheduler beyond the node table (framework.Handle)."""
+class Handle(ClusterView, Protocol):
+    """What plugins may ask of the scheduler (framework.Handle)."""
+
+    @property
+    def client(self) -> Client: ...
 
     @property
     def namespace_labels(self) -> Mapping[str, Mapping[str, str]]: ...
@@ -31,20 +39,32 @@ class Handle(Protocol):
     def owner_selector(self, pod: PodInfo) -> LabelSelector | None: ...
 
 
-def _spread(args: Obj, handle: Handle) -> Plugin:
+class ProfileHandle:
+    """The scheduler's handle plus this profile's framework, which exists only once its plugins do
+    (upstream hands plugins the frameworkImpl under construction)."""
+
+    def __init__(self, scheduler: Handle) -> None:
+        self._scheduler = scheduler
+        self.framework: Framework | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._scheduler, name)
+
+
+def _spread(args: Obj, handle: Any) -> Plugin:
     defaults = SYSTEM_DEFAULTS if args.get("defaultingType", "System") == "System" else \
         tuple(args.get("defaultConstraints") or ())
     return PodTopologySpread(defaults, handle.owner_selector)
 
 
-def _fit(args: Obj, handle: Handle) -> Plugin:
+def _fit(args: Obj, handle: Any) -> Plugin:
     try:
         return NodeResourcesFit(FitArgs.from_config(args))
     except ValueError as exc:
         raise ConfigError(f"pluginConfig[NodeResourcesFit].args.{exc}") from None
 
 
-REGISTRY: dict[str, Callable[[Obj, Handle], Plugin]] = {
+REGISTRY: dict[str, Callable[[Obj, Any], Plugin]] = {
     "NodeUnschedulable": lambda a, h: NodeUnschedulable(),
     "NodeName": lambda a, h: NodeName(),
     "TaintToleration": lambda a, h: TaintToleration(),
@@ -55,29 +75,22 @@ REGISTRY: dict[str, Callable[[Obj, Handle], Plugin]] = {
         tuple(r["name"] for r in a.get("resources") or [{"name": "cpu"}, {"name": "memory"}])),
     "PodTopologySpread": _spread,
     "InterPodAffinity": lambda a, h: InterPodAffinity(int(a.get("hardPodAffinityWeight", 1)), h.namespace_labels),
+    "DefaultPreemption": lambda a, h: DefaultPreemption(h),
+    DEFAULT_BINDER: lambda a, h: DefaultBinder(h.client),
 }
 
 
-@dataclass
-class ProfileRuntime:
-    config: Profile
-    filters: list[Plugin]
-    scores: list[tuple[Plugin, int]]
-
-    @property
-    def preemption(self) -> bool:
-        return "DefaultPreemption" in self.config.post_filters
-
-    def plugin(self, name: str) -> Plugin | None:
-        return next((p for p in [*self.filters, *(s for s, _ in self.scores)] if p.name == name), None)
-
-
-def build(profile: Profile, handle: Handle) -> ProfileRuntime:
+def build(profile: Profile, handle: Handle) -> Framework:
+    """The profile's plugins, each built once from the registry, sorted into the extension points."""
+    profile_handle = ProfileHandle(handle)
     instances: dict[str, Plugin] = {}
 
     def get(name: str) -> Plugin:
         if name not in instances:
-            instances[name] = REGISTRY[name](profile.plugin_args.get(name, {}), handle)
+            instances[name] = REGISTRY[name](profile.plugin_args.get(name, {}), profile_handle)
         return instances[name]
 
-    return ProfileRuntime(profile, [get(n) for n in profile.filters], [(get(n), w) for n, w in profile.scores])
+    framework = Framework([get(n) for n in profile.filters], [(get(n), w) for n, w in profile.scores],
+                          [get(n) for n in profile.post_filters], [get(DEFAULT_BINDER)], profile)
+    profile_handle.framework = framework
+    return framework

@@ -6,9 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from kubelite.scheduler.framework import FilterOutcome, Plugin, run_filters, run_scores
+from kubelite.scheduler.cycle_state import CycleState
+from kubelite.scheduler.framework import FilterOutcome
+from kubelite.scheduler.interface import Plugin
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.podinfo import PodInfo, pod_info
+from kubelite.scheduler.runtime import Framework
 from kubelite.testing.builders import make_node
 
 Obj = dict[str, Any]
@@ -42,7 +45,7 @@ def table(nodes: list[Obj], pods: list[Obj] | None = None) -> NodeTable:
 
 def filter_verdicts(plugin: Plugin, t: NodeTable, incoming: Obj) -> dict[str, str]:
     """node name → "" when it passes, else the reason(s) the plugin gave."""
-    outcome: FilterOutcome = run_filters([plugin], {}, pod(incoming), t)
+    outcome: FilterOutcome = Framework([plugin]).run_filters(CycleState(), pod(incoming), t)
     if outcome.prefilter_status is not None:
         return {n: "; ".join(outcome.prefilter_status.reasons) for n in t.names}
     res = outcome.results[0]
@@ -57,6 +60,6 @@ def filter_verdicts(plugin: Plugin, t: NodeTable, incoming: Obj) -> dict[str, st
 
 def scores(plugin: Plugin, t: NodeTable, incoming: Obj, names: list[str] | None = None) -> dict[str, int]:
     rows = np.array([t.index[n] for n in (names or t.names)], np.int64)
-    outcome = run_scores([(plugin, 1)], {}, pod(incoming), t, rows)
+    outcome = Framework([], [(plugin, 1)]).run_scores(CycleState(), pod(incoming), t, rows)
     values = outcome.per_plugin.get(plugin.name, np.zeros(len(rows), np.int64))
     return {t.names[int(r)]: int(v) for r, v in zip(rows, values, strict=True)}

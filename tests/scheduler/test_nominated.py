@@ -53,5 +53,5 @@ def test_nominated_pod_does_not_hold_against_higher_priority() -> None:
     s.queue.delete("uid-nominated")
     assert _evaluate(s, _pod("urgent", 1000, "2")) == "n1"
     # the higher-priority pod took the room: the lower nomination no longer fits and is cleared
-    assert "uid-nominated" not in s.nominated
+    assert "uid-nominated" not in s.queue.nominator
     assert s.queue.contains("uid-nominated")

@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
-from kubelite.scheduler.config import FILTERS
-from kubelite.scheduler.framework import run_filters
-from kubelite.scheduler.preemption import Evaluator, PreemptionResult
-from kubelite.scheduler.profile import REGISTRY
+from kubelite.scheduler.candidate import PreemptionResult
+from kubelite.scheduler.config import Profile
+from kubelite.scheduler.cycle_state import CycleState
+from kubelite.scheduler.nodetable import NodeTable
+from kubelite.scheduler.profile import build
+from kubelite.scheduler.queue import Nominator
+from kubelite.scheduler.runtime import Framework
 from kubelite.testing.builders import make_pod
 from tests.scheduler.helpers import node, pod, table
 
@@ -19,15 +22,29 @@ Obj = dict[str, Any]
 NOW = 1_800_000_000.0
 
 
+@dataclass
 class _Handle:
-    namespace_labels: dict[str, dict[str, str]] = {}
+    """The scheduler's side of framework.Handle, over a fixed table, PDBs and pods."""
+
+    table: NodeTable
+    budgets: list[Obj]
+    pods_by_ns: dict[str, list[Obj]]
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    nominator: Nominator = field(default_factory=Nominator)
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    client: Any = None
+
+    def now(self) -> float:
+        return NOW
+
+    def disruption_budgets(self) -> list[Obj]:
+        return self.budgets
+
+    def pods_in_namespace(self, namespace: str) -> list[Obj]:
+        return self.pods_by_ns.get(namespace, [])
 
     def owner_selector(self, pod: Any) -> None:
         return None
-
-
-def _filters() -> list[Any]:
-    return [REGISTRY[name]({}, _Handle()) for name in FILTERS]
 
 
 def _p(name: str, priority: int, cpu: str = "1", node_name: str = "", start: str = "",
@@ -43,18 +60,20 @@ def _p(name: str, priority: int, cpu: str = "1", node_name: str = "", start: str
 
 
 def _preempt(nodes: list[Obj], existing: list[Obj], incoming: Obj, pdbs: list[Obj] | None = None) -> PreemptionResult:
+    """The default profile's PostFilter (DefaultPreemption) after its Filters, as a scheduling cycle runs them."""
     t = table(nodes, existing)
     info = pod(incoming)
-    filters = _filters()
-    outcome = run_filters(filters, {}, info, t)
     by_ns: dict[str, list[Obj]] = {}
     for e in existing:
         by_ns.setdefault(e["metadata"]["namespace"], []).append(e)
-    ev = Evaluator(t, filters, random.Random(0), lambda: NOW, lambda: pdbs or [], lambda ns: by_ns.get(ns, []))
+    fw = build(Profile(), _Handle(t, pdbs or [], by_ns))
+    state = CycleState()
+    outcome = fw.run_filters(state, info, t)
     before = {n: sorted(t.pods[t.index[n]]) for n in t.names}
-    result = ev.preempt(info, outcome)
+    post = fw.run_post_filters(state, info, outcome)
     assert {n: sorted(t.pods[t.index[n]]) for n in t.names} == before  # dry runs restore the table
-    return result
+    assert post is not None and post.preemption is not None
+    return post.preemption
 
 
 def _victims(result: PreemptionResult) -> dict[str, list[str]]:
@@ -133,8 +152,8 @@ VICTIM_CASES = [
 def test_select_victims_on_node(case: VictimCase, monkeypatch: pytest.MonkeyPatch) -> None:
     result = _preempt(case.nodes, case.existing, case.incoming, case.pdbs)
     assert _victims(result) == case.want
-    # the arithmetic fast path must agree with running every filter
-    monkeypatch.setattr(Evaluator, "_only_resources_matter", lambda self, pod, outcome: False)
+    # the fast path (the plugins' PreFilterExtensions) must agree with editing the table and running every filter
+    monkeypatch.setattr(Framework, "dry_run_extensions", lambda self, outcome: None)
     assert _victims(_preempt(case.nodes, case.existing, case.incoming, case.pdbs)) == case.want
     for c in result.candidates:
         if c.node in case.want_violations:

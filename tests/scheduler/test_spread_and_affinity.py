@@ -236,3 +236,90 @@ def test_inter_pod_affinity_score() -> None:
         "preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 3, "podAffinityTerm": _term({"security": "S2"}, "zone")}]}})])
     assert scores(InterPodAffinity(), symmetric, _pod("r", {"security": "S2"})) == {"m1": 0, "m2": 0, "m3": 100}
+
+
+def _sel(topology_key: str, *exprs: tuple[str, str, list[str]]) -> Obj:
+    """A PodAffinityTerm with matchExpressions (key, operator, values), like st.PodAffinityIn/Exists."""
+    return {"labelSelector": {"matchExpressions": [{"key": k, "operator": op, **({"values": v} if v else {})}
+                                                   for k, op, v in exprs]}, "topologyKey": topology_key}
+
+
+@dataclass(frozen=True)
+class MultiNodeAffinityCase:
+    name: str
+    incoming: Obj
+    nodes: list[Obj]
+    existing: list[Obj]
+    want: dict[str, str]
+
+
+NODE1 = [node("node1", {"region": "r1", "zone": "z11"})]
+ZONE_A_B = [node("nodeA", {"region": "r1", "zone": "z1", "hostname": "nodeA"}),
+            node("nodeB", {"region": "r1", "zone": "z2", "hostname": "nodeB"})]
+SAME_ZONE_A_B = [node("nodeA", {"region": "r1", "zone": "z1", "hostname": "nodeA"}),
+                 node("nodeB", {"region": "r1", "zone": "z1", "hostname": "nodeB"})]
+SECURITYSCAN = {"service": "securityscan"}
+
+# Required affinity: an existing pod counts only if that one pod matches every term (upstream's
+# updateWithAffinityTerms / podMatchesAllAffinityTerms). Mirrors TestRequiredAffinitySingleNode and
+# TestRequiredAffinityMultipleNodes, plugins/interpodaffinity/filtering_test.go.
+SAME_POD_CASES = [
+    MultiNodeAffinityCase(
+        "satisfies the PodAffinity with different label Operators in multiple "
+        "RequiredDuringSchedulingIgnoredDuringExecution ",
+        _pod("p", {"security": "S1"}, affinity=_aff(
+            "podAffinity", _sel("region", ("service", "Exists", []), ("wrongkey", "DoesNotExist", [])),
+            _sel("region", ("service", "In", ["securityscan"]), ("service", "NotIn", ["WrongValue"])))),
+        NODE1, [_pod("e", SECURITYSCAN, "node1")], {"node1": ""}),
+    MultiNodeAffinityCase(
+        "The labelSelector requirements(items of matchExpressions) are ANDed, the pod cannot schedule onto the "
+        "node because one of the matchExpression item don't match.",
+        _pod("p", {"security": "S1"}, affinity=_aff(
+            "podAffinity", _sel("region", ("service", "Exists", []), ("wrongkey", "DoesNotExist", [])),
+            _sel("region", ("service", "In", ["securityscan2"]), ("service", "NotIn", ["WrongValue"])))),
+        NODE1, [_pod("e", SECURITYSCAN, "node1")], {"node1": AFFINITY_REASON}),
+    MultiNodeAffinityCase(
+        "pod matches its own Label in PodAffinity and that matches the existing pod Labels",
+        _pod("p", SECURITYSCAN, affinity=_aff("podAffinity", _sel("region", ("service", "NotIn",
+                                                                             ["securityscan", "value2"])))),
+        NODE1, [_pod("e", SECURITYSCAN, "node2")], {"node1": AFFINITY_REASON}),
+    MultiNodeAffinityCase(
+        "A pod can be scheduled onto all the nodes that have the same topology key & label value with one of them "
+        "has an existing pod that matches the affinity rules",
+        _pod("p", affinity=_aff("podAffinity", _sel("region", ("foo", "In", ["bar"])))),
+        [node("node1", {"region": "China"}), node("node2", {"region": "China", "az": "az1"}),
+         node("node3", {"region": "India"})],
+        [_pod("p1", {"foo": "bar"}, "node1")], {"node1": "", "node2": "", "node3": AFFINITY_REASON}),
+    MultiNodeAffinityCase(
+        "The affinity rule is to schedule all of the pods of this collection to the same zone. The first pod of the "
+        "collection should not be blocked from being scheduled onto any node, even there's no existing pod that "
+        "matches the rule anywhere.",
+        _pod("p", {"foo": "bar", "service": "securityscan"}, affinity=_aff(
+            "podAffinity", _sel("zone", ("foo", "In", ["bar"])), _sel("zone", ("service", "In", ["securityscan"])))),
+        [node("nodeA", {"zone": "az1", "hostname": "h1"}), node("nodeB", {"zone": "az2", "hostname": "h2"})],
+        [_pod("p1", {"foo": "bar"}, "nodeA")], {"nodeA": "", "nodeB": ""}),
+    MultiNodeAffinityCase(
+        "The first pod of the collection can only be scheduled on nodes labelled with the requested topology keys",
+        _pod("p", {"foo": "bar", "service": "securityscan"}, affinity=_aff(
+            "podAffinity", _sel("zone", ("foo", "In", ["bar"])), _sel("zone", ("service", "In", ["securityscan"])))),
+        [node("nodeA", {"zoneLabel": "az1", "hostname": "h1"}), node("nodeB", {"zoneLabel": "az2", "hostname": "h2"})],
+        [_pod("p1", {"foo": "bar"}, "nodeA")], {"nodeA": AFFINITY_REASON, "nodeB": AFFINITY_REASON}),
+    MultiNodeAffinityCase(
+        "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all topologyKeys "
+        "match",
+        _pod("p", affinity=_aff("podAffinity", _sel("region", ("foo", "Exists", [])),
+                                _sel("zone", ("bar", "Exists", [])))),
+        SAME_ZONE_A_B, [_pod("pod1", {"foo": "", "bar": ""}, "nodeA")], {"nodeA": "", "nodeB": ""}),
+    MultiNodeAffinityCase(
+        "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all topologyKeys "
+        "match, and the match logic should be satisfied on the same pod",
+        _pod("p", affinity=_aff("podAffinity", _sel("region", ("foo", "Exists", [])),
+                                _sel("zone", ("bar", "Exists", [])))),
+        ZONE_A_B, [_pod("pod1", {"foo": ""}, "nodeA"), _pod("pod2", {"bar": ""}, "nodeB")],
+        {"nodeA": AFFINITY_REASON, "nodeB": AFFINITY_REASON}),
+]
+
+
+@pytest.mark.parametrize("case", SAME_POD_CASES, ids=lambda c: c.name)
+def test_required_affinity_terms_match_on_the_same_pod(case: MultiNodeAffinityCase) -> None:
+    assert filter_verdicts(InterPodAffinity(), table(case.nodes, case.existing), case.incoming) == case.want

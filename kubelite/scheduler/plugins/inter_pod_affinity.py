@@ -1,8 +1,9 @@
 """InterPodAffinity: mirrors pkg/scheduler/framework/plugins/interpodaffinity.
 
 Filter, in upstream's order: existing pods' required anti-affinity that matches the
-incoming pod (symmetry), the incoming pod's required affinity (with the "first pod of a
-group" exception), then its required anti-affinity. Score: the incoming pod's preferred
+incoming pod (symmetry), the incoming pod's required affinity (an existing pod counts only
+if it matches all the terms; "first pod of a collection" exception), then its required
+anti-affinity. Score: the incoming pod's preferred
 terms against existing pods, plus existing pods' preferred terms (and required affinity
 x hardPodAffinityWeight) that match the incoming pod; min-max normalised.
 
@@ -17,14 +18,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from kubelite.scheduler.cycle_state import CycleState, StateKey
 from kubelite.scheduler.framework import (
     MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
     Code,
-    CycleState,
     FilterResult,
-    Plugin,
     Rejection,
     Status,
 )
@@ -37,6 +37,7 @@ ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 
 NamespaceLabels = Mapping[str, Mapping[str, str]]
+SCORE_STATE: StateKey[IntArray] = StateKey("PreScore" + NAME)
 
 
 def _per_domain(table: NodeTable, key: str, per_node: IntArray) -> IntArray:
@@ -44,7 +45,7 @@ def _per_domain(table: NodeTable, key: str, per_node: IntArray) -> IntArray:
     return table.spread_to_nodes(key, table.domain_totals(key, per_node))
 
 
-class InterPodAffinity(Plugin):
+class InterPodAffinity:
     name = NAME
 
     def __init__(self, hard_pod_affinity_weight: int = 1, namespace_labels: NamespaceLabels | None = None) -> None:
@@ -77,20 +78,29 @@ class InterPodAffinity(Plugin):
                                      Rejection(ERR_REASON_ANTI_AFFINITY, r_anti)])
 
     def _affinity_ok(self, pod: PodInfo, table: NodeTable) -> BoolArray | None:
+        """satisfyPodAffinity: a topology domain counts only if one pod in it matches *all* the terms
+        (upstream's updateWithAffinityTerms); when no such pod exists on any node that has a term's
+        topology key and the pod matches its own terms, it is the first of its collection."""
         if not pod.affinity:
             return None
+        labels = self.namespace_labels
+        terms = pod.affinity
+        if len(terms) == 1:
+            per_node = self._matching(table, terms[0])
+        else:
+            per_node = table.counts(("affinity-match-all", tuple(t.cache_key for t in terms)),
+                                    lambda p: all(t.matches(p, labels) for t in terms))
         all_keys = np.ones(table.n, np.bool_)
         pods_exist = np.ones(table.n, np.bool_)
         any_match = False
-        for term in pod.affinity:
+        for term in terms:
             col = table.column(term.topology_key)
             all_keys &= col >= 0
-            per_node = self._matching(table, term)
             if (per_node[col >= 0] > 0).any():
                 any_match = True
             pods_exist &= _per_domain(table, term.topology_key, per_node) > 0
-        if not any_match and all(t.matches(pod, self.namespace_labels) for t in pod.affinity):
-            return all_keys  # the first pod of a group that has affinity to itself
+        if not any_match and all(t.matches(pod, labels) for t in terms):
+            return all_keys  # the first pod of a collection that has affinity to itself
         return all_keys & pods_exist
 
     # --- score -----------------------------------------------------------------------------------
@@ -116,11 +126,11 @@ class InterPodAffinity(Plugin):
                 touched = True
         if not touched:
             return SKIP
-        state[NAME] = total
+        state.write(SCORE_STATE, total)
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
-        scores: IntArray = state[NAME][rows]
+        scores: IntArray = state.read(SCORE_STATE)[rows]
         return scores
 
     def normalize(self, state: CycleState, scores: IntArray) -> IntArray:

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from kubelite.scheduler.cycle_state import CycleState
 from kubelite.scheduler.framework import (
     Code,
-    CycleState,
     FilterResult,
-    Plugin,
+    NodeVerdict,
     Rejection,
     default_normalize,
 )
@@ -102,7 +102,7 @@ def required_mask(table: NodeTable, spec: Obj) -> BoolArray:
     return mask
 
 
-class NodeAffinity(Plugin):
+class NodeAffinity(NodeVerdict):
     name = NAME
 
     def __init__(self, added_affinity: Obj | None = None) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubelite.scheduler.framework import Code, CycleState, FilterResult, Plugin, Rejection
+from kubelite.scheduler.cycle_state import CycleState
+from kubelite.scheduler.framework import Code, FilterResult, NodeVerdict, Rejection
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.podinfo import PodInfo
 
@@ -12,7 +13,7 @@ NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(Plugin):
+class NodeName(NodeVerdict):
     name = NAME
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:

@@ -13,13 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from kubelite.scheduler.cycle_state import CycleState, StateKey
 from kubelite.scheduler.framework import (
     MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
-    CycleState,
     FilterResult,
-    Plugin,
     Rejection,
     Status,
 )
@@ -74,7 +73,30 @@ def _broken_linear(shape: tuple[tuple[int, int], ...], utilization: IntArray) ->
     return np.interp(utilization, xs, ys).astype(np.int64)
 
 
-class NodeResourcesFit(Plugin):
+@dataclass(slots=True)
+class FitDraft:
+    """What one node has left of each resource the pod asks for, and of pod slots, in a dry run."""
+
+    row: int
+    left: dict[str, int]
+    slots: int
+
+    def change(self, requests: dict[str, int], sign: int) -> None:  # sign +1: a pod leaves the node, -1: joins
+        self.slots += sign
+        left = self.left
+        for r in left:
+            amount = requests.get(r)
+            if amount:
+                left[r] += sign * amount
+
+    def clone(self) -> FitDraft:
+        return FitDraft(self.row, dict(self.left), self.slots)
+
+
+FIT_DRAFT: StateKey[FitDraft] = StateKey("Draft" + FIT)
+
+
+class NodeResourcesFit:
     name = FIT
 
     def __init__(self, args: FitArgs | None = None) -> None:
@@ -93,6 +115,41 @@ class NodeResourcesFit(Plugin):
                 rejections.append(Rejection(f"Insufficient {resource}", short))
                 failed |= short
         return FilterResult(~failed, rejections) if rejections else None
+
+    # --- PreFilterExtensions: what-if on one node, as Filter on upstream's NodeInfo copy ---------
+
+    def _draft(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> FitDraft:
+        draft: FitDraft | None = state.get(FIT_DRAFT)
+        if draft is not None and draft.row == row:
+            return draft
+        return self._new_draft(state, pod, table, row)
+
+    def _new_draft(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> FitDraft:
+        wanted = [r for r, v in pod.requests.items() if v > 0 and r != PODS and r not in self.args.ignored_resources]
+        left = {r: (int(table.alloc[r][row]) if r in table.alloc else 0)
+                - (int(table.requested[r][row]) if r in table.requested else 0) for r in wanted}
+        draft = FitDraft(row, left, int(table.alloc[PODS][row]) - int(table.pod_count[row]))
+        state.write(FIT_DRAFT, draft)
+        return draft
+
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None:
+        draft: FitDraft | None = state.get(FIT_DRAFT)
+        if draft is None or draft.row != row:
+            draft = self._new_draft(state, pod, table, row)
+        draft.change(added.requests, -1)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None:
+        draft: FitDraft | None = state.get(FIT_DRAFT)
+        if draft is None or draft.row != row:
+            draft = self._new_draft(state, pod, table, row)
+        draft.change(removed.requests, 1)
+
+    def filter_node(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> bool:
+        draft = self._draft(state, pod, table, row)
+        if draft.slots < 1:
+            return False
+        want = pod.requests
+        return all(left >= want[r] for r, left in draft.left.items())
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
         total = np.zeros(len(rows), np.int64)
@@ -114,7 +171,7 @@ class NodeResourcesFit(Plugin):
         return np.where(weights > 0, total // np.where(weights > 0, weights, 1), 0)
 
 
-class NodeResourcesBalancedAllocation(Plugin):
+class NodeResourcesBalancedAllocation:
     name = BALANCED
 
     def __init__(self, resources: tuple[str, ...] = (CPU, MEMORY)) -> None:

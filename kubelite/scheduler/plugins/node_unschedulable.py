@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubelite.scheduler.framework import Code, CycleState, FilterResult, Plugin, Rejection
+from kubelite.scheduler.cycle_state import CycleState
+from kubelite.scheduler.framework import Code, FilterResult, NodeVerdict, Rejection
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.podinfo import PodInfo, Taint
 
@@ -11,7 +12,7 @@ ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
 
-class NodeUnschedulable(Plugin):
+class NodeUnschedulable(NodeVerdict):
     name = NAME
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:

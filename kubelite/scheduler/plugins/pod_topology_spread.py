@@ -21,14 +21,13 @@ from typing import Any
 import numpy as np
 
 from kubelite.api.selectors import LabelSelector, Requirement, compile_label_selector
+from kubelite.scheduler.cycle_state import CycleState, StateKey
 from kubelite.scheduler.framework import (
     MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
     Code,
-    CycleState,
     FilterResult,
-    Plugin,
     Rejection,
     Status,
 )
@@ -48,6 +47,8 @@ SYSTEM_DEFAULTS = (
 
 Obj = dict[str, Any]
 OwnerSelector = Callable[[PodInfo], LabelSelector | None]
+ScorePart = tuple[IntArray, float, int, BoolArray]  # per-node count, domain weight, maxSkew, has the key
+SCORE_STATE: StateKey[tuple[BoolArray, list[ScorePart]]] = StateKey("PreScore" + NAME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ def _compile(raw: Obj, pod: PodInfo, selector: LabelSelector | None = None) -> C
                       raw.get("nodeTaintsPolicy", "Ignore") == "Honor")
 
 
-class PodTopologySpread(Plugin):
+class PodTopologySpread:
     name = NAME
 
     def __init__(self, defaults: tuple[Obj, ...] = SYSTEM_DEFAULTS,
@@ -174,7 +175,7 @@ class PodTopologySpread(Plugin):
         require_all = self._require_all_topologies(pod)
         ignored = ~has_keys[rows] if require_all else np.zeros(len(rows), np.bool_)
         scored = rows[~ignored]
-        parts = []
+        parts: list[ScorePart] = []
         for c, inc in zip(constraints, include, strict=True):
             col = table.column(c.topology_key)
             if not require_all:  # count on every node that has this constraint's own key
@@ -188,11 +189,11 @@ class PodTopologySpread(Plugin):
                 sums, _ = self._domain_counts(table, c, self._counts(pod, table, c), inc)
                 per_node = table.spread_to_nodes(c.topology_key, sums)[rows]
             parts.append((per_node, math.log(size + 2), c.max_skew, present))
-        state[NAME] = (ignored, parts)
+        state.write(SCORE_STATE, (ignored, parts))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
-        ignored, parts = state[NAME]
+        ignored, parts = state.read(SCORE_STATE)
         total = np.zeros(len(rows), np.float64)
         for per_node, weight, max_skew, present in parts:
             total += np.where(present, per_node * weight + (max_skew - 1), 0.0)

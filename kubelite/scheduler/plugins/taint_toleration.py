@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubelite.scheduler.framework import Code, CycleState, FilterResult, Plugin, Rejection, default_normalize
+from kubelite.scheduler.cycle_state import CycleState
+from kubelite.scheduler.framework import Code, FilterResult, NodeVerdict, Rejection, default_normalize
 from kubelite.scheduler.nodetable import IntArray, NodeTable
 from kubelite.scheduler.podinfo import PodInfo, Taint, Toleration
 
@@ -23,7 +24,7 @@ def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...],
     return None
 
 
-class TaintToleration(Plugin):
+class TaintToleration(NodeVerdict):
     name = NAME
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:

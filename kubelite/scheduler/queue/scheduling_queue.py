@@ -5,6 +5,7 @@ the time the pod entered the queue); a failed pod backs off `initial * 2^(attemp
 up to the maximum; a pod found unschedulable is parked until a cluster event might help
 (then it goes to backoffQ if its backoff has not expired, else activeQ) or for at most
 five minutes. A parked pod never blocks the pods behind it. Gated pods are not queued at all.
+The nominator (which pending pod was promised which node) lives beside the queue, as upstream's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from kubelite.clock import Clock, bounded
 from kubelite.scheduler.podinfo import PodInfo
+from kubelite.scheduler.queue.nominator import Nominator
 
 UNSCHEDULABLE_TIMEOUT = 300.0
 
@@ -43,6 +45,7 @@ class SchedulingQueue:
         self._seq = itertools.count()
         self._wake = asyncio.Event()
         self._moves = 0  # counts cluster events, so an attempt knows if one happened while it ran
+        self.nominator = Nominator()
 
     def __len__(self) -> int:
         return len(self.pods)
