@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,8 +24,8 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.cluster import kubelite_up
 from benchmarks.scheduler import cpu_seconds, pct
-from tests.conftest import free_port
 from tests.e2e.pods import agent_pid
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -125,30 +123,13 @@ async def main() -> None:
     p.add_argument("--pods", type=int, default=100)
     p.add_argument("--kill-pods", type=int, default=20)
     args = p.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "up", "--insecure", "--data-dir",
-                                 f"{tmp}/data", "--port", str(port)], stdout=subprocess.DEVNULL)
-        try:
-            async with aiohttp.ClientSession(f"http://127.0.0.1:{port}",
-                                             headers={"Content-Type": "application/json"}) as session:
-                for _ in range(100):
-                    try:
-                        async with session.get("/api/v1/nodes") as resp:
-                            if resp.status == 200 and (await resp.json())["items"]:
-                                break
-                    except aiohttp.ClientError:
-                        pass
-                    await asyncio.sleep(0.2)
-                await startup(session, args.pods)
-                await idle_cpu(proc.pid, args.pods)
-                for i in range(args.pods):  # make room: the node admits at most 110 pods
-                    async with session.delete(f"{PODS}/start-{i}", data=b'{"gracePeriodSeconds":0}') as resp:
-                        await resp.read()
-                await kill_timing(session, args.kill_pods)
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    async with kubelite_up() as up:
+        await startup(up.session, args.pods)
+        await idle_cpu(up.pid, args.pods)
+        for i in range(args.pods):  # make room: the node admits at most 110 pods
+            async with up.session.delete(f"{PODS}/start-{i}", data=b'{"gracePeriodSeconds":0}') as resp:
+                await resp.read()
+        await kill_timing(up.session, args.kill_pods)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,15 @@
 
 kubectl's typed clients send `application/vnd.kubernetes.protobuf` for DeleteOptions
 (`drain --disable-eviction`) and for the imperative `kubectl create namespace |
-priorityclass | poddisruptionbudget | deployment`. Those messages are small, so they are decoded
-by hand from k8s.io/api's generated.proto field numbers; any other protobuf kind gets
-a clear 415, and the README says so.
+priorityclass | poddisruptionbudget | deployment | job`. Those messages are small, so they are
+decoded by hand from k8s.io/api's generated.proto field numbers. A Container, PodSpec or JobSpec
+field the decoder does not know is refused with a 415 rather than silently dropped, and so is any
+other protobuf kind; the README says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 Obj = dict[str, Any]
@@ -161,94 +162,162 @@ def _priority_class(raw: bytes) -> Obj:
     return o
 
 
-def _pdb(raw: bytes) -> Obj:
+def _object(raw: bytes, spec: Callable[[bytes], Obj]) -> Obj:
+    """A message of ObjectMeta (field 1) and a spec (field 2), as PodDisruptionBudget, PodTemplateSpec,
+    Deployment and Job are."""
     o: Obj = {"spec": {}}
     for num, v in _fields(raw):
         if num == 1:
             o["metadata"] = _object_meta(v)
         elif num == 2:
-            for n, x in _fields(v):
-                if n == 1:
-                    o["spec"]["minAvailable"] = _int_or_string(x)
-                elif n == 2:
-                    o["spec"]["selector"] = _label_selector(x)
-                elif n == 3:
-                    o["spec"]["maxUnavailable"] = _int_or_string(x)
-                elif n == 4 and x:
-                    o["spec"]["unhealthyPodEvictionPolicy"] = x.decode()
+            o["spec"] = spec(v)
     return o
 
 
-_CONTAINER_STRINGS = {1: "name", 2: "image", 5: "workingDir", 14: "imagePullPolicy"}
+def _pdb_spec(raw: bytes) -> Obj:
+    spec: Obj = {}
+    for n, x in _fields(raw):
+        if n == 1:
+            spec["minAvailable"] = _int_or_string(x)
+        elif n == 2:
+            spec["selector"] = _label_selector(x)
+        elif n == 3:
+            spec["maxUnavailable"] = _int_or_string(x)
+        elif n == 4 and x:
+            spec["unhealthyPodEvictionPolicy"] = x.decode()
+    return spec
 
 
-def _container(b: bytes) -> Obj:
-    """The Container fields `kubectl create deployment|job` can send; any other field is refused (415)
-    rather than silently dropped."""
-    c: Obj = {}
-    for num, v in _fields(b):
-        if num in _CONTAINER_STRINGS:
-            c[_CONTAINER_STRINGS[num]] = v.decode()
-        elif num in (3, 4):
-            c.setdefault("command" if num == 3 else "args", []).append(v.decode())
-        elif num == 6:
-            port = dict(_fields(v))
-            c.setdefault("ports", []).append({k: (port[n].decode() if n in (1, 4) else port[n])
-                                              for n, k in ((1, "name"), (3, "containerPort"), (4, "protocol"))
-                                              if n in port})
-        elif num == 7:
-            env = dict(_fields(v))
-            c.setdefault("env", []).append({"name": env.get(1, b"").decode(), "value": env.get(2, b"").decode()})
-        elif num == 8 and not v:
-            c["resources"] = {}
-        elif v:
-            raise UnsupportedKind(f"protobuf Container field {num} is not supported; send JSON")
+def _strings(fields: list[tuple[int, Any]], names: dict[int, str]) -> Obj:
+    """The non-empty string fields among `fields` (gogo-protobuf writes empty strings too)."""
+    return {names[n]: v.decode() for n, v in fields if n in names and v}
+
+
+def _refuse_unknown(fields: list[tuple[int, Any]], known: Collection[int], message: str) -> None:
+    """A non-empty field the decoder does not know is a 415, never silently dropped. gogo-protobuf writes
+    unset non-pointer fields as empty strings, zeros and empty messages, so only those pass unread."""
+    for n, v in fields:
+        if n not in known and v:
+            raise UnsupportedKind(f"protobuf {message} field {n} is not supported; send JSON")
+
+
+def _repeated(fields: list[tuple[int, Any]], num: int, decode: Callable[[Any], Any]) -> list[Any]:
+    return [decode(v) for n, v in fields if n == num]
+
+
+def _container_port(raw: bytes) -> Obj:
+    fields = list(_fields(raw))
+    _refuse_unknown(fields, (1, 2, 3, 4, 5), "ContainerPort")
+    port = _strings(fields, {1: "name", 4: "protocol", 5: "hostIP"})
+    port.update({key: _int64(v) for n, v in fields for num, key in ((2, "hostPort"), (3, "containerPort"))
+                 if n == num and v})
+    return port
+
+
+def _env_var(raw: bytes) -> Obj:
+    fields = list(_fields(raw))
+    _refuse_unknown(fields, (1, 2), "EnvVar")
+    return _strings(fields, {1: "name", 2: "value"})
+
+
+def _quantities(entries: list[bytes]) -> dict[str, str]:
+    """map<string, Quantity>; a Quantity is `{string = 1}`."""
+    return {kv.get(1, b"").decode(): dict(_fields(kv.get(2, b""))).get(1, b"").decode()
+            for kv in (dict(_fields(e)) for e in entries)}
+
+
+def _resources(raw: bytes) -> Obj:
+    fields = list(_fields(raw))
+    _refuse_unknown(fields, (1, 2), "ResourceRequirements")
+    out: Obj = {}
+    for num, key in ((1, "limits"), (2, "requests")):
+        entries = [v for n, v in fields if n == num]
+        if entries:
+            out[key] = _quantities(entries)
+    return out
+
+
+def _container(raw: bytes) -> Obj:
+    """A Container as `kubectl create deployment|job` fills it (core/v1 generated.proto field numbers)."""
+    fields = list(_fields(raw))
+    _refuse_unknown(fields, (1, 2, 3, 4, 5, 6, 7, 8, 14), "Container")
+    c: Obj = _strings(fields, {1: "name", 2: "image", 5: "workingDir", 14: "imagePullPolicy"})
+    for num, key, decode in ((3, "command", bytes.decode), (4, "args", bytes.decode),
+                             (6, "ports", _container_port), (7, "env", _env_var)):
+        values = _repeated(fields, num, decode)
+        if values:
+            c[key] = values
+    for resources in _repeated(fields, 8, _resources):
+        c["resources"] = resources
     return c
 
 
-def _pod_template(b: bytes) -> Obj:
-    t: Obj = {"metadata": {}, "spec": {}}
-    for num, v in _fields(b):
-        if num == 1:
-            t["metadata"] = _object_meta(v)
-        elif num == 2:
-            for n, x in _fields(v):
-                if n == 2:
-                    t["spec"].setdefault("containers", []).append(_container(x))
-                elif n == 3 and x:
-                    t["spec"]["restartPolicy"] = x.decode()
-                elif x:
-                    raise UnsupportedKind(f"protobuf PodSpec field {n} is not supported; send JSON")
-    return t
+def _pod_spec(raw: bytes) -> Obj:
+    fields = list(_fields(raw))
+    _refuse_unknown(fields, (2, 3, 4, 8, 20), "PodSpec")
+    spec: Obj = _strings(fields, {3: "restartPolicy", 8: "serviceAccountName"})
+    for num, key in ((2, "containers"), (20, "initContainers")):
+        containers = _repeated(fields, num, _container)
+        if containers:
+            spec[key] = containers
+    for grace in _repeated(fields, 4, _int64):  # a pointer: present only when set, and 0 means "kill now"
+        spec["terminationGracePeriodSeconds"] = grace
+    return spec
 
 
-def _deployment(raw: bytes) -> Obj:
-    """apps/v1 Deployment, as `kubectl create deployment` sends it."""
-    o: Obj = {"spec": {}}
-    for num, v in _fields(raw):
-        if num == 1:
-            o["metadata"] = _object_meta(v)
-        elif num == 2:
-            for n, x in _fields(v):
-                if n == 1:
-                    o["spec"]["replicas"] = _int64(x)
-                elif n == 2:
-                    o["spec"]["selector"] = _label_selector(x)
-                elif n == 3:
-                    o["spec"]["template"] = _pod_template(x)
-                elif n == 4 and x:
-                    kind = dict(_fields(x)).get(1)
-                    if kind:
-                        o["spec"]["strategy"] = {"type": kind.decode()}
-    return o
+def _pod_template(raw: bytes) -> Obj:
+    return _object(raw, _pod_spec)
+
+
+def _deployment_spec(raw: bytes) -> Obj:
+    """apps/v1 DeploymentSpec, as `kubectl create deployment` sends it."""
+    spec: Obj = {}
+    for n, x in _fields(raw):
+        if n == 1:
+            spec["replicas"] = _int64(x)
+        elif n == 2:
+            spec["selector"] = _label_selector(x)
+        elif n == 3:
+            spec["template"] = _pod_template(x)
+        elif n == 4 and x:
+            kind = dict(_fields(x)).get(1)
+            if kind:
+                spec["strategy"] = {"type": kind.decode()}
+    return spec
+
+
+_JOB_INTS = {1: "parallelism", 2: "completions", 3: "activeDeadlineSeconds", 7: "backoffLimit",
+             8: "ttlSecondsAfterFinished"}
+
+
+def _job_spec(raw: bytes) -> Obj:
+    """batch/v1 JobSpec as `kubectl create job NAME --image=… -- CMD` sends it (batch/v1 generated.proto)."""
+    fields = list(_fields(raw))
+    _refuse_unknown(fields, range(1, 11), "JobSpec")
+    spec: Obj = {}
+    for n, x in fields:
+        if n in _JOB_INTS:
+            spec[_JOB_INTS[n]] = _int64(x)
+        elif n == 4:
+            spec["selector"] = _label_selector(x)
+        elif n == 5:
+            spec["manualSelector"] = bool(x)
+        elif n == 6:
+            spec["template"] = _pod_template(x)
+        elif n == 9 and x:
+            spec["completionMode"] = x.decode()
+        elif n == 10:
+            spec["suspend"] = bool(x)
+    return spec
 
 
 DECODERS: dict[str, Callable[[bytes], Obj]] = {
-    "Deployment": _deployment,
+    "Deployment": lambda raw: _object(raw, _deployment_spec),
     "DeleteOptions": _delete_options,
     "Namespace": _namespace,
     "PriorityClass": _priority_class,
-    "PodDisruptionBudget": _pdb,
+    "PodDisruptionBudget": lambda raw: _object(raw, _pdb_spec),
+    "Job": lambda raw: _object(raw, _job_spec),
 }
 
 

@@ -277,6 +277,37 @@ def _deploy_cells(d: Obj, now: float) -> Cells:
             sel]
 
 
+def _job_cells(job: Obj, now: float) -> Cells:
+    """printJob: the first of Complete, Failed, Terminating, Suspended, FailureTarget, SuccessCriteriaMet, Running."""
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    true = {c.get("type") for c in status.get("conditions") or [] if c.get("status") == "True"}
+    state = next((s for s in ("Complete", "Failed") if s in true), "")
+    if not state and job["metadata"].get("deletionTimestamp"):
+        state = "Terminating"
+    state = state or next((s for s in ("Suspended", "FailureTarget", "SuccessCriteriaMet") if s in true), "Running")
+    succeeded, completions = status.get("succeeded", 0), spec.get("completions")
+    parallelism = spec.get("parallelism", 1)
+    if completions is not None:
+        done = f"{succeeded}/{completions}"
+    else:
+        done = f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+    duration = ""
+    if status.get("startTime"):
+        end = parse_rfc3339(status["completionTime"]) if status.get("completionTime") else now
+        duration = human_duration(end - parse_rfc3339(status["startTime"]))
+    containers, images, sel = _template(job)
+    return [job["metadata"]["name"], state, done, duration, _age(job, now), containers, images, sel]
+
+
+def _revision_cells(rev: Obj, now: float) -> Cells:
+    owner = next((r for r in rev["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+    controller = ""
+    if owner is not None:
+        group = owner.get("apiVersion", "").partition("/")[0] if "/" in owner.get("apiVersion", "") else ""
+        controller = f"{owner.get('kind', '').lower()}{'.' + group if group else ''}/{owner.get('name', '')}"
+    return [rev["metadata"]["name"], controller, rev.get("revision", 0), _age(rev, now)]
+
+
 def _default_cells(obj: Obj, now: float) -> Cells:
     return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
 
@@ -314,6 +345,9 @@ PRINTERS: dict[str, Printer] = {
                          "+Images", "+Selector"), _rs_cells),
     "Deployment": (_cols("Name", "Ready", "Up-to-date:integer", "Available:integer", "Age", "+Containers",
                          "+Images", "+Selector"), _deploy_cells),
+    "ControllerRevision": (_cols("Name", "Controller", "Revision:integer", "Age"), _revision_cells),
+    "Job": (_cols("Name", "Status", "Completions", "Duration", "Age", "+Containers", "+Images", "+Selector"),
+            _job_cells),
 }
 _DEFAULT: Printer = ([("Name", "string", 0), ("Created At", "date", 0)], _default_cells)
 

@@ -14,11 +14,14 @@ from kubelite.clock import Clock
 from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.garbagecollector import GarbageCollector
+from kubelite.controllers.job import JobController
 from kubelite.controllers.namespace import NamespaceController
 from kubelite.controllers.nodelifecycle import NodeLifecycleController
 from kubelite.controllers.podgc import PodGCController
 from kubelite.controllers.replicaset import ReplicaSetController
+from kubelite.controllers.statefulset import StatefulSetController
 from kubelite.controllers.taint_eviction import TaintEvictionController
+from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
 
 
 class Controller(Protocol):
@@ -36,6 +39,9 @@ CONTROLLERS: dict[str, Factory] = {
     "garbagecollector": GarbageCollector,
     "namespace": NamespaceController,
     "replicaset": ReplicaSetController,
+    "job": JobController,
+    "ttl-after-finished": TTLAfterFinishedController,
+    "statefulset": StatefulSetController,
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import apps, core, kubelite_io, policy, scheduling
+from kubelite.apiserver.registry import apps, batch, core, kubelite_io, policy, scheduling
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
@@ -19,6 +19,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     apps.STATEFULSETS: apps.StatefulSetStrategy,
     apps.REPLICASETS: apps.WorkloadStrategy,
     apps.DEPLOYMENTS: apps.DeploymentStrategy,
+    apps.CONTROLLER_REVISIONS: apps.ControllerRevisionStrategy,
+    batch.JOBS: batch.JobStrategy,
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)

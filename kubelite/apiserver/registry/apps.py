@@ -3,6 +3,12 @@
 Their controllers (kubelite.controllers) read only what validation let through: a selector
 that matches the template, replicas and minReadySeconds not negative, a template that
 restarts always, and for Deployments a strategy whose arithmetic makes progress.
+
+StatefulSets are validated as upstream's ValidateStatefulSet / ValidateStatefulSetUpdate: the
+same spec rules plus known policies, and after creation only replicas, ordinals, template,
+updateStrategy, persistentVolumeClaimRetentionPolicy, minReadySeconds and revisionHistoryLimit
+may change. ControllerRevisions hold the StatefulSet controller's template history
+(`kubectl rollout history statefulset`); their data is immutable.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 from kubelite.api import validation as v
 from kubelite.api.errors import ApiError, Cause
 from kubelite.api.selectors import compile_label_selector
+from kubelite.api.validation import is_dns1123_subdomain
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
 from kubelite.apiserver.registry.pods import default_pod_spec, pod_spec_warnings, validate_pod_spec
 
@@ -34,8 +41,10 @@ class WorkloadStrategy(Strategy):
         tmpl_spec = spec.setdefault("template", {}).setdefault("spec", {})
         default_pod_spec(tmpl_spec)
 
+    owner = "deployment"  # upstream's word in the empty-selector message, "deployment" for ReplicaSets too
+
     def validate(self, obj: Obj) -> list[Cause]:
-        return super().validate(obj) + validate_workload_spec(obj.get("spec") or {})
+        return super().validate(obj) + validate_workload_spec(obj.get("spec") or {}, self.owner)
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         """apps/v1 selectors are immutable (ValidateReplicaSetUpdate, ValidateDeploymentUpdate)."""
@@ -58,8 +67,9 @@ def _nonnegative(spec: Obj, field: str) -> list[Cause]:
     return []
 
 
-def validate_workload_spec(spec: Obj) -> list[Cause]:
-    """ValidateReplicaSetSpec and ValidatePodTemplateSpecForReplicaSet, with upstream's messages."""
+def validate_workload_spec(spec: Obj, owner: str) -> list[Cause]:
+    """ValidateReplicaSetSpec and ValidatePodTemplateSpecForReplicaSet, or the same rules of
+    ValidateStatefulSetSpec when `owner` is "statefulset", with upstream's messages."""
     causes = _nonnegative(spec, "replicas") + _nonnegative(spec, "minReadySeconds")
     selector = spec.get("selector")
     compiled = None
@@ -69,7 +79,7 @@ def validate_workload_spec(spec: Obj) -> list[Cause]:
         causes.append(v.invalid("spec.selector", selector, "invalid label selector"))
     else:
         if not (selector.get("matchLabels") or selector.get("matchExpressions")):
-            causes.append(v.invalid("spec.selector", selector, "empty selector is invalid for deployment"))
+            causes.append(v.invalid("spec.selector", selector, f"empty selector is invalid for {owner}"))
         try:
             compiled = compile_label_selector(selector)
         except ApiError:
@@ -85,9 +95,11 @@ def validate_workload_spec(spec: Obj) -> list[Cause]:
     causes += validate_pod_spec(tspec, "spec.template.spec")
     if tspec.get("restartPolicy", "Always") != "Always":
         causes.append(v.not_supported("spec.template.spec.restartPolicy", tspec.get("restartPolicy"), ["Always"]))
-    if tspec.get("activeDeadlineSeconds") is not None:
-        causes.append(v.invalid("spec.template.spec.activeDeadlineSeconds", tspec["activeDeadlineSeconds"],
-                                "activeDeadlineSeconds in ReplicaSet is not Supported"))
+    deadline, path = tspec.get("activeDeadlineSeconds"), "spec.template.spec.activeDeadlineSeconds"
+    if deadline is not None and owner == "statefulset":
+        causes.append(v.forbidden(path, "activeDeadlineSeconds in StatefulSet is not Supported"))
+    elif deadline is not None:
+        causes.append(v.invalid(path, deadline, "activeDeadlineSeconds in ReplicaSet is not Supported"))
     return causes
 
 
@@ -146,12 +158,88 @@ def validate_strategy(spec: Obj) -> list[Cause]:
     return causes
 
 
+STS_POLICIES = ["OrderedReady", "Parallel"]
+STS_STRATEGIES = ["RollingUpdate", "OnDelete"]
+RETENTION = ["Retain", "Delete"]
+STS_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy",
+               "minReadySeconds", "revisionHistoryLimit")
+
+
 class StatefulSetStrategy(WorkloadStrategy):
+    owner = "statefulset"
+
     def _default(self, spec: Obj) -> None:
         super()._default(spec)
         spec.setdefault("podManagementPolicy", "OrderedReady")
-        spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
-        spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+        strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+        if strategy.get("type", "RollingUpdate") == "RollingUpdate":
+            strategy.setdefault("type", "RollingUpdate")
+            strategy.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+        retention = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
+        retention.setdefault("whenDeleted", "Retain")
+        retention.setdefault("whenScaled", "Retain")
+        for claim in spec.get("volumeClaimTemplates") or []:
+            if isinstance(claim, dict):
+                claim.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        causes = super().validate(obj)
+        spec = obj.get("spec") or {}
+        if spec.get("podManagementPolicy") not in STS_POLICIES:
+            causes.append(v.not_supported("spec.podManagementPolicy", spec.get("podManagementPolicy"), STS_POLICIES))
+        strategy = spec.get("updateStrategy") or {}
+        if strategy.get("type") not in STS_STRATEGIES:
+            causes.append(v.not_supported("spec.updateStrategy.type", strategy.get("type"), STS_STRATEGIES))
+        elif strategy["type"] == "OnDelete" and strategy.get("rollingUpdate") is not None:
+            causes.append(v.invalid("spec.updateStrategy.rollingUpdate", strategy["rollingUpdate"],
+                                    "only allowed for updateStrategy 'RollingUpdate'"))
+        partition = (strategy.get("rollingUpdate") or {}).get("partition", 0)
+        if not isinstance(partition, int) or partition < 0:
+            causes.append(v.invalid("spec.updateStrategy.rollingUpdate.partition", partition,
+                                    "must be greater than or equal to 0"))
+        start = (spec.get("ordinals") or {}).get("start", 0)
+        if not isinstance(start, int) or start < 0:
+            causes.append(v.invalid("spec.ordinals.start", start, "must be greater than or equal to 0"))
+        retention = spec.get("persistentVolumeClaimRetentionPolicy") or {}
+        for field in ("whenDeleted", "whenScaled"):
+            if retention.get(field) not in RETENTION:
+                causes.append(v.not_supported(f"spec.persistentVolumeClaimRetentionPolicy.{field}",
+                                              retention.get(field), RETENTION))
+        for i, claim in enumerate(spec.get("volumeClaimTemplates") or []):
+            name = ((claim or {}).get("metadata") or {}).get("name", "")
+            if not name:
+                causes.append(v.required(f"spec.volumeClaimTemplates[{i}].metadata.name"))
+            else:
+                causes += [v.invalid(f"spec.volumeClaimTemplates[{i}].metadata.name", name, e)
+                           for e in is_dns1123_subdomain(name)]
+        return causes
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        causes = self.validate(new)
+        spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+        if any(spec.get(k) != old_spec.get(k) for k in set(spec) | set(old_spec) if k not in STS_MUTABLE):
+            causes.append(v.forbidden("spec", "updates to statefulset spec for fields other than 'replicas', "
+                                              "'ordinals', 'template', 'updateStrategy', "
+                                              "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are "
+                                              "forbidden"))
+        return causes
+
+
+class ControllerRevisionStrategy(Strategy):
+    """ValidateControllerRevision(Update): a non-negative revision; data never changes."""
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        causes = super().validate(obj)
+        revision = obj.get("revision")
+        if not isinstance(revision, int) or revision < 0:
+            causes.append(v.invalid("revision", revision, "must be greater than or equal to 0"))
+        return causes
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        causes = self.validate(new)
+        if new.get("data") != old.get("data"):
+            causes.append(v.immutable("data"))
+        return causes
 
 
 _APPS = dict(categories=("all",), subresources=("status", "scale"))
@@ -159,5 +247,7 @@ STATEFULSETS = Resource("apps", "v1", "statefulsets", "statefulset", "StatefulSe
                         short_names=("sts",), **_APPS)  # type: ignore[arg-type]
 REPLICASETS = Resource("apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, "V1ReplicaSet",
                        short_names=("rs",), **_APPS)  # type: ignore[arg-type]
+CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision",
+                                True, "V1ControllerRevision")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "deployment", "Deployment", True, "V1Deployment",
                        short_names=("deploy",), **_APPS)  # type: ignore[arg-type]

@@ -1,0 +1,234 @@
+"""batch/v1 Jobs: upstream's defaults, generated selector, validation and update rules.
+
+Mirrors pkg/registry/batch/job/strategy.go and pkg/apis/batch/validation. Without
+`manualSelector: true` the server owns the selector: it is `batch.kubernetes.io/controller-uid=<uid>`
+and the template gets that label plus `batch.kubernetes.io/job-name` (and the legacy unprefixed
+`controller-uid` / `job-name`), so a Job's pods can never overlap another controller's. The
+selector, completions (except for elastic Indexed Jobs), the completion mode, the pod failure
+policy and the template (outside suspension) cannot change after creation.
+
+Not done: backoffLimitPerIndex / maxFailedIndexes, successPolicy, podReplacementPolicy validation
+beyond its enum, and the scheduling directives that a suspended Job may change in its template.
+"""
+
+from __future__ import annotations
+
+from kubelite.api import validation as v
+from kubelite.api.errors import Cause
+from kubelite.api.selectors import compile_label_selector
+from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
+from kubelite.apiserver.registry.pods import default_pod_spec, validate_pod_spec
+
+CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+JOB_NAME = "batch.kubernetes.io/job-name"
+LEGACY_CONTROLLER_UID = "controller-uid"
+LEGACY_JOB_NAME = "job-name"
+COMPLETION_MODES = ["NonIndexed", "Indexed"]
+MAX_INDEXED_COMPLETIONS = 100_000
+MAX_FAILURE_RULES = 20
+MAX_EXIT_CODE_VALUES = 255
+RULE_ACTIONS = ["Count", "FailIndex", "FailJob", "Ignore"]
+EXIT_CODE_OPERATORS = ["In", "NotIn"]
+REPLACEMENT_POLICIES = ["Failed", "TerminatingOrFailed"]
+
+
+def _nonnegative(spec: Obj, field: str, causes: list[Cause], path: str = "spec") -> None:
+    value = spec.get(field)
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        causes.append(v.invalid(f"{path}.{field}", value, "must be greater than or equal to 0"))
+
+
+def _validate_exit_codes(rule_path: str, req: Obj) -> list[Cause]:
+    causes: list[Cause] = []
+    path = f"{rule_path}.onExitCodes"
+    if req.get("operator") not in EXIT_CODE_OPERATORS:
+        causes.append(v.not_supported(f"{path}.operator", req.get("operator"), EXIT_CODE_OPERATORS))
+    values = req.get("values") or []
+    if not values:
+        causes.append(v.invalid(f"{path}.values", values, "at least one value is required"))
+    if len(values) > MAX_EXIT_CODE_VALUES:
+        causes.append(Cause("FieldValueTooMany", f"Too many: {len(values)}: must have at most "
+                                                 f"{MAX_EXIT_CODE_VALUES} items", f"{path}.values"))
+    previous: int | None = None
+    for i, value in enumerate(values):
+        if req.get("operator") == "In" and value == 0:
+            causes.append(v.invalid(f"{path}.values[{i}]", value,
+                                    "must not be 0 for the In operator"))
+        if previous is not None and previous >= value:
+            causes.append(v.invalid(f"{path}.values[{i}]", value, "must be ordered"))
+        previous = value
+    return causes
+
+
+def validate_pod_failure_policy(spec: Obj) -> list[Cause]:
+    """validatePodFailurePolicy: rules with one requirement each, known actions, sorted exit codes."""
+    policy = spec.get("podFailurePolicy")
+    if policy is None:
+        return []
+    causes: list[Cause] = []
+    restart = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")
+    if restart != "Never":
+        causes.append(v.invalid("spec.template.spec.restartPolicy", restart,
+                                "only \"Never\" is supported when podFailurePolicy is specified"))
+    rules = policy.get("rules") or []
+    if len(rules) > MAX_FAILURE_RULES:
+        causes.append(Cause("FieldValueTooMany", f"Too many: {len(rules)}: must have at most {MAX_FAILURE_RULES} "
+                                                 "items", "spec.podFailurePolicy.rules"))
+    for i, rule in enumerate(rules):
+        path = f"spec.podFailurePolicy.rules[{i}]"
+        action = rule.get("action")
+        if action not in RULE_ACTIONS:
+            causes.append(v.not_supported(f"{path}.action", action, RULE_ACTIONS))
+        exit_codes, conditions = rule.get("onExitCodes"), rule.get("onPodConditions")
+        if exit_codes is not None and conditions:
+            causes.append(v.invalid(path, "", "specifying both OnExitCodes and OnPodConditions is not supported"))
+        elif exit_codes is None and not conditions:
+            causes.append(v.invalid(path, "", "specifying one of OnExitCodes and OnPodConditions is required"))
+        if exit_codes is not None:
+            causes += _validate_exit_codes(path, exit_codes)
+        for j, pattern in enumerate(conditions or []):
+            if pattern.get("status") not in ("True", "False", "Unknown"):
+                causes.append(v.not_supported(f"{path}.onPodConditions[{j}].status", pattern.get("status"),
+                                              ["False", "True", "Unknown"]))
+            if not pattern.get("type"):
+                causes.append(v.required(f"{path}.onPodConditions[{j}].type"))
+    return causes
+
+
+def validate_job_spec(spec: Obj) -> list[Cause]:
+    causes: list[Cause] = []
+    for field in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished"):
+        _nonnegative(spec, field, causes)
+    deadline = spec.get("activeDeadlineSeconds")
+    if isinstance(deadline, int) and deadline == 0:
+        causes.append(v.invalid("spec.activeDeadlineSeconds", deadline, "must be greater than 0"))
+    mode = spec.get("completionMode")
+    if mode not in COMPLETION_MODES:
+        causes.append(v.not_supported("spec.completionMode", mode, COMPLETION_MODES))
+    if mode == "Indexed":
+        completions = spec.get("completions")
+        if completions is None:
+            causes.append(v.required("spec.completions", "when completion mode is Indexed"))
+        elif isinstance(completions, int) and completions > MAX_INDEXED_COMPLETIONS:
+            causes.append(v.invalid("spec.completions", completions,
+                                    f"must be less than or equal to {MAX_INDEXED_COMPLETIONS} when completion mode "
+                                    "is Indexed"))
+    replacement = spec.get("podReplacementPolicy")
+    if replacement is not None and replacement not in REPLACEMENT_POLICIES:
+        causes.append(v.not_supported("spec.podReplacementPolicy", replacement, REPLACEMENT_POLICIES))
+    template = spec.get("template") or {}
+    tmpl_spec = template.get("spec") or {}
+    causes += validate_pod_spec(tmpl_spec, "spec.template.spec")
+    causes = [c for c in causes if c.field != "spec.template.spec.restartPolicy"]
+    if tmpl_spec.get("restartPolicy") not in ("OnFailure", "Never"):
+        causes.append(v.not_supported("spec.template.spec.restartPolicy", tmpl_spec.get("restartPolicy"),
+                                      ["OnFailure", "Never"]))
+    causes += validate_pod_failure_policy(spec)
+    selector = spec.get("selector")
+    if selector is None:
+        causes.append(v.required("spec.selector"))
+    else:
+        try:
+            compiled = compile_label_selector(selector)
+        except ValueError as exc:
+            causes.append(v.invalid("spec.selector", selector, str(exc)))
+        else:
+            labels = (template.get("metadata") or {}).get("labels") or {}
+            if not compiled.matches(labels):
+                causes.append(v.invalid("spec.template.metadata.labels", labels,
+                                        "`selector` does not match template `labels`"))
+    return causes
+
+
+def _generated_selector_causes(obj: Obj) -> list[Cause]:
+    """ValidateGeneratedSelector: a generated selector must name this Job's uid, and its pods must carry it."""
+    spec, meta = obj.get("spec") or {}, obj["metadata"]
+    if spec.get("manualSelector") is True or spec.get("selector") is None:
+        return []
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    causes: list[Cause] = []
+    for key, want in ((CONTROLLER_UID, meta.get("uid", "")), (JOB_NAME, meta.get("name", ""))):
+        if labels.get(key) != want:
+            causes.append(v.invalid("spec.template.metadata.labels", labels,
+                                    f"must be '{want}'" if key in labels else f"must include {key}"))
+    try:
+        ok = compile_label_selector(spec["selector"]).matches({CONTROLLER_UID: meta.get("uid", ""),
+                                                               JOB_NAME: meta.get("name", "")})
+    except ValueError:
+        ok = True  # reported by validate_job_spec
+    if not ok:
+        causes.append(v.invalid("spec.selector", spec["selector"], "`selector` not auto-generated"))
+    return causes
+
+
+class JobStrategy(Strategy):
+    has_status = True
+    has_spec_generation = True
+
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        super().prepare_create(obj, lookup)
+        spec = obj.setdefault("spec", {})
+        if spec.get("completions") is None and spec.get("parallelism") is None:
+            spec["completions"] = 1
+        spec.setdefault("parallelism", 1)
+        spec.setdefault("backoffLimit", 6)
+        spec.setdefault("completionMode", "NonIndexed")
+        spec.setdefault("suspend", False)
+        spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
+        template = spec.setdefault("template", {})
+        default_pod_spec(template.setdefault("spec", {}))
+        if spec.get("manualSelector") is not True:
+            self._generate_selector(obj)
+        obj["status"] = {}
+
+    @staticmethod
+    def _generate_selector(obj: Obj) -> None:
+        """generateSelector: the uid/name labels on the template, a selector on the uid; user labels kept."""
+        meta, spec = obj["metadata"], obj["spec"]
+        labels = spec["template"].setdefault("metadata", {}).setdefault("labels", {})
+        for key, value in ((LEGACY_CONTROLLER_UID, meta["uid"]), (CONTROLLER_UID, meta["uid"]),
+                           (LEGACY_JOB_NAME, meta.get("name", "")), (JOB_NAME, meta.get("name", ""))):
+            labels.setdefault(key, value)
+        spec.setdefault("selector", {"matchLabels": {CONTROLLER_UID: meta["uid"]}})
+
+    def prepare_update(self, new: Obj, old: Obj) -> None:
+        default_pod_spec(new.setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {}))
+        super().prepare_update(new, old)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        causes = super().validate(obj)
+        causes += _generated_selector_causes(obj)
+        causes += validate_job_spec(obj.get("spec") or {})
+        return causes
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        causes = self.validate(new)
+        spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+        for field in ("selector", "completionMode", "podFailurePolicy"):
+            if spec.get(field) != old_spec.get(field):
+                causes.append(v.immutable(f"spec.{field}"))
+        if spec.get("completions") != old_spec.get("completions") and not _elastic_indexed(spec, old_spec):
+            causes.append(v.immutable("spec.completions"))
+        if spec.get("template") != old_spec.get("template"):
+            causes.append(v.immutable("spec.template"))
+        return causes
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        causes: list[Cause] = []
+        status = new.get("status") or {}
+        for field in ("active", "succeeded", "failed", "ready", "terminating"):
+            _nonnegative(status, field, causes, "status")
+        return causes
+
+
+def _elastic_indexed(spec: Obj, old: Obj) -> bool:
+    """Elastic Indexed Jobs: completions may change together with parallelism, kept equal."""
+    return (spec.get("completionMode") == "Indexed" and spec.get("completions") is not None
+            and spec.get("completions") == spec.get("parallelism")
+            and old.get("completions") == old.get("parallelism"))
+
+
+JOBS = Resource("batch", "v1", "jobs", "job", "Job", True, "V1Job", categories=("all",),
+                subresources=("status",))
