@@ -320,8 +320,10 @@ async def main() -> None:
                                                                   for x in args.workloads.split(","))]
     for w in wanted:
         with tempfile.TemporaryDirectory() as tmp:
-            server = start_server(Path(tmp) / "data", Path(tmp) / "home", insecure=True, extra=["--disable",
-                                                                                                "scheduler"])
+            # Bare nodes have no agent to renew their Leases: a day's grace keeps the node lifecycle controller
+            # from declaring them lost mid-run (upstream's scheduler_perf runs no controller manager at all).
+            server = start_server(Path(tmp) / "data", Path(tmp) / "home", insecure=True,
+                                  extra=["--disable", "scheduler", "--node-monitor-grace-period", "86400"])
             kubeconfig = Path(tmp) / "data" / "kubeconfig"
             profile = ["-m", "cProfile", "-o", os.environ["PROFILE_SCHEDULER"]] \
                 if os.environ.get("PROFILE_SCHEDULER") else []

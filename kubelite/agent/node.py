@@ -107,7 +107,7 @@ class NodeReporter:
         reported = self.clock.now()
         while True:
             try:
-                if self.clock.now() - reported >= STATUS_REPORT_INTERVAL:
+                if self.clock.now() - reported >= STATUS_REPORT_INTERVAL or await self.marked_not_ready():
                     reported = self.clock.now()
                     await self.post_status()
                 await self.renew_lease()
@@ -117,6 +117,17 @@ class NodeReporter:
                 log.warning("node heartbeat failed (%s: %s); trying again in %.0f s", type(exc).__name__, exc,
                             RENEW_INTERVAL)
             await self.clock.sleep(RENEW_INTERVAL)
+
+    async def marked_not_ready(self) -> bool:
+        """Whether the API shows this node not Ready (the node lifecycle controller marks a silent node
+        Unknown): then the real status is posted at once, as kubelet posts when the stored status differs."""
+        try:
+            node = await timed(self.clock, self.client.get(f"/api/v1/nodes/{self.name}"))
+        except ApiError:
+            return False  # the Lease renewal below still goes ahead
+        ready: Obj = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
+                          {})
+        return ready.get("status") != "True"
 
     async def renew_lease(self) -> None:
         stamp = rfc3339(self.clock.now()).replace("Z", ".000000Z")

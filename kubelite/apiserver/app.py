@@ -58,7 +58,6 @@ class ApiServer:
         await self.caches.start()
         await bootstrap.ensure_defaults(self.registry)
         self._tasks.append(asyncio.create_task(self._compact_loop(), name="compaction"))
-        self._tasks.append(asyncio.create_task(bootstrap.namespace_finalizer(self.registry), name="ns-finalizer"))
         self.ready = True
 
     async def stop(self) -> None:

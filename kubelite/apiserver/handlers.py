@@ -12,7 +12,7 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
-from kubelite.apiserver import logs, patch, schema, subresources, tables, typecheck, watch
+from kubelite.apiserver import logs, patch, scale, schema, subresources, tables, typecheck, watch
 from kubelite.apiserver.cache import decode
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.request import (
@@ -69,8 +69,13 @@ class ResourceHandlers:
             if target.subresource == "binding":
                 return await self._binding(request, target.namespace, target.name)
             return await self._eviction(request, target)
-        if target.subresource in ("scale", "finalize"):
-            raise errors.method_not_allowed(method, f"{r.plural}/{target.subresource}")
+        if target.subresource == "scale":
+            return respond(await scale.handle(request, self.registry, target, _dry_run(request)))
+        if target.subresource == "finalize":
+            if method != "PUT":
+                raise errors.method_not_allowed(method, f"{r.plural}/finalize")
+            body = decode_body(await read_body(request), media_type(request))
+            return respond(await subresources.finalize(self.registry, target.name, body, _dry_run(request)))
         if not target.name:
             if method == "GET":
                 return await self._list(request, target)
@@ -260,14 +265,19 @@ class ResourceHandlers:
         grace = parse_int(request.query.get("gracePeriodSeconds"), "gracePeriodSeconds")
         if grace is not None:
             options["gracePeriodSeconds"] = grace
+        if request.query.get("propagationPolicy"):
+            options["propagationPolicy"] = request.query["propagationPolicy"]
+        if request.query.get("orphanDependents"):
+            options["orphanDependents"] = parse_bool(request.query["orphanDependents"], "orphanDependents")
         for key in ("uid", "resourceVersion"):
             if request.query.get(f"preconditions.{key}"):
                 options.setdefault("preconditions", {})[key] = request.query[f"preconditions.{key}"]
         dry_run = _dry_run(request) or "All" in (options.get("dryRun") or [])
         obj, _ = await self.registry.delete(r, target.namespace, target.name, options, dry_run)
+        warnings = self.registry.strategies[r].delete_warnings(obj, options)
         if r.kind == "Pod" or obj["metadata"].get("deletionTimestamp"):
-            return respond(obj)
-        return respond(status_success(r, obj))
+            return respond(obj, 200, warnings)
+        return respond(status_success(r, obj), 200, warnings)
 
     # --- subresources ----------------------------------------------------------------------------
 

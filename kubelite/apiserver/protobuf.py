@@ -2,7 +2,7 @@
 
 kubectl's typed clients send `application/vnd.kubernetes.protobuf` for DeleteOptions
 (`drain --disable-eviction`) and for the imperative `kubectl create namespace |
-priorityclass | poddisruptionbudget`. Those messages are small, so they are decoded
+priorityclass | poddisruptionbudget | deployment`. Those messages are small, so they are decoded
 by hand from k8s.io/api's generated.proto field numbers; any other protobuf kind gets
 a clear 415, and the README says so.
 """
@@ -179,7 +179,72 @@ def _pdb(raw: bytes) -> Obj:
     return o
 
 
+_CONTAINER_STRINGS = {1: "name", 2: "image", 5: "workingDir", 14: "imagePullPolicy"}
+
+
+def _container(b: bytes) -> Obj:
+    """The Container fields `kubectl create deployment|job` can send; any other field is refused (415)
+    rather than silently dropped."""
+    c: Obj = {}
+    for num, v in _fields(b):
+        if num in _CONTAINER_STRINGS:
+            c[_CONTAINER_STRINGS[num]] = v.decode()
+        elif num in (3, 4):
+            c.setdefault("command" if num == 3 else "args", []).append(v.decode())
+        elif num == 6:
+            port = dict(_fields(v))
+            c.setdefault("ports", []).append({k: (port[n].decode() if n in (1, 4) else port[n])
+                                              for n, k in ((1, "name"), (3, "containerPort"), (4, "protocol"))
+                                              if n in port})
+        elif num == 7:
+            env = dict(_fields(v))
+            c.setdefault("env", []).append({"name": env.get(1, b"").decode(), "value": env.get(2, b"").decode()})
+        elif num == 8 and not v:
+            c["resources"] = {}
+        elif v:
+            raise UnsupportedKind(f"protobuf Container field {num} is not supported; send JSON")
+    return c
+
+
+def _pod_template(b: bytes) -> Obj:
+    t: Obj = {"metadata": {}, "spec": {}}
+    for num, v in _fields(b):
+        if num == 1:
+            t["metadata"] = _object_meta(v)
+        elif num == 2:
+            for n, x in _fields(v):
+                if n == 2:
+                    t["spec"].setdefault("containers", []).append(_container(x))
+                elif n == 3 and x:
+                    t["spec"]["restartPolicy"] = x.decode()
+                elif x:
+                    raise UnsupportedKind(f"protobuf PodSpec field {n} is not supported; send JSON")
+    return t
+
+
+def _deployment(raw: bytes) -> Obj:
+    """apps/v1 Deployment, as `kubectl create deployment` sends it."""
+    o: Obj = {"spec": {}}
+    for num, v in _fields(raw):
+        if num == 1:
+            o["metadata"] = _object_meta(v)
+        elif num == 2:
+            for n, x in _fields(v):
+                if n == 1:
+                    o["spec"]["replicas"] = _int64(x)
+                elif n == 2:
+                    o["spec"]["selector"] = _label_selector(x)
+                elif n == 3:
+                    o["spec"]["template"] = _pod_template(x)
+                elif n == 4 and x:
+                    kind = dict(_fields(x)).get(1)
+                    if kind:
+                        o["spec"]["strategy"] = {"type": kind.decode()}
+    return o
+
+
 DECODERS: dict[str, Callable[[bytes], Obj]] = {
+    "Deployment": _deployment,
     "DeleteOptions": _delete_options,
     "Namespace": _namespace,
     "PriorityClass": _priority_class,

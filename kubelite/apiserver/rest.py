@@ -10,7 +10,7 @@ its revision, so clients read their own writes.
 from __future__ import annotations
 
 import builtins
-import secrets
+import random
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +19,7 @@ import orjson
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
-from kubelite.apiserver import typecheck
+from kubelite.apiserver import deletion, typecheck
 from kubelite.apiserver.cache import Caches, decode
 from kubelite.apiserver.registry import STRATEGIES
 from kubelite.apiserver.registry.base import Obj, Resource, Strategy
@@ -33,6 +33,12 @@ MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries unpinned conflicts witho
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Mutate = Callable[[Obj], Obj]
+_names = random.Random()  # names need uniqueness, not secrecy: upstream's SimpleNameGenerator uses math/rand
+
+
+def _generated_suffix() -> str:
+    """Five characters for generateName (one getrandbits, not five reads of the OS entropy pool)."""
+    return "".join(_names.choices(_NAME_CHARS, k=5))
 
 
 def copy_obj(obj: Obj) -> Obj:
@@ -139,7 +145,7 @@ class Registry:
         meta["creationTimestamp"] = self.now()
         generate = not meta.get("name") and meta.get("generateName")
         if generate:
-            meta["name"] = meta["generateName"] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+            meta["name"] = meta["generateName"] + _generated_suffix()
         self._check_namespace(resource, namespace, meta.get("name", ""))
         if not meta.get("name"):  # strategies may rely on a name; upstream's validation says the same
             self._raise_invalid(resource, obj, [Cause("FieldValueRequired", "Required value: name or generateName "
@@ -162,7 +168,7 @@ class Registry:
             except KeyExists:
                 if not generate:
                     raise errors.already_exists(resource.plural, meta["name"], resource.group) from None
-                meta["name"] = meta["generateName"] + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+                meta["name"] = meta["generateName"] + _generated_suffix()
         else:
             raise errors.already_exists(resource.plural, meta["name"], resource.group)
         await self.caches.wait_for(kv.mod_revision)
@@ -299,6 +305,7 @@ class Registry:
                      dry_run: bool = False) -> tuple[Obj, bool]:
         """Returns (object, deleted-now). Graceful deletes set deletionTimestamp and leave the object."""
         strategy = self.strategies[resource]
+        deletion.validate_options(options)
         grace_req = options.get("gracePeriodSeconds")
         if grace_req is not None:
             if not isinstance(grace_req, int) or isinstance(grace_req, bool):
@@ -318,7 +325,7 @@ class Registry:
                                                              f"({pre['resourceVersion']}) does not match the "
                                                              f"ResourceVersion in record ({meta['resourceVersion']})."
                                                              " The object might have been modified", resource.group)
-            new = self._plan_delete(strategy, cur, grace_req)
+            new = self._plan_delete(strategy, cur, grace_req, options)
             if new is cur:  # graceful deletion already pending with an equal or shorter period
                 return cur, False
             if dry_run:
@@ -336,17 +343,27 @@ class Registry:
                 raise errors.not_found(resource.plural, name, resource.group) from None
         raise errors.stale(resource.plural, name, resource.group)
 
-    def _plan_delete(self, strategy: Strategy, cur: Obj, grace_req: int | None) -> Obj | None:
-        """rest.BeforeDelete: None = remove now; `cur` = nothing to do; a new object = store it."""
+    def _plan_delete(self, strategy: Strategy, cur: Obj, grace_req: int | None, options: Obj) -> Obj | None:
+        """rest.BeforeDelete: None = remove now; `cur` = nothing to do; a new object = store it.
+
+        The propagation policy's finalizer (deletion.py) is set first; namespaces keep their own
+        spec finalizer and take none of these."""
         meta = cur["metadata"]
-        finalizers = strategy.pending_finalizers(cur)
+        changed = None if strategy.resource is NAMESPACES else deletion.gc_finalizers(meta, options)
+        base = cur
+        if changed is not None:
+            base = copy_obj(cur)
+            base["metadata"]["finalizers"] = changed
+            if not changed:
+                del base["metadata"]["finalizers"]
+        finalizers = strategy.pending_finalizers(base)
         if meta.get("deletionTimestamp"):
             period = meta.get("deletionGracePeriodSeconds")
             if not period:
-                return cur if finalizers else None
+                return base if finalizers else None
             if grace_req is None or grace_req >= period:
-                return cur
-            new = copy_obj(cur)
+                return base
+            new = copy_obj(base)
             deadline = parse_rfc3339(meta["deletionTimestamp"])
             started = deadline - period if deadline < LAST_TIMESTAMP else self.clock.now()  # clamped: start unknown
             new["metadata"]["deletionTimestamp"] = _deadline(started + grace_req)
@@ -357,7 +374,7 @@ class Registry:
         grace = strategy.graceful_period(cur, grace_req)
         if not grace and not finalizers:
             return None
-        new = copy_obj(cur)
+        new = copy_obj(base)
         new["metadata"]["deletionTimestamp"] = _deadline(self.clock.now() + (grace or 0))
         new["metadata"]["deletionGracePeriodSeconds"] = grace or 0
         if new["metadata"].get("generation", 0) > 0:

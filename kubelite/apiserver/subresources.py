@@ -1,4 +1,4 @@
-"""Pod subresources with their own semantics: binding and eviction.
+"""Subresources with their own semantics: pod binding and eviction, namespace finalize.
 
 binding mirrors pkg/registry/core/pod/storage BindingREST (assign once, PodScheduled
 True); eviction mirrors EvictionREST (PDB check with 429, budget decremented by
@@ -12,6 +12,7 @@ from typing import Any
 from kubelite.api import disruption, errors
 from kubelite.api.errors import Cause
 from kubelite.apiserver.registry.base import Obj
+from kubelite.apiserver.registry.core import NAMESPACES
 from kubelite.apiserver.registry.pods import PODS, TERMINAL_PHASES
 from kubelite.apiserver.registry.policy import PDBS
 from kubelite.apiserver.rest import Registry
@@ -28,6 +29,23 @@ def set_condition(status: Obj, condition: Obj, now: str) -> None:
             conditions[i] = merged
             return
     conditions.append({"lastProbeTime": None, "lastTransitionTime": now, **condition})
+
+
+async def finalize(registry: Registry, name: str, body: Any, dry_run: bool) -> Obj:
+    """namespaces/finalize (FinalizeREST): only spec.finalizers changes; a terminating namespace whose last
+    finalizer goes is removed."""
+    finalizers = ((body or {}).get("spec") or {}).get("finalizers") if isinstance(body, dict) else None
+    if finalizers is None:
+        finalizers = []
+    if not isinstance(finalizers, list) or not all(isinstance(f, str) and f for f in finalizers):
+        raise errors.invalid("Namespace", name, [Cause("FieldValueInvalid", "Invalid value: finalizers must be "
+                                                       "non-empty strings", "spec.finalizers")])
+
+    def set_finalizers(ns: Obj) -> Obj:
+        ns.setdefault("spec", {})["finalizers"] = finalizers
+        return ns
+
+    return await registry.guaranteed_update(NAMESPACES, "", name, set_finalizers, dry_run)
 
 
 async def bind(registry: Registry, namespace: str, binding: Obj, dry_run: bool) -> None:

@@ -1,7 +1,11 @@
-"""`kubelite agent` and `kubelite scheduler`: one component as a client of a running API server.
+"""`kubelite agent`, `scheduler` and `controller-manager`: one component as a client of a running API server.
 
 Kept apart from `serve` (the control plane) so that these commands do not import the API
-server: an agent that `kubelite up` restarts after a crash is back sooner.
+server: an agent that `kubelite up` restarts after a crash is back sooner. The scheduler and
+the controller manager can run behind leader election (`--leader-elect`, a Lease in
+kube-system named after the component, as upstream), so two of each may run side by side
+with one active; one that loses its lease exits, as upstream's do, to be restarted as a
+candidate by its supervisor.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -21,6 +26,8 @@ from kubelite.agent.cgroups import Cgroups
 from kubelite.agent.runtime.process import ProcessRuntime
 from kubelite.client.http import ApiClient
 from kubelite.clock import RealClock
+from kubelite.controllers.leaderelection import LeaderElector, LeadershipLost, identity
+from kubelite.controllers.manager import run_controllers
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.scheduler import Scheduler
 
@@ -38,22 +45,57 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
     return 0
 
 
-def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None) -> int:
+def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, leader_elect: bool = False) -> int:
     """`kubelite scheduler`: the scheduler alone, as a client of a running API server."""
     cfg = scheduler_config.load(config_file)
-    uvloop.run(run_component(lambda client: Scheduler(client, RealClock(), cfg, seed).run(),
-                             ApiClient.from_kubeconfig(kubeconfig)))
-    return 0
+
+    def start(client: ApiClient) -> Coroutine[Any, Any, None]:
+        return Scheduler(client, RealClock(), cfg, seed).run()
+
+    return uvloop.run(run_component(elected("kube-scheduler", start) if leader_elect else start,
+                                    ApiClient.from_kubeconfig(kubeconfig)))
 
 
-async def run_component(start: Callable[[ApiClient], Coroutine[Any, Any, None]], client: ApiClient) -> None:
+def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool) -> int:
+    """`kubelite controller-manager`: the selected controllers, as a client of a running API server."""
+
+    def start(client: ApiClient) -> Coroutine[Any, Any, None]:
+        return run_controllers(client, RealClock(), names)
+
+    return uvloop.run(run_component(elected("kube-controller-manager", start) if leader_elect else start,
+                                    ApiClient.from_kubeconfig(kubeconfig)))
+
+
+def elected(lease: str, start: Callable[[ApiClient], Coroutine[Any, Any, None]]
+            ) -> Callable[[ApiClient], Coroutine[Any, Any, None]]:
+    """`start` behind leader election on the Lease kube-system/`lease`."""
+
+    def run(client: ApiClient) -> Coroutine[Any, Any, None]:
+        elector = LeaderElector(client, RealClock(), "kube-system", lease, identity())
+        return elector.run(lambda: start(client))
+
+    return run
+
+
+async def run_component(start: Callable[[ApiClient], Coroutine[Any, Any, None]], client: ApiClient) -> int:
+    """Run until SIGINT/SIGTERM (exit 0), or until the component ends on its own — a lost leader
+    election — (exit 1)."""
     stop = stop_on_signals()
     task = asyncio.create_task(start(client))
-    await stop.wait()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    if task.done():
+        stopping.cancel()
+        exc = task.exception() if not task.cancelled() else None
+        print(f"kubelite: {exc or 'component stopped'}", file=sys.stderr)
+        code = 1
+    else:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, LeadershipLost):
+            await task
     await client.close()
+    return code
 
 
 def stop_on_signals() -> asyncio.Event:

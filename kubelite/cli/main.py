@@ -1,4 +1,4 @@
-"""`kubelite` command line: server, up, agent, scheduler, explain.
+"""`kubelite` command line: server, up, agent, scheduler, controller-manager, explain.
 
 Each command imports only what it runs (`agent` does not load the API server), so a
 component restarted after a crash is back quickly.
@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--node-config", type=Path, help="KubeletConfiguration file for the local node")
     for p in (server, up):
         p.add_argument("--scheduler-config", type=Path, help="KubeSchedulerConfiguration file")
+        p.add_argument("--node-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
+                       help="how long a node may go without a heartbeat before it is marked Unknown and tainted")
     agent = sub.add_parser("agent", help="run a node agent, as a client of an API server")
     agent.add_argument("--kubeconfig", type=Path, required=True)
     agent.add_argument("--node-name", default=socket.gethostname().lower())
@@ -56,7 +58,16 @@ def parser() -> argparse.ArgumentParser:
     sched.add_argument("--kubeconfig", type=Path, required=True)
     sched.add_argument("--config", type=Path, help="KubeSchedulerConfiguration file")
     sched.add_argument("--seed", type=int, help="seed for breaking score ties (reproducible placements)")
+    sched.add_argument("--leader-elect", action="store_true",
+                       help="run only while holding the kube-system/kube-scheduler Lease (several may run)")
     sched.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    cm = sub.add_parser("controller-manager", help="run the controllers, as a client of an API server")
+    cm.add_argument("--kubeconfig", type=Path, required=True)
+    cm.add_argument("--controllers", default="*",
+                    help="controllers to run: '*' for all, a name to enable, '-name' to disable (default '*')")
+    cm.add_argument("--leader-elect", action="store_true",
+                    help="run only while holding the kube-system/kube-controller-manager Lease (several may run)")
+    cm.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     explain = sub.add_parser("explain", help="explain a pod's scheduling: per node, per plugin")
     explain.add_argument("kind", choices=["pod", "pods", "po"])
     explain.add_argument("name")
@@ -106,10 +117,20 @@ def _main(argv: list[str] | None) -> int:
         from kubelite.scheduler.config import ConfigError
 
         try:
-            return components.run_scheduler(args.kubeconfig, args.config, args.seed)
+            return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect)
         except ConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
+    if args.command == "controller-manager":
+        from kubelite.cli import components
+        from kubelite.controllers.manager import select
+
+        try:
+            names = select(args.controllers)
+        except ValueError as exc:
+            print(f"kubelite: --controllers: {exc}", file=sys.stderr)
+            return 2
+        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect)
     disabled = {c for c in args.disable.split(",") if c}
     unknown = disabled - set(COMPONENTS)
     if unknown:
@@ -122,7 +143,8 @@ def _main(argv: list[str] | None) -> int:
                                        insecure=args.insecure, disabled=frozenset(disabled),
                                        scheduler_config=args.scheduler_config,
                                        node_config=getattr(args, "node_config", None),
-                                       local_node=args.command == "up"))
+                                       local_node=args.command == "up",
+                                       node_monitor_grace_period=args.node_monitor_grace_period))
     except (serve.ConfigError, serve.NodeConfigError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2

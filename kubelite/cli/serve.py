@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import logging
-import random
 import socket
 import ssl
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +33,10 @@ from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import stop_on_signals
 from kubelite.client.interface import Client
-from kubelite.client.retry import Backoff
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import registry
+from kubelite.controllers.manager import keep_running
+from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 from kubelite.scheduler.scheduler import Scheduler
@@ -46,8 +47,6 @@ log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0
 UP_SHUTDOWN_GRACE = 10.0
-COMPONENT_BACKOFF = Backoff(duration=1.0, factor=2.0, jitter=0.1, cap=60.0)
-COMPONENT_HEALTHY_RUN = 60.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,7 @@ class Options:
     scheduler_config: Path | None = None
     node_config: Path | None = None
     local_node: bool = False  # `up`: also run a node agent for this machine
+    node_monitor_grace_period: float = 40.0
 
 
 def _is_loopback(address: str) -> bool:
@@ -155,7 +155,9 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
 
         components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
-        for name, start in registry.starters(client, clock).items():
+        lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
+        configured = {"nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle)}
+        for name, start in registry.starters(client, clock, factories=configured).items():
             components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
                                                   name=f"{name}-controller"))
     if opts.local_node:
@@ -167,23 +169,6 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
             argv += ["--node-config", str(opts.node_config)]
         components.append(asyncio.create_task(_supervise(argv, clock), name="agent"))
     return components
-
-
-async def keep_running(name: str, start: Callable[[], Coroutine[Any, Any, None]], clock: Clock) -> None:
-    """Run an in-process component until cancelled; if it ever fails, log it and start a fresh one after a
-    back-off (1 s doubling to 60 s, afresh once a run lasted a minute), as `up` restarts its node agent."""
-    rng = random.Random()
-    delays = COMPONENT_BACKOFF.delays(rng)
-    while True:
-        started = clock.monotonic()
-        try:
-            await start()
-            log.error("%s stopped; restarting it", name)
-        except Exception:
-            log.exception("%s failed; restarting it", name)
-        if clock.monotonic() - started >= COMPONENT_HEALTHY_RUN:
-            delays = COMPONENT_BACKOFF.delays(rng)
-        await clock.sleep(next(delays))
 
 
 async def _stop_components(components: list[asyncio.Task[None]]) -> None:

@@ -6,12 +6,19 @@ A new controller is one module plus one line here; `--controllers` and the compo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
+from kubelite.controllers.garbagecollector import GarbageCollector
+from kubelite.controllers.namespace import NamespaceController
+from kubelite.controllers.nodelifecycle import NodeLifecycleController
+from kubelite.controllers.podgc import PodGCController
+from kubelite.controllers.replicaset import ReplicaSetController
+from kubelite.controllers.taint_eviction import TaintEvictionController
 
 
 class Controller(Protocol):
@@ -21,21 +28,31 @@ class Controller(Protocol):
 Factory = Callable[[Client, Clock], Controller]
 
 CONTROLLERS: dict[str, Factory] = {
+    "deployment": DeploymentController,
     "disruption": DisruptionController,
+    "nodelifecycle": NodeLifecycleController,
+    "taint-eviction-controller": TaintEvictionController,
+    "podgc": PodGCController,
+    "garbagecollector": GarbageCollector,
+    "namespace": NamespaceController,
+    "replicaset": ReplicaSetController,
 }
 
 
 Starter = Callable[[], Coroutine[Any, Any, None]]
 
 
-def starters(client: Client, clock: Clock, names: list[str] | None = None) -> dict[str, Starter]:
-    """A fresh-run factory per selected controller (all when `names` is None), for a supervisor to restart."""
-    selected = list(CONTROLLERS) if names is None else names
-    unknown = [n for n in selected if n not in CONTROLLERS]
+def starters(client: Client, clock: Clock, names: list[str] | None = None,
+             factories: Mapping[str, Factory] | None = None) -> dict[str, Starter]:
+    """A fresh-run factory per selected controller (all when `names` is None), for a supervisor to restart.
+    `factories` replaces some controllers' factories, e.g. with options from the command line."""
+    table = {**CONTROLLERS, **(factories or {})}
+    selected = list(table) if names is None else names
+    unknown = [n for n in selected if n not in table]
     if unknown:
         raise ValueError(f"unknown controllers: {', '.join(unknown)} (known: {', '.join(sorted(CONTROLLERS))})")
 
     def starter(factory: Factory) -> Starter:
         return lambda: factory(client, clock).run()
 
-    return {name: starter(CONTROLLERS[name]) for name in selected}
+    return {name: starter(table[name]) for name in selected}

@@ -18,9 +18,13 @@ LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 class RecordingClient:
     """Records the agent's writes; the first Lease renewal finds no Lease (404), as on a new node."""
 
-    def __init__(self, clock: FakeClock) -> None:
+    def __init__(self, clock: FakeClock, ready: str = "True") -> None:
         self.clock = clock
         self.writes: list[tuple[float, str, str]] = []
+        self.ready = ready  # the node's Ready condition as the API shows it
+
+    async def get(self, path: str, params: Any = None) -> dict[str, Any]:
+        return {"status": {"conditions": [{"type": "Ready", "status": self.ready}]}}
 
     async def patch(self, path: str, body: Any, content_type: str = "") -> dict[str, Any]:
         self.writes.append((self.clock.monotonic(), "patch", path))
@@ -50,3 +54,18 @@ async def test_heartbeats(tmp_path: Path, name: str, path: str, kinds: tuple[str
     task.cancel()
     times = [t for t, kind, p in client.writes if p.startswith(path) and kind in kinds]
     assert times[:len(want_times)] == want_times
+
+
+async def test_status_is_posted_at_once_when_the_node_is_shown_not_ready() -> None:
+    """A node the node lifecycle controller marked Unknown (its agent was silent) posts its real status
+    on the next heartbeat, not 5 minutes later, as kubelet posts when the stored status differs."""
+    clock = FakeClock()
+    client = RecordingClient(clock)
+    node = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0)  # type: ignore[arg-type]
+    task = asyncio.ensure_future(node.heartbeat())
+    await clock.advance(0)
+    await clock.advance(10)
+    client.ready = "Unknown"
+    await clock.advance(10)
+    task.cancel()
+    assert [t for t, _, p in client.writes if p == "/api/v1/nodes/n1/status"] == [20.0]

@@ -48,8 +48,34 @@ def test_pdb_with_percentage_and_selector() -> None:
         "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "x"}}}}
 
 
+def test_deployment_as_kubectl_create_deployment_sends_it() -> None:
+    """`kubectl create deployment web --image=busybox --replicas=2 --port=80 -- sleep 3600`."""
+    labels = _ld(11, _ld(1, b"app") + _ld(2, b"web"))
+    port = bytes([3 << 3, 80])
+    container = _ld(1, b"busybox") + _ld(2, b"busybox") + _ld(3, b"sleep") + _ld(3, b"3600") + _ld(6, port) + \
+        _ld(8, b"")
+    template = _ld(1, labels) + _ld(2, _ld(2, container))
+    spec = bytes([1 << 3, 2]) + _ld(2, _ld(1, _ld(1, b"app") + _ld(2, b"web"))) + _ld(3, template) + _ld(4, b"")
+    raw = _ld(1, _ld(1, b"web") + labels) + _ld(2, spec)
+    assert decode(_envelope("apps/v1", "Deployment", raw)) == {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                     {"name": "busybox", "image": "busybox", "command": ["sleep", "3600"],
+                      "ports": [{"containerPort": 80}], "resources": {}}]}}}}
+
+
+def test_deployment_with_fields_not_decoded_is_refused() -> None:
+    """A container field the decoder does not know (here a liveness probe) is a 415, never dropped."""
+    container = _ld(1, b"c") + _ld(10, _ld(1, b"x"))
+    raw = _ld(1, _ld(1, b"web")) + _ld(2, _ld(3, _ld(2, _ld(2, container))))
+    with pytest.raises(UnsupportedKind, match="Container field 10"):
+        decode(_envelope("apps/v1", "Deployment", raw))
+
+
 def test_unsupported_kind_and_garbage() -> None:
-    with pytest.raises(UnsupportedKind, match="Deployment"):
-        decode(_envelope("apps/v1", "Deployment", b""))
+    with pytest.raises(UnsupportedKind, match="StatefulSet"):
+        decode(_envelope("apps/v1", "StatefulSet", b""))
     with pytest.raises(ProtobufError):
         decode(b"not protobuf")

@@ -1,9 +1,15 @@
-"""apps/v1 workloads: stored and served with upstream defaults; their controllers come later."""
+"""apps/v1 workloads: stored and served with upstream defaults and validation (pkg/apis/apps/validation).
+
+Their controllers (kubelite.controllers) read only what validation let through: a selector
+that matches the template, replicas and minReadySeconds not negative, a template that
+restarts always, and for Deployments a strategy whose arithmetic makes progress.
+"""
 
 from __future__ import annotations
 
 from kubelite.api import validation as v
-from kubelite.api.errors import Cause
+from kubelite.api.errors import ApiError, Cause
+from kubelite.api.selectors import compile_label_selector
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
 from kubelite.apiserver.registry.pods import default_pod_spec, pod_spec_warnings, validate_pod_spec
 
@@ -29,26 +35,60 @@ class WorkloadStrategy(Strategy):
         default_pod_spec(tmpl_spec)
 
     def validate(self, obj: Obj) -> list[Cause]:
-        causes = super().validate(obj)
-        spec = obj.get("spec") or {}
-        selector = spec.get("selector")
-        if not selector:
-            causes.append(v.required("spec.selector"))
-        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-        wanted = (selector or {}).get("matchLabels") or {}
-        if selector and any(labels.get(k) != val for k, val in wanted.items()):
-            causes.append(v.invalid("spec.template.metadata.labels", labels,
-                                    "`selector` does not match template `labels`"))
-        replicas = spec.get("replicas")
-        if not isinstance(replicas, int) or replicas < 0:
-            causes.append(v.invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
-        causes += validate_pod_spec((spec.get("template") or {}).get("spec") or {}, "spec.template.spec")
+        return super().validate(obj) + validate_workload_spec(obj.get("spec") or {})
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        """apps/v1 selectors are immutable (ValidateReplicaSetUpdate, ValidateDeploymentUpdate)."""
+        causes = self.validate(new)
+        if (new.get("spec") or {}).get("selector") != (old.get("spec") or {}).get("selector"):
+            causes.append(v.invalid("spec.selector", (new.get("spec") or {}).get("selector"), "field is immutable"))
         return causes
 
     def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
         """GetWarningsForPodTemplate, with the template's path."""
         return pod_spec_warnings(((obj.get("spec") or {}).get("template") or {}).get("spec") or {},
                                  "spec.template.spec")
+
+
+def _nonnegative(spec: Obj, field: str) -> list[Cause]:
+    """ValidateNonnegativeField (a missing field is defaulted or optional)."""
+    value = spec.get(field, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return [v.invalid(f"spec.{field}", value, "must be greater than or equal to 0")]
+    return []
+
+
+def validate_workload_spec(spec: Obj) -> list[Cause]:
+    """ValidateReplicaSetSpec and ValidatePodTemplateSpecForReplicaSet, with upstream's messages."""
+    causes = _nonnegative(spec, "replicas") + _nonnegative(spec, "minReadySeconds")
+    selector = spec.get("selector")
+    compiled = None
+    if selector is None:
+        causes.append(v.required("spec.selector"))
+    elif not isinstance(selector, dict):
+        causes.append(v.invalid("spec.selector", selector, "invalid label selector"))
+    else:
+        if not (selector.get("matchLabels") or selector.get("matchExpressions")):
+            causes.append(v.invalid("spec.selector", selector, "empty selector is invalid for deployment"))
+        try:
+            compiled = compile_label_selector(selector)
+        except ApiError:
+            causes.append(v.invalid("spec.selector", selector, "invalid label selector"))
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        return [*causes, v.required("spec.template")]
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if compiled is not None and not compiled.empty and not compiled.matches(labels):
+        causes.append(v.invalid("spec.template.metadata.labels", labels, "`selector` does not match template "
+                                                                          "`labels`"))
+    tspec = template.get("spec") or {}
+    causes += validate_pod_spec(tspec, "spec.template.spec")
+    if tspec.get("restartPolicy", "Always") != "Always":
+        causes.append(v.not_supported("spec.template.spec.restartPolicy", tspec.get("restartPolicy"), ["Always"]))
+    if tspec.get("activeDeadlineSeconds") is not None:
+        causes.append(v.invalid("spec.template.spec.activeDeadlineSeconds", tspec["activeDeadlineSeconds"],
+                                "activeDeadlineSeconds in ReplicaSet is not Supported"))
+    return causes
 
 
 class DeploymentStrategy(WorkloadStrategy):
@@ -58,6 +98,52 @@ class DeploymentStrategy(WorkloadStrategy):
         if strategy.get("type", "RollingUpdate") == "RollingUpdate":
             strategy.setdefault("rollingUpdate", {"maxUnavailable": "25%", "maxSurge": "25%"})
         spec.setdefault("progressDeadlineSeconds", 600)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        spec = obj.get("spec") or {}
+        causes = super().validate(obj) + _nonnegative(spec, "revisionHistoryLimit") + validate_strategy(spec)
+        deadline = spec.get("progressDeadlineSeconds")
+        if deadline is not None:
+            causes += _nonnegative(spec, "progressDeadlineSeconds")
+            if isinstance(deadline, int) and deadline <= int(spec.get("minReadySeconds") or 0):
+                causes.append(v.invalid("spec.progressDeadlineSeconds", deadline,
+                                        "must be greater than minReadySeconds"))
+        return causes
+
+
+def _int_or_percent(value: object, path: str) -> tuple[int | None, list[Cause]]:
+    """ValidatePositiveIntOrPercent: (the number or percentage, causes)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, ([] if value >= 0 else [v.invalid(path, value, "must be greater than or equal to 0")])
+    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
+        return int(value[:-1]), []
+    return None, [v.invalid(path, value, "a valid percent string must be a numeric string followed by an ending "
+                                         "'%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")]
+
+
+def validate_strategy(spec: Obj) -> list[Cause]:
+    """ValidateDeploymentStrategy and ValidateRollingUpdateDeployment."""
+    strategy = spec.get("strategy") or {}
+    kind, rolling = strategy.get("type", "RollingUpdate"), strategy.get("rollingUpdate")
+    if kind == "Recreate":
+        if rolling is not None:
+            return [v.forbidden("spec.strategy.rollingUpdate",
+                                "may not be specified when strategy `type` is 'Recreate'")]
+        return []
+    if kind != "RollingUpdate":
+        return [v.not_supported("spec.strategy.type", kind, ["Recreate", "RollingUpdate"])]
+    if not isinstance(rolling, dict):
+        return [v.required("spec.strategy.rollingUpdate", "this should be defaulted and never be nil")]
+    path = "spec.strategy.rollingUpdate"
+    unavailable, causes = _int_or_percent(rolling.get("maxUnavailable", 0), f"{path}.maxUnavailable")
+    surge, more = _int_or_percent(rolling.get("maxSurge", 0), f"{path}.maxSurge")
+    causes += more
+    if unavailable == 0 and surge == 0:
+        causes.append(v.invalid(f"{path}.maxUnavailable", rolling.get("maxUnavailable"),
+                                "may not be 0 when `maxSurge` is 0"))
+    if isinstance(rolling.get("maxUnavailable"), str) and (unavailable or 0) > 100:
+        causes.append(v.invalid(f"{path}.maxUnavailable", rolling["maxUnavailable"], "must not be greater than 100%"))
+    return causes
 
 
 class StatefulSetStrategy(WorkloadStrategy):

@@ -120,3 +120,7 @@ class Strategy:
     def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
         """CheckGracefulDelete: the grace period to apply, or None when the type deletes at once."""
         return None
+
+    def delete_warnings(self, obj: Obj, options: Obj) -> list[str]:
+        """Warning headers for a DELETE of `obj` (as it was removed or marked) with `options`."""
+        return []

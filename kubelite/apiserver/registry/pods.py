@@ -35,6 +35,9 @@ _DEFAULT_TOLERATIONS = [
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
 ]
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# kubectl delete --grace-period=0 --force's own warning, word for word.
+FORCE_DELETE_WARNING = ("Immediate deletion does not wait for confirmation that the running resource has been "
+                        "terminated. The resource may continue to run on the cluster indefinitely.")
 
 
 def all_containers(spec: Obj) -> list[tuple[str, int, Obj]]:
@@ -347,6 +350,20 @@ class PodStrategy(Strategy):
         if period < 0:
             period = 1
         return period
+
+    def delete_warnings(self, obj: Obj, options: Obj) -> list[str]:
+        """S7: a force delete (grace 0) of a pod bound to a node whose agent has not confirmed its
+        processes dead (no terminal phase) is explained to every client, not only to kubectl users.
+
+        Only the node's agent removes a pod in normal operation, and it writes the terminal phase
+        before its grace-0 DELETE (as PodGC does before its force deletes), so those are not warned.
+        """
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        if options.get("gracePeriodSeconds") != 0 or not spec.get("nodeName") or status.get("phase") in TERMINAL_PHASES:
+            return []
+        meta = obj["metadata"]
+        return [f"pod {meta.get('namespace')}/{meta['name']} on node {spec['nodeName']} was deleted immediately: "
+                f"{FORCE_DELETE_WARNING}"]
 
 
 def admit_priority(spec: Obj, lookup: Lookup) -> list[str]:

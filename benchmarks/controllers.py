@@ -1,0 +1,123 @@
+"""ReplicaSet scale-up benchmark: 0 → N pods created by the controller and bound by the scheduler.
+
+A real `kubelite server` (SQLite store, controllers in-process over the in-process transport,
+as `kubelite server` runs them) and a real `kubelite scheduler` process; bare nodes without
+agents (nothing runs the pods). This process creates the nodes and a ReplicaSet of 0, then
+patches its `scale` subresource to N and watches the pods: created/s is N over the time from
+the scale request to the last pod seen created, bound/s the same to the last pod seen bound.
+kube-controller-manager's default client is limited to 20 QPS (burst 30); the aim is ≥ 1,000/s.
+
+    python -m benchmarks.controllers [--replicas 5000] [--nodes 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.scheduler import node
+from tests.conftest import start_server
+
+Obj = dict[str, Any]
+RS = "/apis/apps/v1/namespaces/default/replicasets"
+
+
+def replicaset(name: str) -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}],
+                                           "terminationGracePeriodSeconds": 0}}}}
+
+
+async def watch(session: aiohttp.ClientSession, rv: str, created: dict[str, float], bound: dict[str, float],
+                want: int, done: asyncio.Event) -> None:
+    while not done.is_set():
+        url = f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+            buffer = b""
+            async for chunk in resp.content.iter_any():
+                now = time.perf_counter()
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    event = orjson.loads(line)
+                    obj = event["object"]
+                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    if event["type"] == "BOOKMARK":
+                        continue
+                    name = obj["metadata"]["name"]
+                    created.setdefault(name, now)
+                    if obj.get("spec", {}).get("nodeName"):
+                        bound.setdefault(name, now)
+                if len(bound) >= want:
+                    done.set()
+                    return
+
+
+async def run(session: aiohttp.ClientSession, replicas: int, nodes: int) -> str:
+    async def post(path: str, body: Obj) -> Obj:
+        async with session.post(path, data=orjson.dumps(body)) as resp:
+            out: Obj = orjson.loads(await resp.read())
+            if resp.status != 201:
+                raise RuntimeError(f"create failed {resp.status}: {out}")
+            return out
+
+    await asyncio.gather(*(post("/api/v1/nodes", node(f"node-{i}", pods="110")) for i in range(nodes)))
+    rs = await post(RS, replicaset("bench"))
+    created: dict[str, float] = {}
+    bound: dict[str, float] = {}
+    done = asyncio.Event()
+    watcher = asyncio.create_task(watch(session, rs["metadata"]["resourceVersion"], created, bound, replicas, done))
+    await asyncio.sleep(0.5)  # the watch is open before the clock starts
+    start = time.perf_counter()
+    async with session.patch(f"{RS}/bench/scale", data=orjson.dumps({"spec": {"replicas": replicas}}),
+                             headers={"Content-Type": "application/merge-patch+json"}) as resp:
+        if resp.status != 200:
+            raise RuntimeError(f"scale failed {resp.status}: {await resp.text()}")
+    with contextlib.suppress(TimeoutError):  # report what was reached
+        await asyncio.wait_for(done.wait(), timeout=max(120.0, replicas / 20))
+    watcher.cancel()
+    last_created = max(created.values(), default=start) - start
+    last_bound = max(bound.values(), default=start) - start
+    return (f"ReplicaSet 0 -> {replicas} on {nodes} bare nodes: {len(created)} pods created in {last_created:.1f} s "
+            f"({len(created) / last_created if last_created else 0:,.0f}/s), {len(bound)} bound in "
+            f"{last_bound:.1f} s ({len(bound) / last_bound if last_bound else 0:,.0f}/s)")
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--replicas", type=int, default=5000)
+    p.add_argument("--nodes", type=int, default=50)
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_server(Path(tmp) / "data", Path(tmp) / "home", insecure=True,
+                              extra=["--disable", "scheduler"])
+        sched = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "scheduler", "--kubeconfig",
+                                  str(Path(tmp) / "data" / "kubeconfig"), "--seed", "1"])
+        try:
+            async with aiohttp.ClientSession(f"http://127.0.0.1:{server.port}",
+                                             connector=aiohttp.TCPConnector(limit=50),
+                                             headers={"Content-Type": "application/json"}) as session:
+                print(await run(session, args.replicas, args.nodes), flush=True)
+        finally:
+            sched.terminate()
+            sched.wait(10)
+            server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

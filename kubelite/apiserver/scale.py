@@ -1,0 +1,90 @@
+"""The `scale` subresource of Deployments, ReplicaSets and StatefulSets (autoscaling/v1 Scale).
+
+Mirrors pkg/registry/apps/*/storage ScaleREST: GET shows the object as a Scale (spec.replicas,
+status.replicas and the selector as a string); PUT and PATCH change only spec.replicas of the
+object, through the ordinary update path (generation bump, optimistic concurrency on the
+Scale's resourceVersion, which is the object's). `kubectl scale` patches this subresource.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from kubelite.api import errors
+from kubelite.api.errors import Cause
+from kubelite.apiserver import patch
+from kubelite.apiserver.registry.base import Obj
+from kubelite.apiserver.request import APPLY_PATCH, JSON_PATCH, PATCH_TYPES, Target, decode_body, media_type, read_body
+from kubelite.apiserver.rest import Registry
+
+
+def format_selector(selector: Obj | None) -> str:
+    """metav1.FormatLabelSelector (the Scale's status.selector)."""
+    if not selector:
+        return ""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key", ""), expr.get("operator", ""), sorted(expr.get("values") or [])
+        if op == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)
+
+
+def to_scale(obj: Obj) -> Obj:
+    meta = obj["metadata"]
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if k in meta},
+            "spec": {"replicas": spec.get("replicas", 0)},
+            "status": {"replicas": status.get("replicas", 0), "selector": format_selector(spec.get("selector"))}}
+
+
+def _replicas(scale: Any, name: str) -> int:
+    if not isinstance(scale, dict):
+        raise errors.bad_request("Scale must be an object")
+    replicas = (scale.get("spec") or {}).get("replicas", 0)
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise errors.invalid("Scale", name, [Cause("FieldValueInvalid", f"Invalid value: {replicas!r}: must be "
+                                                   "greater than or equal to 0", "spec.replicas")], "autoscaling")
+    return replicas
+
+
+async def handle(request: web.Request, registry: Registry, target: Target, dry_run: bool) -> Obj:
+    r = target.resource
+    assert r is not None
+    method = request.method
+    if method == "GET":
+        return to_scale(registry.current(r, target.namespace, target.name))
+    if method not in ("PUT", "PATCH"):
+        raise errors.method_not_allowed(method, f"{r.plural}/scale")
+    ctype = media_type(request)
+    if method == "PATCH" and ctype == APPLY_PATCH:
+        raise errors.unsupported_media_type(ctype, [t for t in PATCH_TYPES if t != APPLY_PATCH])
+    raw = await read_body(request)
+    body = decode_body(raw, ctype, PATCH_TYPES) if method == "PATCH" else decode_body(raw, ctype)
+
+    def apply(cur: Obj) -> Obj:
+        view = to_scale(cur)
+        if method == "PUT":
+            wanted = body
+        elif ctype == JSON_PATCH:
+            wanted = patch.json_patch(view, body)
+        else:  # merge and strategic merge are the same on a Scale (no lists)
+            wanted = patch.merge_patch(view, body)
+        cur.setdefault("spec", {})["replicas"] = _replicas(wanted, target.name)
+        pinned = ((wanted or {}).get("metadata") or {}).get("resourceVersion")
+        if pinned:
+            cur["metadata"]["resourceVersion"] = pinned  # a stale Scale is a 409, as for the object
+        return cur
+
+    updated = await registry.patch(r, target.namespace, target.name, apply, "", dry_run)
+    return to_scale(updated)

@@ -1,0 +1,201 @@
+"""Node health bookkeeping: when did each node last show a sign of life, and what follows from silence.
+
+A port of the pure parts of pkg/controller/nodelifecycle: `try_update_node_health`
+(tryUpdateNodeHealth), the zone states (ComputeZoneState, GetZoneKey) and the per-zone token
+bucket that paces NoExecute tainting (RateLimitedTimedQueue with flowcontrol's token bucket).
+They take the time as an argument and touch no API, so the controller's table tests drive them
+on a fake clock.
+
+Liveness is judged by the controller's own clock: a node is alive when its Ready condition's
+lastHeartbeatTime or its Lease's renewTime *changed* since the last look, never by comparing
+those stamps with our clock, so a node whose clock is off is not declared dead.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from kubelite.clock import parse_rfc3339, rfc3339
+from kubelite.controllers.taints import condition
+
+Obj = dict[str, Any]
+
+# Conditions set to Unknown when the node goes silent; NetworkUnavailable is the control plane's to manage.
+SILENCED_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
+REGION_LABEL = "topology.kubernetes.io/region"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+EXCLUDE_DISRUPTION_LABEL = "node.kubernetes.io/exclude-disruption"
+
+
+@dataclass
+class NodeHealth:
+    """nodeHealthData: the last status and lease seen, and when (our clock) the node last probed in."""
+
+    status: Obj
+    probe_timestamp: float
+    ready_transition_timestamp: float
+    lease_renew_time: str | None = None
+
+
+@dataclass
+class HealthUpdate:
+    health: NodeHealth
+    observed_ready: Obj  # the Ready condition as the node last posted it (or a fake Unknown one)
+    current_ready: Obj | None  # the Ready condition after this update
+    write: Obj | None  # the node with its conditions set to Unknown, to PUT to nodes/status; None: no write
+
+
+def _created(node: Obj) -> float:
+    return parse_rfc3339(node["metadata"]["creationTimestamp"])
+
+
+def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | None, now: float,
+                           grace: float, startup_grace: float) -> HealthUpdate:
+    """tryUpdateNodeHealth: refresh the probe time on any sign of life, and past the grace period set
+    Ready and the pressure conditions to Unknown (NodeStatusUnknown) on a copy of `node` to write.
+    `node` itself is never changed (it is the informer's cached object)."""
+    status: Obj = node.get("status") or {}  # read only: copied below if it is to change
+    current = condition(node, "Ready")
+    created = _created(node)
+    if current is None:
+        # Never posted: judge from creation, with the (longer) startup grace period.
+        observed = {"type": "Ready", "status": "Unknown", "lastHeartbeatTime": node["metadata"]["creationTimestamp"],
+                    "lastTransitionTime": node["metadata"]["creationTimestamp"]}
+        period = startup_grace
+        health = (NodeHealth(status, saved.probe_timestamp, saved.ready_transition_timestamp, saved.lease_renew_time)
+                  if saved is not None else NodeHealth(status, created, created))
+    else:
+        observed = dict(current)
+        period = grace
+        health = saved if saved is not None else NodeHealth(status, now, now)
+    saved_ready = condition({"status": saved.status}, "Ready") if saved is not None else None
+    if saved is not None and (
+            (saved_ready is None and current is not None) or (saved_ready is not None and current is None)):
+        health = NodeHealth(status, now, now, saved.lease_renew_time)
+    elif (saved_ready is not None and current is not None
+          and saved_ready.get("lastHeartbeatTime") != current.get("lastHeartbeatTime")):
+        changed = saved_ready.get("lastTransitionTime") != current.get("lastTransitionTime")
+        health = NodeHealth(status, now, now if changed else health.ready_transition_timestamp,
+                            health.lease_renew_time)
+    renew = ((lease or {}).get("spec") or {}).get("renewTime")
+    if renew and (health.lease_renew_time is None or parse_rfc3339(health.lease_renew_time) < parse_rfc3339(renew)):
+        health = NodeHealth(health.status, now, health.ready_transition_timestamp, renew)
+    if now <= health.probe_timestamp + period:
+        return HealthUpdate(health, observed, current, None)
+    stamp = rfc3339(now)
+    node = copy.deepcopy(node)
+    status = node.setdefault("status", {})
+    conditions = status.setdefault("conditions", [])
+    for kind in SILENCED_CONDITIONS:
+        existing = next((c for c in conditions if c.get("type") == kind), None)
+        if existing is None:
+            conditions.append({"type": kind, "status": "Unknown", "reason": "NodeStatusNeverUpdated",
+                               "message": "Kubelet never posted node status.",
+                               "lastHeartbeatTime": node["metadata"]["creationTimestamp"], "lastTransitionTime": stamp})
+        elif existing.get("status") != "Unknown":
+            existing.update(status="Unknown", reason="NodeStatusUnknown",
+                            message="Kubelet stopped posting node status.", lastTransitionTime=stamp)
+    now_ready = condition(node, "Ready")
+    if now_ready == current:
+        return HealthUpdate(health, observed, current, None)
+    # After the write, the probe time stays (the node is still silent); the transition is now.
+    written = NodeHealth(status, health.probe_timestamp, now, health.lease_renew_time)
+    return HealthUpdate(written, observed, now_ready, node)
+
+
+# --- zones ---------------------------------------------------------------------------------------
+
+class ZoneState(Enum):
+    INITIAL = "Initial"
+    NORMAL = "Normal"
+    FULL_DISRUPTION = "FullDisruption"
+    PARTIAL_DISRUPTION = "PartialDisruption"
+
+
+def zone_key(node: Obj) -> str:
+    """nodetopology.GetZoneKey: region and zone, or "" for a node with neither label."""
+    labels = node["metadata"].get("labels") or {}
+    region, zone = labels.get(REGION_LABEL, ""), labels.get(ZONE_LABEL, "")
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+def excluded_from_disruption_checks(node: Obj) -> bool:
+    return EXCLUDE_DISRUPTION_LABEL in (node["metadata"].get("labels") or {})
+
+
+def compute_zone_state(ready_conditions: list[Obj | None], unhealthy_threshold: float) -> tuple[int, ZoneState]:
+    """ComputeZoneState: no Ready node is a full disruption; more than two not-Ready nodes making up at
+    least `unhealthy_threshold` of the zone a partial one; otherwise normal."""
+    ready = sum(1 for c in ready_conditions if c is not None and c.get("status") == "True")
+    not_ready = len(ready_conditions) - ready
+    if ready == 0 and not_ready > 0:
+        return not_ready, ZoneState.FULL_DISRUPTION
+    if not_ready > 2 and not_ready / (not_ready + ready) >= unhealthy_threshold:
+        return not_ready, ZoneState.PARTIAL_DISRUPTION
+    return not_ready, ZoneState.NORMAL
+
+
+class TokenBucket:
+    """flowcontrol.NewTokenBucketRateLimiter's TryAccept: `qps` tokens a second, at most `burst` saved.
+    A rate of 0 accepts nothing (flowcontrol.NewFakeNeverRateLimiter, as SwapLimiter(0) installs)."""
+
+    def __init__(self, qps: float, burst: int, now: float) -> None:
+        self.qps = qps
+        self.burst = burst
+        self.tokens = float(burst)
+        self.last = now
+
+    def try_accept(self, now: float) -> bool:
+        if self.qps <= 0:
+            return False
+        self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.qps)
+        self.last = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+class ZoneTainter:
+    """One zone's RateLimitedTimedQueue: nodes waiting for a NoExecute taint, paced by a token bucket."""
+
+    BURST = 1  # scheduler.EvictionRateLimiterBurst
+
+    def __init__(self, qps: float, now: float) -> None:
+        self.limiter = TokenBucket(qps, self.BURST, now)
+        self.queue: OrderedDict[str, str] = OrderedDict()  # node name -> uid, in arrival order
+        # Tainted already: kept out of the queue until removed (UniqueQueue keeps processed values in its set).
+        self.done: set[str] = set()
+
+    def add(self, name: str, uid: str) -> bool:
+        if name in self.queue or name in self.done:
+            return False
+        self.queue[name] = uid
+        return True
+
+    def remove(self, name: str) -> bool:
+        """Forget the node (queued or done), so that a later add queues it again."""
+        was = name in self.queue or name in self.done
+        self.queue.pop(name, None)
+        self.done.discard(name)
+        return was
+
+    def swap_limiter(self, qps: float, now: float) -> None:
+        """SwapLimiter: a new rate; a paused zone (0) starts again with a full burst."""
+        if qps != self.limiter.qps:
+            self.limiter = TokenBucket(qps, self.BURST, now)
+
+    def due(self, now: float) -> list[str]:
+        """The nodes the bucket lets through now, taken off the queue; the caller marks each done or
+        puts it back."""
+        out: list[str] = []
+        while self.queue and self.limiter.try_accept(now):
+            name, _ = self.queue.popitem(last=False)
+            out.append(name)
+        return out

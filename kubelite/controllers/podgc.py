@@ -1,0 +1,168 @@
+"""Pod garbage collection (L18): removes pods nobody else will, the one controller allowed to force delete.
+
+A port of pkg/controller/podgc. Every gc-check-period (20 s) it deletes, with grace 0:
+- **terminated pods** (Succeeded or Failed) beyond terminated-pod-gc-threshold (12,500; 0 turns
+  this off), evicted ones first, then oldest first;
+- **terminating pods on out-of-service nodes**: the node is not Ready and an administrator put
+  the `node.kubernetes.io/out-of-service` taint on it, declaring its processes gone;
+- **orphaned pods**, bound to a node that no longer exists: a node missing from the cache is
+  quarantined for 40 s and then looked up in the API itself before its pods go, so a node that
+  is merely new to the cache is never mistaken for a deleted one. They get a `DisruptionTarget`
+  condition (reason DeletionByPodGC);
+- **unscheduled terminating pods**, which no agent will ever finish.
+
+Seed 002 (S2) allows these force deletions and no others: node deletion is the signal that a
+node is permanently gone, and the other cases have no running processes or an administrator's
+explicit word. A pod not yet terminal is first set Failed, so its owner and users see an end
+state rather than a pod that vanished while Running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from kubelite.api.errors import ApiError
+from kubelite.client.http import STRATEGIC_PATCH, resource_path
+from kubelite.client.informer import Handlers, Informer, key_of
+from kubelite.client.interface import Client
+from kubelite.clock import Clock, rfc3339
+from kubelite.controllers import taints as tt
+
+log = logging.getLogger("kubelite.controllers.podgc")
+
+Obj = dict[str, Any]
+ORPHAN_CONDITION = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
+                    "message": "PodGC: node no longer exists"}
+
+
+@dataclass(frozen=True)
+class PodGCOptions:
+    terminated_pod_gc_threshold: int = 12_500
+    gc_check_period: float = 20.0
+    quarantine_time: float = 40.0
+
+
+def is_terminated(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def eviction_and_creation_order(pod: Obj) -> tuple[bool, str, str]:
+    """byEvictionAndCreationTimestamp: evicted pods first, then the oldest, then by name."""
+    status = pod.get("status") or {}
+    evicted = status.get("phase") == "Failed" and status.get("reason") == "Evicted"
+    return not evicted, pod["metadata"].get("creationTimestamp", ""), pod["metadata"]["name"]
+
+
+class PodGCController:
+    def __init__(self, client: Client, clock: Clock, options: PodGCOptions | None = None) -> None:
+        self.client = client
+        self.clock = clock
+        self.options = options or PodGCOptions()
+        self.pods = Informer(client, "/api/v1/pods", clock, Handlers())
+        self.nodes = Informer(client, "/api/v1/nodes", clock, Handlers())
+        self.quarantine: dict[str, float] = {}  # missing node -> when (monotonic) to look it up
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tasks:
+            for informer in (self.pods, self.nodes):
+                tasks.create_task(informer.run())
+            await self.pods.synced.wait()
+            await self.nodes.synced.wait()
+            tasks.create_task(self._loop())
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.gc()
+            except Exception:
+                log.exception("pod GC pass failed; the next pass tries again")
+            await self.clock.sleep(self.options.gc_check_period)
+
+    async def gc(self) -> None:
+        pods = list(self.pods.store.values())
+        if self.options.terminated_pod_gc_threshold > 0:
+            await self.gc_terminated(pods)
+        await self.gc_terminating(pods)
+        await self.gc_orphaned(pods)
+        await self.gc_unscheduled_terminating(pods)
+
+    async def gc_terminated(self, pods: list[Obj]) -> None:
+        terminated = [p for p in pods if is_terminated(p)]
+        excess = len(terminated) - self.options.terminated_pod_gc_threshold
+        if excess <= 0:
+            return
+        log.info("garbage collecting %d terminated pods", excess)
+        for pod in sorted(terminated, key=eviction_and_creation_order)[:excess]:
+            await self._delete(pod)
+
+    async def gc_terminating(self, pods: list[Obj]) -> None:
+        doomed = []
+        for pod in pods:
+            if not pod["metadata"].get("deletionTimestamp"):
+                continue
+            node = self.nodes.get("", (pod.get("spec") or {}).get("nodeName", ""))
+            if node is None:
+                continue
+            ready = (tt.condition(node, "Ready") or {}).get("status") == "True"
+            if not ready and any(t.get("key") == tt.OUT_OF_SERVICE for t in tt.taints_of(node)):
+                doomed.append(pod)
+        for pod in sorted(doomed, key=eviction_and_creation_order):
+            await self._delete(pod)
+
+    async def gc_orphaned(self, pods: list[Obj]) -> None:
+        existing = {key_of(n)[1] for n in self.nodes.store.values()}
+        now = self.clock.monotonic()
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and node not in existing:
+                self.quarantine.setdefault(node, now + self.options.quarantine_time)
+        deleted = await self._discover_deleted_nodes(existing, now)
+        for pod in pods:
+            if (pod.get("spec") or {}).get("nodeName") in deleted:
+                log.info("pod %s/%s is bound to deleted node %s: force deleting it", *key_of(pod),
+                         pod["spec"]["nodeName"])
+                await self._delete(pod, ORPHAN_CONDITION)
+
+    async def _discover_deleted_nodes(self, existing: set[str], now: float) -> set[str]:
+        """Nodes past their quarantine that the API itself (not only the cache) no longer has."""
+        deleted: set[str] = set()
+        for name, due in list(self.quarantine.items()):
+            if due > now:
+                continue
+            del self.quarantine[name]
+            if name in existing:
+                continue
+            try:
+                await self.client.get(resource_path("nodes", name=name))
+            except ApiError as exc:
+                if exc.code == 404:
+                    deleted.add(name)
+                else:  # unknown: the node is quarantined again by the next pass if still missing
+                    log.warning("looking up node %s failed: %s", name, exc)
+        return deleted
+
+    async def gc_unscheduled_terminating(self, pods: list[Obj]) -> None:
+        for pod in pods:
+            if pod["metadata"].get("deletionTimestamp") and not (pod.get("spec") or {}).get("nodeName"):
+                await self._delete(pod)
+
+    async def _delete(self, pod: Obj, condition: Obj | None = None) -> None:
+        """markFailedAndDeletePodWithCondition: set Failed (with `condition`) unless terminal, then delete
+        with grace 0. A failure is logged and left to the next pass."""
+        ns, name = key_of(pod)
+        uid = pod["metadata"]["uid"]
+        try:
+            if not is_terminated(pod):
+                status: Obj = {"phase": "Failed"}
+                if condition is not None:
+                    status["conditions"] = [{**condition, "lastTransitionTime": rfc3339(self.clock.now())}]
+                await self.client.patch(resource_path("pods", ns, name, "status"),
+                                        {"metadata": {"uid": uid}, "status": status}, STRATEGIC_PATCH)
+            await self.client.delete(resource_path("pods", ns, name),
+                                     {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+        except ApiError as exc:
+            if exc.code != 404:
+                log.warning("pod GC: deleting %s/%s failed: %s", ns, name, exc)

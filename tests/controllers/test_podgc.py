@@ -1,0 +1,173 @@
+"""Pod GC, ported from pkg/controller/podgc/gc_controller_test.go (TestGCTerminated, TestGCOrphaned,
+TestGCUnscheduledTerminating, TestGCTerminating) against a real API server; the deletes are recorded
+on their way to it, as upstream's fake client records them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from kubelite.apiserver.inprocess import InProcessClient
+from kubelite.controllers.podgc import PodGCController, PodGCOptions
+from kubelite.testing.builders import make_pod
+from tests.controllers.fakecluster import Cluster, cluster, sync
+
+__all__ = ["cluster"]
+
+Obj = dict[str, Any]
+PODS = "/api/v1/namespaces/default/pods"
+
+
+class RecordingClient(InProcessClient):
+    """The real server; DELETEs of pods are recorded (name, options) as they pass."""
+
+    def __init__(self, inner: InProcessClient) -> None:
+        super().__init__(inner.server)
+        self.deleted: list[tuple[str, Obj]] = []
+
+    async def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
+                      params: Mapping[str, str] | None = None) -> Any:
+        if method == "DELETE" and path.startswith(PODS):
+            self.deleted.append((path.rsplit("/", 1)[1], body or {}))
+        return await super().request(method, path, body, content_type, params)
+
+
+async def _pods(cluster: Cluster, pods: list[tuple[str, str, str]], terminating: bool = False) -> None:
+    """(name, phase, nodeName) each a second after the previous (upstream: an hour; the order is what counts); a
+    terminating pod is held by a finalizer so that it stays (with its deletionTimestamp) for PodGC."""
+    for name, phase, node in pods:
+        await cluster.clock.advance(1)
+        obj = make_pod(name).obj()
+        if node:
+            obj["spec"]["nodeName"] = node
+        if terminating:
+            obj["metadata"]["finalizers"] = ["example.com/hold"]
+        await cluster.client.create(PODS, obj)
+        await cluster.client.patch(f"{PODS}/{name}/status", {"status": {"phase": phase}})
+        if terminating:
+            await cluster.client.delete(f"{PODS}/{name}")
+
+
+def _controller(cluster: Cluster, threshold: int = 12_500) -> tuple[PodGCController, RecordingClient]:
+    client = RecordingClient(cluster.client)
+    return PodGCController(client, cluster.clock, PodGCOptions(terminated_pod_gc_threshold=threshold)), client
+
+
+def _names(client: RecordingClient) -> list[str]:
+    assert all(options.get("gracePeriodSeconds") == 0 for _, options in client.deleted)
+    return sorted(name for name, _ in client.deleted)
+
+
+@pytest.mark.parametrize(("pods", "threshold", "deleted"), [
+    pytest.param([("a", "Failed"), ("b", "Succeeded"), ("c", "Failed")], 1, ["a", "b"],
+                 id="delete pod a which is PodFailed and pod b which is PodSucceeded"),
+    pytest.param([("a", "Failed"), ("b", "Succeeded")], 0, [], id="threshold = 0, disables terminated pod deletion"),
+    pytest.param([("a", "Running"), ("b", "Succeeded"), ("c", "Failed")], 1, ["b"],
+                 id="threshold = 1, delete pod b which is PodSucceeded"),
+    pytest.param([("a", "Failed"), ("b", "Succeeded")], 1, ["a"], id="threshold = 1, delete pod a which is PodFailed"),
+    pytest.param([("a", "Failed"), ("b", "Succeeded")], 5, [], id="threshold = 5, don't delete pod"),
+])
+async def test_gc_terminated(cluster: Cluster, pods: list[tuple[str, str]], threshold: int,
+                             deleted: list[str]) -> None:
+    await cluster.node("node")
+    await _pods(cluster, [(name, phase, "node") for name, phase in pods])
+    ctrl, client = _controller(cluster, threshold)
+    await sync(ctrl.pods, ctrl.nodes)
+    await ctrl.gc()
+    assert _names(client) == deleted
+
+
+async def test_gc_terminated_evicted_first(cluster: Cluster) -> None:
+    """byEvictionAndCreationTimestamp: an evicted pod goes before older terminated ones."""
+    await cluster.node("node")
+    await _pods(cluster, [("a", "Failed", "node"), ("b", "Succeeded", "node"), ("c", "Failed", "node")])
+    await cluster.client.patch(f"{PODS}/c/status", {"status": {"reason": "Evicted"}})
+    ctrl, client = _controller(cluster, 2)
+    await sync(ctrl.pods, ctrl.nodes)
+    await ctrl.gc()
+    assert _names(client) == ["c"]
+
+
+@pytest.mark.parametrize(("pods", "node_exists", "quarantine_over", "deleted"), [
+    pytest.param([("a", "Failed"), ("b", "Succeeded")], False, True, ["a", "b"], id="no nodes"),
+    pytest.param([("a", "Failed"), ("b", "Succeeded")], False, False, [], id="quarantine not finished"),
+    pytest.param([("a", "Failed"), ("b", "Succeeded")], True, True, [], id="nodes present in lister"),
+    pytest.param([("a", "Running")], False, True, ["a"], id="pod in running state"),
+])
+async def test_gc_orphaned(cluster: Cluster, pods: list[tuple[str, str]], node_exists: bool, quarantine_over: bool,
+                           deleted: list[str]) -> None:
+    if node_exists:
+        await cluster.node("node")
+    await _pods(cluster, [(name, phase, "node") for name, phase in pods])
+    ctrl, client = _controller(cluster, 0)
+    await sync(ctrl.pods, ctrl.nodes)
+    await ctrl.gc()  # the missing node enters quarantine
+    await cluster.clock.advance(41 if quarantine_over else 10)
+    await ctrl.gc()
+    assert _names(client) == deleted
+    remaining = {p["metadata"]["name"] for p in (await cluster.client.get(PODS))["items"]}
+    assert remaining == {name for name, _ in pods} - set(deleted)
+
+
+async def test_gc_orphaned_running_pod_is_failed_with_disruption_target_first(cluster: Cluster) -> None:
+    """An orphan not yet terminal is set Failed with DisruptionTarget (DeletionByPodGC) before the force delete;
+    a finalizer holds the object so the status written before the delete can be read back."""
+    obj = make_pod("a").node("gone").finalizer("example.com/hold").obj()
+    await cluster.client.create(PODS, obj)
+    await cluster.client.patch(f"{PODS}/a/status", {"status": {"phase": "Running"}})
+    ctrl, client = _controller(cluster, 0)
+    await sync(ctrl.pods, ctrl.nodes)
+    await ctrl.gc()
+    await cluster.clock.advance(41)
+    await ctrl.gc()
+    pod = await cluster.client.get(f"{PODS}/a")
+    condition = next(c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert (pod["status"]["phase"], condition["reason"], condition["message"]) == (
+        "Failed", "DeletionByPodGC", "PodGC: node no longer exists")
+    assert pod["metadata"]["deletionTimestamp"] and _names(client) == ["a"]
+
+
+async def test_gc_orphaned_node_added_to_client_after_quarantine(cluster: Cluster) -> None:
+    """"node added to client after quarantine": the cache misses the node but the API has it: no deletion."""
+    await _pods(cluster, [("a", "Running", "node")])
+    ctrl, client = _controller(cluster, 0)
+    await sync(ctrl.pods, ctrl.nodes)
+    await ctrl.gc()
+    await cluster.node("node")  # not synced into the controller's cache
+    await cluster.clock.advance(41)
+    await ctrl.gc()
+    assert _names(client) == []
+
+
+@pytest.mark.parametrize(("pods", "deleted"), [
+    pytest.param([("a", "Failed", ""), ("b", "Succeeded", ""), ("c", "Running", "")], ["a", "b", "c"],
+                 id="Unscheduled pod in any phase must be deleted"),
+    pytest.param([("c", "Running", "node")], [], id="Scheduled pod in any phase must not be deleted"),
+])
+async def test_gc_unscheduled_terminating(cluster: Cluster, pods: list[tuple[str, str, str]],
+                                          deleted: list[str]) -> None:
+    await cluster.node("node")
+    await _pods(cluster, pods, terminating=True)
+    ctrl, client = _controller(cluster, 0)
+    await sync(ctrl.pods, ctrl.nodes)
+    await ctrl.gc_unscheduled_terminating(list(ctrl.pods.store.values()))
+    assert _names(client) == deleted
+
+
+OOS = [{"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}]
+
+
+async def test_gc_terminating(cluster: Cluster) -> None:
+    """TestGCTerminating: only terminating pods on a not-Ready node with the out-of-service taint go."""
+    await cluster.node("worker-0", "False", taints=OOS)
+    await cluster.node("worker-1", "False")
+    await cluster.node("worker-2", "True", taints=OOS)
+    await _pods(cluster, [("a", "Running", "worker-0"), ("b", "Running", "worker-1"),
+                          ("c", "Running", "worker-2")], terminating=True)
+    await _pods(cluster, [("d", "Running", "worker-0")])
+    ctrl, client = _controller(cluster, 0)
+    await sync(ctrl.pods, ctrl.nodes)
+    await ctrl.gc()
+    assert _names(client) == ["a"]
