@@ -36,6 +36,9 @@ class NodeConfig:
     eviction: EvictionConfig = field(default_factory=lambda: eviction_config({}))
     max_pods: int = 110
     shutdown_grace_period: float = 0.0  # > 0: on shutdown the agent stops its pods (kubelet's graceful node shutdown)
+    # Hidden from every container besides the agent's own data dir (`--protect-path`; under `kubelite up`
+    # the control plane's data dir). Not a KubeletConfiguration field: set by the command line.
+    protected_paths: tuple[Path, ...] = ()
 
 
 def parse(raw: dict[str, Any]) -> NodeConfig:

@@ -7,8 +7,6 @@ the manifest gives no `command`; any `…/pause:…` image runs a built-in pause
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 from typing import Any
 
 from kubelite.api.quantity import QuantityError, parse_quantity
@@ -93,51 +91,6 @@ def _shell_image(image: str) -> bool:
 def is_pause(image: str) -> bool:
     name = image.rsplit("/", 1)[-1]
     return name == "pause" or name.startswith("pause:") or name.startswith("pause@")
-
-
-def sandboxed(command: list[str], pod: Obj, container: Obj, volume_root: Path) -> list[str]:
-    """Wrap `command` in a bubblewrap mount namespace that mounts the container's volumes.
-
-    The container sees the host's filesystem with each volume bound at its mountPath:
-    emptyDir volumes are per-pod directories under `volume_root` (shared by the pod's
-    containers), hostPath volumes are host paths. Without bubblewrap, or for other volume
-    types, the container is refused (CreateContainerConfigError) rather than run without
-    its files.
-    """
-    mounts = container.get("volumeMounts") or []
-    if not mounts:
-        return command
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise ConfigError("volumeMounts need the bubblewrap sandbox (bwrap), which is not installed on this node")
-    volumes = {v.get("name"): v for v in pod["spec"].get("volumes") or []}
-    binds: list[str] = []
-    for m in mounts:
-        vol = volumes.get(m.get("name"))
-        if vol is None:
-            raise ConfigError(f'volumeMount "{m.get("name")}" names no volume of the pod')
-        if "emptyDir" in vol:
-            source = volume_root / vol["name"]
-            source.mkdir(parents=True, exist_ok=True)
-        elif "hostPath" in vol:
-            host = vol["hostPath"] or {}
-            source = Path(host.get("path", ""))
-            kind = host.get("type") or ""
-            if kind == "DirectoryOrCreate":
-                source.mkdir(parents=True, exist_ok=True)
-            elif kind == "FileOrCreate" and not source.exists():
-                source.parent.mkdir(parents=True, exist_ok=True)
-                source.touch()
-            if not source.exists():
-                raise ConfigError(f"hostPath {source} does not exist")
-        else:
-            kinds = ", ".join(k for k in vol if k != "name")
-            raise ConfigError(f'volume "{vol["name"]}" of type {kinds} is not supported (emptyDir and hostPath are)')
-        if m.get("subPath"):
-            source = source / m["subPath"]
-            source.mkdir(parents=True, exist_ok=True)
-        binds += ["--ro-bind" if m.get("readOnly") else "--bind", str(source), str(m.get("mountPath", ""))]
-    return [bwrap, "--dev-bind", "/", "/", *binds, "--", *command]
 
 
 def argv(container: Obj, env: dict[str, str], catalog: dict[str, list[str]]) -> list[str]:

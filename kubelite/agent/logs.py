@@ -1,7 +1,8 @@
 """Serving container logs (the agent's side of pods/log): tail, since, timestamps, previous, follow.
 
-Log files are in CRI format (`<timestamp> <stream> F|P <line>`, P for a piece of a long
-line); without `timestamps` the prefix is stripped. `follow` keeps streaming while the container runs.
+Log files are in CRI format (`<timestamp> <stream> F|P <line>`, P for a piece of a line that
+continues in the next entry: a long line, or one the agent read in pieces); without `timestamps`
+the prefix is stripped. `follow` keeps streaming while the container runs.
 """
 
 from __future__ import annotations

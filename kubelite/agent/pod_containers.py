@@ -23,6 +23,7 @@ from kubelite.agent.pod_status import terminated_state
 from kubelite.agent.prober import Prober, ProbeState
 from kubelite.agent.records import Record, pod_dir
 from kubelite.agent.runtime.interface import Exit, Handle
+from kubelite.agent.sandbox import sandboxed
 from kubelite.agent.services import NodeServices
 from kubelite.agent.termination import MIN_STOP_WINDOW, Termination, pod_grace
 from kubelite.api.podresources import CPU, MEMORY, resource_list
@@ -63,8 +64,10 @@ class PodContainers:
             return
         try:
             env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env)
-            argv = cspec.sandboxed(cspec.argv(r.spec, env, self.node.config.image_catalog), self.pod, r.spec,
-                                   self.logs_dir / "volumes")
+            argv = cspec.argv(r.spec, env, self.node.config.image_catalog)
+            if self.node.runtime.sandboxed:
+                argv = sandboxed(argv, self.pod, r.spec, self.logs_dir / "volumes",
+                                 (self.node.data_dir, *self.node.config.protected_paths))
         except cspec.ConfigError as exc:
             if r.waiting != "CreateContainerConfigError":
                 self.event("Failed", f"Error: {exc}", "Warning")

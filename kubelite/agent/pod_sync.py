@@ -67,6 +67,7 @@ class PodSync:
         deadline = self._active_deadline()
         if deadline is not None and now >= deadline:  # kubelet's activeDeadlineHandler
             return SyncResult(stop=DEADLINE_EXCEEDED)
+        self._record_ended()
         await self._start_what_should_run()
         self._save()
         terminal = pod_phase(self.pod, self.records, self.facts) in ("Succeeded", "Failed")
@@ -131,7 +132,13 @@ class PodSync:
         for r in reversed([r for r in self.records if r.kind == "sidecar"]):
             await self.containers.stop(r, termination)
         await asyncio.gather(*(self.containers.stop(r, termination) for r in self.records if r.kind == "init"))
-        for r in self.records:  # record every exit now rather than when its watcher gets to run
+        self._record_ended()
+
+    def _record_ended(self) -> None:
+        """Record every exit now rather than when its watcher task gets to run (one loop turn later): a
+        sync in between would take an ended container for one never started (and start it again into
+        the same log) or judge it by its previous exit (and restart it without its back-off)."""
+        for r in self.records:
             if r.process is not None and r.process.result is not None:
                 self.containers.record_exit(r, r.process.result)
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +34,25 @@ from kubelite.scheduler.scheduler import Scheduler
 
 
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
-              port: int, shutdown_grace: float | None = None) -> int:
+              port: int, shutdown_grace: float | None = None, protect: Sequence[Path] = ()) -> int:
     """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
     cfg = node_config.load(config_file)
     if shutdown_grace is not None:
         cfg.shutdown_grace_period = shutdown_grace
+    cfg.protected_paths = tuple(protect)
+    private_files()
     data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.chmod(0o700)
     runtime = ProcessRuntime(RealClock(), Cgroups.detect())
     uvloop.run(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address,
                                                   port).run(), ApiClient.from_kubeconfig(kubeconfig)))
     return 0
+
+
+def private_files() -> None:
+    """Files and dirs this process creates (state.db and its WAL, checkpoints, logs, keys) are its own:
+    0600 / 0700. Containers get the usual 022 back from their shim."""
+    os.umask(0o077)
 
 
 def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, leader_elect: bool = False) -> int:

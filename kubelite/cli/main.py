@@ -53,6 +53,8 @@ def parser() -> argparse.ArgumentParser:
     agent.add_argument("--port", type=int, default=0, help="port for the agent's log endpoint (0: any free port)")
     agent.add_argument("--shutdown-grace-period", type=float, default=None,
                        help="on SIGTERM, stop every pod with at most this grace (seconds); default: leave them running")
+    agent.add_argument("--protect-path", type=Path, action="append", default=[],
+                       help="a directory no container may see (repeatable); the agent's --data-dir always is one")
     agent.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sched = sub.add_parser("scheduler", help="run the scheduler alone, as a client of an API server")
     sched.add_argument("--kubeconfig", type=Path, required=True)
@@ -108,7 +110,7 @@ def _main(argv: list[str] | None) -> int:
 
         try:
             return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
-                                        args.address, args.port, args.shutdown_grace_period)
+                                        args.address, args.port, args.shutdown_grace_period, args.protect_path)
         except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2

@@ -31,7 +31,7 @@ from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.cli.components import stop_on_signals
+from kubelite.cli.components import private_files, stop_on_signals
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import registry
@@ -103,7 +103,9 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
     # Signals first: a Ctrl-C during start-up then finishes starting and shuts down cleanly, no traceback.
     stop = stop_on_signals()
     data = opts.data_dir
+    private_files()
     data.mkdir(parents=True, exist_ok=True)
+    data.chmod(0o700)
     async with contextlib.AsyncExitStack() as cleanup:  # undone in reverse order on the way out
         store = await SQLiteStore.open(data / "state.db")
         cleanup.push_async_callback(store.close)
@@ -163,6 +165,7 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
     if opts.local_node:
         argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
                 socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1",
+                "--protect-path", str(opts.data_dir),  # admin token, CA key, state.db: never in a container
                 # `up` stopping is this node going away: its pods stop with it (graceful node shutdown)
                 "--shutdown-grace-period", str(UP_SHUTDOWN_GRACE)]
         if opts.node_config is not None:

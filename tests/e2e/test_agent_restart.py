@@ -114,22 +114,37 @@ def test_exit_while_the_agent_is_down_is_reported_with_its_code(cluster: tuple[S
     server.kubectl("delete", "pod", name, "--grace-period=1")
 
 
-def test_termination_restarts_with_the_full_grace_period(cluster: tuple[ServerProcess, AgentProcess]) -> None:
+def test_termination_restarts_with_the_full_grace_period(cluster: tuple[ServerProcess, AgentProcess],
+                                                        tmp_path: Path) -> None:
+    """A restarted agent gives a terminating pod the full grace again, from its own stop signal.
+
+    The container notes when each stop signal arrives and otherwise ignores it. The grace window is
+    measured from the restarted agent's stop signal (second note) to the group's death, so the agent's
+    start-up time under load does not count; an agent that kept the first agent's deadline would kill
+    it after at most 6 - 1 s (the time before the kill) - its start-up time, well under 5 s.
+    """
     server, agent = cluster
-    on_node(server, "stubborn", [sh("main", "trap '' TERM; while true; do sleep 0.1; done")],
+    notes = tmp_path / "stop-signals"
+    on_node(server, "stubborn", [sh("main", f"trap 'date +%s.%N >>{notes}' TERM; while true; do sleep 0.1; done")],
             terminationGracePeriodSeconds=6)
     assert wait_for(lambda: pod_phase(server, "stubborn") == "Running")
     pid = shim_pid(server, "stubborn")
     server.kubectl("delete", "pod", "stubborn", "--wait=false")
+    assert wait_for(lambda: notes.exists())  # the first agent's stop signal
     time.sleep(1)
     agent.kill9()
-    assert group_alive(pid)  # SIGTERM is ignored; only the agent's SIGKILL at the deadline ends it
+    assert group_alive(pid)  # the stop signal does not end it; only the agent's SIGKILL at the deadline does
     restarted = time.monotonic()
     agent.start()
-    assert wait_for(lambda: get_pod(server, "stubborn") == {}, 15)
-    took = time.monotonic() - restarted
-    assert 6 <= took <= 6 + 2.5, took  # the full grace again from the restart (+ agent start-up)
-    assert not group_alive(pid)
+    assert wait_for(lambda: len(notes.read_text().split()) == 2, 30)  # the restarted agent's stop signal
+    assert wait_for(lambda: not group_alive(pid), 30)
+    killed, took = time.time(), time.monotonic() - restarted
+    window = killed - float(notes.read_text().split()[1])
+    assert took >= 6, took  # load only makes this longer
+    # the window's margins: the note may be written up to a sleep late (shorter), the death is seen up to
+    # a poll late and the agent's timer may fire late under load (longer)
+    assert 6 - 1 <= window <= 6 + 2.5, window
+    assert wait_for(lambda: get_pod(server, "stubborn") == {}, 30)
 
 
 def test_pod_deleted_while_the_agent_is_down_has_its_processes_stopped(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubelite.agent.config import NodeConfigError, duration, parse
-from kubelite.agent.container import PAUSE, ConfigError, argv, environment, expand, is_pause, sandboxed
+from kubelite.agent.container import PAUSE, ConfigError, argv, environment, expand, is_pause
 from kubelite.agent.lifecycle import Backoff, ContainerView, phase, should_restart
 
 
@@ -93,24 +93,6 @@ def test_expansion_and_environment() -> None:
     with pytest.raises(ConfigError):
         argv({"name": "c", "image": "nginx"}, {}, {})
 
-
-
-def test_sandbox_binds_volumes(tmp_path: Any) -> None:
-    pod = {"spec": {"volumes": [{"name": "scratch", "emptyDir": {}},
-                                {"name": "host",
-                                 "hostPath": {"path": str(tmp_path / "h"), "type": "DirectoryOrCreate"}},
-                                {"name": "cfg", "configMap": {"name": "x"}}]}}
-    c = {"name": "c", "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"},
-                                       {"name": "host", "mountPath": "/host", "readOnly": True}]}
-    got = sandboxed(["sh"], pod, c, tmp_path / "vols")
-    assert got[1:] == ["--dev-bind", "/", "/", "--bind", str(tmp_path / "vols" / "scratch"), "/scratch",
-                       "--ro-bind", str(tmp_path / "h"), "/host", "--", "sh"]
-    assert (tmp_path / "vols" / "scratch").is_dir() and (tmp_path / "h").is_dir()
-    assert sandboxed(["sh"], pod, {"name": "plain"}, tmp_path) == ["sh"]
-    with pytest.raises(ConfigError, match="configMap is not supported"):
-        sandboxed(["sh"], pod, {"name": "c", "volumeMounts": [{"name": "cfg", "mountPath": "/c"}]}, tmp_path)
-    with pytest.raises(ConfigError, match="names no volume"):
-        sandboxed(["sh"], pod, {"name": "c", "volumeMounts": [{"name": "nope", "mountPath": "/n"}]}, tmp_path)
 
 
 def test_node_config() -> None:

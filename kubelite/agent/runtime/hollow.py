@@ -47,6 +47,8 @@ class HollowProcess(Handle):
 
 
 class HollowRuntime:
+    sandboxed = False  # nothing runs
+
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.started: list[HollowProcess] = []

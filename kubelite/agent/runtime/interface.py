@@ -55,6 +55,10 @@ class Handle:
 
 
 class Runtime(Protocol):
+    # True when containers are host processes that the agent must wrap in its sandbox (see agent/sandbox.py);
+    # a simulated runtime runs nothing a pod could use to read the node's files.
+    sandboxed: bool
+
     async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
                     limits: Limits | None = None) -> Handle: ...
 

@@ -11,8 +11,8 @@ checkpoint, this is what lets a restarted agent re-adopt running containers and 
 ones that ended meanwhile exited — the role containerd's shims play for kubelet.
 
 Log lines are written as `<RFC3339Nano timestamp> <stream> <F|P> <line>`, kubelet's on-disk
-format, so `pods/log` can serve timestamps, tails and `--since`. Exits are observed through a
-pidfd, the same way for the agent's own children and for re-adopted processes.
+format, so `pods/log` can serve timestamps, tails and `--since` (cri_log.py copies the pipes into it).
+Exits are observed through a pidfd, the same way for the agent's own children and for re-adopted processes.
 """
 
 from __future__ import annotations
@@ -24,29 +24,25 @@ import signal
 import stat
 import subprocess
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from kubelite.agent.cgroups import Cgroups, Limits
+from kubelite.agent.runtime import cri_log
 from kubelite.agent.runtime.interface import KILLED, Exit, Handle
 from kubelite.clock import Clock
 
 STREAMS = ((".out", b"stdout"), (".err", b"stderr"))  # the named pipes beside the log, and their streams
-MAX_LINE = 16 * 1024  # kubelet splits longer lines into partial (P) entries
 _UNTRAPPED = {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGCONT}
 _DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 32 and s not in _UNTRAPPED)
 # $1 exit file, $2 cgroup.procs files to join (space-separated, may be empty), then the container's argv.
 # The shim's own stderr goes to /dev/null (fd 3 keeps the container's): the shell reports a job that a
 # signal ended ("Terminated") on its stderr, which must not end up in the container's log. The
 # container's stderr is set in the forked child `( exec … )`, as dash applies a simple command's
-# redirections in the parent while it waits.
+# redirections in the parent while it waits. The container gets a runtime's usual umask 022 back (the
+# agent's own 077 keeps its logs and checkpoints private).
 SHIM = (f'exec 3>&2 2>/dev/null; x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; '
-        '(exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
-
-
-def cri_timestamp(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
+        '(umask 022; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
 
 
 def start_time(pid: int) -> int | None:
@@ -67,7 +63,7 @@ class Process(Handle):
     state: Path = Path()  # <log path without .log>: .exit, .out and .err live beside the log
     cgroup: str = ""
     child: subprocess.Popen[bytes] | None = None  # None for a re-adopted process (not our child)
-    readers: list[asyncio.Task[None]] = field(default_factory=list)
+    readers: list[asyncio.Future[None]] = field(default_factory=list)
 
     @property
     def log_path(self) -> Path:
@@ -78,6 +74,8 @@ class Process(Handle):
 
 
 class ProcessRuntime:
+    sandboxed = True  # containers are host processes: pod sync wraps them in bubblewrap
+
     def __init__(self, clock: Clock, cgroups: Cgroups | None = None) -> None:
         self.clock = clock
         self.cgroups = cgroups
@@ -159,7 +157,7 @@ class ProcessRuntime:
     def _attach(self, p: Process, readers: list[tuple[int, bytes]]) -> None:
         """Pump the output pipes into the log and watch for the exit through a pidfd."""
         log: IO[bytes] = p.log_path.open("ab", buffering=0)
-        p.readers = [asyncio.ensure_future(self._pump(fd, name, log)) for fd, name in readers]
+        p.readers = [cri_log.pump(fd, name, log, self.clock) for fd, name in readers]
         asyncio.gather(*p.readers).add_done_callback(lambda _: log.close())
         try:
             pidfd = os.pidfd_open(p.pid)
@@ -201,29 +199,6 @@ class ProcessRuntime:
             return Exit(int(record.read_text()), finished_at=record.stat().st_mtime)
         except (OSError, ValueError):
             return KILLED
-
-    async def _pump(self, fd: int, name: bytes, log: IO[bytes]) -> None:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=2 * MAX_LINE)
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                                    os.fdopen(fd, "rb", buffering=0))
-        pending = b""
-        try:
-            while chunk := await reader.read(65536):
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    self._write(log, name, b"F", line)
-                while len(pending) >= MAX_LINE:
-                    self._write(log, name, b"P", pending[:MAX_LINE])
-                    pending = pending[MAX_LINE:]
-            if pending:
-                self._write(log, name, b"F", pending)
-        finally:
-            transport.close()
-
-    def _write(self, log: IO[bytes], name: bytes, tag: bytes, line: bytes) -> None:
-        log.write(cri_timestamp(self.clock.now()).encode() + b" " + name + b" " + tag + b" " + line + b"\n")
 
     def signal(self, p: Handle, sig: int) -> None:
         if p.alive:

@@ -1,0 +1,52 @@
+"""Pod sync decides from recorded exits, even when it runs before the exit's watcher task.
+
+A container's process ends (the runtime's pidfd callback finishes its handle) and its watcher
+task records the exit one event-loop turn later. A pod sync woken for another reason (another
+container's exit, a pod update) can run in between: it must see that container as ended with
+its exit, not as "never started" (which started it again into the same log file: the log line
+appeared twice in the e2e run) nor as still carrying its previous exit (which restarted it
+without its back-off).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubelite.agent.pod_sync import PodSync
+from kubelite.agent.runtime.interface import Exit
+from tests.unit.test_pod_worker import Harness
+
+Obj = dict[str, Any]
+
+
+@pytest.mark.parametrize("policy,exits_before,want_starts,want_restarts,want_waiting", [
+    pytest.param("OnFailure", 0, 1, 0, "", id="container restartPolicy Never runs once (seed 000 OnFailure pod)"),
+    pytest.param("Never", 0, 1, 0, "", id="a Never pod's container is not started again"),
+    pytest.param("Always", 1, 2, 1, "CrashLoopBackOff", id="a restarted container waits out its back-off again"),
+])
+async def test_an_exit_not_yet_recorded_by_its_watcher(tmp_path: Path, policy: str, exits_before: int,
+                                                       want_starts: int, want_restarts: int,
+                                                       want_waiting: str) -> None:
+    h = Harness(tmp_path)
+    container: Obj = {"name": "main", "image": "hollow", "command": ["hollow"]}
+    if policy == "OnFailure":
+        container["restartPolicy"] = "Never"
+    pod: Obj = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+                "spec": {"restartPolicy": policy, "containers": [container]}}
+    sync = PodSync(h, pod, lambda: None)
+    await sync.sync_pod(pod)
+    for _ in range(exits_before):  # an earlier instance ended, was recorded, and its back-off passed
+        ended = h.runtime.started[-1]
+        ended.finish(Exit(1))
+        sync.containers.record_exit(sync.records[0], ended.result)
+        await h.clock.advance(60)
+        await sync.sync_pod(pod)
+    assert len(h.runtime.started) == exits_before + 1
+    h.runtime.started[-1].finish(Exit(1))  # as the pidfd callback does; the watcher has not run yet
+    await sync.sync_pod(pod)
+    record = sync.records[0]
+    assert len(h.runtime.started) == want_starts
+    assert (record.restarts, record.exit, record.waiting) == (want_restarts, Exit(1), want_waiting)
