@@ -73,11 +73,17 @@ def start_server(data_dir: Path, home: Path, port: int | None = None, insecure: 
             *(extra or [])]
     if insecure:
         args.append("--insecure")
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Output to a file, never an undrained pipe: once 64 KiB of log lines (a controller's routine
+    # conflict warnings in a long benchmark) filled the pipe, the server blocked in write() with its
+    # event loop, SIGTERM included, and stop() timed out.
+    log_path = data_dir.parent / f"server-{port}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log_file:
+        proc = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stdout.read().decode() if proc.stdout else ''}")
+            raise RuntimeError(f"server exited: {log_path.read_text(errors='replace')}")
         if (data_dir / "kubeconfig").exists():
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.2):

@@ -68,13 +68,16 @@ async def on_error(fn: Callable[[], Awaitable[T]], *, clock: Clock, retriable: C
                    backoff: Backoff = DEFAULT_BACKOFF, rng: random.Random | None = None) -> T:
     """retry.OnError: call `fn` until it succeeds, an error is not `retriable`, or the steps run out
     (then the last error is raised)."""
-    delays = backoff.delays(rng or random.Random())
+    delays: Iterator[float] | None = None  # made on the first failure: most calls succeed at once, and a
+    # fresh random.Random() seeds from the OS entropy pool (a syscall per event sent or status written)
     while True:
         try:
             return await fn()
         except ApiError as exc:
             if not retriable(exc):
                 raise
+            if delays is None:
+                delays = backoff.delays(rng or random.Random())
             delay = next(delays, None)
             if delay is None:
                 raise

@@ -10,7 +10,7 @@ import pytest
 
 from kubelite.api.errors import ApiError
 from kubelite.apiserver.app import ApiServer
-from kubelite.apiserver.inprocess import InProcessClient
+from kubelite.apiserver.inprocess import InProcessClient, Reply, _Collector
 from kubelite.client.informer import NODE_NAME_INDEX, Informer, by_node_name
 from kubelite.clock import RealClock
 from kubelite.store.sqlite import SQLiteStore
@@ -101,3 +101,44 @@ async def test_in_process_caller_authenticates_as_the_loopback_client(tmp_path: 
     finally:
         await server.stop()
         await store.close()
+
+
+async def _reply(chunks: list[bytes]) -> Reply:
+    collector = _Collector()
+    for chunk in chunks:
+        collector.chunks.put_nowait(chunk)
+    collector.chunks.put_nowait(None)
+    return Reply(collector, asyncio.ensure_future(asyncio.sleep(0)))
+
+
+@pytest.mark.parametrize(("chunks", "lines"), [
+    pytest.param([b'{"a":1}\n{"b":2}\n'], [b'{"a":1}\n', b'{"b":2}\n'], id="whole lines in one chunk"),
+    pytest.param([b'{"a"', b':1}\n{"b":', b"2}\n"], [b'{"a":1}\n', b'{"b":2}\n'], id="lines cut across chunks"),
+    pytest.param([b"x\n", b"", b"tail"], [b"x\n", b"tail"], id="a last line without newline"),
+    pytest.param([], [], id="empty body"),
+])
+async def test_reply_readline_returns_lines_as_http_does(chunks: list[bytes], lines: list[bytes]) -> None:
+    reply = await _reply(chunks)
+    got = []
+    while line := await reply.readline():
+        got.append(line)
+    assert got == lines
+
+
+async def test_reply_splits_a_backlog_chunk_once_not_once_per_line() -> None:
+    """Regression: a watch backlog arrives as one chunk; readline re-scanned and re-copied the rest of it for
+    every line (quadratic: 16,000 events blocked the server's loop for a minute). Now the chunk is split on
+    arrival and each readline takes the next ready line without touching the others."""
+    n = 1000
+    reply = await _reply([b"".join(b'{"i":%d}\n' % i for i in range(n))])
+    assert await reply.readline() == b'{"i":0}\n'
+    assert len(reply._lines) == n - 1  # split once, on arrival
+    rest = [await reply.readline() for _ in range(n - 1)]
+    assert rest[-1] == b'{"i":%d}\n' % (n - 1)
+    assert reply._collector.chunks.qsize() == 1  # the end of the body not fetched: every line was ready
+
+
+async def test_reply_read_after_readline_returns_the_rest() -> None:
+    reply = await _reply([b"a\nb\n", b"c"])
+    assert await reply.readline() == b"a\n"
+    assert await reply.read() == b"b\nc"

@@ -101,3 +101,34 @@ async def test_retry_on_conflict_rereads_each_attempt() -> None:
     while not task.done():
         await clock.advance(0.01)
     assert task.result() == "3" and attempts == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize(("failures", "seeded"), [
+    pytest.param([], 0, id="success at once: no random source made"),
+    pytest.param([UNAVAILABLE], 1, id="first failure: one random source for the whole schedule"),
+    pytest.param([UNAVAILABLE, UNAVAILABLE], 1, id="further failures reuse it"),
+])
+async def test_on_error_seeds_jitter_only_when_it_backs_off(monkeypatch: pytest.MonkeyPatch,
+                                                           failures: list[ApiError], seeded: int) -> None:
+    """Regression: every call (each event sent, each status written) seeded a random.Random from the OS
+    entropy pool even when the first attempt succeeded, as nearly all do."""
+    made: list[random.Random] = []
+
+    class Counting(random.Random):
+        def __init__(self) -> None:
+            super().__init__(0)
+            made.append(self)
+
+    monkeypatch.setattr("kubelite.client.retry.random.Random", Counting)
+    clock = FakeClock()
+    pending = list(failures)
+
+    async def op() -> str:
+        if pending:
+            raise pending.pop(0)
+        return "ok"
+
+    task = asyncio.create_task(on_error(op, clock=clock, retriable=is_unavailable, backoff=Backoff(1.0, steps=4)))
+    while not task.done():
+        await clock.advance(0.5)
+    assert task.result() == "ok" and len(made) == seeded
