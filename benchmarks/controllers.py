@@ -26,7 +26,7 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.scheduler import node
+from benchmarks.scheduler import node, pod_events
 from tests.conftest import start_server
 
 Obj = dict[str, Any]
@@ -43,29 +43,15 @@ def replicaset(name: str) -> Obj:
 
 async def watch(session: aiohttp.ClientSession, rv: str, created: dict[str, float], bound: dict[str, float],
                 want: int, done: asyncio.Event) -> None:
-    while not done.is_set():
-        url = f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true"
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
-            buffer = b""
-            async for chunk in resp.content.iter_any():
-                now = time.perf_counter()
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    event = orjson.loads(line)
-                    obj = event["object"]
-                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                    if event["type"] == "BOOKMARK":
-                        continue
-                    name = obj["metadata"]["name"]
-                    created.setdefault(name, now)
-                    if obj.get("spec", {}).get("nodeName"):
-                        bound.setdefault(name, now)
-                if len(bound) >= want:
-                    done.set()
-                    return
+    async with contextlib.aclosing(pod_events(session, rv, done)) as events:
+        async for now, _, obj in events:
+            name = obj["metadata"]["name"]
+            created.setdefault(name, now)
+            if obj.get("spec", {}).get("nodeName"):
+                bound.setdefault(name, now)
+            if len(bound) >= want:
+                done.set()
+                return
 
 
 async def run(session: aiohttp.ClientSession, replicas: int, nodes: int) -> str:

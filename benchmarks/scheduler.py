@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,28 +186,39 @@ class Cluster:
         await asyncio.gather(*(worker() for _ in range(self.clients)))
 
     async def watch_binds(self, rv: str, stop: asyncio.Event) -> None:
-        """Record when each pod is first seen bound; a watch that ends early is resumed where it stopped."""
-        while not stop.is_set():
-            url = f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true"
-            async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
-                buffer = b""
-                async for chunk in resp.content.iter_any():
-                    now = time.perf_counter()
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        event = orjson.loads(line)
-                        obj = event["object"]
-                        rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                        if event["type"] == "DELETED" and obj["metadata"]["name"] not in self.bound:
-                            self.deleted.add(obj["metadata"]["name"])
-                        if obj.get("spec", {}).get("nodeName") and obj["metadata"]["name"] not in self.bound:
-                            self.bound[obj["metadata"]["name"]] = now
-                    if stop.is_set():
-                        return
-            print(f"  (watch ended at resourceVersion {rv}; resuming)", flush=True)
+        """Record when each pod is first seen bound."""
+        async with contextlib.aclosing(pod_events(self.session, rv, stop)) as events:
+            async for now, kind, obj in events:
+                name = obj["metadata"]["name"]
+                if kind == "DELETED" and name not in self.bound:
+                    self.deleted.add(name)
+                if obj.get("spec", {}).get("nodeName") and name not in self.bound:
+                    self.bound[name] = now
+
+
+async def pod_events(session: aiohttp.ClientSession, rv: str,
+                     stop: asyncio.Event) -> AsyncGenerator[tuple[float, str, Obj], None]:
+    """(arrival time, event type, pod) for every watch event in `default` but bookmarks, until `stop` is set
+    (checked after each chunk); a watch that ends early is resumed where it stopped."""
+    while not stop.is_set():
+        url = f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+            buffer = b""
+            async for chunk in resp.content.iter_any():
+                now = time.perf_counter()
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    event = orjson.loads(line)
+                    obj = event["object"]
+                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    if event["type"] != "BOOKMARK":
+                        yield now, event["type"], obj
+                if stop.is_set():
+                    return
+        print(f"  (watch ended at resourceVersion {rv}; resuming)", flush=True)
 
 
 def _named(template: Obj, count: int, prefix: str) -> list[Obj]:
