@@ -33,6 +33,7 @@ from kubelite.client.http import resource_path
 from kubelite.client.informer import OWNER_UID_INDEX, Handlers, Informer, Key, by_owner_uid, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
+from kubelite.controllers import ownership
 from kubelite.controllers import podcontrol as pc
 from kubelite.controllers.job_backoff import BackoffRecord, new_backoff_record
 from kubelite.controllers.job_failure_policy import match_pod_failure_policy
@@ -441,7 +442,7 @@ class JobSync:
 
     async def _create_one(self, index: int | None) -> Obj:
         name = self.job["metadata"]["name"]
-        ref = pc.controller_ref(self.job, "batch/v1", "Job")
+        ref = ownership.controller_ref(self.job, "batch/v1", "Job")
         prefix = f"{name}-" if index is None else pod_generate_name_with_index(name, index)
         pod = pc.pod_from_template(self.job, ref, generate_name=prefix)
         pod["metadata"].setdefault("finalizers", []).append(TRACKING_FINALIZER)

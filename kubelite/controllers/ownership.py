@@ -27,9 +27,11 @@ def controller_of(obj: Obj) -> Obj | None:
     return next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
 
 
-def controller_ref(owner: Obj) -> Obj:
-    """metav1.NewControllerRef: controller=true and blockOwnerDeletion=true."""
-    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+def controller_ref(owner: Obj, api_version: str = "", kind: str = "") -> Obj:
+    """metav1.NewControllerRef: controller=true and blockOwnerDeletion=true. The group-version and kind come
+    from the owner unless given (as NewControllerRef takes them), for owners read without them."""
+    return {"apiVersion": api_version or owner["apiVersion"], "kind": kind or owner["kind"],
+            "name": owner["metadata"]["name"],
             "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
 
 

@@ -18,12 +18,6 @@ from kubelite.controllers import ownership
 Obj = dict[str, Any]
 
 
-def controller_ref(owner: Obj, api_version: str, kind: str) -> Obj:
-    meta = owner["metadata"]
-    return {"apiVersion": api_version, "kind": kind, "name": meta["name"], "uid": meta["uid"],
-            "controller": True, "blockOwnerDeletion": True}
-
-
 def controller_uid(obj: Obj) -> str | None:
     """The uid of the object's controlling owner, if any."""
     ref = ownership.controller_of(obj)

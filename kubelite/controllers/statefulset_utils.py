@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from kubelite.clock import parse_rfc3339
+from kubelite.controllers import ownership
 from kubelite.controllers import podcontrol as pc
 from kubelite.controllers.podutil import is_pod_ready
 
@@ -133,7 +134,7 @@ def storage_matches(set_: Obj, pod: Obj) -> bool:
 
 def new_stateful_set_pod(set_: Obj, ordinal: int) -> Obj:
     """newStatefulSetPod: the template stamped with the ordinal's identity and storage."""
-    ref = pc.controller_ref(set_, "apps/v1", "StatefulSet")
+    ref = ownership.controller_ref(set_, "apps/v1", "StatefulSet")
     pod = pc.pod_from_template(set_, ref, name=pod_name(set_, ordinal))
     update_identity(set_, pod)
     update_storage(set_, pod)
@@ -221,7 +222,7 @@ def new_revision(set_: Obj, number: int, collision_count: int | None) -> Obj:
     return {"apiVersion": "apps/v1", "kind": "ControllerRevision",
             "metadata": {"name": f"{set_['metadata']['name']}-{digest}",
                          "namespace": set_["metadata"].get("namespace", "default"), "labels": labels,
-                         "ownerReferences": [pc.controller_ref(set_, "apps/v1", "StatefulSet")]},
+                         "ownerReferences": [ownership.controller_ref(set_, "apps/v1", "StatefulSet")]},
             "data": data, "revision": number}
 
 
