@@ -247,6 +247,14 @@ def _lease_cells(lease: Obj, now: float) -> Cells:
     return [lease["metadata"]["name"], (lease.get("spec") or {}).get("holderIdentity", ""), _age(lease, now)]
 
 
+def _config_map_cells(cm: Obj, now: float) -> Cells:
+    return [cm["metadata"]["name"], len(cm.get("data") or {}) + len(cm.get("binaryData") or {}), _age(cm, now)]
+
+
+def _secret_cells(secret: Obj, now: float) -> Cells:
+    return [secret["metadata"]["name"], secret.get("type", ""), len(secret.get("data") or {}), _age(secret, now)]
+
+
 def _template(obj: Obj) -> tuple[str, str, str]:
     spec = obj.get("spec") or {}
     containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
@@ -340,6 +348,8 @@ PRINTERS: dict[str, Printer] = {
                                     "VolumeAttributesClass", "Age", "+VolumeMode"), _pvc_cells),
     "Namespace": (_cols("Name", "Status", "Age"), _ns_cells),
     "Lease": (_cols("Name", "Holder", "Age"), _lease_cells),
+    "ConfigMap": (_cols("Name", "Data:integer", "Age"), _config_map_cells),
+    "Secret": (_cols("Name", "Type", "Data:integer", "Age"), _secret_cells),
     "StatefulSet": (_cols("Name", "Ready", "Age", "+Containers", "+Images"), _sts_cells),
     "ReplicaSet": (_cols("Name", "Desired:integer", "Current:integer", "Ready:integer", "Age", "+Containers",
                          "+Images", "+Selector"), _rs_cells),
