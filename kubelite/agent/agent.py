@@ -28,6 +28,7 @@ from kubelite.agent.loops import forever
 from kubelite.agent.node import NodeReporter, host_capacity
 from kubelite.agent.pod_sync import PodSync
 from kubelite.agent.pod_workers import PodWorkers
+from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.interface import Runtime
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
@@ -47,7 +48,7 @@ TERMINAL = ("Succeeded", "Failed")
 
 class Agent:
     def __init__(self, client: Client, clock: Clock, node_name: str, data_dir: Path, config: NodeConfig,
-                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0) -> None:
+                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0, proxy: Proxier | None = None) -> None:
         self.client = client
         self.clock = clock
         self.node_name = node_name
@@ -73,6 +74,7 @@ class Agent:
                                                           self.pod_workers.could_have_running_containers,
                                                           self._pod_paths))
         self._background: set[asyncio.Future[Any]] = set()
+        self.proxy = proxy  # the service proxy (kube-proxy's part), if this node runs one
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 
@@ -220,6 +222,8 @@ class Agent:
                 ("status manager", self.status.run), ("event sender", self.events.run),
                 ("eviction manager", self.eviction.run))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
+            if self.proxy is not None:
+                tasks.append(asyncio.create_task(forever(self.clock, "service proxy", self.proxy.run)))
             await asyncio.gather(*tasks)
         finally:
             if self.config.shutdown_grace_period > 0:  # graceful node shutdown: a decision to stop every pod
@@ -235,6 +239,8 @@ class Agent:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
             await self.status.close()
+            if self.proxy is not None:
+                await self.proxy.cleanup()
             await runner.cleanup()
 
     async def _healthz(self, request: web.Request) -> web.StreamResponse:

@@ -91,9 +91,7 @@ class ClusterIPAllocator:
     """IPv4 ClusterIPs in the service CIDR, network and broadcast addresses excluded."""
 
     def __init__(self, cidr: str, in_use: Callable[[], Iterable[str]], clock: Clock) -> None:
-        self.network = ipaddress.IPv4Network(cidr)
-        if self.network.num_addresses < 8:
-            raise ValueError(f"service CIDR {cidr} is too small")
+        self.network = service_network(cidr)
         base = int(self.network.network_address)
 
         def used() -> Iterable[int]:
@@ -160,3 +158,17 @@ class NodePortAllocator:
 
     def release(self, port: int) -> None:
         self.range.release(port)
+
+
+
+def service_network(cidr: str) -> ipaddress.IPv4Network:
+    """The service CIDR, checked (ValueError): IPv4, with room for more than a handful of Services."""
+    network = ipaddress.IPv4Network(cidr)
+    if network.num_addresses < 8:
+        raise ValueError(f"service CIDR {cidr} is too small (at least a /29)")
+    return network
+
+
+def kubernetes_service_ip(cidr: str) -> str:
+    """The `kubernetes` Service's ClusterIP: the range's first usable address, as upstream."""
+    return str(service_network(cidr).network_address + 1)
