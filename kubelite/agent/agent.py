@@ -30,6 +30,7 @@ from kubelite.agent.pod_sync import PodSync
 from kubelite.agent.pod_workers import PodWorkers
 from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.interface import Runtime
+from kubelite.agent.service_env import NodeEnv
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
 from kubelite.api.errors import ApiError
@@ -57,7 +58,9 @@ class Agent:
         self.runtime = runtime
         self.host_ip = host_ip
         self.port = port
-        self.base_env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"}
+        self.services = Informer(client, "/api/v1/services", clock)  # for service links (service_env)
+        self.base_env = NodeEnv({"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"},
+                                self.services.store.values)
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
                                  lambda: self.eviction.conditions())
@@ -218,7 +221,8 @@ class Agent:
         try:
             await self.node.register()
             tasks = [asyncio.create_task(forever(self.clock, name, loop)) for name, loop in (
-                ("node heartbeat", self.node.heartbeat), ("pod informer", self.pods.run),
+                ("node heartbeat", self.node.heartbeat), ("service informer", self.services.run),
+                ("pod informer", self._pods_after_services),
                 ("status manager", self.status.run), ("event sender", self.events.run),
                 ("eviction manager", self.eviction.run))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
@@ -242,6 +246,11 @@ class Agent:
             if self.proxy is not None:
                 await self.proxy.cleanup()
             await runner.cleanup()
+
+    async def _pods_after_services(self) -> None:
+        """Pods start only once the Services are listed, so their service links are complete (as kubelet)."""
+        await self.services.synced.wait()
+        await self.pods.run()
 
     async def _healthz(self, request: web.Request) -> web.StreamResponse:
         return web.Response(text="ok")
