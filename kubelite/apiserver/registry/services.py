@@ -138,42 +138,60 @@ class ServiceStrategy(Strategy):
         return []
 
     def _allocate(self, name: str, spec: Obj, old: Obj | None) -> None:
+        """Allocate what `spec` lacks (all or nothing: a refusal releases this call's reservations)."""
         causes: list[Cause] = []
-        if spec.get("type") == "ExternalName":
-            spec.pop("clusterIP", None)
-            spec.pop("clusterIPs", None)
-        elif old is None or old.get("type") == "ExternalName":
-            causes += self._allocate_cluster_ip(spec)
-        if _node_ports_wanted(spec):
-            taken = {p.get("nodePort") for p in (old or {}).get("ports") or []}
-            for i, port in enumerate(spec.get("ports") or []):
-                causes += self._allocate_node_port(port, i, taken)
-        else:
-            for port in spec.get("ports") or []:
-                port.pop("nodePort", None)
-        if causes:
-            raise errors.invalid("Service", name, causes)
+        taken_ips: list[str] = []
+        taken_ports: list[int] = []
+        try:
+            if spec.get("type") == "ExternalName":
+                spec.pop("clusterIP", None)
+                spec.pop("clusterIPs", None)
+            elif old is None or old.get("type") == "ExternalName":
+                causes += self._allocate_cluster_ip(spec, taken_ips)
+            if _node_ports_wanted(spec):
+                kept = {p.get("nodePort") for p in (old or {}).get("ports") or []}
+                for i, port in enumerate(spec.get("ports") or []):
+                    causes += self._allocate_node_port(port, i, kept, taken_ports)
+            else:
+                for port in spec.get("ports") or []:
+                    port.pop("nodePort", None)
+            if causes:
+                raise errors.invalid("Service", name, causes)
+        except errors.ApiError:
+            for ip in taken_ips:
+                self.cluster_ips.release(ip)
+            for p in taken_ports:
+                self.node_ports.release(p)
+            raise
 
-    def _allocate_cluster_ip(self, spec: Obj) -> list[Cause]:
+    def _allocate_cluster_ip(self, spec: Obj, taken: list[str]) -> list[Cause]:
         wanted = spec.get("clusterIP") or ((spec.get("clusterIPs") or [""])[0])
         if wanted == "None":
             spec["clusterIP"], spec["clusterIPs"] = "None", ["None"]
             return []
-        try:
-            ip = self.cluster_ips.allocate(wanted) if wanted else self.cluster_ips.allocate_next()
-        except AllocationError as exc:
-            return [v.invalid("spec.clusterIPs", go_strings([wanted]), f"failed to allocate IP {wanted}: {exc}")]
+        if not wanted:
+            try:
+                ip = self.cluster_ips.allocate_next()
+            except AllocationError as exc:  # upstream: an internal error, not the client's
+                raise errors.internal(f"failed to allocate a serviceIP: {exc}") from None
+        else:
+            try:
+                ip = self.cluster_ips.allocate(wanted)
+            except AllocationError as exc:
+                return [v.invalid("spec.clusterIPs", go_strings([wanted]), f"failed to allocate IP {wanted}: {exc}")]
+        taken.append(ip)
         spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
         return []
 
-    def _allocate_node_port(self, port: Obj, i: int, taken: set[Any]) -> list[Cause]:
+    def _allocate_node_port(self, port: Obj, i: int, kept: set[Any], taken: list[int]) -> list[Cause]:
         wanted = port.get("nodePort")
-        if wanted and wanted in taken:
+        if wanted and wanted in kept:
             return []  # kept from the stored object
         try:
             port["nodePort"] = self.node_ports.allocate(wanted) if wanted else self.node_ports.allocate_next()
         except AllocationError as exc:
             return [v.invalid(f"spec.ports[{i}].nodePort", wanted, str(exc))]
+        taken.append(port["nodePort"])
         return []
 
     # --- validation ------------------------------------------------------------------------------
