@@ -7,6 +7,7 @@ takes the same nftables path: same network namespace). Skipped where nft cannot 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import shutil
@@ -45,7 +46,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPr
         proc.kill()
         raise RuntimeError("kubelite up did not become ready")
     yield server, cidr, base
+    agent_table = f"{nft.PREFIX}{_agent_pid(proc)}"
     server.stop()
+    assert agent_table not in asyncio.run(nft.tables())  # a clean stop removes the proxy's rules
 
 
 def deployment(name: str, variant: str, port: int, ready_file: Path) -> Obj:
@@ -111,7 +114,7 @@ def test_expose_deployment_traffic_reaches_only_ready_pods(cluster: tuple[Server
     table = c.kubectl("get", "svc,endpointslices,endpoints", "-l", "app=web").stdout + \
         c.kubectl("get", "svc,endpoints").stdout
     assert "TYPE" in table and "CLUSTER-IP" in table and "PORT(S)" in table
-    assert f"service/web" in table and "80/TCP" in table
+    assert "service/web" in table and "80/TCP" in table
 
 
 def test_headless_service_slices(cluster: tuple[ServerProcess, str, Path]) -> None:
@@ -158,3 +161,27 @@ def test_create_service_clusterip(cluster: tuple[ServerProcess, str, Path]) -> N
     assert res.returncode == 0, res.stderr
     row = c.kubectl("get", "svc", "made", "--no-headers").stdout.split()
     assert row[1] == "ClusterIP" and row[4] == "8080/TCP"
+
+
+def _agent_pid(up: subprocess.Popen[bytes]) -> int:
+    children = Path(f"/proc/{up.pid}/task/{up.pid}/children").read_text().split()
+    for pid in children:
+        if b"agent" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return int(pid)
+    raise AssertionError("no agent child")
+
+
+def test_agent_crash_leaves_no_rules_behind(cluster: tuple[ServerProcess, str, Path]) -> None:
+    """SIGKILL the agent: `up` restarts it, the new proxy deletes the dead one's table and serves the Service."""
+    c, _, _ = cluster
+    old = _agent_pid(c.proc)
+    old_table = f"{nft.PREFIX}{old}"
+    assert old_table in asyncio.run(nft.tables())
+    subprocess.run(["kill", "-9", str(old)], check=True)
+    assert wait_for(lambda: old_table not in asyncio.run(nft.tables()), 30)
+    new = _agent_pid(c.proc)
+    assert wait_for(lambda: f"{nft.PREFIX}{new}" in asyncio.run(nft.tables()), 30)
+    ip = c.kubectl("get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}").stdout
+    assert wait_for(lambda: "a" in answers(ip, 5), 20)
+
+
