@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubelite.controllers import endpointslice_utils as u
+from kubelite.controllers.ownership import controller_ref
 
 Obj = dict[str, Any]
 NS = "test"
@@ -33,8 +34,6 @@ def existing_slice(n: int, service: Obj, pods: list[Obj]) -> Obj:
     return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"name": f"{service['metadata']['name']}-{n}", "namespace": NS, "uid": f"slice-{n}",
                          "resourceVersion": str(n + 1), "labels": u.slice_labels(service),
-                         "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": service["metadata"]["name"],
-                                              "uid": service["metadata"]["uid"], "controller": True,
-                                              "blockOwnerDeletion": True}]},
+                         "ownerReferences": [controller_ref(service, "v1", "Service")]},
             "addressType": "IPv4", "endpoints": [u.pod_to_endpoint(p, None, service) for p in pods],
             "ports": u.endpoint_ports(service, pods[0]) if pods else []}
