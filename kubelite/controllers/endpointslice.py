@@ -17,7 +17,7 @@ cache never makes the controller write a duplicate slice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ log = logging.getLogger("kubelite.controllers")
 Obj = dict[str, Any]
 MAX_ENDPOINTS_PER_SLICE = 100  # kube-controller-manager's --max-endpoints-per-slice default
 GROUP_VERSION = "discovery.k8s.io/v1"
+NodeLookup = Callable[[str], Obj | None]  # node name → Node (for the endpoint's zone)
 STALE_RETRY = 0.05  # seconds before a Service whose slices the informer has not caught up with is retried
 
 
@@ -60,7 +61,7 @@ def new_slice(service: Obj, ports: list[Obj], endpoints: list[Obj]) -> Obj:
             "addressType": "IPv4", "endpoints": endpoints, "ports": ports}
 
 
-def desired_endpoints(service: Obj, pods: Iterable[Obj], nodes: Mapping[str, Obj] | None = None
+def desired_endpoints(service: Obj, pods: Iterable[Obj], node: NodeLookup = lambda name: None
                       ) -> dict[tuple[Any, ...], tuple[list[Obj], dict[Any, Obj]]]:
     """Port set → (its ports, endpoint key → endpoint) for the selected pods (terminating ones included)."""
     out: dict[tuple[Any, ...], tuple[list[Obj], dict[Any, Obj]]] = {}
@@ -68,21 +69,21 @@ def desired_endpoints(service: Obj, pods: Iterable[Obj], nodes: Mapping[str, Obj
         if not u.should_pod_be_in_endpoints(pod, include_terminating=True):
             continue
         ports = u.endpoint_ports(service, pod)
-        ep = u.pod_to_endpoint(pod, (nodes or {}).get((pod.get("spec") or {}).get("nodeName", "")), service)
+        ep = u.pod_to_endpoint(pod, node((pod.get("spec") or {}).get("nodeName", "")), service)
         entry = out.setdefault(u.port_key(ports), (ports, {}))
         entry[1][u.endpoint_key(ep)] = ep
     return out
 
 
 def reconcile_slices(service: Obj, pods: Iterable[Obj], existing: list[Obj], max_endpoints: int =
-                     MAX_ENDPOINTS_PER_SLICE, nodes: Mapping[str, Obj] | None = None) -> Plan:
+                     MAX_ENDPOINTS_PER_SLICE, node: NodeLookup = lambda name: None) -> Plan:
     """reconciler.reconcile for one address type: the creates, updates and deletes that make `existing`
     (this controller's slices of `service`) hold exactly the endpoints of `pods`."""
     plan = Plan()
     uid = service["metadata"].get("uid")
     plan.delete = [s for s in existing if not _owned_by(s, uid)]
     existing = [s for s in existing if _owned_by(s, uid)]
-    desired = desired_endpoints(service, pods, nodes)
+    desired = desired_endpoints(service, pods, node)
     by_ports: dict[tuple[Any, ...], list[Obj]] = {}
     for s in existing:
         by_ports.setdefault(u.port_key(s.get("ports") or []), []).append(s)
@@ -207,7 +208,8 @@ class EndpointSliceController(ServicePodsController):
                                Handlers(self._slice_changed, lambda o, n: self._slice_changed(n), self._slice_changed),
                                params={"labelSelector": f"{u.MANAGED_BY_LABEL}={u.CONTROLLER_NAME}"})
         self.slices.add_index(u.SERVICE_NAME_LABEL, _slice_service)
-        self.informers.append(self.slices)
+        self.nodes = Informer(client, "/api/v1/nodes", clock)  # zones; like upstream, a node change alone
+        self.informers += [self.slices, self.nodes]  # does not resync Services
 
     def service_deleted(self, svc: Obj) -> None:
         self.tracker.forget(key_of(svc))
@@ -226,7 +228,8 @@ class EndpointSliceController(ServicePodsController):
         if self.tracker.stale(key, {es["metadata"]["name"]: es for es in existing}):
             self.runner.queue.add_after(key, STALE_RETRY)
             return
-        plan = reconcile_slices(svc, self.selected_pods(svc), existing, self.max_endpoints)
+        plan = reconcile_slices(svc, self.selected_pods(svc), existing, self.max_endpoints,
+                                lambda name: self.nodes.get("", name))
         await self._apply(key, plan)
 
     async def _apply(self, key: Key, plan: Plan) -> None:

@@ -184,3 +184,10 @@ def test_reconcile_deletes_slices_owned_by_another_service_object() -> None:
     stale["metadata"]["ownerReferences"][0]["uid"] = "old-uid"
     plan = reconcile_slices(svc, [new_pod(1)], [stale])
     assert counts(plan) == (1, 0, 1)
+
+
+def test_reconcile_endpoint_zone_from_node() -> None:
+    """Endpoints carry their node's topology.kubernetes.io/zone (TestReconcile1Pod's node labels case)."""
+    node = {"metadata": {"name": "node-1", "labels": {"topology.kubernetes.io/zone": "us-central1-a"}}}
+    plan = reconcile_slices(new_service(), [new_pod(1)], [], node=lambda name: node if name == "node-1" else None)
+    assert plan.create[0]["endpoints"][0]["zone"] == "us-central1-a"
