@@ -193,6 +193,12 @@ class SliceTracker:
             self.expected.pop(service, None)
         return bool(pending)
 
+    def gone(self, service: Key, name: str) -> None:
+        pending = self.expected.get(service, {})
+        pending.pop(name, None)
+        if not pending:
+            self.expected.pop(service, None)
+
     def forget(self, service: Key) -> None:
         self.expected.pop(service, None)
 
@@ -205,7 +211,7 @@ class EndpointSliceController(ServicePodsController):
         self.max_endpoints = max_endpoints
         self.tracker = SliceTracker()
         self.slices = Informer(client, "/apis/discovery.k8s.io/v1/endpointslices", clock,
-                               Handlers(self._slice_changed, lambda o, n: self._slice_changed(n), self._slice_changed),
+                               Handlers(self._slice_changed, lambda o, n: self._slice_changed(n), self._slice_deleted),
                                params={"labelSelector": f"{u.MANAGED_BY_LABEL}={u.CONTROLLER_NAME}"})
         self.slices.add_index(u.SERVICE_NAME_LABEL, _slice_service)
         self.nodes = Informer(client, "/api/v1/nodes", clock)  # zones; like upstream, a node change alone
@@ -213,6 +219,13 @@ class EndpointSliceController(ServicePodsController):
 
     def service_deleted(self, svc: Obj) -> None:
         self.tracker.forget(key_of(svc))
+
+    def _slice_deleted(self, es: Obj) -> None:
+        """HandleDeletion: a deleted slice is nothing to wait for, whoever deleted it."""
+        service = (es["metadata"].get("labels") or {}).get(u.SERVICE_NAME_LABEL)
+        if service:
+            self.tracker.gone((es["metadata"].get("namespace", ""), service), es["metadata"]["name"])
+        self._slice_changed(es)
 
     def _slice_changed(self, es: Obj) -> None:
         service = (es["metadata"].get("labels") or {}).get(u.SERVICE_NAME_LABEL)
