@@ -218,3 +218,12 @@ async def test_allocations_survive_a_restart(tmp_path: Path) -> None:
     finally:
         await server.stop()
         await store.close()
+
+
+async def test_field_selectors(api: Client) -> None:
+    await call(api, "POST", SVCS, svc("np", type="NodePort"), expect=201)
+    got = await call(api, "GET", f"{SVCS}?fieldSelector=spec.type%3DNodePort", expect=200)
+    assert [s["metadata"]["name"] for s in got["items"]] == ["np"]
+    got = await call(api, "GET", f"{SVCS}?fieldSelector=spec.clusterIP%3D10.96.0.1", expect=200)
+    assert [s["metadata"]["name"] for s in got["items"]] == ["kubernetes"]
+    await call(api, "GET", f"{SVCS}?fieldSelector=spec.selector%3Dx", expect=400)

@@ -18,6 +18,7 @@ from typing import Any
 from kubelite.api import errors
 from kubelite.api import validation as v
 from kubelite.api.errors import Cause
+from kubelite.api.selectors import COMMON_FIELDS, path_getter
 from kubelite.apiserver.allocators import (
     DEFAULT_SERVICE_CIDR,
     AllocationError,
@@ -28,6 +29,8 @@ from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
 from kubelite.clock import Clock, RealClock
 
 SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+_SERVICE_FIELDS = {**COMMON_FIELDS, "spec.clusterIP": path_getter("spec", "clusterIP"),
+                   "spec.type": path_getter("spec", "type")}  # upstream's ServiceToSelectableFields
 PROTOCOLS = ["SCTP", "TCP", "UDP"]
 ADDRESS_TYPES = ["FQDN", "IPv4", "IPv6"]
 MAX_SLICE_ENDPOINTS = 1000  # validation's limit; the controller writes at most 100 per slice
@@ -374,7 +377,7 @@ class EndpointsStrategy(Strategy):
 
 
 SERVICES = Resource("", "v1", "services", "service", "Service", True, "V1Service", short_names=("svc",),
-                    categories=("all",), subresources=("status",))
+                    categories=("all",), subresources=("status",), fields=_SERVICE_FIELDS)
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True,
                            "V1EndpointSlice")
 ENDPOINTS = Resource("", "v1", "endpoints", "endpoints", "Endpoints", True, "V1Endpoints", short_names=("ep",))
