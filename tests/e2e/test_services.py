@@ -131,6 +131,30 @@ def test_headless_service_slices(cluster: tuple[ServerProcess, str, Path]) -> No
     assert "ENDPOINTS" in c.kubectl("get", "endpointslices", "-l", "kubernetes.io/service-name=hl").stdout
 
 
+def test_readiness_gate_holds_traffic_until_its_condition_is_true(cluster: tuple[ServerProcess, str, Path]) -> None:
+    """L9 to traffic: a pod whose readiness gate is unset is not Ready, so its endpoint is not ready and the
+    ClusterIP refuses; setting the gate condition through pods/status makes both flow."""
+    c, _, base = cluster
+    port = free_port()
+    root = base / "gated"
+    root.mkdir()
+    (root / "index.html").write_text("gated\n")
+    c.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gated", "labels": {"app": "gated"}},
+        "spec": {"readinessGates": [{"conditionType": "example.com/gate"}], "containers": [{
+            "name": "web", "image": "python", "ports": [{"name": "http", "containerPort": port}],
+            "command": ["python3", "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
+                        str(root)]}]}}))
+    c.kubectl("expose", "pod", "gated", "--port=80", "--target-port=http")
+    ip = c.kubectl("get", "svc", "gated", "-o", "jsonpath={.spec.clusterIP}").stdout
+    assert wait_for(lambda: [e["conditions"] for e in slice_endpoints(c, "gated")] == [
+        {"ready": False, "serving": False, "terminating": False}], 30)
+    assert answers(ip, 5) == {"error 7"}  # refused: no ready endpoint
+    c.kubectl("patch", "pod", "gated", "--subresource=status", "--type=json", "-p", json.dumps([
+        {"op": "add", "path": "/status/conditions/-", "value": {"type": "example.com/gate", "status": "True"}}]))
+    assert wait_for(lambda: answers(ip, 5) == {"gated"}, 20), answers(ip, 5)
+
+
 def test_in_pod_client_reaches_the_api_server_through_kubernetes_service(
         cluster: tuple[ServerProcess, str, Path]) -> None:
     """KUBERNETES_SERVICE_HOST/PORT lead to the API server over TLS, the certificate verified for the ClusterIP."""
