@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubelite.agent.service_env import with_service_links
 from kubelite.api.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
@@ -58,7 +59,7 @@ def _resource(container: Obj, ref: Obj) -> str:
 
 
 def environment(pod: Obj, container: Obj, host_ip: str, base: dict[str, str]) -> dict[str, str]:
-    env = dict(base)
+    env = with_service_links(pod, base)
     for item in container.get("env") or []:
         name = item.get("name", "")
         if "value" in item:

@@ -20,9 +20,11 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import bootstrap, discovery, schema
+from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.handlers import ResourceHandlers, respond
 from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry.services import configure_services
 from kubelite.apiserver.request import parse_target
 from kubelite.apiserver.rest import Registry
 from kubelite.clock import Clock
@@ -42,6 +44,7 @@ class ApiServer:
     clock: Clock
     tokens: frozenset[str] = frozenset()  # empty: no authentication (--insecure, loopback only)
     server_address: str = "127.0.0.1:6443"
+    service_cidr: str = DEFAULT_SERVICE_CIDR  # --service-cluster-ip-range
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
     ready: bool = field(default=False, init=False)
@@ -51,12 +54,14 @@ class ApiServer:
         self.caches = Caches(self.store, RESOURCES)
         self.registry = Registry(self.store, self.caches, self.clock)
         self.handlers = ResourceHandlers(self.registry)
+        configure_services(self.registry.strategies, self.clock, self.service_cidr)
 
     async def start(self) -> None:
         for resource in self.registry.strategies:
             schema.warm(resource.model)
         await self.caches.start()
         await bootstrap.ensure_defaults(self.registry)
+        await bootstrap.ensure_kubernetes_service(self.registry, self.server_address)
         self._tasks.append(asyncio.create_task(self._compact_loop(), name="compaction"))
         self.ready = True
 

@@ -29,6 +29,7 @@ from aiohttp import web
 from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import pki
+from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import private_files, stop_on_signals
@@ -60,6 +61,7 @@ class Options:
     node_config: Path | None = None
     local_node: bool = False  # `up`: also run a node agent for this machine
     node_monitor_grace_period: float = 40.0
+    service_cidr: str = DEFAULT_SERVICE_CIDR
 
 
 def _is_loopback(address: str) -> bool:
@@ -76,6 +78,10 @@ def run(opts: Options) -> int:
         raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
                           f"not {opts.bind}")
     sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
+    try:
+        kubernetes_service_ip(opts.service_cidr)
+    except ValueError as exc:
+        raise ConfigError(f"--service-cluster-ip-range: {exc}") from None
     if opts.local_node:
         node_config.load(opts.node_config)  # a bad file fails `up` now, not its agent in a restart loop
     uvloop.run(_serve(opts, sched))
@@ -117,12 +123,12 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
         ca = None
         token = None
         if not opts.insecure:
-            ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host])
+            ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host, kubernetes_service_ip(opts.service_cidr)])
             token = pki.ensure_token(data / "admin.token")
             tokens = frozenset([token])
             ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ssl_ctx.load_cert_chain(crt, key)
-        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}")
+        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", opts.service_cidr)
         await server.start()
         cleanup.push_async_callback(server.stop)
         runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling
+from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, services
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
@@ -24,5 +24,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     apps.CONTROLLER_REVISIONS: apps.ControllerRevisionStrategy,
     batch.JOBS: batch.JobStrategy,
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,
+    services.SERVICES: services.ServiceStrategy,
+    services.ENDPOINT_SLICES: services.EndpointSliceStrategy,
+    services.ENDPOINTS: services.EndpointsStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
