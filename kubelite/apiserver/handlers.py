@@ -39,7 +39,7 @@ _VALIDATION = ("Strict", "Warn", "Ignore")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-_OBJECT = "kubelite.object"  # the object a JSON response carries, kept to re-encode it as protobuf
+_OBJECT: web.ResponseKey[Any] = web.ResponseKey("object")  # what a JSON answer carries, for protobuf
 
 
 def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
