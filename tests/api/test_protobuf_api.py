@@ -111,7 +111,7 @@ async def test_watch_streams_length_prefixed_watch_events(api: Client) -> None:
         if len(events) == 1:
             await call(api, "DELETE", f"{PODS}/a?gracePeriodSeconds=0", expect=200)
     resp.close()
-    assert [e["type"] for e in events][0] == "ADDED" and events[0]["object"]["metadata"]["name"] == "a"
+    assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "a"
     assert events[1]["type"] in ("MODIFIED", "DELETED") and events[1]["object"]["kind"] == "Pod"
 
 
