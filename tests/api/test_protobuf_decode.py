@@ -163,7 +163,7 @@ def _nested_revision(depth: int) -> bytes:
 BAD_WIRE_DATA = [
     pytest.param(b"\x0a\x02{}", "no k8s\\0 prefix", id="no magic"),
     pytest.param(b"k8s\x00\x0a\x02\x08\x01", "wrong wireType", id="TypeMeta field of the wrong wire type"),
-    pytest.param(_envelope("v1", "Pod", b"\x08"), "unexpected EOF in a varint", id="truncated varint"),
+    pytest.param(_envelope("v1", "Pod", _ld(2, b"\x20")), "unexpected EOF in a varint", id="truncated varint"),
     pytest.param(_envelope("v1", "Pod", b"\x0a\x7f\x01"), "unexpected EOF in a length-delimited field",
                  id="length beyond the end"),
     pytest.param(_envelope("v1", "Pod", b"\x0b"), "illegal wireType 3", id="group wire type"),
@@ -171,7 +171,7 @@ BAD_WIRE_DATA = [
     pytest.param(_envelope("v1", "Pod", _ld(99, b"x")), "unknown field 99 in message Pod", id="unknown field"),
     pytest.param(_envelope("v1", "Pod", _vi(1, 5)), 'wrong wireType 0 for field "metadata"', id="varint for a message"),
     pytest.param(_envelope("v1", "Pod", _ld(1, _ld(1, b"\xff\xfe"))), "invalid UTF-8", id="invalid UTF-8"),
-    pytest.param(_envelope("v1", "Pod", b"\x08" + b"\xff" * 11), "overflow", id="varint of eleven bytes"),
+    pytest.param(_envelope("v1", "Pod", _ld(2, b"\x20" + b"\xff" * 11)), "overflow", id="varint of eleven bytes"),
     pytest.param(_envelope("apps/v1", "ControllerRevision", _ld(2, _ld(1, b"{nope"))), "invalid JSON",
                  id="raw extension not JSON"),
     pytest.param(_nested_revision(MAX_DEPTH + 5), "max depth", id="envelopes nested beyond the depth limit"),

@@ -31,16 +31,9 @@ from kubelite.apiserver.proto.table import KINDS, LISTS, MESSAGES
 MAGIC = b"k8s\x00"
 MAX_DEPTH = 100  # nested messages, as request.MAX_DEPTH bounds JSON bodies
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
-_WIRE = {"string": _LEN, "bytes": _LEN, "bool": _VARINT, "int32": _VARINT, "int64": _VARINT, "uint32": _VARINT,
-         "uint64": _VARINT, "sint32": _VARINT, "sint64": _VARINT, "double": _I64, "fixed64": _I64,
-         "sfixed64": _I64, "float": _I32, "fixed32": _I32, "sfixed32": _I32}
-_INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1),
-              "uint64": (0, 2**64 - 1), "sint32": (-(2**31), 2**31 - 1), "sint64": (-(2**63), 2**63 - 1),
-              "fixed32": (0, 2**32 - 1), "fixed64": (0, 2**64 - 1), "sfixed32": (-(2**31), 2**31 - 1),
-              "sfixed64": (-(2**63), 2**63 - 1)}
-_ZERO: dict[str, Any] = {"string": "", "bytes": "", "bool": False, "double": 0.0, "float": 0.0}
-_KIND_MESSAGES = frozenset(KINDS.values())
+_MASK64 = (1 << 64) - 1
 _TYPE_META = ("apiVersion", "kind")
+_KIND_MESSAGES = frozenset(KINDS.values())
 
 
 class ProtobufError(ValueError):
@@ -51,57 +44,26 @@ class EncodeError(ValueError):
     """An object the message cannot carry without loss: answer JSON instead."""
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
-    number: int
-    name: str
-    type: str  # a scalar type or a message key
-    flags: int
-    key_type: str  # for maps
-    wire: int
-    message: bool
-
-    @property
-    def zero(self) -> Any:
-        return _ZERO.get(self.type, 0)
+class UnknownKind(ProtobufError):
+    def __init__(self, api_version: str, kind: str) -> None:
+        super().__init__(f"no protobuf message for kind {kind or '<empty>'} in {api_version or '<empty>'}")
+        self.api_version, self.kind = api_version, kind
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    key: str
-    fields: tuple[Field, ...]
-    by_number: dict[int, Field]
-    names: frozenset[str]  # JSON keys the message (with its inlined children) accepts
-    defaults: tuple[Field, ...]  # non-pointer, non-omitempty scalars: present in Go's JSON even when zero
+# --- varints -------------------------------------------------------------------------------------------------------
+
+_SMALL = [bytes([i]) for i in range(128)]
 
 
-_PLANS: dict[str, Plan] = {}
-
-
-def plan(key: str) -> Plan:
-    """The compiled form of one message of the table (cached)."""
-    p = _PLANS.get(key)
-    if p is None:
-        fields = tuple(Field(n, name, typ, flags, key_type, _WIRE.get(typ, _LEN), typ not in _WIRE)
-                       for n, name, typ, flags, key_type in MESSAGES[key])
-        names = {f.name for f in fields if not f.flags & INLINE}
-        for f in fields:
-            if f.flags & INLINE:
-                names |= plan(f.type).names
-        if key in _KIND_MESSAGES:
-            names |= set(_TYPE_META)
-        defaults = tuple(f for f in fields if not f.message and not f.flags & (POINTER | OMITEMPTY | REPEATED | MAP))
-        p = Plan(key, fields, {f.number: f for f in fields}, frozenset(names), defaults)
-        _PLANS[key] = p
-    return p
-
-
-def message_for(api_version: str, kind: str) -> str | None:
-    """The message of a kind: its group-version's, or meta/v1's for DeleteOptions, Status and the like."""
-    return KINDS.get(f"{api_version}/{kind}") or KINDS.get(f"*/{kind}")
-
-
-# --- wire reading --------------------------------------------------------------------------------------------------
+def _uvarint(n: int) -> bytes:
+    if n < 128:
+        return _SMALL[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -119,58 +81,252 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
             raise ProtobufError("integer overflow in a varint")
 
 
-def _scalar(typ: str, raw: int | tuple[int, int], buf: bytes) -> Any:
-    """A scalar from its varint, or from a (start, end) slice of `buf` for strings, bytes and fixed widths."""
-    if isinstance(raw, tuple):
-        start, end = raw
-        if typ == "string":
-            try:
-                return buf[start:end].decode()
-            except UnicodeDecodeError:
-                raise ProtobufError("invalid UTF-8 in a string field") from None
-        if typ == "bytes":
-            return base64.b64encode(buf[start:end]).decode()
-        fmt = {"double": "<d", "float": "<f", "fixed64": "<Q", "sfixed64": "<q", "fixed32": "<I", "sfixed32": "<i"}
-        return struct.unpack(fmt[typ], buf[start:end])[0]
-    if typ == "bool":
-        return raw != 0
-    if typ in ("int32", "sint32") or typ in ("int64", "sint64"):
-        if typ.startswith("sint"):
-            raw = (raw >> 1) ^ -(raw & 1)
-        bits = 32 if typ.endswith("32") else 64
-        raw &= (1 << bits) - 1
-        return raw - (1 << bits) if raw >> (bits - 1) else raw
-    return raw & (0xFFFFFFFF if typ == "uint32" else 0xFFFFFFFFFFFFFFFF)
+def _len_field(number: int, payload: bytes) -> bytes:
+    return _uvarint(number << 3 | _LEN) + _uvarint(len(payload)) + payload
 
 
-def _fields(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int | tuple[int, int]]]:
-    """(number, wire type, varint value or (start, end)) for each field of a message."""
-    out: list[tuple[int, int, int | tuple[int, int]]] = []
-    while pos < end:
-        tag, pos = _varint(buf, pos, end)
-        number, wire = tag >> 3, tag & 7
-        if number == 0:
-            raise ProtobufError("illegal tag 0")
-        value: int | tuple[int, int]
-        if wire == _VARINT:
-            value, pos = _varint(buf, pos, end)
-        elif wire == _LEN:
-            length, pos = _varint(buf, pos, end)
-            if length > end - pos:
-                raise ProtobufError("unexpected EOF in a length-delimited field")
-            value, pos = (pos, pos + length), pos + length
-        elif wire in (_I64, _I32):
-            size = 8 if wire == _I64 else 4
-            if size > end - pos:
-                raise ProtobufError("unexpected EOF in a fixed-width field")
-            value, pos = (pos, pos + size), pos + size
-        else:
-            raise ProtobufError(f"illegal wireType {wire} for field {number}")
-        out.append((number, wire, value))
-    return out
+# --- scalar types: wire type, decoding from the wire, encoding to a payload ---------------------------------------
+
+
+def _signed(bits: int) -> Callable[[int], int]:
+    top, mask = 1 << (bits - 1), (1 << bits) - 1
+
+    def convert(v: int) -> int:
+        v &= mask
+        return v - (1 << bits) if v & top else v
+    return convert
+
+
+def _zigzag(bits: int) -> Callable[[int], int]:
+    signed = _signed(bits)
+    return lambda v: signed((v >> 1) ^ -(v & 1))
+
+
+def _int_encoder(low: int, high: int, zigzag: int = 0) -> Callable[[Any, Field, int], bytes]:
+    def encode(value: Any, f: Field, depth: int) -> bytes:
+        if type(value) is not int or not low <= value <= high:
+            raise EncodeError(f'field "{f.name}": expected an integer in [{low}, {high}], got {value!r:.40}')
+        if zigzag:
+            value = (value << 1) ^ (value >> zigzag)
+        return _uvarint(value & _MASK64)
+    return encode
+
+
+def _fixed_encoder(fmt: str, kinds: tuple[type, ...]) -> Callable[[Any, Field, int], bytes]:
+    def encode(value: Any, f: Field, depth: int) -> bytes:
+        if type(value) not in kinds:
+            raise EncodeError(f'field "{f.name}": expected a number, got {value!r:.40}')
+        try:
+            return struct.pack(fmt, value)
+        except struct.error:
+            raise EncodeError(f'field "{f.name}": {value!r:.40} out of range') from None
+    return encode
+
+
+def _encode_string(value: Any, f: Field, depth: int) -> bytes:
+    if type(value) is not str:
+        raise EncodeError(f'field "{f.name}": expected a string, got {value!r:.40}')
+    data = value.encode("utf-8", "surrogatepass")
+    return _uvarint(len(data)) + data
+
+
+def _encode_bytes(value: Any, f: Field, depth: int) -> bytes:
+    if type(value) is not str:
+        raise EncodeError(f'field "{f.name}": expected base64 bytes')
+    try:
+        data = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise EncodeError(f'field "{f.name}": invalid base64') from None
+    return _uvarint(len(data)) + data
+
+
+def _encode_bool(value: Any, f: Field, depth: int) -> bytes:
+    if type(value) is not bool:
+        raise EncodeError(f'field "{f.name}": expected a boolean, got {value!r:.40}')
+    return b"\x01" if value else b"\x00"
+
+
+def _encode_nested(value: Any, f: Field, depth: int) -> bytes:
+    data = encode_message(f.type, value, depth + 1)
+    return _uvarint(len(data)) + data
+
+
+_I32_RANGE, _I64_RANGE = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
+_FIXED = {"double": ("<d", 8), "float": ("<f", 4), "fixed64": ("<Q", 8), "sfixed64": ("<q", 8),
+          "fixed32": ("<I", 4), "sfixed32": ("<i", 4)}
+# type → (wire type, decode a varint, encode a payload, zero value)
+_SCALARS: dict[str, tuple[int, Callable[[int], Any] | None, Callable[[Any, Field, int], bytes], Any]] = {
+    "string": (_LEN, None, _encode_string, ""),
+    "bytes": (_LEN, None, _encode_bytes, ""),
+    "bool": (_VARINT, bool, _encode_bool, False),
+    "int32": (_VARINT, _signed(32), _int_encoder(*_I32_RANGE), 0),
+    "int64": (_VARINT, _signed(64), _int_encoder(*_I64_RANGE), 0),
+    "uint32": (_VARINT, lambda v: v & 0xFFFFFFFF, _int_encoder(0, 2**32 - 1), 0),
+    "uint64": (_VARINT, lambda v: v & _MASK64, _int_encoder(0, _MASK64), 0),
+    "sint32": (_VARINT, _zigzag(32), _int_encoder(*_I32_RANGE, zigzag=31), 0),
+    "sint64": (_VARINT, _zigzag(64), _int_encoder(*_I64_RANGE, zigzag=63), 0),
+    **{name: (_I64 if size == 8 else _I32, None,
+              _fixed_encoder(fmt, (int, float) if name in ("double", "float") else (int,)),
+              0.0 if name in ("double", "float") else 0)
+       for name, (fmt, size) in _FIXED.items()},
+}
+
+# How a field's values sit in its parent's JSON.
+_PLAIN, _REPEATED, _MAP, _INLINE = range(4)
+# How a length-delimited value decodes.
+_STRING, _BYTES, _MESSAGE, _ENTRY, _NOT_LEN = range(5)
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    number: int
+    name: str
+    type: str  # a scalar type or a message key
+    flags: int
+    key_type: str  # for maps
+    wire: int
+    message: bool
+    tag: bytes  # the encoded key of this field
+    mode: int
+    ld: int  # how a length-delimited value decodes (_NOT_LEN for varint and fixed-width types)
+    convert: Callable[[int], Any] | None  # varint → value
+    encode: Callable[[Any, Field, int], bytes]  # value → payload (length-prefixed for _LEN)
+    zero: Any
+    drop_zero: bool  # a non-pointer `omitempty` scalar: Go's JSON leaves its zero out
+
+    @staticmethod
+    def build(number: int, name: str, typ: str, flags: int, key_type: str) -> Field:
+        scalar = _SCALARS.get(typ)
+        wire, convert, encode, zero = scalar if scalar else (_LEN, None, _encode_nested, None)
+        mode = _MAP if flags & MAP else _REPEATED if flags & REPEATED else _INLINE if flags & INLINE else _PLAIN
+        ld = _ENTRY if mode == _MAP else _MESSAGE if scalar is None else _STRING if typ == "string" \
+            else _BYTES if typ == "bytes" else _NOT_LEN
+        wire = _LEN if mode == _MAP else wire
+        return Field(number, name, typ, flags, key_type, wire, scalar is None, _uvarint(number << 3 | wire), mode,
+                     ld, convert, encode, zero, bool(scalar and flags & OMITEMPTY and not flags & POINTER))
+
+    def entry_parts(self) -> tuple[Field, Field]:
+        """A map entry's key (field 1) and value (field 2)."""
+        return (Field.build(1, self.name, self.key_type, 0, ""), Field.build(2, self.name, self.type, 0, ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    key: str
+    fields: tuple[Field, ...]
+    by_number: dict[int, Field]
+    names: frozenset[str]  # JSON keys the message (with its inlined children) accepts
+    defaults: tuple[Field, ...]  # non-pointer, non-omitempty scalars: present in Go's JSON even when zero
+    entries: dict[int, tuple[Field, Field]]  # map fields' entry key and value
+    by_name: dict[str, Field]  # JSON key → field; an inlined struct's keys → the inline field
+    inline: tuple[Field, ...]
+
+
+_PLANS: dict[str, Plan] = {}
+
+
+def plan(key: str) -> Plan:
+    """The compiled form of one message of the table (cached)."""
+    p = _PLANS.get(key)
+    if p is None:
+        fields = tuple(Field.build(*spec) for spec in MESSAGES[key])
+        names = {f.name for f in fields if f.mode != _INLINE}
+        for f in fields:
+            if f.mode == _INLINE:
+                names |= plan(f.type).names
+        if key in _KIND_MESSAGES:
+            names |= set(_TYPE_META)
+        defaults = tuple(f for f in fields
+                         if not f.message and f.mode == _PLAIN and not f.flags & (POINTER | OMITEMPTY))
+        by_name = {f.name: f for f in fields if f.mode != _INLINE}
+        for f in fields:
+            if f.mode == _INLINE:
+                by_name.update(dict.fromkeys(plan(f.type).names, f))
+        p = Plan(key, fields, {f.number: f for f in fields}, frozenset(names), defaults,
+                 {f.number: f.entry_parts() for f in fields if f.mode == _MAP}, by_name,
+                 tuple(f for f in fields if f.mode == _INLINE))
+        _PLANS[key] = p
+    return p
+
+
+def message_for(api_version: str, kind: str) -> str | None:
+    """The message of a kind: its group-version's, or meta/v1's for DeleteOptions, Status and the like."""
+    return KINDS.get(f"{api_version}/{kind}") or KINDS.get(f"*/{kind}")
 
 
 # --- decoding ------------------------------------------------------------------------------------------------------
+
+
+def _short(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+def _read(f: Field, wire: int, buf: bytes, pos: int, end: int, depth: int, key: str) -> tuple[Any, int]:
+    """One value of field f, whose key (with `wire`) has been read; returns it and the position after it."""
+    if wire == _LEN:
+        if pos >= end:
+            raise ProtobufError("unexpected EOF in a length-delimited field")
+        n = buf[pos]
+        if n < 0x80:
+            pos += 1
+        else:
+            n, pos = _varint(buf, pos, end)
+        start, pos = pos, pos + n
+        if pos > end:
+            raise ProtobufError("unexpected EOF in a length-delimited field")
+        ld = f.ld
+        if ld == _STRING:
+            try:
+                return buf[start:pos].decode(), pos
+            except UnicodeDecodeError:
+                raise ProtobufError(f'invalid UTF-8 in field "{f.name}" of {_short(key)}') from None
+        if ld == _MESSAGE:
+            return decode_message(f.type, buf, start, pos, depth + 1), pos
+        if ld == _ENTRY:
+            return _entry(f, buf, start, pos, depth, key), pos
+        if ld == _BYTES:
+            return base64.b64encode(buf[start:pos]).decode(), pos
+        if f.mode == _REPEATED:  # a packed repeated scalar
+            return _packed(f, buf, start, pos, key), pos
+    elif wire == _VARINT:
+        if f.wire == _VARINT and f.convert is not None:
+            if pos < end and buf[pos] < 0x80:
+                return f.convert(buf[pos]), pos + 1
+            value, pos = _varint(buf, pos, end)
+            return f.convert(value), pos
+    elif wire in (_I64, _I32):
+        size = 8 if wire == _I64 else 4
+        if pos + size > end:
+            raise ProtobufError("unexpected EOF in a fixed-width field")
+        if f.wire == wire:
+            return struct.unpack_from(_FIXED[f.type][0], buf, pos)[0], pos + size
+    else:
+        raise ProtobufError(f"illegal wireType {wire} for field {f.number} of {_short(key)}")
+    raise ProtobufError(f'wrong wireType {wire} for field "{f.name}" of {_short(key)}')
+
+
+def _packed(f: Field, buf: bytes, pos: int, end: int, key: str) -> list[Any]:
+    items = []
+    while pos < end:
+        item, pos = _read(f, f.wire, buf, pos, end, 0, key)
+        items.append(item)
+    return items
+
+
+def _entry(f: Field, buf: bytes, pos: int, end: int, depth: int, key: str) -> tuple[Any, Any]:
+    key_field, value_field = plan(key).entries[f.number]
+    k, v = key_field.zero, None
+    while pos < end:
+        tag, pos = _varint(buf, pos, end)
+        if tag >> 3 == 1:
+            k, pos = _read(key_field, tag & 7, buf, pos, end, depth, key)
+        elif tag >> 3 == 2:
+            v, pos = _read(value_field, tag & 7, buf, pos, end, depth, key)
+        else:
+            raise ProtobufError(f'unknown field {tag >> 3} in an entry of map "{f.name}"')
+    if v is None:
+        v = decode_message(f.type, b"", 0, 0, depth + 1) if f.message else value_field.zero
+    return str(k), v
 
 
 def decode_message(key: str, buf: bytes, pos: int = 0, end: int | None = None, depth: int = 1) -> Any:
@@ -182,121 +338,93 @@ def decode_message(key: str, buf: bytes, pos: int = 0, end: int | None = None, d
     if special is not None:
         return special(_raw_fields(key, buf, pos, end), buf, depth)
     if key in LISTS:
-        return [_scalar("string", v, buf) for n, _, v in _fields(buf, pos, end) if n == 1 and isinstance(v, tuple)]
+        return [item for number, item in _values(key, buf, pos, end, depth) if number == 1]
     p = plan(key)
+    by_number = p.by_number
     out: dict[str, Any] = {}
-    for number, wire, value in _fields(buf, pos, end):
-        f = p.by_number.get(number)
-        if f is None:
-            raise ProtobufError(f'unknown field {number} in message {key.rsplit(".", 1)[-1]}')
-        if f.flags & MAP:
-            _decode_entry(f, value, buf, out, depth)
-        elif f.flags & REPEATED and wire == _LEN and not f.message and f.wire != _LEN:  # packed scalars
-            assert isinstance(value, tuple)
-            out.setdefault(f.name, []).extend(_packed(f, buf, *value))
+    while pos < end:
+        tag = buf[pos]
+        if tag < 0x80:
+            pos += 1
         else:
-            item = _value(f, wire, value, buf, depth, key)
-            if f.flags & REPEATED:
-                out.setdefault(f.name, []).append(item)
-            elif f.flags & INLINE:
-                out.update(item)
-            elif item is None or (f.flags & OMITEMPTY and not f.flags & POINTER and not f.message and item == f.zero):
+            tag, pos = _varint(buf, pos, end)
+        f = by_number.get(tag >> 3)
+        if f is None:
+            raise ProtobufError("illegal tag 0" if tag >> 3 == 0 else
+                                f"unknown field {tag >> 3} in message {_short(key)}")
+        ld = f.ld
+        if tag & 7 == _LEN and pos < end and buf[pos] < 0x80 and ld <= _MESSAGE and pos + 1 + buf[pos] <= end:
+            start, pos = pos + 1, pos + 1 + buf[pos]  # the common case, a short string or message, inline
+            if ld == _MESSAGE:
+                item = decode_message(f.type, buf, start, pos, depth + 1)
+            elif ld == _STRING:
+                try:
+                    item = buf[start:pos].decode()
+                except UnicodeDecodeError:
+                    raise ProtobufError(f'invalid UTF-8 in field "{f.name}" of {_short(key)}') from None
+            else:
+                item = base64.b64encode(buf[start:pos]).decode()
+        else:
+            item, pos = _read(f, tag & 7, buf, pos, end, depth, key)
+        mode = f.mode
+        if mode == _PLAIN:
+            if item is None or (f.drop_zero and item == f.zero):
                 out.pop(f.name, None)  # the last occurrence wins, as in proto2
             else:
                 out[f.name] = item
+        elif mode == _REPEATED:
+            values = out.get(f.name)
+            if values is None:
+                out[f.name] = values = []
+            if isinstance(item, list) and not f.message and f.ld == _NOT_LEN:
+                values.extend(item)
+            else:
+                values.append(item)
+        elif mode == _MAP:
+            out.setdefault(f.name, {})[item[0]] = item[1]
+        else:
+            out.update(item)
     for f in p.defaults:
         out.setdefault(f.name, f.zero)
     return out
 
 
-def _value(f: Field, wire: int, value: int | tuple[int, int], buf: bytes, depth: int, parent: str) -> Any:
-    if wire != f.wire:
-        raise ProtobufError(f'wrong wireType {wire} for field "{f.name}" of {parent.rsplit(".", 1)[-1]}')
-    if f.message:
-        assert isinstance(value, tuple)
-        return decode_message(f.type, buf, value[0], value[1], depth + 1)
-    return _scalar(f.type, value, buf)
-
-
-def _packed(f: Field, buf: bytes, pos: int, end: int) -> list[Any]:
-    items = []
+def _values(key: str, buf: bytes, pos: int, end: int, depth: int) -> list[tuple[int, Any]]:
+    """(number, value) of every field of a message, in order: for the special messages and list wrappers."""
+    by_number = plan(key).by_number
+    out = []
     while pos < end:
-        if f.wire == _VARINT:
-            raw, pos = _varint(buf, pos, end)
-            items.append(_scalar(f.type, raw, buf))
-        else:
-            size = 8 if f.wire == _I64 else 4
-            if size > end - pos:
-                raise ProtobufError("unexpected EOF in a packed field")
-            items.append(_scalar(f.type, (pos, pos + size), buf))
-            pos += size
-    return items
-
-
-def _decode_entry(f: Field, value: int | tuple[int, int], buf: bytes, out: dict[str, Any], depth: int) -> None:
-    if not isinstance(value, tuple):
-        raise ProtobufError(f'wrong wireType for map field "{f.name}"')
-    k: Any = _ZERO.get(f.key_type, 0)
-    v: Any = None
-    for number, wire, item in _fields(buf, *value):
-        if number == 1:
-            k = _scalar(f.key_type, item, buf) if wire == _WIRE[f.key_type] else _wrong(f)
-        elif number == 2:
-            v = _value(f, wire, item, buf, depth, f.name)
-        else:
-            raise ProtobufError(f'unknown field {number} in an entry of map "{f.name}"')
-    if v is None:
-        v = decode_message(f.type, b"", 0, 0, depth + 1) if f.message else f.zero
-    out.setdefault(f.name, {})[str(k)] = v
-
-
-def _wrong(f: Field) -> Any:
-    raise ProtobufError(f'wrong wireType for a key of map "{f.name}"')
-
-
-def _raw_fields(key: str, buf: bytes, pos: int, end: int) -> dict[int, int | tuple[int, int]]:
-    fields = plan(key).by_number
-    out: dict[int, int | tuple[int, int]] = {}
-    for number, wire, value in _fields(buf, pos, end):
-        f = fields.get(number)
+        tag, pos = _varint(buf, pos, end)
+        f = by_number.get(tag >> 3)
         if f is None:
-            raise ProtobufError(f'unknown field {number} in message {key.rsplit(".", 1)[-1]}')
-        if wire != f.wire:
-            raise ProtobufError(f'wrong wireType {wire} for field {number} of {key.rsplit(".", 1)[-1]}')
-        out[number] = value
+            raise ProtobufError(f"unknown field {tag >> 3} in message {_short(key)}")
+        item, pos = _read(f, tag & 7, buf, pos, end, depth, key)
+        out.append((f.number, item))
     return out
 
 
-def _string(fields: dict[int, int | tuple[int, int]], number: int, buf: bytes) -> str:
-    value = fields.get(number)
-    return _scalar("string", value, buf) if value is not None else ""
+def _raw_fields(key: str, buf: bytes, pos: int, end: int) -> dict[int, Any]:
+    return dict(_values(key, buf, pos, end, 0))
 
 
-def _int(fields: dict[int, int | tuple[int, int]], number: int, typ: str = "int64") -> int:
-    value = fields.get(number, 0)
-    assert isinstance(value, int)
-    return int(_scalar(typ, value, b""))
-
-
-def _time(micro: bool) -> Callable[[dict[int, int | tuple[int, int]], bytes, int], str | None]:
-    def decode(fields: dict[int, int | tuple[int, int]], buf: bytes, depth: int) -> str | None:
+def _time(micro: bool) -> Callable[[dict[int, Any], bytes, int], str | None]:
+    def decode(fields: dict[int, Any], buf: bytes, depth: int) -> str | None:
         try:
-            return wellknown.format_time(_int(fields, 1), _int(fields, 2, "int32"), micro)
+            return wellknown.format_time(fields.get(1, 0), fields.get(2, 0), micro)
         except ValueError as exc:
             raise ProtobufError(str(exc)) from None
     return decode
 
 
-def _int_or_string(fields: dict[int, int | tuple[int, int]], buf: bytes, depth: int) -> int | str:
-    return _string(fields, 3, buf) if _int(fields, 1) == 1 else _int(fields, 2, "int32")
+def _int_or_string(fields: dict[int, Any], buf: bytes, depth: int) -> int | str:
+    return str(fields.get(3, "")) if fields.get(1, 0) == 1 else int(fields.get(2, 0))
 
 
-def _raw_json(fields: dict[int, int | tuple[int, int]], buf: bytes, depth: int) -> Any:
-    """RawExtension.raw / FieldsV1.Raw: JSON bytes (or, inside a protobuf WatchEvent, a protobuf object)."""
-    value = fields.get(1)
-    if not isinstance(value, tuple) or value[0] == value[1]:
+def _raw_json(fields: dict[int, Any], buf: bytes, depth: int) -> Any:
+    """RawExtension.raw / FieldsV1.Raw: JSON bytes (or, inside a protobuf WatchEvent, an enveloped object)."""
+    raw = base64.b64decode(fields.get(1, ""))
+    if not raw:
         return None
-    raw = buf[value[0]:value[1]]
     if raw.startswith(MAGIC):
         return decode_object(raw, depth + 1)
     try:
@@ -305,20 +433,12 @@ def _raw_json(fields: dict[int, int | tuple[int, int]], buf: bytes, depth: int) 
         raise ProtobufError(f"invalid JSON in a raw extension: {exc}") from None
 
 
-def _duration(fields: dict[int, int | tuple[int, int]], buf: bytes, depth: int) -> str:
-    return wellknown.format_duration(_int(fields, 1))
-
-
-def _quantity(fields: dict[int, int | tuple[int, int]], buf: bytes, depth: int) -> str:
-    return _string(fields, 1, buf) or "0"
-
-
-_SPECIAL_DECODERS: dict[str, Callable[[dict[int, int | tuple[int, int]], bytes, int], Any]] = {
-    "resource.Quantity": _quantity,
-    "resource.QuantityValue": _quantity,
+_SPECIAL_DECODERS: dict[str, Callable[[dict[int, Any], bytes, int], Any]] = {
+    "resource.Quantity": lambda fields, buf, depth: fields.get(1) or "0",  # Go's zero Quantity is "0"
+    "resource.QuantityValue": lambda fields, buf, depth: fields.get(1) or "0",
     "meta.v1.Time": _time(micro=False),
     "meta.v1.MicroTime": _time(micro=True),
-    "meta.v1.Duration": _duration,
+    "meta.v1.Duration": lambda fields, buf, depth: wellknown.format_duration(fields.get(1, 0)),
     "intstr.IntOrString": _int_or_string,
     "runtime.RawExtension": _raw_json,
     "meta.v1.FieldsV1": _raw_json,
@@ -329,180 +449,141 @@ def decode_object(body: bytes, depth: int = 1) -> dict[str, Any]:
     """A `k8s\\0` + runtime.Unknown envelope → the object as JSON, with its apiVersion and kind."""
     if not body.startswith(MAGIC):
         raise ProtobufError("not a Kubernetes protobuf envelope (no k8s\\0 prefix)")
-    fields = _raw_fields("runtime.Unknown", body, len(MAGIC), len(body))
-    type_meta = fields.get(1)
-    meta = _raw_fields("runtime.TypeMeta", body, *type_meta) if isinstance(type_meta, tuple) else {}
-    api_version, kind = _string(meta, 1, body), _string(meta, 2, body)
-    if _string(fields, 3, body):
-        raise ProtobufError(f'unsupported contentEncoding "{_string(fields, 3, body)[:64]}"')
+    pos = len(MAGIC)
+    api_version = kind = ""
+    raw: tuple[int, int] | None = None
+    unknown = plan("runtime.Unknown")
+    while pos < len(body):
+        tag, pos = _varint(body, pos, len(body))
+        f = unknown.by_number.get(tag >> 3)
+        if f is None or tag & 7 != _LEN:
+            raise ProtobufError(f"wrong wireType {tag & 7} for field {tag >> 3} of Unknown" if f else
+                                f"unknown field {tag >> 3} in message Unknown")
+        n, start = _varint(body, pos, len(body))
+        pos = start + n
+        if pos > len(body):
+            raise ProtobufError("unexpected EOF in a length-delimited field")
+        if f.number == 1:
+            meta = _raw_fields("runtime.TypeMeta", body, start, pos)
+            api_version, kind = meta.get(1, ""), meta.get(2, "")
+        elif f.number == 2:
+            raw = (start, pos)
+        elif f.number == 3 and n:
+            raise ProtobufError(f'unsupported contentEncoding "{body[start:pos][:64]!r}"')
     key = message_for(api_version, kind)
     if key is None:
         raise UnknownKind(api_version, kind)
-    raw = fields.get(2)
-    start, end = raw if isinstance(raw, tuple) else (0, 0)
-    obj = decode_message(key, body if isinstance(raw, tuple) else b"", start, end, depth)
+    obj = decode_message(key, body, *raw, depth=depth) if raw else decode_message(key, b"", depth=depth)
     return {"apiVersion": api_version, "kind": kind, **obj}
-
-
-class UnknownKind(ProtobufError):
-    def __init__(self, api_version: str, kind: str) -> None:
-        super().__init__(f"no protobuf message for kind {kind or '<empty>'} in {api_version or '<empty>'}")
-        self.api_version, self.kind = api_version, kind
 
 
 # --- encoding ------------------------------------------------------------------------------------------------------
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _tag(number: int, wire: int) -> bytes:
-    return _uvarint(number << 3 | wire)
-
-
-def _len_field(number: int, payload: bytes) -> bytes:
-    return _tag(number, _LEN) + _uvarint(len(payload)) + payload
-
-
-def _encode_scalar(typ: str, value: Any, where: str) -> bytes:
-    """The payload of a scalar (without its tag)."""
-    if typ == "string":
-        if not isinstance(value, str):
-            raise EncodeError(f"{where}: expected a string")
-        data = value.encode("utf-8", "surrogatepass")
-        return _uvarint(len(data)) + data
-    if typ == "bytes":
-        if not isinstance(value, str):
-            raise EncodeError(f"{where}: expected base64 bytes")
-        try:
-            data = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise EncodeError(f"{where}: invalid base64") from None
-        return _uvarint(len(data)) + data
-    if typ == "bool":
-        if not isinstance(value, bool):
-            raise EncodeError(f"{where}: expected a boolean")
-        return b"\x01" if value else b"\x00"
-    if typ in ("double", "float"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise EncodeError(f"{where}: expected a number")
-        return struct.pack("<d" if typ == "double" else "<f", value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise EncodeError(f"{where}: expected an integer")
-    low, high = _INT_RANGE[typ]
-    if not low <= value <= high:
-        raise EncodeError(f"{where}: {value} out of range for {typ}")
-    if typ.startswith("sint"):
-        value = (value << 1) ^ (value >> (63 if typ == "sint64" else 31))
-    if typ in ("fixed32", "sfixed32", "fixed64", "sfixed64"):
-        return struct.pack({"fixed32": "<I", "sfixed32": "<i", "fixed64": "<Q", "sfixed64": "<q"}[typ], value)
-    return _uvarint(value & 0xFFFFFFFFFFFFFFFF)
-
-
-def _encode_value(f: Field, value: Any, where: str, depth: int) -> bytes:
-    """One occurrence of field f (tag included)."""
-    if f.message:
-        return _len_field(f.number, encode_message(f.type, value, where, depth + 1))
-    return _tag(f.number, f.wire) + _encode_scalar(f.type, value, where)
-
-
-def encode_message(key: str, value: Any, where: str = "", depth: int = 1) -> bytes:
+def encode_message(key: str, value: Any, depth: int = 1) -> bytes:
     """The wire form of `value` as message `key` (EncodeError for anything it cannot carry)."""
     if depth > MAX_DEPTH:
-        raise EncodeError(f"{where}: exceeded max depth {MAX_DEPTH}")
+        raise EncodeError(f"exceeded max depth {MAX_DEPTH}")
     special = _SPECIAL_ENCODERS.get(key)
     if special is not None:
-        return special(value, where)
+        return special(value)
     if key in LISTS:
-        if not isinstance(value, list):
-            raise EncodeError(f"{where}: expected a list")
-        return b"".join(_tag(1, _LEN) + _encode_scalar("string", v, where) for v in value)
-    if not isinstance(value, dict):
-        raise EncodeError(f"{where}: expected an object")
+        if type(value) is not list:
+            raise EncodeError(f"{_short(key)}: expected a list")
+        element = plan(key).by_number[1]
+        return b"".join(element.tag + _encode_string(v, element, depth) for v in value)
+    if type(value) is not dict:
+        raise EncodeError(f"{_short(key)}: expected an object, got {value!r:.40}")
     p = plan(key)
-    unknown = value.keys() - p.names
-    if unknown:
-        raise EncodeError(f'{where}: unknown field "{sorted(unknown)[0]}" for {key}')
-    out = bytearray()
-    for f in p.fields:
-        if f.flags & INLINE:
-            out += _len_field(f.number, encode_message(f.type, {k: v for k, v in value.items()
-                                                                if k in plan(f.type).names}, where, depth + 1))
-            continue
-        item = value.get(f.name)
+    parts: list[bytes] = []
+    append = parts.append
+    inlined: dict[Field, dict[str, Any]] | None = None
+    by_name = p.by_name
+    for name, item in value.items():
+        f = by_name.get(name)
+        if f is None:
+            if name in _TYPE_META and key in _KIND_MESSAGES:
+                continue  # TypeMeta travels in the envelope
+            raise EncodeError(f'unknown field "{name}" for {_short(key)}')
         if item is None:
             continue
-        path = f"{where}.{f.name}"
-        if f.flags & MAP:
-            if not isinstance(item, dict):
-                raise EncodeError(f"{path}: expected an object")
-            for k in sorted(item):
-                if item[k] is None and not f.message:
-                    continue
-                entry = _tag(1, _WIRE[f.key_type]) + _encode_scalar(f.key_type, k, path)
-                entry += _encode_value(Field(2, f.name, f.type, 0, "", f.wire, f.message), item[k], path, depth)
-                out += _len_field(f.number, entry)
-        elif f.flags & REPEATED:
-            if not isinstance(item, list):
-                raise EncodeError(f"{path}: expected a list")
+        mode = f.mode
+        if mode == _PLAIN:
+            append(f.tag)
+            append(f.encode(item, f, depth))
+        elif mode == _REPEATED:
+            if type(item) is not list:
+                raise EncodeError(f'field "{f.name}": expected a list')
             for element in item:
-                out += _encode_value(f, element, path, depth)
-        else:
-            out += _encode_value(f, item, path, depth)
-    return bytes(out)
+                append(f.tag)
+                append(f.encode(element, f, depth))
+        elif mode == _MAP:
+            if type(item) is not dict:
+                raise EncodeError(f'field "{f.name}": expected an object')
+            key_field, value_field = p.entries[f.number]
+            for k in sorted(item):
+                v = item[k]
+                if v is None and not f.message:
+                    continue
+                entry = key_field.tag + key_field.encode(k, key_field, depth) + \
+                    value_field.tag + value_field.encode(v, value_field, depth)
+                append(f.tag)
+                append(_uvarint(len(entry)))
+                append(entry)
+        else:  # a JSON key of an inlined struct: collected, then encoded as that struct
+            if inlined is None:
+                inlined = {}
+            inlined.setdefault(f, {})[name] = item
+    for f in p.inline:  # non-pointer: always written, as gogo does
+        append(f.tag)
+        append(f.encode((inlined or {}).get(f, {}), f, depth))
+    return b"".join(parts)
 
 
-def _encode_time(value: Any, where: str) -> bytes:
-    if not isinstance(value, str):
-        raise EncodeError(f"{where}: expected an RFC 3339 time")
+def _encode_time(value: Any) -> bytes:
+    if type(value) is not str:
+        raise EncodeError(f"expected an RFC 3339 time, got {value!r:.40}")
     try:
         seconds, nanos = wellknown.parse_time(value)
     except ValueError as exc:
-        raise EncodeError(f"{where}: {exc}") from None
-    return _tag(1, _VARINT) + _encode_scalar("int64", seconds, where) + \
-        (_tag(2, _VARINT) + _encode_scalar("int32", nanos, where) if nanos else b"")
+        raise EncodeError(str(exc)) from None
+    return b"\x08" + _uvarint(seconds & _MASK64) + (b"\x10" + _uvarint(nanos) if nanos else b"")
 
 
-def _encode_quantity(value: Any, where: str) -> bytes:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+def _encode_quantity(value: Any) -> bytes:
+    if type(value) in (int, float):
         value = str(value)  # a JSON number where a quantity belongs: the string Quantity would parse it from
-    return _tag(1, _LEN) + _encode_scalar("string", value, where)
+    if type(value) is not str:
+        raise EncodeError(f"expected a quantity, got {value!r:.40}")
+    return _len_field(1, value.encode())
 
 
-def _encode_int_or_string(value: Any, where: str) -> bytes:
-    if isinstance(value, str):
-        return _tag(1, _VARINT) + b"\x01" + _tag(3, _LEN) + _encode_scalar("string", value, where)
-    return _tag(1, _VARINT) + b"\x00" + _tag(2, _VARINT) + _encode_scalar("int32", value, where)
+def _encode_int_or_string(value: Any) -> bytes:
+    if type(value) is str:
+        return b"\x08\x01" + _len_field(3, value.encode("utf-8", "surrogatepass"))
+    if type(value) is not int or not _I32_RANGE[0] <= value <= _I32_RANGE[1]:
+        raise EncodeError(f"expected an int32 or a string, got {value!r:.40}")
+    return b"\x08\x00\x10" + _uvarint(value & _MASK64)
 
 
-def _encode_raw_json(value: Any, where: str) -> bytes:
-    return _len_field(1, orjson.dumps(value))
-
-
-def _encode_duration(value: Any, where: str) -> bytes:
-    if not isinstance(value, str):
-        raise EncodeError(f"{where}: expected a duration string")
+def _encode_duration(value: Any) -> bytes:
+    if type(value) is not str:
+        raise EncodeError(f"expected a duration string, got {value!r:.40}")
     try:
-        return _tag(1, _VARINT) + _encode_scalar("int64", wellknown.parse_duration(value), where)
+        return b"\x08" + _uvarint(wellknown.parse_duration(value) & _MASK64)
     except ValueError as exc:
-        raise EncodeError(f"{where}: {exc}") from None
+        raise EncodeError(str(exc)) from None
 
 
-_SPECIAL_ENCODERS: dict[str, Callable[[Any, str], bytes]] = {
+_SPECIAL_ENCODERS: dict[str, Callable[[Any], bytes]] = {
     "resource.Quantity": _encode_quantity,
     "resource.QuantityValue": _encode_quantity,
     "meta.v1.Time": _encode_time,
     "meta.v1.MicroTime": _encode_time,
     "meta.v1.Duration": _encode_duration,
     "intstr.IntOrString": _encode_int_or_string,
-    "runtime.RawExtension": _encode_raw_json,
-    "meta.v1.FieldsV1": _encode_raw_json,
+    "runtime.RawExtension": lambda value: _len_field(1, orjson.dumps(value)),
+    "meta.v1.FieldsV1": lambda value: _len_field(1, orjson.dumps(value)),
 }
 
 
@@ -510,12 +591,14 @@ def encode_object(obj: dict[str, Any]) -> bytes:
     """An object with apiVersion and kind → `k8s\\0` + runtime.Unknown envelope (EncodeError if it has no message
     or holds something the message cannot carry)."""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    key = message_for(api_version, kind) if isinstance(api_version, str) and isinstance(kind, str) else None
-    if key is None:
-        raise EncodeError(f"no protobuf message for kind {kind} in {api_version}")
-    raw = encode_message(key, obj, kind or "")
-    type_meta = _len_field(1, api_version.encode()) + _len_field(2, kind.encode())  # type: ignore[union-attr]
-    return MAGIC + _len_field(1, type_meta) + _len_field(2, raw) + _len_field(3, b"") + _len_field(4, b"")
+    if type(api_version) is not str or type(kind) is not str or (key := message_for(api_version, kind)) is None:
+        raise EncodeError(f"no protobuf message for kind {kind!r:.40} in {api_version!r:.40}")
+    try:
+        raw = encode_message(key, obj)
+    except (TypeError, OverflowError, orjson.JSONEncodeError) as exc:  # unsortable map keys, unserializable raw
+        raise EncodeError(str(exc)) from None
+    type_meta = _len_field(1, api_version.encode()) + _len_field(2, kind.encode())
+    return MAGIC + _len_field(1, type_meta) + _len_field(2, raw) + b"\x1a\x00\x22\x00"
 
 
 def encode_watch_event(event_type: str, raw_object: bytes) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime
 
@@ -11,6 +12,7 @@ _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s"
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
+@functools.lru_cache(maxsize=4096)  # a list repeats the same few timestamps: strftime is the costly part
 def format_time(seconds: int, nanos: int, micro: bool) -> str | None:
     """metav1.Time is RFC 3339 in whole seconds, MicroTime with 6 digits; the zero time is JSON null (None)."""
     if seconds == 0 and nanos == 0:
