@@ -206,7 +206,16 @@ NOT_ENCODABLE = [
                  id="a time not RFC 3339"),
     pytest.param({"apiVersion": "kubelite.io/v1alpha1", "kind": "SchedulingExplanation"}, id="a kind with no message"),
     pytest.param({"apiVersion": "meta.k8s.io/v1", "kind": "Table", "rows": []}, id="a Table"),
+    pytest.param({"apiVersion": "v1", "kind": "NamespaceList", "metadata": {},
+                  "items": [{"metadata": {"name": f"n{i}"}} for i in range(protobuf.MAX_LIST_ITEMS + 1)]},
+                 id="a list too long to encode cheaply"),
 ]
+
+
+def test_a_list_at_the_limit_is_encoded() -> None:
+    items = [{"metadata": {"name": f"n{i}"}} for i in range(protobuf.MAX_LIST_ITEMS)]
+    body = protobuf.encode({"apiVersion": "v1", "kind": "NamespaceList", "metadata": {}, "items": items})
+    assert body is not None and len(protobuf.decode(body)["items"]) == protobuf.MAX_LIST_ITEMS
 
 
 @pytest.mark.parametrize("obj", NOT_ENCODABLE)
