@@ -14,7 +14,7 @@ import pytest
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import protobuf
 from kubelite.apiserver.proto import wellknown
-from kubelite.apiserver.proto.codec import MAX_DEPTH
+from kubelite.apiserver.proto.codec import MAX_DEPTH, MAX_VALUES
 from kubelite.apiserver.request import PROTOBUF, decode_body
 
 # Captured from `kubectl drain --disable-eviction --grace-period=5`.
@@ -178,6 +178,8 @@ BAD_WIRE_DATA = [
     pytest.param(_envelope("apps/v1", "ControllerRevision", _ld(2, _ld(1, b"[" * 200 + b"]" * 200))), "max depth",
                  id="raw extension JSON nested beyond the depth limit"),
     pytest.param(_envelope("v1", "Pod", b"") + _ld(3, b"gzip"), "contentEncoding", id="content encoding"),
+    pytest.param(_envelope("v1", "Pod", _ld(2, b"\x12\x00" * MAX_VALUES)), "fields in one body",
+                 id="more fields than one body may decode to (a 300 KB body of empty containers)"),
 ]
 
 
