@@ -637,7 +637,7 @@ MESSAGES: dict[str, tuple[tuple[int, str, str, int, str], ...]] = {
     'resource.v1.ResourceSliceSpec': ((1, 'driver', 'string', 0, ''), (2, 'pool', 'resource.v1.ResourcePool', 0, ''), (3, 'nodeName', 'string', 12, ''), (4, 'nodeSelector', 'core.v1.NodeSelector', 12, ''), (5, 'allNodes', 'bool', 12, ''), (6, 'devices', 'resource.v1.Device', 9, ''), (7, 'perDeviceNodeSelection', 'bool', 12, ''), (8, 'sharedCounters', 'resource.v1.CounterSet', 9, ''), (9, 'partitionTypeAttribute', 'string', 12, ''), (10, 'skipNodeOperations', 'string', 9, '')),
     'runtime.RawExtension': ((1, '-', 'bytes', 0, ''),),
     'runtime.TypeMeta': ((1, 'apiVersion', 'string', 8, ''), (2, 'kind', 'string', 8, '')),
-    'runtime.Unknown': ((1, '', 'runtime.TypeMeta', 16, ''), (2, '-', 'bytes', 0, ''), (3, '', 'string', 0, ''), (4, '', 'string', 0, '')),
+    'runtime.Unknown': ((1, 'typeMeta', 'runtime.TypeMeta', 0, ''), (2, '-', 'bytes', 0, ''), (3, '', 'string', 0, ''), (4, '', 'string', 0, '')),
     'scheduling.v1.PriorityClass': ((1, 'metadata', 'meta.v1.ObjectMeta', 8, ''), (2, 'value', 'int32', 0, ''), (3, 'globalDefault', 'bool', 8, ''), (4, 'description', 'string', 8, ''), (5, 'preemptionPolicy', 'string', 12, '')),
     'scheduling.v1.PriorityClassList': ((1, 'metadata', 'meta.v1.ListMeta', 8, ''), (2, 'items', 'scheduling.v1.PriorityClass', 1, '')),
     'scheduling.v1alpha3.TopologyConstraint': ((1, 'key', 'string', 0, ''),),
