@@ -64,9 +64,11 @@ def has_message(api_version: str, kind: str) -> bool:
 
 
 def watch_frame(event_type: str, obj: Obj) -> bytes | None:
-    """One length-prefixed WatchEvent frame, or None when the object cannot be protobuf."""
-    raw = encode(obj)
-    if raw is None:
+    """One length-prefixed WatchEvent frame, or None when the object cannot be protobuf. A stream cannot fall back
+    to JSON midway, so a field the message lacks is left out here, as a Go server would never have stored it."""
+    try:
+        raw = encode_object(obj, lenient=True)
+    except EncodeError:
         return None
     event = encode_watch_event(event_type, raw)
     return struct.pack(">I", len(event)) + event

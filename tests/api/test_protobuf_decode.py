@@ -14,7 +14,7 @@ import pytest
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import protobuf
 from kubelite.apiserver.proto import wellknown
-from kubelite.apiserver.proto.codec import MAX_DEPTH, MAX_VALUES
+from kubelite.apiserver.proto.codec import MAX_DEPTH, MAX_VALUES, decode_message
 from kubelite.apiserver.request import PROTOBUF, decode_body
 
 # Captured from `kubectl drain --disable-eviction --grace-period=5`.
@@ -266,7 +266,20 @@ def test_invalid_durations(text: str) -> None:
 def test_watch_frame_is_length_prefixed_watch_event() -> None:
     frame = protobuf.watch_frame("ADDED", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})
     assert frame is not None and int.from_bytes(frame[:4], "big") == len(frame) - 4
-    from kubelite.apiserver.proto.codec import decode_message
     assert decode_message("meta.v1.WatchEvent", frame[4:]) == {
         "type": "ADDED", "object": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}}
     assert orjson.dumps(protobuf.decode(frame[4:][frame[4:].index(b"k8s\x00"):]))
+
+
+def test_watch_frames_leave_out_fields_the_message_lacks() -> None:
+    """A watch cannot fall back to JSON midway: a field protobuf cannot carry is left out of the event (as a Go
+    server would never have stored it), while a get or list answers JSON instead."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+            "status": {"nodeInfo": {"runningInUserNamespace": True, "kernelVersion": "6.1"}}}
+    assert protobuf.encode(node) is None
+    frame = protobuf.watch_frame("MODIFIED", node)
+    assert frame is not None
+    event = decode_message("meta.v1.WatchEvent", frame[4:])
+    assert event["object"]["status"]["nodeInfo"]["kernelVersion"] == "6.1"
+    assert "runningInUserNamespace" not in event["object"]["status"]["nodeInfo"]
+    assert protobuf.encode(node) is None  # leniency does not leak into the next encoding

@@ -35,6 +35,7 @@ MAX_DEPTH = 100  # nested messages, as request.MAX_DEPTH bounds JSON bodies
 # ConfigMap of 100,000 keys needs 100,000.
 MAX_VALUES = 150_000
 _budget = [MAX_VALUES]  # what the decode in progress may still produce (decoding is synchronous)
+_lenient = [False]  # whether the encoding in progress leaves out JSON keys its message lacks
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 _MASK64 = (1 << 64) - 1
 _TYPE_META = ("apiVersion", "kind")
@@ -217,7 +218,6 @@ class Field:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    key: str
     fields: tuple[Field, ...]
     by_number: dict[int, Field]
     names: frozenset[str]  # JSON keys the message (with its inlined children) accepts
@@ -247,7 +247,7 @@ def plan(key: str) -> Plan:
         for f in fields:
             if f.mode == _INLINE:
                 by_name.update(dict.fromkeys(plan(f.type).names, f))
-        p = Plan(key, fields, {f.number: f for f in fields}, frozenset(names), defaults,
+        p = Plan(fields, {f.number: f for f in fields}, frozenset(names), defaults,
                  {f.number: f.entry_parts() for f in fields if f.mode == _MAP}, by_name,
                  tuple(f for f in fields if f.mode == _INLINE))
         _PLANS[key] = p
@@ -523,8 +523,8 @@ def encode_message(key: str, value: Any, depth: int = 1) -> bytes:
     for name, item in value.items():
         f = by_name.get(name)
         if f is None:
-            if name in _TYPE_META and key in _KIND_MESSAGES:
-                continue  # TypeMeta travels in the envelope
+            if (name in _TYPE_META and key in _KIND_MESSAGES) or _lenient[0]:
+                continue  # TypeMeta travels in the envelope; a lenient encoding drops what Go would
             raise EncodeError(f'unknown field "{name}" for {_short(key)}')
         if item is None:
             continue
@@ -608,16 +608,20 @@ _SPECIAL_ENCODERS: dict[str, Callable[[Any], bytes]] = {
 }
 
 
-def encode_object(obj: dict[str, Any]) -> bytes:
+def encode_object(obj: dict[str, Any], lenient: bool = False) -> bytes:
     """An object with apiVersion and kind → `k8s\\0` + runtime.Unknown envelope (EncodeError if it has no message
-    or holds something the message cannot carry)."""
+    or holds something the message cannot carry). `lenient` leaves out JSON keys the message lacks, as a Go
+    struct would drop them: for watch streams, which cannot fall back to JSON midway."""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if type(api_version) is not str or type(kind) is not str or (key := message_for(api_version, kind)) is None:
         raise EncodeError(f"no protobuf message for kind {kind!r:.40} in {api_version!r:.40}")
+    _lenient[0] = lenient
     try:
         raw = encode_message(key, obj)
     except (TypeError, OverflowError, orjson.JSONEncodeError) as exc:  # unsortable map keys, unserializable raw
         raise EncodeError(str(exc)) from None
+    finally:
+        _lenient[0] = False
     type_meta = _len_field(1, api_version.encode()) + _len_field(2, kind.encode())
     return MAGIC + _len_field(1, type_meta) + _len_field(2, raw) + b"\x1a\x00\x22\x00"
 
