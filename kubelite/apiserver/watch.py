@@ -1,4 +1,4 @@
-"""Watch streams: newline-delimited JSON over chunked HTTP, flushed per batch.
+"""Watch streams: newline-delimited JSON (or length-prefixed protobuf) over chunked HTTP, flushed per batch.
 
 Initial state is sent as synthetic ADDED events in ascending resourceVersion order
 (so a resuming client never sees one twice); a resourceVersion older than the watch
@@ -41,7 +41,7 @@ def json_encoder() -> Encoder:
 
 def protobuf_event(ev: CachedEvent) -> bytes:
     """An Encoder: length-prefixed protobuf WatchEvents. Only kinds with a message are watched this way; an object
-    its message cannot carry (a field it does not have) becomes an ERROR event, as a decode failure upstream."""
+    holding a value of the wrong type for its message (never one that passed validation) becomes an ERROR event."""
     frame = ev.encoded.get("protobuf")
     if frame is None:
         frame = protobuf.watch_frame(ev.type, ev.obj) or protobuf.watch_frame("ERROR", errors.internal(
