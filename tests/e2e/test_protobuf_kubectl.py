@@ -110,3 +110,38 @@ def test_python_client_deployment_read_back_as_protobuf(server: ServerProcess) -
     for line in ("MinReadySeconds:        5", "RollingUpdateStrategy:  10% max unavailable, 2 max surge",
                  "StrategyType:           RollingUpdate", "cpu:     250m"):
         assert line in described, described
+
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: described, labels: {app: x}}
+spec:
+  nodeName: node-1
+  containers:
+  - name: c
+    image: busybox
+    resources: {requests: {cpu: 100m, memory: 64Mi}}
+    readinessProbe: {httpGet: {port: 8080, path: /}}
+    env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+"""
+STATUS = {"phase": "Running", "startTime": "2026-11-24T10:00:00Z", "podIP": "10.0.0.5", "podIPs": [{"ip": "10.0.0.5"}],
+          "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-24T10:00:01Z"}],
+          "containerStatuses": [{"name": "c", "ready": True, "restartCount": 2, "image": "busybox", "imageID": "",
+                                 "containerID": "kubelite://abc", "started": True,
+                                 "state": {"running": {"startedAt": "2026-11-24T10:00:02Z"}}}]}
+
+
+def test_describe_pod_decodes_a_protobuf_answer(server: ServerProcess) -> None:
+    """`kubectl describe pod` reads the pod a second time through its typed client, protobuf first: Go's generated
+    decoder must make the same Pod of our bytes (times, quantities, an IntOrString port, pointers)."""
+    server.kubectl("apply", "-f", "-", stdin=POD)
+    server.kubectl("patch", "pod", "described", "--subresource=status", "--type=merge",
+                   "-p", json.dumps({"status": STATUS}))
+    res = server.kubectl("-v=8", "describe", "pod", "described")
+    answers = re.findall(r"GET \S+/pods/described\n.*?Content-Type: (\S+)", res.stderr, re.S)
+    assert PB in answers, answers
+    for line in ("Start Time:       Tue, 24 Nov 2026 10:00:00 +0000", "Started:      Tue, 24 Nov 2026 10:00:02 +0000",
+                 "Restart Count:  2", "cpu:      100m", "http-get http://:8080/ delay=0s timeout=1s period=10s",
+                 "A:     described (v1:metadata.name)", "node.kubernetes.io/not-ready:NoExecute op=Exists for 300s"):
+        assert line in res.stdout, res.stdout
