@@ -128,3 +128,22 @@ async def test_bad_protobuf_body_is_a_400_status(api: Client) -> None:
     resp = await api.post(PODS, data=body, headers={"Content-Type": protobuf.MEDIA_TYPE})
     status = await resp.json()
     assert resp.status == 400 and status["reason"] == "BadRequest" and "protobuf" in status["message"]
+
+
+async def test_watch_bookmark_is_a_protobuf_frame(api: Client) -> None:
+    await call(api, "POST", PODS, make_pod("a").obj(), expect=201)
+    resp = await api.get(f"{PODS}?watch=1&allowWatchBookmarks=true", headers={"Accept": protobuf.WATCH_MEDIA_TYPE})
+    events = []
+    for _ in range(2):
+        (length,) = struct.unpack(">I", await resp.content.readexactly(4))
+        events.append(codec.decode_message("meta.v1.WatchEvent", await resp.content.readexactly(length)))
+    resp.close()
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+    assert events[1]["object"]["kind"] == "Pod" and int(events[1]["object"]["metadata"]["resourceVersion"]) >= 1
+
+
+async def test_a_kind_without_a_message_is_watched_as_json(api: Client) -> None:
+    resp = await api.get("/apis/kubelite.io/v1alpha1/schedulingexplanations?watch=1&timeoutSeconds=0",
+                         headers={"Accept": protobuf.WATCH_MEDIA_TYPE})
+    assert resp.status == 200 and resp.headers["Content-Type"] == "application/json"
+    resp.close()
