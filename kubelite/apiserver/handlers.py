@@ -58,7 +58,7 @@ class ResourceHandlers:
         self.clock = registry.clock
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
-        return _negotiate(request, await self._handle(request, target))
+        return negotiate(request, await self._handle(request, target))
 
     async def _handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         if target.resource is None:  # POST /api/v1/namespaces/NS/bindings
@@ -357,8 +357,9 @@ def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) ->
     return page, base64.urlsafe_b64encode(orjson.dumps(state)).decode()
 
 
-def _negotiate(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
-    """Re-encode a JSON answer as protobuf when Accept prefers it and the object has a message (else JSON)."""
+def negotiate(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+    """Re-encode a `respond()` answer as protobuf when Accept prefers it and the object has a message (else JSON).
+    Every resource answer passes here; other handlers that build answers with respond() can too."""
     if _OBJECT in resp and isinstance(resp, web.Response) and protobuf.prefers_protobuf(
             request.headers.get("Accept", "")):
         body = protobuf.encode(resp[_OBJECT])
