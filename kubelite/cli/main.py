@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--node-config", type=Path, help="KubeletConfiguration file for the local node")
     for p in (server, up):
         p.add_argument("--scheduler-config", type=Path, help="KubeSchedulerConfiguration file")
+        p.add_argument("--encryption-key-file", type=Path, default=None,
+                       help="EncryptionConfiguration file: Secrets encrypted at rest (aesgcm, identity)")
         p.add_argument("--node-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
                        help="how long a node may go without a heartbeat before it is marked Unknown and tainted")
     agent = sub.add_parser("agent", help="run a node agent, as a client of an API server")
@@ -146,8 +148,9 @@ def _main(argv: list[str] | None) -> int:
                                        scheduler_config=args.scheduler_config,
                                        node_config=getattr(args, "node_config", None),
                                        local_node=args.command == "up",
-                                       node_monitor_grace_period=args.node_monitor_grace_period))
-    except (serve.ConfigError, serve.NodeConfigError) as exc:
+                                       node_monitor_grace_period=args.node_monitor_grace_period,
+                                       encryption_key_file=args.encryption_key_file))
+    except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2
 

@@ -28,8 +28,9 @@ from aiohttp import web
 
 from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
-from kubelite.apiserver import pki
+from kubelite.apiserver import encryption, pki
 from kubelite.apiserver.app import ApiServer
+from kubelite.apiserver.encryption import EncryptionConfigError, PrefixTransformer, TransformError
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import private_files, stop_on_signals
 from kubelite.client.interface import Client
@@ -40,9 +41,10 @@ from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLife
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 from kubelite.scheduler.scheduler import Scheduler
+from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
 
-__all__ = ["ConfigError", "NodeConfigError", "Options", "run"]
+__all__ = ["ConfigError", "EncryptionConfigError", "NodeConfigError", "Options", "TransformError", "run"]
 log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0
@@ -60,6 +62,7 @@ class Options:
     node_config: Path | None = None
     local_node: bool = False  # `up`: also run a node agent for this machine
     node_monitor_grace_period: float = 40.0
+    encryption_key_file: Path | None = None  # an EncryptionConfiguration: Secrets encrypted at rest
 
 
 def _is_loopback(address: str) -> bool:
@@ -78,7 +81,8 @@ def run(opts: Options) -> int:
     sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
     if opts.local_node:
         node_config.load(opts.node_config)  # a bad file fails `up` now, not its agent in a restart loop
-    uvloop.run(_serve(opts, sched))
+    transformers = encryption.load_config(opts.encryption_key_file) if opts.encryption_key_file else {}
+    uvloop.run(_serve(opts, sched, transformers))
     return 0
 
 
@@ -99,7 +103,8 @@ async def _supervise(argv: list[str], clock: Clock) -> None:
         await clock.sleep(AGENT_RESTART_DELAY)
 
 
-async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) -> None:
+async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
+                 transformers: dict[str, PrefixTransformer]) -> None:
     # Signals first: a Ctrl-C during start-up then finishes starting and shuts down cleanly, no traceback.
     stop = stop_on_signals()
     data = opts.data_dir
@@ -107,8 +112,9 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
     data.mkdir(parents=True, exist_ok=True)
     data.chmod(0o700)
     async with contextlib.AsyncExitStack() as cleanup:  # undone in reverse order on the way out
-        store = await SQLiteStore.open(data / "state.db")
-        cleanup.push_async_callback(store.close)
+        sqlite = await SQLiteStore.open(data / "state.db")
+        cleanup.push_async_callback(sqlite.close)
+        store: Store = encryption.EncryptingStore(sqlite, transformers) if transformers else sqlite
         host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
         scheme = "http" if opts.insecure else "https"
         url = f"{scheme}://{host}:{opts.port}"
