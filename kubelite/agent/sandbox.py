@@ -64,6 +64,14 @@ def _outermost(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
+def _mount_target(mount_path: str) -> str:
+    """The mountPath with the symlinks of its existing part resolved on the host (the sandbox sees the host's /):
+    bwrap cannot create a mount point through a symlink such as /var/run -> /run, the service-account path's."""
+    path = Path(mount_path)
+    existing = next((p for p in [path, *path.parents] if p.exists()), Path("/"))
+    return str(existing.resolve() / path.relative_to(existing))
+
+
 def _volume_source(vol: Obj, volume_root: Path, protected: list[Path]) -> Path:
     if is_api_data(vol):
         source = volume_root / str(vol["name"])
@@ -113,7 +121,7 @@ def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) 
                 source = source.resolve()
             else:
                 source.mkdir(parents=True, exist_ok=True)
-        target = str(m.get("mountPath", ""))
+        target = _mount_target(str(m.get("mountPath", "")))
         binds += ["--ro-bind" if m.get("readOnly") or api_data else "--bind", str(source), target]
         if "hostPath" in vol:  # e.g. hostPath "/": the protected dirs stay hidden under the mount too
             real = source.resolve()
