@@ -23,7 +23,8 @@ OBJECTS = StaticObjects(
     ("configmap", {"metadata": {"name": "cm", "namespace": "ns"}, "data": {"REPLICAS": "1", "DUPE": "from-cm"}}),
     ("configmap", {"metadata": {"name": "bad-keys", "namespace": "ns"},
                    "data": {"1bad": "x", "good": "y", "a b": "z"}}),
-    ("secret", {"metadata": {"name": "sec", "namespace": "ns"}, "data": {"PASSWORD": b64("hunter2"), "DUPE": b64("s")}}),
+    ("secret", {"metadata": {"name": "sec", "namespace": "ns"},
+                "data": {"PASSWORD": b64("hunter2"), "DUPE": b64("s")}}),
     ("secret", {"metadata": {"name": "bad-secret", "namespace": "ns"}, "data": {"-ok": b64("1"), "$no": b64("2")}}),
 )
 POD: Obj = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": {"containers": []}}
@@ -50,15 +51,16 @@ def var(name: str, **source: Any) -> Obj:
 RESOLVED = [
     pytest.param(c(var("R", valueFrom=key_ref("configmap", "cm", "REPLICAS"))), {"R": "1"}, id="configmapkeyref"),
     pytest.param(c(var("P", valueFrom=key_ref("secret", "sec", "PASSWORD"))), {"P": "hunter2"}, id="secretkeyref"),
-    pytest.param(c(var("R", valueFrom=key_ref("configmap", "nope", "k", True))), {}, id="configmapkeyref_missing_optional"),
+    pytest.param(c(var("R", valueFrom=key_ref("configmap", "nope", "k", True))), {},
+                 id="configmapkeyref_missing_optional"),
     pytest.param(c(var("R", valueFrom=key_ref("configmap", "cm", "nokey", True))), {},
                  id="configmapkeyref_missing_key_optional"),
     pytest.param(c(var("P", valueFrom=key_ref("secret", "nope", "k", True))), {}, id="secretkeyref_missing_optional"),
     pytest.param(c(var("P", valueFrom=key_ref("secret", "sec", "nokey", True))), {},
                  id="secretkeyref_missing_key_optional"),
     pytest.param(c(env_from=[{"configMapRef": {"name": "cm"}}]), {"REPLICAS": "1", "DUPE": "from-cm"}, id="configmap"),
-    pytest.param(c(env_from=[{"prefix": "p_", "configMapRef": {"name": "cm"}}]), {"p_REPLICAS": "1", "p_DUPE": "from-cm"},
-                 id="configmap with prefix"),
+    pytest.param(c(env_from=[{"prefix": "p_", "configMapRef": {"name": "cm"}}]),
+                 {"p_REPLICAS": "1", "p_DUPE": "from-cm"}, id="configmap with prefix"),
     pytest.param(c(env_from=[{"configMapRef": {"name": "nope", "optional": True}}]), {},
                  id="configmap_missing_optional"),
     pytest.param(c(env_from=[{"secretRef": {"name": "sec"}}]), {"PASSWORD": "hunter2", "DUPE": "s"}, id="secret"),
@@ -84,13 +86,14 @@ def test_resolved(container: Obj, want: dict[str, str]) -> None:
 FAILS = [
     pytest.param(c(var("R", valueFrom=key_ref("configmap", "nope", "k"))), 'configmap "nope" not found',
                  id="configmapkeyref_missing"),
-    pytest.param(c(var("R", valueFrom=key_ref("configmap", "cm", "nokey"))), "couldn't find key nokey in ConfigMap ns/cm",
-                 id="configmapkeyref_missing_key"),
+    pytest.param(c(var("R", valueFrom=key_ref("configmap", "cm", "nokey"))),
+                 "couldn't find key nokey in ConfigMap ns/cm", id="configmapkeyref_missing_key"),
     pytest.param(c(var("P", valueFrom=key_ref("secret", "nope", "k", False))), 'secret "nope" not found',
                  id="secretkeyref_missing"),
     pytest.param(c(var("P", valueFrom=key_ref("secret", "sec", "nokey"))), "couldn't find key nokey in Secret ns/sec",
                  id="secretkeyref_missing_key"),
-    pytest.param(c(env_from=[{"configMapRef": {"name": "nope"}}]), 'configmap "nope" not found', id="configmap_missing"),
+    pytest.param(c(env_from=[{"configMapRef": {"name": "nope"}}]), 'configmap "nope" not found',
+                 id="configmap_missing"),
     pytest.param(c(env_from=[{"secretRef": {"name": "nope"}}]), 'secret "nope" not found', id="secret_missing"),
 ]
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import os
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from kubelite.agent.records import pod_dir
 from kubelite.agent.volumes.atomic_writer import DATA_DIR
@@ -124,3 +127,20 @@ async def test_watches_released_when_the_pod_ends(tmp_path: Path) -> None:
         await h.clock.advance(1)
     await asyncio.wait_for(task, 5)
     assert "u1" not in h.objects.registered
+
+
+async def test_secret_values_never_logged_or_in_events(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    h = Harness(tmp_path)
+    h.objects.put("secret", secret("db", password="very-secret-value", **{"bad key": "very-secret-value-2"}))
+    env = [{"name": "PW", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}},
+           {"name": "NO", "valueFrom": {"secretKeyRef": {"name": "db", "key": "missing"}}}]
+    pod = _pod([_c("main", env=env, envFrom=[{"secretRef": {"name": "db"}}])])
+    pod["spec"]["volumes"] = [{"name": "s", "secret": {"secretName": "db", "items": [{"key": "nope", "path": "x"}]}}]
+    await _start(h, pod)
+    pod["spec"]["volumes"] = [{"name": "s", "secret": {"secretName": "db"}}]
+    h.pod_workers.update_pod(pod)
+    await h.clock.advance(0)
+    seen = caplog.text + repr(h.events) + repr(h.statuses)
+    assert "couldn't find key missing in Secret default/db" in seen  # the failures were reported...
+    assert "very-secret-value" not in seen and base64.b64encode(b"very-secret-value").decode() not in seen
