@@ -29,7 +29,7 @@ import yaml
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from kubelite.store.interface import Event, KeyValue, ListResult, Store, StoreError
+from kubelite.store.interface import Event, KeyValue, ListResult, RevisionMismatch, Store, StoreError
 
 NONCE_SIZE = 12
 ENCRYPTED_MARK = b"k8s:enc:"
@@ -184,11 +184,21 @@ class EncryptingStore:
         return dataclasses.replace(await self.inner.create(key, self._seal(key, value)), value=value)
 
     async def update(self, key: str, value: bytes, expected_mod_revision: int) -> KeyValue:
-        kv = await self.inner.update(key, self._seal(key, value), expected_mod_revision)
+        try:
+            kv = await self.inner.update(key, self._seal(key, value), expected_mod_revision)
+        except RevisionMismatch as exc:
+            raise self._opened(exc) from None
         return dataclasses.replace(kv, value=value)
 
     async def delete(self, key: str, expected_mod_revision: int = 0) -> KeyValue:
-        return self._open(await self.inner.delete(key, expected_mod_revision))
+        try:
+            return self._open(await self.inner.delete(key, expected_mod_revision))
+        except RevisionMismatch as exc:
+            raise self._opened(exc) from None
+
+    def _opened(self, exc: RevisionMismatch) -> RevisionMismatch:
+        """A lost compare-and-swap reports the current value, which callers read as plaintext too."""
+        return RevisionMismatch(exc.key, None if exc.current is None else self._open(exc.current))
 
     async def watch(self, prefix: str, from_revision: int) -> AsyncIterator[Event]:
         async for ev in self.inner.watch(prefix, from_revision):
