@@ -6,7 +6,8 @@ its own (a field selector on its name, so a missing object is watched too and it
 seen at once); the watch stops when no registered pod references the object any more. A read
 waits up to a second for the object's first list, then fails as upstream does ("failed to sync
 configmap cache: timed out waiting for the condition"). Every change calls `changed`, which the
-agent uses to wake the pods that reference the object so their volumes are rewritten.
+agent uses to wake the pods that reference the object so their volumes are rewritten. Once a
+read finds the object `immutable`, its watch stops and the cached copy is served from then on.
 """
 
 from __future__ import annotations
@@ -128,7 +129,10 @@ class ObjectWatcher:
         watch = self._watches.get(Ref(kind, namespace, name))
         if watch is None or not watch.informer.synced.is_set():
             raise ConfigError(f"failed to sync {kind} cache: timed out waiting for the condition")
-        return watch.informer.get(namespace, name)
+        obj = watch.informer.get(namespace, name)
+        if obj is not None and obj.get("immutable"):
+            watch.task.cancel()  # upstream stops watching an immutable object: it can only be deleted and recreated
+        return obj
 
     async def close(self) -> None:
         for watch in self._watches.values():
