@@ -1,5 +1,5 @@
 """ConfigMaps and Secrets in pods, with the real kubectl against a real `kubelite up` (node agent included):
-a ConfigMap value in env and a Secret file in a volume, the files changing in place after `kubectl apply` /
+a ConfigMap value in env and a Secret file in a volume, the files changing in place after `kubectl edit` /
 `kubectl patch` (no restart), and a missing Secret giving CreateContainerConfigError until it is created."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _last_log_line(up: ServerProcess, pod: str) -> str:
     return lines[-1] if lines else ""
 
 
-def test_env_and_volumes_follow_their_objects(up: ServerProcess) -> None:
+def test_env_and_volumes_follow_their_objects(up: ServerProcess, monkeypatch: pytest.MonkeyPatch) -> None:
     _apply(up, _config_map("app-config", mode="fast"))
     _apply(up, _secret("app-secret", password="first"))
     script = ('while true; do echo "env=$MODE file=$(cat /etc/secret/password) cm=$(cat /etc/config/mode) '
@@ -47,7 +47,8 @@ def test_env_and_volumes_follow_their_objects(up: ServerProcess) -> None:
     want = "env=fast file=first cm=fast sub=fast"
     assert wait_for(lambda: _last_log_line(up, "reader") == want, 30), _last_log_line(up, "reader")
     up.kubectl("patch", "secret", "app-secret", "--type=merge", "-p", '{"stringData":{"password":"second"}}')
-    _apply(up, _config_map("app-config", mode="slow"))
+    monkeypatch.setenv("KUBE_EDITOR", "sed -i -e 's/mode: fast/mode: slow/'")  # `kubectl edit`, scripted
+    up.kubectl("edit", "configmap", "app-config")
     # Files change in place; env and the subPath mount keep what the container started with (as upstream).
     want = "env=fast file=second cm=slow sub=fast"
     assert wait_for(lambda: _last_log_line(up, "reader") == want, 30), _last_log_line(up, "reader")

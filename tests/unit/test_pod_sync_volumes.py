@@ -144,3 +144,16 @@ async def test_secret_values_never_logged_or_in_events(tmp_path: Path, caplog: p
     seen = caplog.text + repr(h.events) + repr(h.statuses)
     assert "couldn't find key missing in Secret default/db" in seen  # the failures were reported...
     assert "very-secret-value" not in seen and base64.b64encode(b"very-secret-value").decode() not in seen
+
+
+async def test_downward_api_labels_follow_the_pod(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    pod = _pod([_c("main")])
+    pod["metadata"]["labels"] = {"tier": "web"}
+    pod["spec"]["volumes"] = [{"name": "info", "downwardAPI": {"items": [
+        {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}]
+    await _start(h, pod)
+    assert (_volume_dir(h, "info") / "labels").read_text() == 'tier="web"'
+    h.pod_workers.update_pod({**pod, "metadata": {**pod["metadata"], "labels": {"tier": "web", "canary": "true"}}})
+    await h.clock.advance(0)
+    assert (_volume_dir(h, "info") / "labels").read_text() == 'canary="true"\ntier="web"'
