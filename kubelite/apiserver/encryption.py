@@ -95,7 +95,7 @@ class PrefixTransformer:
 def _aesgcm_providers(spec: Mapping[str, Any], where: str) -> list[Provider]:
     out = []
     for j, entry in enumerate(spec.get("keys") or []):
-        name, secret = (entry or {}).get("name"), (entry or {}).get("secret")
+        name, secret = (entry.get("name"), entry.get("secret")) if isinstance(entry, dict) else (None, None)
         if not name or not isinstance(name, str) or ":" in name:
             raise EncryptionConfigError(f"{where}.keys[{j}].name: a name without ':' is required")
         try:
@@ -117,19 +117,23 @@ def parse_config(doc: Any) -> dict[str, PrefixTransformer]:
         raise EncryptionConfigError("expected kind: EncryptionConfiguration (apiserver.config.k8s.io/v1)")
     out: dict[str, PrefixTransformer] = {}
     for i, rule in enumerate(doc.get("resources") or []):
+        if not isinstance(rule, dict):
+            raise EncryptionConfigError(f"resources[{i}]: expected a mapping with resources and providers")
         providers: list[Provider] = []
-        for k, entry in enumerate((rule or {}).get("providers") or []):
+        for k, entry in enumerate(rule.get("providers") or []):
             where = f"resources[{i}].providers[{k}]"
             if not isinstance(entry, dict) or len(entry) != 1:
                 raise EncryptionConfigError(f"{where}: each entry names exactly one provider")
             ((kind, spec),) = entry.items()
+            if not isinstance(spec or {}, dict):
+                raise EncryptionConfigError(f"{where}.{kind}: expected a mapping")
             if kind == "aesgcm":
                 providers += _aesgcm_providers(spec or {}, f"{where}.aesgcm")
             elif kind == "identity":
                 providers.append(Provider(b"", None))
             else:
                 raise EncryptionConfigError(f"{where}: supported providers are aesgcm and identity, not {kind!r}")
-        for resource in (rule or {}).get("resources") or []:
+        for resource in rule.get("resources") or []:
             prefix = ENCRYPTABLE.get(str(resource))
             if prefix is None:
                 raise EncryptionConfigError(f"resources[{i}].resources: only secrets can be encrypted, "

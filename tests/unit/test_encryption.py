@@ -120,6 +120,10 @@ BAD_CONFIGS = [
     pytest.param(config({"aesgcm": {}, "identity": {}}), "each entry names exactly one provider",
                  id="two providers in one entry"),
     pytest.param({"kind": "EncryptionConfiguration", "resources": []}, "no resources to encrypt", id="no resources"),
+    pytest.param({"kind": "EncryptionConfiguration", "resources": ["secrets"]}, "expected a mapping",
+                 id="rule that is not a mapping"),
+    pytest.param(config({"aesgcm": ["k"]}), r"aesgcm: expected a mapping", id="provider spec that is not a mapping"),
+    pytest.param(config({"aesgcm": {"keys": ["k"]}}), "a name without ':' is required", id="key that is not a mapping"),
 ]
 
 
