@@ -33,6 +33,9 @@ from kubelite.agent.runtime.interface import Runtime
 from kubelite.agent.service_env import NodeEnv
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
+from kubelite.agent.volumes.manager import VolumeManager
+from kubelite.agent.volumes.objects import ObjectWatcher, Ref
+from kubelite.agent.volumes.tokens import TokenManager
 from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
 from kubelite.client.events import EventSink, event_for
@@ -69,6 +72,8 @@ class Agent:
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
                              params={"fieldSelector": f"spec.nodeName={node_name}"})
         self.status = StatusManager(client, clock, self.pods.get)
+        self.objects = ObjectWatcher(client, clock, self._object_changed)
+        self.volumes = VolumeManager(self.objects, TokenManager(client, clock), host_ip)
         self.events = EventSink(client, clock)
         self.syncers: dict[str, PodSync] = {}  # every pod this agent ran, until its object is gone (logs)
         self.pod_workers = PodWorkers(clock, self._new_syncer, self._pod_finished)
@@ -97,6 +102,13 @@ class Agent:
         syncer = PodSync(self, pod, wake, saved[1] if saved else None)
         self.syncers[pod["metadata"]["uid"]] = syncer
         return syncer
+
+    def _object_changed(self, ref: Ref) -> None:
+        """A ConfigMap or Secret some pods use changed (or appeared): their next sync rewrites volumes, retries env."""
+        for uid in self.objects.users(ref):
+            syncer = self.syncers.get(uid)
+            if syncer is not None:
+                syncer.wake()
 
     def _pod_seen(self, pod: Obj) -> None:
         uid = pod["metadata"]["uid"]
@@ -245,6 +257,7 @@ class Agent:
             await self.status.close()
             if self.proxy is not None:
                 await self.proxy.cleanup()
+            await self.objects.close()
             await runner.cleanup()
 
     async def _pods_after_services(self) -> None:

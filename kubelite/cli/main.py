@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--node-config", type=Path, help="KubeletConfiguration file for the local node")
     for p in (server, up):
         p.add_argument("--scheduler-config", type=Path, help="KubeSchedulerConfiguration file")
+        p.add_argument("--encryption-key-file", type=Path, default=None,
+                       help="EncryptionConfiguration file: Secrets encrypted at rest (aesgcm, identity)")
         p.add_argument("--node-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
                        help="how long a node may go without a heartbeat before it is marked Unknown and tainted")
         p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", metavar="CIDR",
@@ -152,8 +154,9 @@ def _main(argv: list[str] | None) -> int:
                                        node_config=getattr(args, "node_config", None),
                                        local_node=args.command == "up",
                                        node_monitor_grace_period=args.node_monitor_grace_period,
-                                       service_cidr=args.service_cluster_ip_range))
-    except (serve.ConfigError, serve.NodeConfigError) as exc:
+                                       service_cidr=args.service_cluster_ip_range,
+                                       encryption_key_file=args.encryption_key_file))
+    except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2
 
