@@ -18,9 +18,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
-from kubelite.agent import checkpoint, housekeeping, logs
+from kubelite.agent import checkpoint, housekeeping, server
 from kubelite.agent.config import NodeConfig
 from kubelite.agent.eviction import wiring as eviction
 from kubelite.agent.eviction.host_stats import PodPaths
@@ -31,7 +29,6 @@ from kubelite.agent.pod_workers import PodWorkers
 from kubelite.agent.runtime.interface import Runtime
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
-from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.informer import Handlers, Informer
@@ -47,7 +44,7 @@ TERMINAL = ("Succeeded", "Failed")
 
 class Agent:
     def __init__(self, client: Client, clock: Clock, node_name: str, data_dir: Path, config: NodeConfig,
-                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0) -> None:
+                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0, client_ca: bytes | None = None) -> None:
         self.client = client
         self.clock = clock
         self.node_name = node_name
@@ -56,6 +53,7 @@ class Agent:
         self.runtime = runtime
         self.host_ip = host_ip
         self.port = port
+        self.client_ca = client_ca  # who may call the agent's endpoint (server.py): the API server's CA
         self.base_env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"}
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
@@ -203,15 +201,11 @@ class Agent:
     # --- lifecycle ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        app = web.Application()
-        app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
-        app.router.add_get("/healthz", self._healthz)
-        runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host_ip, self.port)
-        await site.start()
-        if not self.port:
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        cert, key = server.ensure_serving_cert(self.data_dir / "pki", self.host_ip)
+        endpoint = server.AgentServer(server.routes(self._running_pod, self.clock), self.host_ip, self.port,
+                                      server.tls_context(cert, key, self.client_ca))
+        await endpoint.start()
+        self.port = endpoint.port
         tasks: list[asyncio.Task[None]] = []
         try:
             await self.node.register()
@@ -235,16 +229,9 @@ class Agent:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
             await self.status.close()
-            await runner.cleanup()
+            await endpoint.stop()
 
-    async def _healthz(self, request: web.Request) -> web.StreamResponse:
-        return web.Response(text="ok")
-
-    async def _logs(self, request: web.Request) -> web.StreamResponse:
-        ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
-        syncer = next((s for s in self.syncers.values()
-                       if s.pod["metadata"]["name"] == name and s.pod["metadata"]["namespace"] == ns), None)
-        if syncer is None:
-            return web.json_response(ApiError(404, "NotFound", f'pod "{name}" not found on this node').status(),
-                                     status=404)
-        return await logs.serve(request, syncer, container, self.clock)
+    def _running_pod(self, namespace: str, name: str) -> PodSync | None:
+        """The pod this agent runs (or ran: its logs stay readable until the object is gone)."""
+        return next((s for s in self.syncers.values()
+                     if s.pod["metadata"]["name"] == name and s.pod["metadata"]["namespace"] == namespace), None)

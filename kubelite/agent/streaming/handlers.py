@@ -1,0 +1,65 @@
+"""The agent's streaming routes: find the pod and container a request names, then exec, attach or forward.
+
+Errors before the upgrade are Status JSON with kubelet's codes (404 for a pod this agent does not
+run, 400 for a container that is not running or a request without a command).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from kubelite.agent.container import ConfigError
+from kubelite.agent.records import Record
+from kubelite.agent.streaming import exec as exec_
+from kubelite.agent.streaming import portforward
+from kubelite.api.errors import ApiError
+from kubelite.clock import Clock
+
+if TYPE_CHECKING:
+    from kubelite.agent.pod_sync import PodSync
+
+
+def _refuse(err: ApiError) -> web.Response:
+    return web.json_response(err.status(), status=err.code)
+
+
+class StreamingHandlers:
+    def __init__(self, find: Callable[[str, str], PodSync | None], clock: Clock) -> None:
+        self.find = find
+        self.clock = clock
+
+    def _running(self, request: web.Request) -> tuple[PodSync, Record]:
+        ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
+        syncer = self.find(ns, name)
+        if syncer is None:
+            raise ApiError(404, "NotFound", f'pod "{name}" not found on this node')
+        record = next((r for r in syncer.records if r.name == container), None)
+        if record is None:
+            raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        if record.process is None or not record.process.alive:
+            raise ApiError(400, "BadRequest", f'container "{container}" in pod "{name}" is not running')
+        return syncer, record
+
+    async def exec(self, request: web.Request) -> web.StreamResponse:
+        try:
+            syncer, record = self._running(request)
+            command = request.query.getall("command", [])
+            if not command:
+                raise ApiError(400, "BadRequest", "you must specify at least 1 command")
+            try:
+                argv, env = syncer.containers.command(record, list(command))
+            except ConfigError as exc:
+                raise ApiError(400, "BadRequest", str(exc)) from None
+        except ApiError as err:
+            return _refuse(err)
+        return await exec_.serve(request, argv, env, record.spec.get("workingDir"), self.clock)
+
+    async def port_forward(self, request: web.Request) -> web.StreamResponse:
+        ns, name = request.match_info["namespace"], request.match_info["pod"]
+        syncer = self.find(ns, name)
+        if syncer is None:
+            return _refuse(ApiError(404, "NotFound", f'pod "{name}" not found on this node'))
+        return await portforward.serve(request, f"{ns}/{name}", syncer.uid, self.clock)

@@ -1,0 +1,165 @@
+"""pods/exec, pods/attach, pods/portforward: the upgraded connection spliced through to the node's agent.
+
+As kube-apiserver's UpgradeAwareHandler: the request is checked here (the pod exists and is not
+finished, the container is valid, exec has a command, at least one stream is asked for), then
+sent on to the agent (over TLS with the API server's client certificate, never the caller's
+token) with its upgrade headers; the agent's answer goes back as it is — an error Status, or
+`101 Switching Protocols` after which the bytes are copied both ways unchanged until either side
+closes. The API server never parses the streaming protocol (WebSocket channels, SPDY tunnelled in
+WebSocket for port-forward): whatever kubectl and the agent negotiate works through it.
+
+Only WebSocket upgrades are spliced: aiohttp hands over the raw connection for `Upgrade:
+websocket` only, so a SPDY upgrade (kubectl's fallback when the WebSocket upgrade fails, which
+it does not here) is refused with 400 — partial, see README.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from typing import Any
+
+from aiohttp import web
+from multidict import CIMultiDict
+
+from kubelite.api import errors
+from kubelite.apiserver import node_connection
+from kubelite.apiserver.logs import pick_container
+from kubelite.apiserver.registry.pods import PODS, TERMINAL_PHASES
+from kubelite.apiserver.request import Target
+from kubelite.apiserver.rest import Registry
+
+SUBRESOURCES = ("exec", "attach", "portforward")
+# what the agent needs of the client's upgrade request (its credentials stay here)
+_FORWARDED = ("Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version", "Sec-WebSocket-Protocol",
+              "X-Stream-Protocol-Version")
+_RETURNED = ("Upgrade", "Connection", "Sec-WebSocket-Accept", "Sec-WebSocket-Protocol", "X-Stream-Protocol-Version")
+CONNECT_TIMEOUT = 10.0
+MAX_HEAD = 64 * 1024
+PAUSE_ABOVE = 1024 * 1024  # bytes queued towards the agent before the client's side stops being read
+READ_SIZE = 64 * 1024
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("1", "true", "t")
+
+
+def agent_path(request: web.Request, registry: Registry, target: Target) -> str:
+    """Validate the request as upstream's ExecREST/AttachREST/PortForwardREST; the agent's path for it."""
+    pod = registry.current(PODS, target.namespace, target.name)
+    ns, name = target.namespace, target.name
+    phase = (pod.get("status") or {}).get("phase")
+    if phase in TERMINAL_PHASES:
+        raise errors.bad_request(f"cannot exec into or attach to a container in a completed pod; "
+                                 f"current phase is {phase}")
+    if target.subresource == "portforward":
+        return f"/portForward/{ns}/{name}"
+    container = pick_container(pod, request.query.get("container"))
+    if target.subresource == "exec" and not request.query.getall("command", []):
+        raise errors.bad_request("you must specify at least 1 command")
+    if not any(_flag(request, s) for s in ("stdin", "stdout", "stderr")):
+        raise errors.bad_request("you must specify at least 1 of stdin, stdout, stderr")
+    return f"/{target.subresource}/{ns}/{name}/{container}"
+
+
+async def proxy(request: web.Request, registry: Registry, tls: ssl.SSLContext, target: Target) -> web.StreamResponse:
+    if request.method not in ("GET", "POST"):
+        raise errors.method_not_allowed(request.method, f"pods/{target.subresource}")
+    path = agent_path(request, registry, target)
+    pod = registry.current(PODS, target.namespace, target.name)
+    agent = node_connection.endpoint(registry, pod, f'pod "{target.name}"')
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(agent.host, agent.port, ssl=tls),
+                                                CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        raise errors.ApiError(503, "ServiceUnavailable", f"the node agent on {agent.node} is unreachable: {exc}") \
+            from None
+    try:
+        if request.headers.get("Upgrade", "").lower() != "websocket":  # checked after the agent: kubectl's SPDY
+            raise errors.bad_request(f"pods/{target.subresource} needs a WebSocket upgrade request "  # fallback
+                                     "(SPDY upgrades are not served)")  # then reports why WebSocket failed
+        raw = request.rel_url.raw_query_string
+        query = f"?{raw}" if raw else ""
+        head = [f"{request.method} {path}{query} HTTP/1.1", f"Host: {agent.host}:{agent.port}"]
+        head += [f"{k}: {request.headers[k]}" for k in _FORWARDED if k in request.headers]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        status, headers = await _response_head(reader)
+        if status != 101:
+            body = await reader.read(int(headers.get("Content-Length", MAX_HEAD)))
+            return web.Response(status=status, body=body,
+                                content_type=headers.get("Content-Type", "text/plain").split(";")[0])
+        resp = web.StreamResponse(status=101, reason="Switching Protocols",
+                                  headers={k: headers[k] for k in _RETURNED if k in headers})
+        resp.force_close()
+        await resp.prepare(request)
+        await _splice(request, reader, writer)
+        return resp
+    finally:
+        writer.close()
+
+
+async def _response_head(reader: asyncio.StreamReader) -> tuple[int, CIMultiDict[str]]:
+    try:
+        raw = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError) as exc:
+        raise errors.ApiError(503, "ServiceUnavailable", f"the node agent answered no HTTP response: {exc}") \
+            from None
+    lines = raw.decode("latin-1").split("\r\n")
+    try:
+        status = int(lines[0].split(" ", 2)[1])
+    except (IndexError, ValueError):
+        raise errors.ApiError(503, "ServiceUnavailable", "the node agent answered no HTTP response") from None
+    headers: CIMultiDict[str] = CIMultiDict()
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers.add(name.strip(), value.strip())
+    return status, headers
+
+
+class _ToAgent:
+    """Takes the place of aiohttp's WebSocket reader on the client's connection: its bytes go to the agent."""
+
+    def __init__(self, client: asyncio.Transport, agent: asyncio.StreamWriter) -> None:
+        self.client, self.agent = client, agent
+        self.draining: asyncio.Task[None] | None = None
+
+    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
+        if not self.agent.is_closing():
+            self.agent.write(data)
+            if self.agent.transport.get_write_buffer_size() > PAUSE_ABOVE and self.draining is None:
+                self.client.pause_reading()
+                self.draining = asyncio.ensure_future(self._drain())
+        return False, b""
+
+    async def _drain(self) -> None:
+        with contextlib.suppress(ConnectionError):
+            await self.agent.drain()
+        self.draining = None
+        if not self.client.is_closing():
+            self.client.resume_reading()
+
+    def feed_eof(self) -> None:
+        if not self.agent.is_closing():
+            self.agent.close()
+
+
+async def _splice(request: web.Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy bytes both ways until the agent's side ends (the client's end closes the agent's side)."""
+    client = request.transport
+    protocol: Any = request.protocol
+    if client is None:
+        return
+    protocol.set_parser(_ToAgent(client, writer))
+    try:
+        while chunk := await reader.read(READ_SIZE):
+            if client.is_closing():
+                break
+            client.write(chunk)
+            if client.get_write_buffer_size() > PAUSE_ABOVE:
+                await protocol._drain_helper()  # the client is slow: stop reading the agent until it catches up
+    except ConnectionError:
+        pass
+    finally:
+        client.close()
