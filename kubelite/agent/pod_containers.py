@@ -86,7 +86,8 @@ class PodContainers:
         self.save()  # before the spawn: an agent killed right after it still finds the process (runtime.find)
         try:
             r.process = await self.node.runtime.start(argv, env, r.spec.get("workingDir"), Path(r.starting),
-                                                      self._limits(r))
+                                                      self._limits(r), stdin=bool(r.spec.get("stdin")),
+                                                      tty=bool(r.spec.get("tty")))
         except OSError as exc:
             r.waiting, r.waiting_message = "RunContainerError", str(exc)
             r.exit, r.finished_at = Exit(128), now

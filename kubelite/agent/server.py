@@ -155,6 +155,7 @@ def routes(find: Callable[[str, str], PodSync | None], clock: Clock) -> list[Rou
         Route("GET", "/healthz", healthz, public=True),
         Route("GET", "/containerLogs/{namespace}/{pod}/{container}", container_logs),
         Route("*", "/exec/{namespace}/{pod}/{container}", streams.exec),
+        Route("*", "/attach/{namespace}/{pod}/{container}", streams.attach),
         Route("*", "/portForward/{namespace}/{pod}", streams.port_forward),
     ]
 

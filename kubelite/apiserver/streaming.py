@@ -8,9 +8,10 @@ token) with its upgrade headers; the agent's answer goes back as it is — an er
 closes. The API server never parses the streaming protocol (WebSocket channels, SPDY tunnelled in
 WebSocket for port-forward): whatever kubectl and the agent negotiate works through it.
 
-Only WebSocket upgrades are spliced: aiohttp hands over the raw connection for `Upgrade:
-websocket` only, so a SPDY upgrade (kubectl's fallback when the WebSocket upgrade fails, which
-it does not here) is refused with 400 — partial, see README.
+Only WebSocket upgrades can be spliced (aiohttp hands over the raw connection for `Upgrade:
+websocket` only): the agent refuses a SPDY upgrade (kubectl's fallback when the WebSocket upgrade
+fails) with 400, after the checks that made the WebSocket attempt fail, whose message kubectl then
+shows — partial, see README.
 """
 
 from __future__ import annotations
@@ -76,9 +77,6 @@ async def proxy(request: web.Request, registry: Registry, tls: ssl.SSLContext, t
         raise errors.ApiError(503, "ServiceUnavailable", f"the node agent on {agent.node} is unreachable: {exc}") \
             from None
     try:
-        if request.headers.get("Upgrade", "").lower() != "websocket":  # checked after the agent: kubectl's SPDY
-            raise errors.bad_request(f"pods/{target.subresource} needs a WebSocket upgrade request "  # fallback
-                                     "(SPDY upgrades are not served)")  # then reports why WebSocket failed
         raw = request.rel_url.raw_query_string
         query = f"?{raw}" if raw else ""
         head = [f"{request.method} {path}{query} HTTP/1.1", f"Host: {agent.host}:{agent.port}"]

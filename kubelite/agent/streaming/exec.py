@@ -27,6 +27,7 @@ import subprocess
 import termios
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from aiohttp import WSMsgType, web
 
@@ -116,12 +117,11 @@ class Command:
         code = await self.proc.wait()
         return 128 - code if code < 0 else code
 
-    def kill(self) -> None:
+    def end(self) -> None:
+        """A command outlives neither its client nor its connection: its whole session is killed."""
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-
-    def close(self) -> None:
         if self.master is not None:
             with contextlib.suppress(OSError):
                 os.close(self.master)
@@ -162,15 +162,32 @@ async def _read_fd(fd: int) -> AsyncIterator[bytes]:
             loop.remove_reader(fd)
 
 
-async def relay(ws: web.WebSocketResponse, command: Command, clock: Clock) -> int | None:
-    """Carry the command's streams over `ws` until it ends; its exit code, None when the client left first."""
-    pumps = [asyncio.ensure_future(_pump(ws, channel, out)) for channel, out in command.outputs().items()]
-    reader = asyncio.ensure_future(_client_input(ws, command))
-    waiter = asyncio.ensure_future(command.wait())
+class Session(Protocol):
+    """What `relay` carries: a command run for exec, or a running container for attach."""
+
+    def outputs(self) -> dict[int, AsyncIterator[bytes]]: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    def close_stdin(self) -> None: ...
+
+    def resize(self, width: int, height: int) -> None: ...
+
+    async def wait(self) -> int: ...
+
+    def end(self) -> None:
+        """The connection is over (the client left, or the command or container ended)."""
+        ...
+
+
+async def relay(ws: web.WebSocketResponse, session: Session, clock: Clock) -> int | None:
+    """Carry the streams over `ws` until the session ends; its exit code, None when the client left first."""
+    pumps = [asyncio.ensure_future(_pump(ws, channel, out)) for channel, out in session.outputs().items()]
+    reader = asyncio.ensure_future(_client_input(ws, session))
+    waiter = asyncio.ensure_future(session.wait())
     try:
         await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
-        if not waiter.done():  # the client went away: the command goes too
-            command.kill()
+        if not waiter.done():
             return None
         if pumps:
             await bounded(clock, asyncio.wait(pumps), DRAIN_AFTER_EXIT)
@@ -178,8 +195,7 @@ async def relay(ws: web.WebSocketResponse, command: Command, clock: Clock) -> in
     finally:
         for task in (*pumps, reader, waiter):
             task.cancel()
-        command.kill()
-        command.close()
+        session.end()
 
 
 async def _pump(ws: web.WebSocketResponse, channel: int, out: AsyncIterator[bytes]) -> None:
@@ -188,7 +204,7 @@ async def _pump(ws: web.WebSocketResponse, channel: int, out: AsyncIterator[byte
             await ws.send_bytes(channels.frame(channel, chunk))
 
 
-async def _client_input(ws: web.WebSocketResponse, command: Command) -> None:
+async def _client_input(ws: web.WebSocketResponse, command: Session) -> None:
     """stdin, resize and (v5) close messages from the client, until it closes the connection."""
     async for msg in ws:
         if msg.type != WSMsgType.BINARY or not msg.data:
@@ -204,24 +220,33 @@ async def _client_input(ws: web.WebSocketResponse, command: Command) -> None:
             command.close_stdin()
 
 
-async def serve(request: web.Request, argv: list[str], env: dict[str, str], cwd: str | None,
-                clock: Clock) -> web.StreamResponse:
-    """Upgrade to the channel protocol, run the command, report how it ended on the error channel."""
-    streams = Streams.of(request)
+async def upgrade(request: web.Request, streams: Streams) -> web.WebSocketResponse:
+    """Switch to the channel protocol; kubelet's first message, an empty frame on the lowest writable
+    channel, tells the client the streams are set up."""
     ws = web.WebSocketResponse(protocols=channels.PROTOCOLS, max_msg_size=0)
     await ws.prepare(request)
-    # kubelet's first message: an empty frame on the lowest writable channel says the streams are set up
     first = channels.STDOUT if streams.stdout else channels.STDERR if streams.stderr else channels.ERROR
     await ws.send_bytes(channels.frame(first, b""))
+    return ws
+
+
+async def finish(ws: web.WebSocketResponse, status: bytes | None) -> web.WebSocketResponse:
+    """The error channel's last word (none for a client that left), then the close."""
+    if status is not None:
+        with contextlib.suppress(ConnectionError):
+            await ws.send_bytes(channels.frame(channels.ERROR, status))
+    await ws.close()
+    return ws
+
+
+async def serve(request: web.Request, argv: list[str], env: dict[str, str], cwd: str | None,
+                clock: Clock) -> web.StreamResponse:
+    """Run the command over the channel protocol; how it ended goes on the error channel."""
+    streams = Streams.of(request)
+    ws = await upgrade(request, streams)
     try:
         command = await Command.start(argv, env, cwd, streams)
     except (OSError, subprocess.SubprocessError) as exc:
-        await ws.send_bytes(channels.frame(channels.ERROR, channels.failure(str(exc))))
-        await ws.close()
-        return ws
+        return await finish(ws, channels.failure(str(exc)))
     code = await relay(ws, command, clock)
-    if code is not None:
-        with contextlib.suppress(ConnectionError):
-            await ws.send_bytes(channels.frame(channels.ERROR, channels.exit_status(code)))
-    await ws.close()
-    return ws
+    return await finish(ws, None if code is None else channels.exit_status(code))

@@ -13,13 +13,21 @@ from aiohttp import web
 
 from kubelite.agent.container import ConfigError
 from kubelite.agent.records import Record
+from kubelite.agent.streaming import channels, portforward
 from kubelite.agent.streaming import exec as exec_
-from kubelite.agent.streaming import portforward
+from kubelite.agent.streaming.attach import Attached
 from kubelite.api.errors import ApiError
 from kubelite.clock import Clock
 
 if TYPE_CHECKING:
     from kubelite.agent.pod_sync import PodSync
+
+
+def _websocket(request: web.Request) -> None:
+    """Only WebSocket upgrades are served (kubectl v1.32's default); SPDY, its fallback, is not."""
+    if request.headers.get("Upgrade", "").lower() != "websocket":
+        raise ApiError(400, "BadRequest", f"{request.path.split('/')[1]} needs a WebSocket upgrade request "
+                                          "(SPDY upgrades are not served)")
 
 
 def _refuse(err: ApiError) -> web.Response:
@@ -49,6 +57,7 @@ class StreamingHandlers:
             command = request.query.getall("command", [])
             if not command:
                 raise ApiError(400, "BadRequest", "you must specify at least 1 command")
+            _websocket(request)
             try:
                 argv, env = syncer.containers.command(record, list(command))
             except ConfigError as exc:
@@ -57,9 +66,30 @@ class StreamingHandlers:
             return _refuse(err)
         return await exec_.serve(request, argv, env, record.spec.get("workingDir"), self.clock)
 
+    async def attach(self, request: web.Request) -> web.StreamResponse:
+        try:
+            syncer, record = self._running(request)
+            streams = exec_.Streams.of(request)
+            if streams.stdin and not record.spec.get("stdin"):
+                raise ApiError(400, "BadRequest", f'container "{record.name}" in pod "{syncer.pod["metadata"]["name"]}"'
+                                                  " does not take stdin (spec.containers[].stdin is not true)")
+            _websocket(request)
+        except ApiError as err:
+            return _refuse(err)
+        assert record.process is not None
+        log_path = syncer.log_path(record.name, record.restarts)
+        ws = await exec_.upgrade(request, streams)
+        attached = Attached(record.process, log_path, streams, bool(record.spec.get("stdinOnce")), self.clock)
+        code = await exec_.relay(ws, attached, self.clock)
+        return await exec_.finish(ws, None if code is None else channels.exit_status(code))
+
     async def port_forward(self, request: web.Request) -> web.StreamResponse:
         ns, name = request.match_info["namespace"], request.match_info["pod"]
         syncer = self.find(ns, name)
-        if syncer is None:
-            return _refuse(ApiError(404, "NotFound", f'pod "{name}" not found on this node'))
+        try:
+            if syncer is None:
+                raise ApiError(404, "NotFound", f'pod "{name}" not found on this node')
+            _websocket(request)
+        except ApiError as err:
+            return _refuse(err)
         return await portforward.serve(request, f"{ns}/{name}", syncer.uid, self.clock)
