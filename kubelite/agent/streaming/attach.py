@@ -64,8 +64,9 @@ class Attached:
             await self.handle.write_stdin(data)
 
     def close_stdin(self) -> None:
-        if self.streams.stdin:
-            self.handle.close_stdin()
+        """The client's stdin ended: with stdinOnce the container's does too (without, it stays open for the
+        next attach, as containerd's)."""
+        self.end()
 
     def resize(self, width: int, height: int) -> None:
         self.handle.resize(width, height)
