@@ -67,7 +67,7 @@ async def proxy(request: web.Request, registry: Registry, tls: ssl.SSLContext, n
     pod = registry.current(PODS, namespace, name)
     params = log_options(request, name)
     container = pick_container(pod, request.query.get("container"))
-    agent = node_connection.endpoint(registry, pod, f'container "{container}"')
+    agent = node_connection.endpoint(registry, pod, f'container "{container}" in pod "{name}"')
     params["container"] = container
     url = URL.build(scheme="https", host=agent.host, port=agent.port,
                     path=f"/containerLogs/{namespace}/{name}/{container}")

@@ -38,10 +38,9 @@ class Endpoint:
 
 def endpoint(registry: Registry, pod: Obj, what: str) -> Endpoint:
     """The agent of the node `pod` is bound to; 400 for an unscheduled pod, 503 for a node without an agent."""
-    name = pod["metadata"]["name"]
     node_name = pod["spec"].get("nodeName")
     if not node_name:
-        raise errors.bad_request(f'{what} in pod "{name}" is waiting to start: ContainerCreating')
+        raise errors.bad_request(f"{what} is waiting to start: ContainerCreating")
     node = registry.caches[NODES].get("", node_name) or {}
     status = node.get("status") or {}
     port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")

@@ -46,8 +46,9 @@ def _flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("1", "true", "t")
 
 
-def agent_path(request: web.Request, registry: Registry, target: Target) -> str:
-    """Validate the request as upstream's ExecREST/AttachREST/PortForwardREST; the agent's path for it."""
+def agent_path(request: web.Request, registry: Registry, target: Target) -> tuple[str, str]:
+    """Validate the request as upstream's ExecREST/AttachREST/PortForwardREST: the agent's path for it, and
+    what it reaches (for messages)."""
     pod = registry.current(PODS, target.namespace, target.name)
     ns, name = target.namespace, target.name
     phase = (pod.get("status") or {}).get("phase")
@@ -55,21 +56,21 @@ def agent_path(request: web.Request, registry: Registry, target: Target) -> str:
         raise errors.bad_request(f"cannot exec into or attach to a container in a completed pod; "
                                  f"current phase is {phase}")
     if target.subresource == "portforward":
-        return f"/portForward/{ns}/{name}"
+        return f"/portForward/{ns}/{name}", f'pod "{name}"'
     container = pick_container(pod, request.query.get("container"))
     if target.subresource == "exec" and not request.query.getall("command", []):
         raise errors.bad_request("you must specify at least 1 command")
     if not any(_flag(request, s) for s in ("stdin", "stdout", "stderr")):
         raise errors.bad_request("you must specify at least 1 of stdin, stdout, stderr")
-    return f"/{target.subresource}/{ns}/{name}/{container}"
+    return f"/{target.subresource}/{ns}/{name}/{container}", f'container "{container}" in pod "{name}"'
 
 
 async def proxy(request: web.Request, registry: Registry, tls: ssl.SSLContext, target: Target) -> web.StreamResponse:
     if request.method not in ("GET", "POST"):
         raise errors.method_not_allowed(request.method, f"pods/{target.subresource}")
-    path = agent_path(request, registry, target)
+    path, what = agent_path(request, registry, target)
     pod = registry.current(PODS, target.namespace, target.name)
-    agent = node_connection.endpoint(registry, pod, f'pod "{target.name}"')
+    agent = node_connection.endpoint(registry, pod, what)
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(agent.host, agent.port, ssl=tls),
                                                 CONNECT_TIMEOUT)

@@ -225,7 +225,7 @@ class Terminal:
 @pytest.fixture
 def terminal(up: ServerProcess) -> Iterator[list[Terminal]]:
     if shutil.which("tmux") is None:
-        pytest.fail("tmux is needed for the terminal tests (make setup installs it)")
+        pytest.fail("tmux is needed for the terminal tests (apt-get install tmux; .ci/run installs it)")
     opened: list[Terminal] = []
     yield opened
     for t in opened:
