@@ -8,10 +8,10 @@ token) with its upgrade headers; the agent's answer goes back as it is — an er
 closes. The API server never parses the streaming protocol (WebSocket channels, SPDY tunnelled in
 WebSocket for port-forward): whatever kubectl and the agent negotiate works through it.
 
-Only WebSocket upgrades can be spliced (aiohttp hands over the raw connection for `Upgrade:
-websocket` only): the agent refuses a SPDY upgrade (kubectl's fallback when the WebSocket upgrade
-fails) with 400, after the checks that made the WebSocket attempt fail, whose message kubectl then
-shows — partial, see README.
+A SPDY upgrade (kubectl's fallback when the WebSocket upgrade fails) is spliced the same way:
+aiohttp itself switches protocols for WebSocket only, but once the response is 101 the
+connection's bytes are taken over (`set_parser`) whatever the upgrade was; kubectl sends nothing
+before that response.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ async def proxy(request: web.Request, registry: Registry, tls: ssl.SSLContext, t
         raw = request.rel_url.raw_query_string
         query = f"?{raw}" if raw else ""
         head = [f"{request.method} {path}{query} HTTP/1.1", f"Host: {agent.host}:{agent.port}"]
-        head += [f"{k}: {request.headers[k]}" for k in _FORWARDED if k in request.headers]
+        head += [f"{k}: {v}" for k in _FORWARDED for v in request.headers.getall(k, [])]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         status, headers = await _response_head(reader)
         if status != 101:
@@ -89,7 +89,7 @@ async def proxy(request: web.Request, registry: Registry, tls: ssl.SSLContext, t
             return web.Response(status=status, body=body,
                                 content_type=headers.get("Content-Type", "text/plain").split(";")[0])
         resp = web.StreamResponse(status=101, reason="Switching Protocols",
-                                  headers={k: headers[k] for k in _RETURNED if k in headers})
+                                  headers=CIMultiDict((k, v) for k in _RETURNED for v in headers.getall(k, [])))
         resp.force_close()
         await resp.prepare(request)
         await _splice(request, reader, writer)

@@ -247,7 +247,11 @@ def test_exec_tty_with_resize(up: ServerProcess, pod: str, terminal: list[Termin
 def test_run_interactive_and_removed(up: ServerProcess, terminal: list[Terminal]) -> None:
     t = Terminal(up, f"run-{os.getpid()}", "kubectl run -it --rm shell --image=busybox --restart=Never -- sh")
     terminal.append(t)
-    assert t.shows("#", timeout=30), t.screen()
+    # the shell's first prompt may come before kubectl attaches (only later output is streamed): as kubectl
+    # suggests, press enter
+    assert t.shows("If you don't see a command prompt, try pressing enter.", timeout=30), t.screen()
+    t.type("")
+    assert t.shows("#"), t.screen()
     t.type("echo $((6*7))")
     assert t.shows("42"), t.screen()
     t.type("exit 4")

@@ -17,7 +17,7 @@ from pathlib import Path
 from kubelite.agent.logs import _format as entry_text
 from kubelite.agent.runtime.interface import Handle
 from kubelite.agent.streaming import channels
-from kubelite.agent.streaming.exec import Streams
+from kubelite.agent.streaming.transport import Streams
 from kubelite.clock import Clock
 
 FOLLOW_POLL = 0.05

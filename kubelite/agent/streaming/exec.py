@@ -25,13 +25,14 @@ import signal
 import struct
 import subprocess
 import termios
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from kubelite.agent.streaming import channels
+from kubelite.agent.streaming.transport import Channels, Refused, Streams, open_channels
+from kubelite.api.errors import ApiError
 from kubelite.clock import Clock, bounded
 
 log = logging.getLogger("kubelite.agent.exec")
@@ -42,23 +43,6 @@ READ_SIZE = 32 * 1024
 # runs it before the child's descriptors are in place.
 SETSID_CTTY = ("setsid", "--ctty", "--wait")
 DRAIN_AFTER_EXIT = 2.0  # output still buffered when the command ended (a background child may hold the tty)
-
-
-def _flag(request: web.Request, name: str) -> bool:
-    return request.query.get(name, "").lower() in ("1", "true", "t")
-
-
-@dataclass(frozen=True)
-class Streams:
-    stdin: bool
-    stdout: bool
-    stderr: bool
-    tty: bool
-
-    @classmethod
-    def of(cls, request: web.Request) -> Streams:
-        tty = _flag(request, "tty")
-        return cls(_flag(request, "stdin"), _flag(request, "stdout"), _flag(request, "stderr") and not tty, tty)
 
 
 class Command:
@@ -180,10 +164,10 @@ class Session(Protocol):
         ...
 
 
-async def relay(ws: web.WebSocketResponse, session: Session, clock: Clock) -> int | None:
-    """Carry the streams over `ws` until the session ends; its exit code, None when the client left first."""
-    pumps = [asyncio.ensure_future(_pump(ws, channel, out)) for channel, out in session.outputs().items()]
-    reader = asyncio.ensure_future(_client_input(ws, session))
+async def relay(conn: Channels, session: Session, clock: Clock) -> int | None:
+    """Carry the streams over `conn` until the session ends; its exit code, None when the client left first."""
+    pumps = [asyncio.ensure_future(_pump(conn, channel, out)) for channel, out in session.outputs().items()]
+    reader = asyncio.ensure_future(_client_input(conn, session))
     waiter = asyncio.ensure_future(session.wait())
     try:
         await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
@@ -198,55 +182,47 @@ async def relay(ws: web.WebSocketResponse, session: Session, clock: Clock) -> in
         session.end()
 
 
-async def _pump(ws: web.WebSocketResponse, channel: int, out: AsyncIterator[bytes]) -> None:
+async def _pump(conn: Channels, channel: int, out: AsyncIterator[bytes]) -> None:
     with contextlib.suppress(ConnectionError):
         async for chunk in out:
-            await ws.send_bytes(channels.frame(channel, chunk))
+            await conn.send(channel, chunk)
 
 
-async def _client_input(ws: web.WebSocketResponse, command: Session) -> None:
-    """stdin, resize and (v5) close messages from the client, until it closes the connection."""
-    async for msg in ws:
-        if msg.type != WSMsgType.BINARY or not msg.data:
-            continue
-        channel, payload = msg.data[0], msg.data[1:]
+async def _client_input(conn: Channels, session: Session) -> None:
+    """stdin, resize and close-of-stdin from the client, until it closes the connection."""
+    async for channel, payload in conn.incoming():
         if channel == channels.STDIN:
-            await command.write(payload)
+            await session.write(payload)
         elif channel == channels.RESIZE:
             size = channels.resize(payload)
             if size is not None:
-                command.resize(*size)
+                session.resize(*size)
         elif channel == channels.CLOSE and payload[:1] == bytes([channels.STDIN]):
-            command.close_stdin()
+            session.close_stdin()
 
 
-async def upgrade(request: web.Request, streams: Streams) -> web.WebSocketResponse:
-    """Switch to the channel protocol; kubelet's first message, an empty frame on the lowest writable
-    channel, tells the client the streams are set up."""
-    ws = web.WebSocketResponse(protocols=channels.PROTOCOLS, max_msg_size=0)
-    await ws.prepare(request)
-    first = channels.STDOUT if streams.stdout else channels.STDERR if streams.stderr else channels.ERROR
-    await ws.send_bytes(channels.frame(first, b""))
-    return ws
-
-
-async def finish(ws: web.WebSocketResponse, status: bytes | None) -> web.WebSocketResponse:
+async def finish(conn: Channels, status: bytes | None) -> None:
     """The error channel's last word (none for a client that left), then the close."""
     if status is not None:
         with contextlib.suppress(ConnectionError):
-            await ws.send_bytes(channels.frame(channels.ERROR, status))
-    await ws.close()
-    return ws
+            await conn.send(channels.ERROR, status)
+    await conn.close()
 
 
-async def serve(request: web.Request, argv: list[str], env: dict[str, str], cwd: str | None,
+async def serve(request: web.Request, streams: Streams, start: Callable[[], Awaitable[Session]],
                 clock: Clock) -> web.StreamResponse:
-    """Run the command over the channel protocol; how it ended goes on the error channel."""
-    streams = Streams.of(request)
-    ws = await upgrade(request, streams)
+    """Upgrade, start the session (a command for exec, the container for attach), carry its streams; how it
+    ended goes on the error channel."""
     try:
-        command = await Command.start(argv, env, cwd, streams)
+        resp, conn = await open_channels(request, streams, clock)
+    except Refused as exc:
+        err = ApiError(exc.status, "Forbidden" if exc.status == 403 else "BadRequest", str(exc))
+        return web.json_response(err.status(), status=err.code)
+    try:
+        session = await start()
     except (OSError, subprocess.SubprocessError) as exc:
-        return await finish(ws, channels.failure(str(exc)))
-    code = await relay(ws, command, clock)
-    return await finish(ws, None if code is None else channels.exit_status(code))
+        await finish(conn, channels.failure(str(exc)))
+        return resp
+    code = await relay(conn, session, clock)
+    await finish(conn, None if code is None else channels.exit_status(code))
+    return resp

@@ -6,15 +6,15 @@ run, 400 for a container that is not running or a request without a command).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from kubelite.agent.container import ConfigError
 from kubelite.agent.records import Record
-from kubelite.agent.streaming import channels, portforward
 from kubelite.agent.streaming import exec as exec_
+from kubelite.agent.streaming import portforward, transport
 from kubelite.agent.streaming.attach import Attached
 from kubelite.api.errors import ApiError
 from kubelite.clock import Clock
@@ -23,11 +23,10 @@ if TYPE_CHECKING:
     from kubelite.agent.pod_sync import PodSync
 
 
-def _websocket(request: web.Request) -> None:
-    """Only WebSocket upgrades are served (kubectl v1.32's default); SPDY, its fallback, is not."""
-    if request.headers.get("Upgrade", "").lower() != "websocket":
-        raise ApiError(400, "BadRequest", f"{request.path.split('/')[1]} needs a WebSocket upgrade request "
-                                          "(SPDY upgrades are not served)")
+def _upgrade(request: web.Request) -> None:
+    """A WebSocket upgrade (kubectl v1.32's default) or a SPDY/3.1 one (its fallback); nothing else streams."""
+    if request.headers.get("Upgrade", "").lower() != "websocket" and not transport.is_spdy(request):
+        raise ApiError(400, "BadRequest", "Upgrade request required")
 
 
 def _refuse(err: ApiError) -> web.Response:
@@ -57,31 +56,38 @@ class StreamingHandlers:
             command = request.query.getall("command", [])
             if not command:
                 raise ApiError(400, "BadRequest", "you must specify at least 1 command")
-            _websocket(request)
+            _upgrade(request)
             try:
                 argv, env = syncer.containers.command(record, list(command))
             except ConfigError as exc:
                 raise ApiError(400, "BadRequest", str(exc)) from None
         except ApiError as err:
             return _refuse(err)
-        return await exec_.serve(request, argv, env, record.spec.get("workingDir"), self.clock)
+        streams = transport.Streams.of(request)
+
+        def start() -> Awaitable[exec_.Session]:
+            return exec_.Command.start(argv, env, record.spec.get("workingDir"), streams)
+
+        return await exec_.serve(request, streams, start, self.clock)
 
     async def attach(self, request: web.Request) -> web.StreamResponse:
         try:
             syncer, record = self._running(request)
-            streams = exec_.Streams.of(request)
+            streams = transport.Streams.of(request)
             if streams.stdin and not record.spec.get("stdin"):
                 raise ApiError(400, "BadRequest", f'container "{record.name}" in pod "{syncer.pod["metadata"]["name"]}"'
                                                   " does not take stdin (spec.containers[].stdin is not true)")
-            _websocket(request)
+            _upgrade(request)
         except ApiError as err:
             return _refuse(err)
-        assert record.process is not None
+        process = record.process
+        assert process is not None
         log_path = syncer.log_path(record.name, record.restarts)
-        ws = await exec_.upgrade(request, streams)
-        attached = Attached(record.process, log_path, streams, bool(record.spec.get("stdinOnce")), self.clock)
-        code = await exec_.relay(ws, attached, self.clock)
-        return await exec_.finish(ws, None if code is None else channels.exit_status(code))
+
+        async def start() -> exec_.Session:
+            return Attached(process, log_path, streams, bool(record.spec.get("stdinOnce")), self.clock)
+
+        return await exec_.serve(request, streams, start, self.clock)
 
     async def port_forward(self, request: web.Request) -> web.StreamResponse:
         ns, name = request.match_info["namespace"], request.match_info["pod"]
@@ -89,7 +95,7 @@ class StreamingHandlers:
         try:
             if syncer is None:
                 raise ApiError(404, "NotFound", f'pod "{name}" not found on this node')
-            _websocket(request)
+            _upgrade(request)
         except ApiError as err:
             return _refuse(err)
         return await portforward.serve(request, f"{ns}/{name}", syncer.uid, self.clock)

@@ -2,10 +2,13 @@
 
 kubectl v1.32 (KUBECTL_PORT_FORWARD_WEBSOCKETS, on by default) offers the subprotocol
 `SPDY/3.1+portforward.k8s.io`: the messages carry the bytes of a SPDY connection
-(client-go tools/portforward tunneling_connection.go). For each local connection the client
-opens an `error` and a `data` stream with the same `requestID` and the pod's `port`; the agent
-connects to that port (pods share the node's network here: localhost) and copies both ways; a
-failure to connect is written on the error stream, as kubelet does.
+(client-go tools/portforward tunneling_connection.go). Its fallback, a plain `Upgrade: SPDY/3.1`
+with `X-Stream-Protocol-Version: portforward.k8s.io`, carries the same SPDY on the raw connection.
+
+For each local connection the client opens an `error` and a `data` stream with the same
+`requestID` and the pod's `port`; the agent connects to that port (pods share the node's network
+here: localhost) and copies both ways; a failure to connect is written on the error stream, as
+kubelet does.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import logging
 
 from aiohttp import WSMsgType, web
 
-from kubelite.agent.streaming import spdy
+from kubelite.agent.streaming import spdy, transport
+from kubelite.api.errors import ApiError
 from kubelite.clock import Clock, bounded
 
 log = logging.getLogger("kubelite.agent.portforward")
 
-PROTOCOL = "SPDY/3.1+portforward.k8s.io"
+SPDY_PROTOCOL = "portforward.k8s.io"
+PROTOCOL = "SPDY/3.1+" + SPDY_PROTOCOL  # tunnelled in WebSocket
 POD_HOST = "127.0.0.1"  # pods use the host network (README, isolation table)
 PAIR_TIMEOUT = 30.0  # kubelet's stream creation timeout: the second stream of a request must come by then
 READ_SIZE = 32 * 1024
@@ -109,23 +114,45 @@ class Forwarder:
 
 
 async def serve(request: web.Request, pod: str, uid: str, clock: Clock) -> web.StreamResponse:
+    """SPDY tunnelled in WebSocket (kubectl's default), or plain SPDY/3.1 (its fallback)."""
+    forwarder = Forwarder(pod, uid, clock)
+    try:
+        if transport.is_spdy(request):
+            return await _serve_spdy(request, forwarder)
+        return await _serve_tunnelled(request, forwarder)
+    finally:
+        forwarder.close()
+
+
+async def _serve_spdy(request: web.Request, forwarder: Forwarder) -> web.StreamResponse:
+    if SPDY_PROTOCOL not in transport.offered(request):
+        err = ApiError(403, "Forbidden", f"no supported stream protocol among {transport.offered(request)}; "
+                                         f"supported: [{SPDY_PROTOCOL}]")
+        return web.json_response(err.status(), status=err.code)
+    resp, conn = await transport.switch_to_spdy(request, SPDY_PROTOCOL)
+    try:
+        await transport.serve_spdy(conn, spdy.Session(conn.write, forwarder.on_stream))
+    finally:
+        conn.close()
+    return resp
+
+
+async def _serve_tunnelled(request: web.Request, forwarder: Forwarder) -> web.StreamResponse:
     ws = web.WebSocketResponse(protocols=(PROTOCOL,), max_msg_size=0)
     await ws.prepare(request)
     if ws.ws_protocol != PROTOCOL:
         await ws.close(message=b"port-forward needs the subprotocol " + PROTOCOL.encode())
         return ws
-    forwarder = Forwarder(pod, uid, clock)
     session = spdy.Session(ws.send_bytes, forwarder.on_stream)
     try:
         async for msg in ws:
             if msg.type == WSMsgType.BINARY:
                 await session.feed(msg.data)
     except spdy.ProtocolError as exc:
-        log.info("port-forward to %s ended: %s", pod, exc)
+        log.info("port-forward to %s ended: %s", forwarder.pod, exc)
     except ConnectionError:
         pass
     finally:
         session.close()
-        forwarder.close()
         await ws.close()
     return ws
