@@ -26,6 +26,19 @@ from tests.e2e.pods import apply_pod, get_pod, pod_phase, sh, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
+# kubectl's transports: WebSocket (its default) and SPDY/3.1, its fallback when the WebSocket upgrade fails
+TRANSPORTS = {"websocket": {}, "spdy": {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false",
+                                        "KUBECTL_PORT_FORWARD_WEBSOCKETS": "false"}}
+
+
+@pytest.fixture(params=sorted(TRANSPORTS))
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """kubectl (run with this process's environment) speaks the parameter's transport."""
+    chosen: dict[str, str] = TRANSPORTS[request.param]
+    for name, value in chosen.items():
+        monkeypatch.setenv(name, value)
+    return chosen
+
 
 @pytest.fixture(scope="module")
 def pod(up: ServerProcess) -> str:
@@ -90,7 +103,7 @@ EXIT_CASES = [
 
 
 @pytest.mark.parametrize(("script", "code"), [c[1:] for c in EXIT_CASES], ids=[c[0] for c in EXIT_CASES])
-def test_exec_exit_code(up: ServerProcess, pod: str, script: str, code: int) -> None:
+def test_exec_exit_code(up: ServerProcess, pod: str, transport: dict[str, str], script: str, code: int) -> None:
     res = up.kubectl("exec", pod, "--", "sh", "-c", script, check=False)
     assert res.returncode == code, res.stderr
 
@@ -107,7 +120,8 @@ OUTPUT_CASES = [
 
 @pytest.mark.parametrize(("command", "stdin", "expected"), [c[1:] for c in OUTPUT_CASES],
                          ids=[c[0] for c in OUTPUT_CASES])
-def test_exec_streams(up: ServerProcess, pod: str, command: list[str], stdin: str | None, expected: str) -> None:
+def test_exec_streams(up: ServerProcess, pod: str, transport: dict[str, str], command: list[str],
+                      stdin: str | None, expected: str) -> None:
     args = ["exec", *(["-i"] if stdin is not None else []), pod, "--", *command]
     res = up.kubectl(*args, stdin=stdin)
     assert res.stdout == expected
@@ -135,7 +149,7 @@ def test_exec_errors(up: ServerProcess, pod: str, args: list[str], message: str)
 
 # --- cp (tar through exec) -----------------------------------------------------------------------------
 
-def test_cp_both_ways(up: ServerProcess, pod: str, tmp_path: Path) -> None:
+def test_cp_both_ways(up: ServerProcess, pod: str, transport: dict[str, str], tmp_path: Path) -> None:
     src = tmp_path / "up.bin"
     src.write_bytes(os.urandom(200_000))
     up.kubectl("cp", str(src), f"{pod}:/scratch/up.bin")
@@ -161,8 +175,9 @@ def _port_forward(up: ServerProcess, target: str, ports: str) -> Iterator[subpro
         proc.wait(10)
 
 
-def test_port_forward_serves_http(up: ServerProcess) -> None:
+def test_port_forward_serves_http(up: ServerProcess, transport: dict[str, str]) -> None:
     pod_port, local = free_port(), free_port()
+    up.kubectl("delete", "pod", "web", "--ignore-not-found", "--grace-period=0", "--force")
     apply_pod(up, "web", [{"name": "web", "image": "busybox",
                            "command": ["python3", "-u", "-m", "http.server", str(pod_port), "--bind", "127.0.0.1"]}],
               terminationGracePeriodSeconds=1)
@@ -184,7 +199,8 @@ def test_port_forward_to_a_closed_port_reports_the_error(up: ServerProcess, pod:
 
 # --- attach --------------------------------------------------------------------------------------------
 
-def test_attach_with_stdin_once(up: ServerProcess) -> None:
+def test_attach_with_stdin_once(up: ServerProcess, transport: dict[str, str]) -> None:
+    up.kubectl("delete", "pod", "reader", "--ignore-not-found", "--grace-period=0", "--force")
     apply_pod(up, "reader", [sh("main", "while read l; do echo got:$l; done; echo bye", stdin=True, stdinOnce=True)],
               terminationGracePeriodSeconds=1, restartPolicy="Never")
     assert wait_for(lambda: pod_phase(up, "reader") == "Running")
@@ -199,9 +215,10 @@ def test_attach_with_stdin_once(up: ServerProcess) -> None:
 class Terminal:
     """kubectl in a real terminal: a detached tmux session of a fixed size."""
 
-    def __init__(self, up: ServerProcess, name: str, command: str) -> None:
+    def __init__(self, up: ServerProcess, name: str, command: str, extra_env: dict[str, str]) -> None:
         self.name = name
-        env = f"KUBECONFIG={shlex.quote(str(up.kubeconfig))} HOME={shlex.quote(str(up.home))}"
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in
+                       {"KUBECONFIG": str(up.kubeconfig), "HOME": str(up.home), **extra_env}.items())
         subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "100", "-y", "30",
                         f"env {env} {command}; echo rc=$?; sleep 60"], check=True)
 
@@ -232,8 +249,9 @@ def terminal(up: ServerProcess) -> Iterator[list[Terminal]]:
         t.close()
 
 
-def test_exec_tty_with_resize(up: ServerProcess, pod: str, terminal: list[Terminal]) -> None:
-    t = Terminal(up, f"exec-{os.getpid()}", f"kubectl exec -it {pod} -- sh")
+def test_exec_tty_with_resize(up: ServerProcess, pod: str, transport: dict[str, str],
+                              terminal: list[Terminal]) -> None:
+    t = Terminal(up, f"exec-{os.getpid()}", f"kubectl exec -it {pod} -- sh", transport)
     terminal.append(t)
     assert t.shows("#")
     t.type("tty; stty size")
@@ -244,8 +262,9 @@ def test_exec_tty_with_resize(up: ServerProcess, pod: str, terminal: list[Termin
     assert t.shows("24 80") and t.shows("rc=7"), t.screen()
 
 
-def test_run_interactive_and_removed(up: ServerProcess, terminal: list[Terminal]) -> None:
-    t = Terminal(up, f"run-{os.getpid()}", "kubectl run -it --rm shell --image=busybox --restart=Never -- sh")
+def test_run_interactive_and_removed(up: ServerProcess, transport: dict[str, str], terminal: list[Terminal]) -> None:
+    t = Terminal(up, f"run-{os.getpid()}", "kubectl run -it --rm shell --image=busybox --restart=Never -- sh",
+                 transport)
     terminal.append(t)
     # the shell's first prompt may come before kubectl attaches (only later output is streamed): as kubectl
     # suggests, press enter

@@ -74,9 +74,10 @@ class StreamingHandlers:
         try:
             syncer, record = self._running(request)
             streams = transport.Streams.of(request)
-            if streams.stdin and not record.spec.get("stdin"):
+            if streams.stdin and not (record.process is not None and record.process.has_stdin):
                 raise ApiError(400, "BadRequest", f'container "{record.name}" in pod "{syncer.pod["metadata"]["name"]}"'
-                                                  " does not take stdin (spec.containers[].stdin is not true)")
+                                                  " has no stdin to attach to (its spec does not set stdin or tty, or "
+                                                  "the agent restarted since it started)")
             _upgrade(request)
         except ApiError as err:
             return _refuse(err)

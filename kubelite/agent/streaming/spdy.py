@@ -1,6 +1,6 @@
 """The server side of a SPDY/3.1 connection (what moby/spdystream speaks for kubectl), over any byte stream.
 
-Only what port-forward needs: the client opens streams (SYN_STREAM, headers in a zlib stream
+Only what exec, attach and port-forward need: the client opens streams (SYN_STREAM, headers in a zlib stream
 primed with the SPDY dictionary, one compression context per direction for the whole
 connection), the server accepts each with a SYN_REPLY, data flows in DATA frames, FIN half-closes
 a stream, RST_STREAM ends it, PINGs are echoed and GOAWAY ends the connection. Flow control
