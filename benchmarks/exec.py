@@ -55,7 +55,8 @@ def main() -> None:
         finally:
             server.stop()
     for name, times in (("kubectl exec bench -- true", exec_times), ("kubectl get pod bench (baseline)", get_times)):
-        print(f"{name:34s} runs={len(times)}  p50={pct(times, 0.5) * 1000:.0f} ms  p99={pct(times, 0.99) * 1000:.0f} ms")
+        p50, p99 = pct(times, 0.5) * 1000, pct(times, 0.99) * 1000
+        print(f"{name:34s} runs={len(times)}  p50={p50:.0f} ms  p99={p99:.0f} ms")
 
 
 if __name__ == "__main__":
