@@ -27,6 +27,7 @@ from multidict import CIMultiDict
 from kubelite.api import errors
 from kubelite.apiserver import node_connection
 from kubelite.apiserver.logs import pick_container
+from kubelite.apiserver.registry.base import Obj
 from kubelite.apiserver.registry.pods import PODS, TERMINAL_PHASES
 from kubelite.apiserver.request import Target
 from kubelite.apiserver.rest import Registry
@@ -46,10 +47,9 @@ def _flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("1", "true", "t")
 
 
-def agent_path(request: web.Request, registry: Registry, target: Target) -> tuple[str, str]:
+def agent_path(request: web.Request, pod: Obj, target: Target) -> tuple[str, str]:
     """Validate the request as upstream's ExecREST/AttachREST/PortForwardREST: the agent's path for it, and
     what it reaches (for messages)."""
-    pod = registry.current(PODS, target.namespace, target.name)
     ns, name = target.namespace, target.name
     phase = (pod.get("status") or {}).get("phase")
     if phase in TERMINAL_PHASES:
@@ -68,8 +68,8 @@ def agent_path(request: web.Request, registry: Registry, target: Target) -> tupl
 async def proxy(request: web.Request, registry: Registry, tls: ssl.SSLContext, target: Target) -> web.StreamResponse:
     if request.method not in ("GET", "POST"):
         raise errors.method_not_allowed(request.method, f"pods/{target.subresource}")
-    path, what = agent_path(request, registry, target)
     pod = registry.current(PODS, target.namespace, target.name)
+    path, what = agent_path(request, pod, target)
     agent = node_connection.endpoint(registry, pod, what)
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(agent.host, agent.port, ssl=tls),
@@ -84,8 +84,13 @@ async def proxy(request: web.Request, registry: Registry, tls: ssl.SSLContext, t
         head += [f"{k}: {v}" for k in _FORWARDED for v in request.headers.getall(k, [])]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         status, headers = await _response_head(reader)
-        if status != 101:
-            body = await reader.read(int(headers.get("Content-Length", MAX_HEAD)))
+        if status != 101:  # the agent's refusal (a Status), passed on
+            length = headers.get("Content-Length", "")
+            try:
+                body = await reader.readexactly(int(length)) if length.isdigit() else await reader.read(MAX_HEAD)
+            except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                raise errors.ApiError(503, "ServiceUnavailable", f"the node agent's answer was cut short: {exc}") \
+                    from None
             return web.Response(status=status, body=body,
                                 content_type=headers.get("Content-Type", "text/plain").split(";")[0])
         resp = web.StreamResponse(status=101, reason="Switching Protocols",
@@ -118,7 +123,7 @@ async def _response_head(reader: asyncio.StreamReader) -> tuple[int, CIMultiDict
 
 
 class _ToAgent:
-    """Takes the place of aiohttp's WebSocket reader on the client's connection: its bytes go to the agent."""
+    """Takes the place of aiohttp's reader on the client's upgraded connection: its bytes go to the agent."""
 
     def __init__(self, client: asyncio.Transport, agent: asyncio.StreamWriter) -> None:
         self.client, self.agent = client, agent

@@ -7,9 +7,11 @@ sessions (`exec -it`, `run -it`) run kubectl in a real terminal under tmux.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shlex
 import shutil
+import signal
 import ssl
 import subprocess
 import time
@@ -20,9 +22,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from tests.conftest import ServerProcess, free_port
-from tests.e2e.pods import apply_pod, get_pod, pod_phase, sh, wait_for
+from tests.e2e.pods import agent_pid, apply_pod, get_pod, pod_phase, sh, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -55,7 +61,22 @@ def _agent(up: ServerProcess) -> str:
     return f"https://127.0.0.1:{node.stdout.strip()}"
 
 
-def _agent_get(url: str, cert: tuple[Path, Path] | None) -> int:
+def _foreign_certificate(directory: Path) -> tuple[Path, Path]:
+    """A client certificate the cluster CA did not sign (self-signed)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver-kubelet-client")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=1))
+            .not_valid_after(now + dt.timedelta(days=1)).sign(key, hashes.SHA256()))
+    crt, pem = directory / "foreign.crt", directory / "foreign.key"
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+    return crt, pem
+
+
+def _agent_get(url: str, cert: tuple[Path, Path] | None) -> int | str:
     ctx = ssl.create_default_context()
     ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
     if cert is not None:
@@ -65,28 +86,31 @@ def _agent_get(url: str, cert: tuple[Path, Path] | None) -> int:
             return int(resp.status)
     except urllib.error.HTTPError as err:
         return err.code
+    except (urllib.error.URLError, ssl.SSLError, ConnectionError):
+        return "TLS handshake refused"
 
 
 # --- the agent's endpoint authenticates its callers (issue 10, item 5) ---------------------------------
 
 AUTH_CASES = [
-    # (name, path, with the API server's client certificate, expected status)
-    ("healthz_is_open", "/healthz", False, 200),
-    ("logs_refuse_anonymous", "/containerLogs/default/box/main", False, 401),
-    ("exec_refuses_anonymous", "/exec/default/box/main?command=id&stdout=1", False, 401),
-    ("portforward_refuses_anonymous", "/portForward/default/box", False, 401),
-    ("attach_refuses_anonymous", "/attach/default/box/main?stdout=1", False, 401),
-    ("logs_serve_the_api_server", "/containerLogs/default/box/main", True, 200),
+    # (name, path, client certificate: none | apiserver | foreign, expected)
+    ("healthz_is_open", "/healthz", "none", 200),
+    ("logs_refuse_anonymous", "/containerLogs/default/box/main", "none", 401),
+    ("exec_refuses_anonymous", "/exec/default/box/main?command=id&stdout=1", "none", 401),
+    ("portforward_refuses_anonymous", "/portForward/default/box", "none", 401),
+    ("attach_refuses_anonymous", "/attach/default/box/main?stdout=1", "none", 401),
+    ("certificate_of_another_ca_is_refused", "/containerLogs/default/box/main", "foreign", "TLS handshake refused"),
+    ("logs_serve_the_api_server", "/containerLogs/default/box/main", "apiserver", 200),
 ]
 
 
-@pytest.mark.parametrize(("path", "authenticated", "expected"), [c[1:] for c in AUTH_CASES],
-                         ids=[c[0] for c in AUTH_CASES])
-def test_agent_endpoint_authentication(up: ServerProcess, pod: str, path: str, authenticated: bool,
-                                       expected: int) -> None:
+@pytest.mark.parametrize(("path", "cert", "expected"), [c[1:] for c in AUTH_CASES], ids=[c[0] for c in AUTH_CASES])
+def test_agent_endpoint_authentication(up: ServerProcess, pod: str, tmp_path: Path, path: str, cert: str,
+                                       expected: int | str) -> None:
     pki = up.data_dir / "pki"
-    cert = (pki / "apiserver-kubelet-client.crt", pki / "apiserver-kubelet-client.key") if authenticated else None
-    assert _agent_get(_agent(up) + path, cert) == expected
+    certs = {"none": None, "foreign": _foreign_certificate(tmp_path),
+             "apiserver": (pki / "apiserver-kubelet-client.crt", pki / "apiserver-kubelet-client.key")}
+    assert _agent_get(_agent(up) + path, certs[cert]) == expected
 
 
 def test_kubectl_logs_still_work_through_the_client_certificate(up: ServerProcess, pod: str) -> None:
@@ -277,3 +301,11 @@ def test_run_interactive_and_removed(up: ServerProcess, transport: dict[str, str
     assert t.shows("rc=4", timeout=30), t.screen()
     assert 'pod "shell" deleted' in t.screen()
     assert wait_for(lambda: get_pod(up, "shell") == {})
+
+
+def test_exec_after_the_agent_was_killed(up: ServerProcess, pod: str) -> None:
+    """(Last in the module: it restarts the agent.) A restarted agent (new port, re-adopted container) serves exec again as soon as its node says where."""
+    os.kill(agent_pid(up.proc.pid), signal.SIGKILL)
+    assert wait_for(lambda: up.kubectl("exec", pod, "--", "true", check=False).returncode == 0, 60)
+    assert up.kubectl("exec", pod, "--", "sh", "-c", "echo $GREETING").stdout == "hello\n"
+    assert up.kubectl("get", "pod", pod, "-o", "jsonpath={.status.containerStatuses[0].restartCount}").stdout == "0"
