@@ -19,19 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import signal
 import stat
-import struct
 import subprocess
-import termios
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from kubelite.agent.cgroups import Cgroups, Limits
-from kubelite.agent.runtime import cri_log
+from kubelite.agent.runtime import cri_log, terminal
 from kubelite.agent.runtime.interface import KILLED, Exit, Handle
 from kubelite.clock import Clock
 
@@ -46,16 +43,6 @@ _DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 
 # agent's own 077 keeps its logs and checkpoints private).
 SHIM = (f'exec 3>&2 2>/dev/null; x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; '
         '(umask 022; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
-
-
-# With a terminal: the shim leads a new session whose controlling terminal is its stdin, the pty's slave
-# (util-linux setsid; the child is no process group leader, so setsid does not fork and the pid is the shim's).
-SETSID_CTTY = ("setsid", "--ctty")
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    while data:
-        data = data[os.write(fd, data):]
 
 
 @dataclass
@@ -83,8 +70,7 @@ class _Stdio:
 
     @classmethod
     def pty(cls) -> _Stdio:
-        master, slave = os.openpty()
-        os.set_blocking(master, False)
+        master, slave = terminal.open_pty()
         return cls((slave, slave, slave), [(master, STREAMS[0][1])], terminal=master)
 
     def close_child(self) -> None:
@@ -143,7 +129,7 @@ class Process(Handle):
         fd = self._terminal() if self.terminal is not None else self.stdin_fd
         if fd is not None and data:
             with contextlib.suppress(OSError):  # the container is gone, or closed its stdin
-                await asyncio.to_thread(_write_all, fd, data)
+                await asyncio.to_thread(terminal.write_all, fd, data)
 
     def close_stdin(self) -> None:
         """EOF on the stdin pipe; a terminal stays (it hangs up only when the container ends)."""
@@ -154,8 +140,7 @@ class Process(Handle):
     def resize(self, width: int, height: int) -> None:
         fd = self._terminal()
         if fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+            terminal.resize(fd, width, height)
 
     def checkpoint(self) -> dict[str, Any]:
         return {**super().checkpoint(), "ticks": self.ticks, "state": str(self.state), "cgroup": self.cgroup}
@@ -180,7 +165,7 @@ class ProcessRuntime:
         io = _Stdio.pty() if tty else _Stdio.pipes(state, stdin)
         shim = ["/bin/sh", "-c", SHIM, "kubelite-shim", str(state.with_suffix(".exit")), " ".join(procs), *argv]
         try:
-            child = subprocess.Popen([*SETSID_CTTY, *shim] if tty else shim, env=env, cwd=cwd or None,
+            child = subprocess.Popen([*terminal.SETSID_CTTY, *shim] if tty else shim, env=env, cwd=cwd or None,
                                      stdin=io.child[0], stdout=io.child[1], stderr=io.child[2],
                                      start_new_session=not tty)
         except OSError:

@@ -18,18 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import signal
-import struct
 import subprocess
-import termios
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
 from aiohttp import web
 
+from kubelite.agent.runtime import terminal
 from kubelite.agent.streaming import channels
 from kubelite.agent.streaming.transport import Channels, Refused, Streams, open_channels
 from kubelite.api.errors import ApiError
@@ -38,10 +36,6 @@ from kubelite.clock import Clock, bounded
 log = logging.getLogger("kubelite.agent.exec")
 
 READ_SIZE = 32 * 1024
-# A new session whose controlling terminal is stdin, the pty's slave (util-linux setsid; the child is no
-# process group leader, so setsid(1) does not fork and its pid stays the session's). Not preexec_fn: uvloop
-# runs it before the child's descriptors are in place.
-SETSID_CTTY = ("setsid", "--ctty", "--wait")
 DRAIN_AFTER_EXIT = 2.0  # output still buffered when the command ended (a background child may hold the tty)
 
 
@@ -55,10 +49,10 @@ class Command:
     @classmethod
     async def start(cls, argv: list[str], env: dict[str, str], cwd: str | None, streams: Streams) -> Command:
         if streams.tty:
-            master, slave = os.openpty()
+            master, slave = terminal.open_pty()
             try:
                 proc = await asyncio.create_subprocess_exec(
-                    *SETSID_CTTY, *argv, env=env, cwd=cwd or None, stdin=slave, stdout=slave, stderr=slave)
+                    *terminal.SETSID_CTTY, *argv, env=env, cwd=cwd or None, stdin=slave, stdout=slave, stderr=slave)
             except (OSError, subprocess.SubprocessError):
                 os.close(master)
                 raise
@@ -82,7 +76,7 @@ class Command:
 
     async def write(self, data: bytes) -> None:
         if self.master is not None:
-            await asyncio.to_thread(_write_all, self.master, data)
+            await asyncio.to_thread(terminal.write_all, self.master, data)
         elif self.proc.stdin is not None and not self.proc.stdin.is_closing():
             self.proc.stdin.write(data)
             with contextlib.suppress(ConnectionError):
@@ -94,8 +88,7 @@ class Command:
 
     def resize(self, width: int, height: int) -> None:
         if self.master is not None:
-            with contextlib.suppress(OSError):
-                fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+            terminal.resize(self.master, width, height)
 
     async def wait(self) -> int:
         code = await self.proc.wait()
@@ -112,11 +105,6 @@ class Command:
             self.master = None
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    while data:
-        data = data[os.write(fd, data):]
-
-
 async def _read_stream(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
     while chunk := await stream.read(READ_SIZE):
         yield chunk
@@ -130,13 +118,14 @@ async def _read_fd(fd: int) -> AsyncIterator[bytes]:
     def readable() -> None:
         try:
             chunk = os.read(fd, READ_SIZE)
-        except OSError:
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: every slave descriptor is closed
             chunk = b""
         if not chunk:
             loop.remove_reader(fd)
         queue.put_nowait(chunk)
 
-    os.set_blocking(fd, False)
     loop.add_reader(fd, readable)
     try:
         while chunk := await queue.get():
