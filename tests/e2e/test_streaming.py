@@ -304,7 +304,8 @@ def test_run_interactive_and_removed(up: ServerProcess, transport: dict[str, str
 
 
 def test_exec_after_the_agent_was_killed(up: ServerProcess, pod: str) -> None:
-    """(Last in the module: it restarts the agent.) A restarted agent (new port, re-adopted container) serves exec again as soon as its node says where."""
+    """(Last in the module: it restarts the agent.) A restarted agent (new port, re-adopted container)
+    serves exec again as soon as its node says where."""
     os.kill(agent_pid(up.proc.pid), signal.SIGKILL)
     assert wait_for(lambda: up.kubectl("exec", pod, "--", "true", check=False).returncode == 0, 60)
     assert up.kubectl("exec", pod, "--", "sh", "-c", "echo $GREETING").stdout == "hello\n"
