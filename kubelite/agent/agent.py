@@ -18,9 +18,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
-from kubelite.agent import checkpoint, housekeeping, logs
+from kubelite.agent import checkpoint, housekeeping, server
 from kubelite.agent.config import NodeConfig
 from kubelite.agent.eviction import wiring as eviction
 from kubelite.agent.eviction.host_stats import PodPaths
@@ -36,7 +34,6 @@ from kubelite.agent.termination import MIN_STOP_WINDOW
 from kubelite.agent.volumes.manager import VolumeManager
 from kubelite.agent.volumes.objects import ObjectWatcher, Ref
 from kubelite.agent.volumes.tokens import TokenManager
-from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.informer import Handlers, Informer
@@ -52,7 +49,8 @@ TERMINAL = ("Succeeded", "Failed")
 
 class Agent:
     def __init__(self, client: Client, clock: Clock, node_name: str, data_dir: Path, config: NodeConfig,
-                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0, proxy: Proxier | None = None) -> None:
+                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0, proxy: Proxier | None = None,
+                 client_ca: bytes | None = None) -> None:
         self.client = client
         self.clock = clock
         self.node_name = node_name
@@ -64,6 +62,7 @@ class Agent:
         self.services = Informer(client, "/api/v1/services", clock)  # for service links (service_env)
         self.base_env = NodeEnv({"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"},
                                 self.services.store.values)
+        self.client_ca = client_ca  # who may call the agent's endpoint (server.py): the API server's CA
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
                                  lambda: self.eviction.conditions())
@@ -220,15 +219,11 @@ class Agent:
     # --- lifecycle ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        app = web.Application()
-        app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
-        app.router.add_get("/healthz", self._healthz)
-        runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host_ip, self.port)
-        await site.start()
-        if not self.port:
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        cert, key = server.ensure_serving_cert(self.data_dir / "pki", self.host_ip)
+        endpoint = server.AgentServer(server.routes(self._running_pod, self.clock), self.host_ip, self.port,
+                                      server.tls_context(cert, key, self.client_ca))
+        await endpoint.start()
+        self.port = endpoint.port
         tasks: list[asyncio.Task[None]] = []
         try:
             await self.node.register()
@@ -258,21 +253,14 @@ class Agent:
             if self.proxy is not None:
                 await self.proxy.cleanup()
             await self.objects.close()
-            await runner.cleanup()
+            await endpoint.stop()
 
     async def _pods_after_services(self) -> None:
         """Pods start only once the Services are listed, so their service links are complete (as kubelet)."""
         await self.services.synced.wait()
         await self.pods.run()
 
-    async def _healthz(self, request: web.Request) -> web.StreamResponse:
-        return web.Response(text="ok")
-
-    async def _logs(self, request: web.Request) -> web.StreamResponse:
-        ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
-        syncer = next((s for s in self.syncers.values()
-                       if s.pod["metadata"]["name"] == name and s.pod["metadata"]["namespace"] == ns), None)
-        if syncer is None:
-            return web.json_response(ApiError(404, "NotFound", f'pod "{name}" not found on this node').status(),
-                                     status=404)
-        return await logs.serve(request, syncer, container, self.clock)
+    def _running_pod(self, namespace: str, name: str) -> PodSync | None:
+        """The pod this agent runs (or ran: its logs stay readable until the object is gone)."""
+        return next((s for s in self.syncers.values()
+                     if s.pod["metadata"]["name"] == name and s.pod["metadata"]["namespace"] == namespace), None)

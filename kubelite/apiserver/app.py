@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import ssl
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class ApiServer:
     tokens: frozenset[str] = frozenset()  # empty: no authentication (--insecure, loopback only)
     server_address: str = "127.0.0.1:6443"
     service_cidr: str = DEFAULT_SERVICE_CIDR  # --service-cluster-ip-range
+    agent_tls: ssl.SSLContext | None = None  # TLS with the client certificate towards node agents (logs, exec)
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
     ready: bool = field(default=False, init=False)
@@ -53,7 +55,7 @@ class ApiServer:
     def __post_init__(self) -> None:
         self.caches = Caches(self.store, RESOURCES)
         self.registry = Registry(self.store, self.caches, self.clock)
-        self.handlers = ResourceHandlers(self.registry)
+        self.handlers = ResourceHandlers(self.registry, self.agent_tls)
         configure_services(self.registry.strategies, self.clock, self.service_cidr)
 
     async def start(self) -> None:

@@ -29,7 +29,8 @@ AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscover
 _SUB_KIND = {"binding": ("", "v1", "Binding"), "eviction": ("policy", "v1", "Eviction"),
              "scale": ("autoscaling", "v1", "Scale")}
 _SUB_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"], "eviction": ["create"],
-              "log": ["get"], "scale": ["get", "patch", "update"], "finalize": ["update"]}
+              "log": ["get"], "scale": ["get", "patch", "update"], "finalize": ["update"],
+              "exec": ["create", "get"], "attach": ["create", "get"], "portforward": ["create", "get"]}
 
 
 def groups() -> dict[str, list[Resource]]:

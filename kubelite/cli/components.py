@@ -23,6 +23,7 @@ from typing import Any
 import uvloop
 
 from kubelite.agent import config as node_config
+from kubelite.agent import server
 from kubelite.agent.agent import Agent
 from kubelite.agent.cgroups import Cgroups
 from kubelite.agent.proxy import nft
@@ -39,7 +40,7 @@ from kubelite.scheduler.scheduler import Scheduler
 
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
               port: int, shutdown_grace: float | None = None, protect: Sequence[Path] = (),
-              proxy_mode: str = "none") -> int:
+              proxy_mode: str = "none", client_ca_file: Path | None = None) -> int:
     """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
     cfg = node_config.load(config_file)
     if shutdown_grace is not None:
@@ -49,8 +50,10 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)
     runtime = ProcessRuntime(RealClock(), Cgroups.detect())
+    client_ca = client_ca_file.read_bytes() if client_ca_file else server.client_ca_from_kubeconfig(kubeconfig)
     uvloop.run(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address,
-                                                  port, proxy=service_proxy(proxy_mode, client)).run(),
+                                                  port, proxy=service_proxy(proxy_mode, client),
+                                                  client_ca=client_ca).run(),
                              ApiClient.from_kubeconfig(kubeconfig)))
     return 0
 

@@ -61,6 +61,8 @@ def parser() -> argparse.ArgumentParser:
                        help="a directory no container may see (repeatable); the agent's --data-dir always is one")
     agent.add_argument("--proxy-mode", choices=["nftables", "none"], default="nftables",
                        help="how the agent routes Service ClusterIP/NodePort traffic (none: no service proxy)")
+    agent.add_argument("--client-ca-file", type=Path, default=None,
+                       help="CA whose client certificates may call the agent's endpoint (default: the kubeconfig's)")
     agent.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sched = sub.add_parser("scheduler", help="run the scheduler alone, as a client of an API server")
     sched.add_argument("--kubeconfig", type=Path, required=True)
@@ -117,7 +119,7 @@ def _main(argv: list[str] | None) -> int:
         try:
             return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
                                         args.address, args.port, args.shutdown_grace_period, args.protect_path,
-                                        args.proxy_mode)
+                                        args.proxy_mode, args.client_ca_file)
         except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2

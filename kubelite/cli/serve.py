@@ -28,7 +28,7 @@ from aiohttp import web
 
 from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
-from kubelite.apiserver import encryption, pki
+from kubelite.apiserver import encryption, node_connection, pki
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.encryption import EncryptionConfigError, PrefixTransformer, TransformError
@@ -128,13 +128,17 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         tokens: frozenset[str] = frozenset()
         ca = None
         token = None
+        # The CA also signs the API server's client certificate towards node agents, --insecure or not.
+        cluster_ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host, kubernetes_service_ip(opts.service_cidr)])
+        agent_tls = node_connection.client_context(*pki.ensure_agent_client(data / "pki"))
         if not opts.insecure:
-            ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host, kubernetes_service_ip(opts.service_cidr)])
+            ca = cluster_ca
             token = pki.ensure_token(data / "admin.token")
             tokens = frozenset([token])
             ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ssl_ctx.load_cert_chain(crt, key)
-        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", opts.service_cidr)
+        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", service_cidr=opts.service_cidr,
+                           agent_tls=agent_tls)
         await server.start()
         cleanup.push_async_callback(server.stop)
         runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
@@ -178,6 +182,7 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
                 socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1",
                 "--protect-path", str(opts.data_dir),  # admin token, CA key, state.db: never in a container
+                "--client-ca-file", str(opts.data_dir / "pki" / "ca.crt"),  # only the API server may call it
                 # `up` stopping is this node going away: its pods stop with it (graceful node shutdown)
                 "--shutdown-grace-period", str(UP_SHUTDOWN_GRACE)]
         if opts.node_config is not None:
