@@ -20,11 +20,12 @@ from typing import Any
 
 from aiohttp import web
 
-from kubelite.agent import checkpoint, housekeeping, logs
+from kubelite.agent import checkpoint, housekeeping, logs, stats
 from kubelite.agent.config import NodeConfig
 from kubelite.agent.eviction import wiring as eviction
 from kubelite.agent.eviction.host_stats import PodPaths
 from kubelite.agent.loops import forever
+from kubelite.agent.metrics import KubeletMetrics, add_routes
 from kubelite.agent.node import NodeReporter, host_capacity
 from kubelite.agent.pod_sync import PodSync
 from kubelite.agent.pod_workers import PodWorkers
@@ -73,6 +74,10 @@ class Agent:
                                                           self.pod_workers.could_have_running_containers,
                                                           self._pod_paths))
         self._background: set[asyncio.Future[Any]] = set()
+        self.metrics = KubeletMetrics(clock, self._census)
+        self.pod_workers.on_sync = self.metrics.pod_synced
+        self.resource_stats = stats.ResourceStats(clock, self._running_containers, getattr(runtime, "cgroups", None),
+                                                  node_name)
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 
@@ -94,6 +99,7 @@ class Agent:
         return syncer
 
     def _pod_seen(self, pod: Obj) -> None:
+        self.metrics.pod_seen(pod)
         uid = pod["metadata"]["uid"]
         finished = self.pod_workers.is_finished(uid)  # ran to its end on this node: never started again
         if uid in self.pod_workers.pods and not finished:
@@ -112,6 +118,7 @@ class Agent:
 
     def _pod_gone(self, pod: Obj) -> None:
         uid = pod["metadata"].get("uid", "")
+        self.metrics.pod_gone(uid)
         self.status.forget(uid)
         if self.pod_workers.could_have_running_containers(uid):
             self.pod_workers.remove_pod(uid)  # force-deleted: the processes still get stopped (short grace)
@@ -189,6 +196,26 @@ class Agent:
                      if cgroups is not None and getattr(p, "cgroup", None)},
             process_groups={name: [p.pid] for name, p in live if real})
 
+    def _running_containers(self) -> list[stats.ContainerRef]:
+        """The container instances running here as processes (hollow containers use nothing)."""
+        if not self.runtime.sandboxed:
+            return []
+        return stats.refs_of((s.pod, r.name, r.process) for s in self.syncers.values() for r in s.records
+                             if r.running)
+
+    def _census(self) -> tuple[int, dict[str, int]]:
+        """(pods with a running container, containers by kubelet's container_state) for /metrics."""
+        pods, states = 0, {"running": 0, "exited": 0, "created": 0}
+        for uid, s in self.syncers.items():
+            if not self.pod_workers.could_have_running_containers(uid):
+                continue
+            running = sum(r.running for r in s.records)
+            pods += running > 0
+            states["running"] += running
+            states["exited"] += sum(not r.running and r.exit is not None for r in s.records)
+            states["created"] += sum(not r.running and r.exit is None and r.ever_started for r in s.records)
+        return pods, states
+
     async def _clean_up_orphans(self) -> None:
         """After the first list: stop the processes of checkpointed pods that are gone, remove stray dirs."""
         await self.pods.synced.wait()
@@ -206,6 +233,7 @@ class Agent:
         app = web.Application()
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         app.router.add_get("/healthz", self._healthz)
+        add_routes(app, self.metrics, self.resource_stats)
         runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.host_ip, self.port)
@@ -218,7 +246,7 @@ class Agent:
             tasks = [asyncio.create_task(forever(self.clock, name, loop)) for name, loop in (
                 ("node heartbeat", self.node.heartbeat), ("pod informer", self.pods.run),
                 ("status manager", self.status.run), ("event sender", self.events.run),
-                ("eviction manager", self.eviction.run))]
+                ("eviction manager", self.eviction.run), ("resource stats", self.resource_stats.run))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
             await asyncio.gather(*tasks)
         finally:

@@ -11,6 +11,7 @@ from aiohttp import web
 from yarl import URL
 
 from kubelite.api import errors, validation
+from kubelite.apiserver.registry.base import Obj
 from kubelite.apiserver.registry.core import NODES
 from kubelite.apiserver.registry.pods import PODS, all_containers
 from kubelite.apiserver.request import parse_bool, parse_int
@@ -46,6 +47,16 @@ def log_options(request: web.Request, name: str) -> dict[str, str]:
     return {k: q[k] for k in LOG_PARAMS if k in q}
 
 
+def agent_url(node: Obj | None, path: str) -> URL | None:
+    """The node agent's URL for `path`: the node's InternalIP and its kubeletEndpoint port (None if unknown)."""
+    status = (node or {}).get("status") or {}
+    port = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint", {}).get("Port")
+    address = next((a["address"] for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), None)
+    if not port or not address:
+        return None
+    return URL.build(scheme="http", host=address, port=int(port), path=path)
+
+
 async def proxy(request: web.Request, registry: Registry, namespace: str, name: str) -> web.StreamResponse:
     pod = registry.current(PODS, namespace, name)
     params = log_options(request, name)
@@ -60,14 +71,10 @@ async def proxy(request: web.Request, registry: Registry, namespace: str, name: 
     if not node_name:
         raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
                                  "ContainerCreating")
-    node = registry.caches[NODES].get("", node_name)
-    port = (((node or {}).get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint", {}).get("Port")
-    address = next((a["address"] for a in ((node or {}).get("status") or {}).get("addresses") or []
-                    if a.get("type") == "InternalIP"), None)
-    if not port or not address:
-        raise errors.ApiError(503, "ServiceUnavailable", f'no node agent serves logs for node "{node_name}"')
     params["container"] = container
-    url = URL.build(scheme="http", host=address, port=int(port), path=f"/containerLogs/{namespace}/{name}/{container}")
+    url = agent_url(registry.caches[NODES].get("", node_name), f"/containerLogs/{namespace}/{name}/{container}")
+    if url is None:
+        raise errors.ApiError(503, "ServiceUnavailable", f'no node agent serves logs for node "{node_name}"')
     try:
         session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
         async with session, session.get(url, params=params) as upstream:
