@@ -293,8 +293,8 @@ class _ResourceCollector(Collector):
                                 "Current working set of the container in bytes", labels=labels)
         start = GaugeMetricFamily("container_start_time_seconds", "Start time of the container since unix epoch "
                                   "in seconds", labels=labels)
-        pod_cpu = CounterMetricFamily("pod_cpu_usage_seconds_total",
-                                      "Cumulative cpu time consumed by the pod in core-seconds", labels=["pod", "namespace"])
+        pod_cpu = CounterMetricFamily("pod_cpu_usage_seconds_total", "Cumulative cpu time consumed by the pod in "
+                                      "core-seconds", labels=["pod", "namespace"])
         pod_mem = GaugeMetricFamily("pod_memory_working_set_bytes", "Current working set of the pod in bytes",
                                     labels=["pod", "namespace"])
         pods: dict[tuple[str, str], list[Sample]] = {}

@@ -162,9 +162,9 @@ class MetricsApi:
         for pod in pods:
             found = usage.get(pod["metadata"].get("uid", ""))
             if found is not None:
-                items.append({"kind": "PodMetrics", "apiVersion": GROUP_VERSION, "metadata": self._meta(pod["metadata"]),
-                              "timestamp": found["timestamp"], "window": self._window(),
-                              "containers": found["containers"]})
+                items.append({"kind": "PodMetrics", "apiVersion": GROUP_VERSION,
+                              "metadata": self._meta(pod["metadata"]), "timestamp": found["timestamp"],
+                              "window": self._window(), "containers": found["containers"]})
         if name:
             if not items:
                 raise errors.not_found("podmetrics", f"{namespace}/{name}", GROUP)
