@@ -18,8 +18,8 @@ memory working set) and `/metrics/resource` (Prometheus text with sample timesta
   eviction manager computes it (host_stats.node_memory).
 
 Samples are taken every `interval` seconds (cAdvisor's housekeeping) and on demand when the
-latest is older than `min_window`, so a rate always covers a recent window of at least
-`min_window`. Reading /proc is blocking I/O: it runs in a thread.
+latest is older than `min_window` or a container started or stopped since, so a rate covers a
+recent window and a new container is measured as soon as it runs. Reading /proc is blocking I/O: it runs in a thread.
 """
 
 from __future__ import annotations
@@ -179,11 +179,12 @@ class ResourceStats:
             await self.clock.sleep(self.interval)
 
     async def refresh(self) -> Snapshot:
-        """A fresh sample unless the latest is younger than `min_window`."""
+        """A fresh sample, unless the latest is younger than `min_window` and saw the same containers."""
         async with self._lock:
             node = self.snapshot.node
-            if node is None or self.clock.monotonic() - node.current.at >= self.min_window:
-                refs = list(self.containers())
+            refs = list(self.containers())
+            if node is None or self.clock.monotonic() - node.current.at >= self.min_window or \
+                    {r.key for r in refs} != set(self.snapshot.containers):  # a container started or stopped
                 readings = await asyncio.to_thread(self.read, refs)
                 self.record(refs, *readings)
         return self.snapshot
@@ -209,12 +210,21 @@ class ResourceStats:
         """Keep each counter's two latest samples; a new container's earlier sample is its start (zero CPU)."""
         old = self.snapshot
         wall = self.clock.now()
-        snap = Snapshot(wall, Usage(None, node, old.node.current if old.node else None))
+        snap = Snapshot(wall, Usage(None, node, self._earlier(old.node, node)))
         for ref, sample in zip(refs, samples, strict=True):
             seen = old.containers.get(ref.key)
             start = Sample(sample.at - max(0.0, wall - ref.started), 0.0)
-            snap.containers[ref.key] = Usage(ref, sample, seen.current if seen else start)
+            snap.containers[ref.key] = Usage(ref, sample, self._earlier(seen, sample) if seen else start)
         self.snapshot = snap
+
+    def _earlier(self, seen: Usage | None, sample: Sample) -> Sample | None:
+        """The sample a new rate starts from: the latest one, unless that is younger than `min_window` (a
+        resample for a new container) and an older one exists, so that no rate covers a sliver of time."""
+        if seen is None:
+            return None
+        if sample.at - seen.current.at >= self.min_window or seen.previous is None:
+            return seen.current
+        return seen.previous
 
     # --- presentation ------------------------------------------------------------------------------
 

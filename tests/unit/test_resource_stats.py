@@ -206,3 +206,25 @@ async def test_resource_metrics_exposition_names_labels_and_timestamps(tmp_path:
     assert sample.value == 3 * PAGE_SIZE and sample.timestamp == pytest.approx(1_700_000_001.0)
     assert "container_cpu_usage_seconds_total{" in text and "node_cpu_usage_seconds_total " in text
     assert families["scrape_error"].samples[0].value == 0
+
+
+async def test_a_new_container_is_sampled_at_once_without_shortening_the_others_windows(tmp_path: Path) -> None:
+    clock = FakeClock(start=1_700_000_000.0)
+    host = FakeHost(tmp_path)
+    (tmp_path / "43").mkdir()
+    (tmp_path / "43" / "stat").write_text(_stat(43, "sleep", 1, 43, 0, 0, 0, 0, 1))
+    refs = [REF]
+    stats = ResourceStats(clock, lambda: refs, None, "node-1", proc=tmp_path, min_window=1.0)
+    await clock.advance(1.0)
+    host.set(CLOCK_TICKS, CLOCK_TICKS)
+    await stats.refresh()
+    await clock.advance(2.0)
+    host.set(3 * CLOCK_TICKS, 3 * CLOCK_TICKS)
+    await stats.refresh()  # two CPU seconds in two seconds
+    await clock.advance(0.2)
+    new = ContainerRef("default", "other", "uid-2", "main", started=clock.now() - 0.1, pid=43)
+    refs.append(new)
+    await stats.refresh()  # within min_window, but a container started: sampled now
+    assert new.key in stats.snapshot.containers and stats.snapshot.containers[new.key].nanocores == 0
+    # the busy container's rate still spans at least min_window (from the sample before last), not 0.2 s
+    assert stats.snapshot.containers[REF.key].nanocores == round(2 / 2.2 * 1e9)
