@@ -6,7 +6,8 @@ with upstream's labels and buckets, and `apiserver_current_inflight_requests{req
 requests that are not long-running (watches are not counted in flight, as upstream's
 max-in-flight filter). `apiserver_storage_objects{resource}` is read from the watch cache when
 scraped, so it costs nothing per request. Labels come from the path as upstream's
-RequestInfoFactory reads it, independent of what the server serves.
+RequestInfoFactory reads it; a path naming no served resource or subresource is labelled
+`other`, so no client can add series by inventing paths.
 
 The registry is the server's own (never prometheus_client's global one); under `kubelite
 server`/`up` the composition root may add the in-process components' registries (`include`), so
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -26,7 +28,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubelite.api.errors import ApiError
+from kubelite.apiserver import metrics_api
 from kubelite.apiserver.cache import Caches
+from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.request import APPLY_PATCH, media_type, parse_bool
 from kubelite.clock import Clock
 
@@ -43,6 +47,8 @@ NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 NON_RESOURCE_PATHS = frozenset({"/", "/api", "/apis", "/healthz", "/livez", "/readyz", "/metrics", "/version",
                                 "/openapi/v2", "/openapi/v3"})
 _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_SERVED = {(r.group, r.version, r.plural): r.subresources for r in (*RESOURCES, *metrics_api.RESOURCES)}
+_SERVED["", "v1", "bindings"] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +80,13 @@ def request_info(method: str, path: str, watch: bool = False, apply: bool = Fals
         if len(rest) > 2 and rest[2] not in NAMESPACE_SUBRESOURCES:
             rest = rest[2:]
     resource = rest[0]
+    subresources = _SERVED.get((group, version, resource))
+    if subresources is None:  # not a served resource: one label for all, so no path can add series
+        return RequestInfo(method, subresource="other", dry_run=dry_run)
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
+    if subresource and subresource not in subresources:
+        subresource = "other"
     scope = "resource" if name or method == "POST" else "namespace" if namespace else "cluster"
     verb = method
     if method in ("GET", "HEAD"):
@@ -123,6 +134,9 @@ class ApiServerMetrics:
         self._kinds = {kind: self.inflight.labels(kind) for kind in ("readOnly", "mutating")}
         self.registry.register(_StorageObjects(caches))
         self.included: list[CollectorRegistry] = []
+        # (labels, code) → its counter and histogram children: prometheus_client's labels() lookup costs more than
+        # the updates themselves, and a server sees few distinct label sets
+        self._children: dict[tuple[RequestInfo, int], tuple[Any, Any]] = {}
 
     def include(self, registry: CollectorRegistry) -> None:
         """Serve another in-process component's registry at this server's `/metrics` too."""
@@ -153,10 +167,14 @@ class ApiServerMetrics:
                 self.record(info, code, self.clock.monotonic() - started)
 
     def record(self, info: RequestInfo, code: int, seconds: float) -> None:
-        labels = (info.verb, info.dry_run, info.group, info.version, info.resource, info.subresource, info.scope,
-                  COMPONENT)
-        self.requests.labels(*labels, str(code)).inc()
-        self.durations.labels(*labels).observe(seconds)
+        children = self._children.get((info, code))
+        if children is None:
+            labels = (info.verb, info.dry_run, info.group, info.version, info.resource, info.subresource, info.scope,
+                      COMPONENT)
+            children = self._children[(info, code)] = (self.requests.labels(*labels, str(code)),
+                                                       self.durations.labels(*labels))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def response(self) -> web.Response:
         body = b"".join(generate_latest(r) for r in (self.registry, *self.included))

@@ -61,6 +61,14 @@ R = RequestInfo
      R("GET", subresource="/openapi/v3/*")),
     ("unknown paths are 'other' (bounded cardinality)", "GET", "/favicon.ico", False, False,
      R("GET", subresource="other")),
+    ("a resource the server does not serve is 'other'", "GET", "/api/v1/namespaces/ns/widgets", False, False,
+     R("GET", subresource="other")),
+    ("an unknown subresource is 'other'", "GET", "/api/v1/namespaces/ns/pods/web/x9", False, False,
+     R("GET", "", "v1", "pods", "other", "resource", True)),
+    ("the top-level bindings collection", "POST", "/api/v1/namespaces/ns/bindings", False, False,
+     R("POST", "", "v1", "bindings", "", "resource", True)),
+    ("pod logs keep their subresource", "GET", "/api/v1/namespaces/ns/pods/web/log", False, False,
+     R("GET", "", "v1", "pods", "log", "resource", True)),
 ])
 def test_request_labels(name: str, method: str, path: str, watch: bool, apply: bool, want: RequestInfo) -> None:
     assert request_info(method, path, watch, apply) == want
