@@ -20,16 +20,17 @@ from typing import Any
 
 from aiohttp import web
 
-from kubelite.agent import checkpoint, housekeeping, logs, stats
+from kubelite.agent import checkpoint, housekeeping, logs
 from kubelite.agent.config import NodeConfig
 from kubelite.agent.eviction import wiring as eviction
 from kubelite.agent.eviction.host_stats import PodPaths
 from kubelite.agent.loops import forever
-from kubelite.agent.metrics import KubeletMetrics, add_routes
+from kubelite.agent.metrics import KubeletMetrics, add_routes, census, running_containers
 from kubelite.agent.node import NodeReporter, host_capacity
 from kubelite.agent.pod_sync import PodSync
 from kubelite.agent.pod_workers import PodWorkers
 from kubelite.agent.runtime.interface import Runtime
+from kubelite.agent.stats import ResourceStats
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
 from kubelite.api.errors import ApiError
@@ -74,10 +75,11 @@ class Agent:
                                                           self.pod_workers.could_have_running_containers,
                                                           self._pod_paths))
         self._background: set[asyncio.Future[Any]] = set()
-        self.metrics = KubeletMetrics(clock, self._census)
+        self.metrics = KubeletMetrics(clock, lambda: census(self.syncers,
+                                                            self.pod_workers.could_have_running_containers))
         self.pod_workers.on_sync = self.metrics.pod_synced
-        self.resource_stats = stats.ResourceStats(clock, self._running_containers, getattr(runtime, "cgroups", None),
-                                                  node_name)
+        self.resource_stats = ResourceStats(clock, lambda: running_containers(self.runtime, self.syncers),
+                                            getattr(runtime, "cgroups", None), node_name)
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 
@@ -195,26 +197,6 @@ class Agent:
             cgroups={name: cgroups.dirs["memory"] / str(getattr(p, "cgroup", "")) for name, p in live
                      if cgroups is not None and getattr(p, "cgroup", None)},
             process_groups={name: [p.pid] for name, p in live if real})
-
-    def _running_containers(self) -> list[stats.ContainerRef]:
-        """The container instances running here as processes (hollow containers use nothing)."""
-        if not self.runtime.sandboxed:
-            return []
-        return stats.refs_of((s.pod, r.name, r.process) for s in self.syncers.values() for r in s.records
-                             if r.running)
-
-    def _census(self) -> tuple[int, dict[str, int]]:
-        """(pods with a running container, containers by kubelet's container_state) for /metrics."""
-        pods, states = 0, {"running": 0, "exited": 0, "created": 0}
-        for uid, s in self.syncers.items():
-            if not self.pod_workers.could_have_running_containers(uid):
-                continue
-            running = sum(r.running for r in s.records)
-            pods += running > 0
-            states["running"] += running
-            states["exited"] += sum(not r.running and r.exit is not None for r in s.records)
-            states["created"] += sum(not r.running and r.exit is None and r.ever_started for r in s.records)
-        return pods, states
 
     async def _clean_up_orphans(self) -> None:
         """After the first list: stop the processes of checkpointed pods that are gone, remove stray dirs."""

@@ -14,7 +14,7 @@ Not measured yet: kubelet_evictions (the eviction manager would have to report t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -28,7 +28,9 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kubelite.agent.stats import ResourceStats
+from kubelite.agent.pod_sync import PodSync
+from kubelite.agent.runtime.interface import Runtime
+from kubelite.agent.stats import ContainerRef, ResourceStats, refs_of
 from kubelite.clock import Clock
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # upstream exposes no `_created` series
@@ -87,6 +89,27 @@ class _Census(Collector):
         for state in CONTAINER_STATES:
             family.add_metric([state], containers.get(state, 0))
         yield family
+
+
+def census(syncers: Mapping[str, PodSync], could_run: Callable[[str], bool]) -> tuple[int, dict[str, int]]:
+    """(pods with a running container, containers by kubelet's container_state) among the pods that may run."""
+    pods, states = 0, {"running": 0, "exited": 0, "created": 0}
+    for uid, s in syncers.items():
+        if not could_run(uid):
+            continue
+        running = sum(r.running for r in s.records)
+        pods += running > 0
+        states["running"] += running
+        states["exited"] += sum(not r.running and r.exit is not None for r in s.records)
+        states["created"] += sum(not r.running and r.exit is None and r.ever_started for r in s.records)
+    return pods, states
+
+
+def running_containers(runtime: Runtime, syncers: Mapping[str, PodSync]) -> list[ContainerRef]:
+    """The container instances running here as processes, for resource stats (hollow containers use nothing)."""
+    if not runtime.sandboxed:
+        return []
+    return refs_of((s.pod, r.name, r.process) for s in syncers.values() for r in s.records if r.running)
 
 
 def exposition(*registries: CollectorRegistry) -> web.Response:

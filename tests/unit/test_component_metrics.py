@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubelite.agent.metrics import KubeletMetrics
+from kubelite.agent.metrics import KubeletMetrics, census
+from kubelite.agent.records import Record
+from kubelite.agent.runtime.interface import Exit, Handle
 from kubelite.apiserver.metrics import DURATION_BUCKETS, RequestInfo, request_info
 from kubelite.clock import FakeClock
 from kubelite.controllers.metrics import PROVIDER, WorkqueueMetrics
@@ -185,3 +189,30 @@ def test_a_pod_first_seen_running_is_not_a_start() -> None:
     m = KubeletMetrics(FakeClock(), lambda: (0, {}))
     m.pod_seen(_pod("Running"))
     assert value(m.registry, "kubelet_pod_start_duration_seconds_count") == 0
+
+
+def _record(state: str) -> Record:
+    r = Record({"name": state}, "app")
+    if state in ("running", "exited"):
+        r.process = Handle(pid=1, started=0.0)
+    if state == "exited":
+        r.process.finish(Exit(0))  # type: ignore[union-attr]
+        r.exit = Exit(0)
+    r.ever_started = state != "waiting"
+    return r
+
+
+@pytest.mark.parametrize("name,pods,could_run,want", [
+    ("running and exited containers of running pods", {"a": ["running", "exited"], "b": ["running"]}, {"a", "b"},
+     (2, {"running": 2, "exited": 1, "created": 0})),
+    ("a pod whose containers all exited is not running", {"a": ["exited"]}, {"a"},
+     (0, {"running": 0, "exited": 1, "created": 0})),
+    ("a container never started is not counted", {"a": ["waiting", "running"]}, {"a"},
+     (1, {"running": 1, "exited": 0, "created": 0})),
+    ("finished pods are left out", {"a": ["running"], "b": ["exited"]}, {"a"},
+     (1, {"running": 1, "exited": 0, "created": 0})),
+])
+def test_census(name: str, pods: dict[str, list[str]], could_run: set[str],
+                want: tuple[int, dict[str, int]]) -> None:
+    syncers = {uid: SimpleNamespace(records=[_record(s) for s in states]) for uid, states in pods.items()}
+    assert census(syncers, could_run.__contains__) == want  # type: ignore[arg-type]
