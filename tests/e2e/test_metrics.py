@@ -3,7 +3,10 @@ node agent, which measures real processes) and `kubectl get --raw /metrics`."""
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -79,3 +82,26 @@ def test_raw_metrics_count_a_request_just_made(up: ServerProcess) -> None:
                  "apiserver_storage_objects", "scheduler_schedule_attempts_total", "scheduler_pending_pods",
                  "workqueue_adds_total"):
         assert name in text, name
+
+
+def test_the_agent_serves_kubelet_and_resource_metrics(up: ServerProcess) -> None:
+    node = json.loads(up.kubectl("get", "nodes", "-o", "json").stdout)["items"][0]
+    port = node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+    apply_pod(up, "probe", [sh("main", "sleep 3600")])
+    assert wait_for(lambda: pod_phase(up, "probe") == "Running")
+
+    def families(path: str) -> dict[str, list[Any]]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+            text = resp.read().decode()
+        return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+    kubelet = families("/metrics")
+    assert kubelet["kubelet_running_pods"][0].value >= 1
+    assert any(s.name == "kubelet_pod_start_duration_seconds_count" and s.value >= 1
+               for s in kubelet["kubelet_pod_start_duration_seconds"])
+    resource = families("/metrics/resource")
+    probe = [s for s in resource["container_memory_working_set_bytes"] if s.labels.get("pod") == "probe"]
+    assert probe and probe[0].labels == {"container": "main", "pod": "probe", "namespace": "default"}
+    assert probe[0].value > 0 and probe[0].timestamp is not None
+    assert resource["node_cpu_usage_seconds"][0].value > 0
+    up.kubectl("delete", "pod", "probe", "--wait=false")
