@@ -24,6 +24,8 @@ from kubelite.apiserver import bootstrap, discovery, schema
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.handlers import ResourceHandlers, respond
+from kubelite.apiserver.metrics import ApiServerMetrics
+from kubelite.apiserver.metrics_api import MetricsApi
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.services import configure_services
 from kubelite.apiserver.request import parse_target
@@ -57,6 +59,8 @@ class ApiServer:
         self.registry = Registry(self.store, self.caches, self.clock)
         self.handlers = ResourceHandlers(self.registry, self.agent_tls)
         configure_services(self.registry.strategies, self.clock, self.service_cidr)
+        self.metrics = ApiServerMetrics(self.clock, self.caches)
+        self.metrics_api = MetricsApi(self.registry, self.clock, self.agent_tls)
 
     async def start(self) -> None:
         for resource in self.registry.strategies:
@@ -97,6 +101,9 @@ class ApiServer:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        return await self.metrics.measure(request, self._guarded, handler)
+
+    async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             if self.tokens and request.path not in PUBLIC_PATHS:
                 self._authenticate(request)
@@ -131,10 +138,15 @@ class ApiServer:
             if path == "/readyz" and not self.ready:
                 return web.Response(text="[-]informer-sync failed: not ready\nreadyz check failed", status=500)
             return web.Response(text="ok")
+        if path == "/metrics" and request.method == "GET":
+            return self.metrics.response()
         if request.method == "GET":
             doc = self._discovery(request, path)
             if doc is not None:
                 return doc
+        metrics = await self.metrics_api.handle(request, path)
+        if metrics is not None:
+            return metrics
         target = parse_target(path)
         if target is None:
             if path.startswith("/openapi/v2"):

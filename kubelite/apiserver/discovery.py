@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from kubelite.apiserver import openapi
+from kubelite.apiserver import metrics_api, openapi
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Resource
 
@@ -35,7 +35,7 @@ _SUB_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"], "evic
 
 def groups() -> dict[str, list[Resource]]:
     out: dict[str, list[Resource]] = {}
-    for r in RESOURCES:
+    for r in (*RESOURCES, *metrics_api.RESOURCES):  # metrics.k8s.io: served by metrics_api, not stored
         out.setdefault(r.group_version, []).append(r)
     return out
 

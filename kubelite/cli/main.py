@@ -78,6 +78,9 @@ def parser() -> argparse.ArgumentParser:
     cm.add_argument("--leader-elect", action="store_true",
                     help="run only while holding the kube-system/kube-controller-manager Lease (several may run)")
     cm.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    for p in (sched, cm):
+        p.add_argument("--metrics-bind-address", default="", metavar="HOST:PORT",
+                       help="serve /metrics (Prometheus text, plain HTTP) there; default: not served")
     explain = sub.add_parser("explain", help="explain a pod's scheduling: per node, per plugin")
     explain.add_argument("kind", choices=["pod", "pods", "po"])
     explain.add_argument("name")
@@ -128,7 +131,8 @@ def _main(argv: list[str] | None) -> int:
         from kubelite.scheduler.config import ConfigError
 
         try:
-            return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect)
+            return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect,
+                                            args.metrics_bind_address)
         except ConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
@@ -141,7 +145,7 @@ def _main(argv: list[str] | None) -> int:
         except ValueError as exc:
             print(f"kubelite: --controllers: {exc}", file=sys.stderr)
             return 2
-        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect)
+        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect, args.metrics_bind_address)
     disabled = {c for c in args.disable.split(",") if c}
     unknown = disabled - set(COMPONENTS)
     if unknown:

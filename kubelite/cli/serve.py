@@ -18,13 +18,14 @@ import logging
 import socket
 import ssl
 import sys
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import uvloop
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
@@ -38,9 +39,11 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import registry
 from kubelite.controllers.manager import keep_running
+from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
+from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.scheduler import Scheduler
 from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
@@ -150,32 +153,36 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         pki.write_kubeconfig(kubeconfig, url, token, ca)
         print(f"kubelite: API server listening on {url}", flush=True)
         print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
-        components = _start_components(opts, sched, InProcessClient(server), kubeconfig)
+        components = _start_components(opts, sched, InProcessClient(server), kubeconfig, server.metrics.include)
         cleanup.push_async_callback(_stop_components, components)
         await stop.wait()
         log.info("shutting down")
 
 
 def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | None, client: Client,
-                      kubeconfig: Path) -> list[asyncio.Task[None]]:
+                      kubeconfig: Path, expose: Callable[[CollectorRegistry], None]) -> list[asyncio.Task[None]]:
     """The scheduler and controllers over the in-process client; under `up`, the node agent as a child over HTTP.
 
     Components are clients like any other: they reach this server through its request handling,
-    never its memory or its store.
+    never its memory or its store. Their metrics registries are `expose`d on the server's /metrics.
     """
     components: list[asyncio.Task[None]] = []
     clock = RealClock()
     if sched is not None:
         config = sched
+        scheduler_metrics = SchedulerMetrics()
+        expose(scheduler_metrics.registry)
 
         def scheduler() -> Coroutine[Any, Any, None]:
-            return Scheduler(client, clock, config).run()
+            return Scheduler(client, clock, config, metrics=scheduler_metrics).run()
 
         components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
         lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
         configured = {"nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle)}
-        for name, start in registry.starters(client, clock, factories=configured).items():
+        queue_metrics = WorkqueueMetrics(clock)
+        expose(queue_metrics.registry)
+        for name, start in registry.starters(client, clock, factories=configured, metrics=queue_metrics).items():
             components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
                                                   name=f"{name}-controller"))
     if opts.local_node:
