@@ -5,7 +5,8 @@ agent measures usage: agent/stats.py) the way metrics-server scrapes kubelets, o
 connection as `pods/log` (node_connection: TLS with the API server's client certificate), and
 keeps each node's scrape for `resolution` seconds (metrics-server's default resolution, 15 s) on
 the injected clock, so a burst of requests costs one scrape per node. A node whose agent cannot
-be reached, or that has not measured a pod yet, is left out of lists, and a GET of it is a 404, as metrics-server answers.
+be reached, or that has not measured a pod yet, is left out of lists, and a GET of it is a 404,
+as metrics-server answers.
 
 Quantities are written as metrics-server writes them: CPU in nanocores (`123456n`), memory in
 bytes with the largest exact binary suffix (`4096Ki`). `window` is the scrape resolution.

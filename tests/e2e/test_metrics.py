@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import urllib.request
 from typing import Any
 
@@ -90,8 +91,14 @@ def test_the_agent_serves_kubelet_and_resource_metrics(up: ServerProcess) -> Non
     apply_pod(up, "probe", [sh("main", "sleep 3600")])
     assert wait_for(lambda: pod_phase(up, "probe") == "Running")
 
+    # The agent serves TLS to callers with a certificate of the cluster CA: the API server's is used here.
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    pki = up.data_dir / "pki"
+    ctx.load_cert_chain(pki / "apiserver-kubelet-client.crt", pki / "apiserver-kubelet-client.key")
+
     def families(path: str) -> dict[str, list[Any]]:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=ctx, timeout=10) as resp:
             text = resp.read().decode()
         return {f.name: f.samples for f in text_string_to_metric_families(text)}
 
