@@ -34,8 +34,14 @@ from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers,
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339
 from kubelite.controllers import rollout as ro
-from kubelite.controllers.ownership import RefManager, controller_of, controller_ref, recheck_owner
-from kubelite.controllers.replicaset import ORPHAN_INDEX, orphans_by_namespace
+from kubelite.controllers.ownership import (
+    ORPHAN_INDEX,
+    RefManager,
+    controller_of,
+    controller_ref,
+    orphans_by_namespace,
+    recheck_owner,
+)
 from kubelite.controllers.revisions import (
     compute_hash,
     equal_ignore_hash,

@@ -33,7 +33,14 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import podutil
 from kubelite.controllers.expectations import Expectations
-from kubelite.controllers.ownership import RefManager, controller_of, controller_ref, recheck_owner
+from kubelite.controllers.ownership import (
+    ORPHAN_INDEX,
+    RefManager,
+    controller_of,
+    controller_ref,
+    orphans_by_namespace,
+    recheck_owner,
+)
 from kubelite.controllers.runner import Runner
 
 log = logging.getLogger("kubelite.controllers.replicaset")
@@ -43,13 +50,6 @@ BURST_REPLICAS = 500  # BurstReplicas: the most pods one sync creates or deletes
 SLOW_START_INITIAL_BATCH = 1
 WORKERS = 5  # --concurrent-replicaset-syncs
 COMPONENT = "replicaset-controller"
-ORPHAN_INDEX = "orphan"  # pods without a controller, by namespace: candidates for adoption
-
-
-def orphans_by_namespace(pod: Obj) -> list[str]:
-    return [pod["metadata"].get("namespace", "")] if controller_of(pod) is None else []
-
-
 def pod_key(pod: Obj) -> str:
     return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
 
