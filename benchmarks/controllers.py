@@ -5,6 +5,8 @@ as `kubelite server` runs them) and a real `kubelite scheduler` process; bare no
 agents (nothing runs the pods). This process creates the nodes and a ReplicaSet of 0, then
 patches its `scale` subresource to N and watches the pods: created/s is N over the time from
 the scale request to the last pod seen created, bound/s the same to the last pod seen bound.
+It also prints the CPU time the server and the scheduler spent meanwhile, per pod: on a shared,
+loaded machine the rates mostly measure the load, while CPU per pod stays comparable.
 kube-controller-manager's default client is limited to 20 QPS (burst 30); the aim is ≥ 1,000/s.
 
     python -m benchmarks.controllers [--replicas 5000] [--nodes 50]
@@ -26,7 +28,7 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.scheduler import node, pod_events
+from benchmarks.scheduler import cpu_seconds, node, pod_events
 from tests.conftest import start_server
 
 Obj = dict[str, Any]
@@ -54,7 +56,7 @@ async def watch(session: aiohttp.ClientSession, rv: str, created: dict[str, floa
                 return
 
 
-async def run(session: aiohttp.ClientSession, replicas: int, nodes: int) -> str:
+async def run(session: aiohttp.ClientSession, replicas: int, nodes: int, pids: dict[str, int]) -> str:
     async def post(path: str, body: Obj) -> Obj:
         async with session.post(path, data=orjson.dumps(body)) as resp:
             out: Obj = orjson.loads(await resp.read())
@@ -69,6 +71,7 @@ async def run(session: aiohttp.ClientSession, replicas: int, nodes: int) -> str:
     done = asyncio.Event()
     watcher = asyncio.create_task(watch(session, rs["metadata"]["resourceVersion"], created, bound, replicas, done))
     await asyncio.sleep(0.5)  # the watch is open before the clock starts
+    cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
     start = time.perf_counter()
     async with session.patch(f"{RS}/bench/scale", data=orjson.dumps({"spec": {"replicas": replicas}}),
                              headers={"Content-Type": "application/merge-patch+json"}) as resp:
@@ -77,11 +80,13 @@ async def run(session: aiohttp.ClientSession, replicas: int, nodes: int) -> str:
     with contextlib.suppress(TimeoutError):  # report what was reached
         await asyncio.wait_for(done.wait(), timeout=max(120.0, replicas / 20))
     watcher.cancel()
+    spent = {name: cpu_seconds(pid) - cpu[name] for name, pid in pids.items()}
+    used = ", ".join(f"{name} {s:.1f} CPU-s ({s * 1000 / replicas:.2f} ms/pod)" for name, s in spent.items())
     last_created = max(created.values(), default=start) - start
     last_bound = max(bound.values(), default=start) - start
     return (f"ReplicaSet 0 -> {replicas} on {nodes} bare nodes: {len(created)} pods created in {last_created:.1f} s "
             f"({len(created) / last_created if last_created else 0:,.0f}/s), {len(bound)} bound in "
-            f"{last_bound:.1f} s ({len(bound) / last_bound if last_bound else 0:,.0f}/s)")
+            f"{last_bound:.1f} s ({len(bound) / last_bound if last_bound else 0:,.0f}/s); {used}")
 
 
 async def main() -> None:
@@ -98,7 +103,8 @@ async def main() -> None:
             async with aiohttp.ClientSession(f"http://127.0.0.1:{server.port}",
                                              connector=aiohttp.TCPConnector(limit=50),
                                              headers={"Content-Type": "application/json"}) as session:
-                print(await run(session, args.replicas, args.nodes), flush=True)
+                pids = {"server": server.proc.pid, "scheduler": sched.pid}
+                print(await run(session, args.replicas, args.nodes, pids), flush=True)
         finally:
             sched.terminate()
             sched.wait(10)

@@ -34,11 +34,12 @@ from typing import Any
 from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import OWNER_UID_INDEX, Handlers, Informer, Key, by_owner_uid, key_of
+from kubelite.client.informer import OWNER_UID_INDEX, Handlers, Key, by_owner_uid, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.controllers import ownership
 from kubelite.controllers import podcontrol as pc
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.job_backoff import BackoffRecord, new_backoff_record
 from kubelite.controllers.job_failure_policy import match_pod_failure_policy
 from kubelite.controllers.job_index_failures import (
@@ -122,10 +123,10 @@ class JobController:
         self.backoff: dict[str, BackoffRecord] = {}  # job uid →
         self.owner_uids: dict[Key, set[str]] = {}  # Job key → uids its tracked pods name as owner
         self.written: dict[Key, Obj] = {}  # each Job as our last status write returned it
-        self.jobs = Informer(client, "/apis/batch/v1/jobs", clock,
-                             Handlers(self._job_changed, lambda o, n: self._job_changed(n), self._job_deleted))
-        self.pods = Informer(client, "/api/v1/pods", clock,
-                             Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.jobs = shared_informer(client, clock, "/apis/batch/v1/jobs",
+                                    Handlers(self._job_changed, lambda o, n: self._job_changed(n), self._job_deleted))
+        self.pods = shared_informer(client, clock, "/api/v1/pods",
+                                    Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
         self.pods.add_index(OWNER_UID_INDEX, by_owner_uid)
 
     # --- event handlers ---------------------------------------------------------------------------

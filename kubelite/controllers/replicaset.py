@@ -28,11 +28,12 @@ from kubelite.api.errors import ApiError
 from kubelite.api.selectors import LabelSelector, compile_label_selector
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Informer, Key, by_owner_uid, key_of
+from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Key, by_owner_uid, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import podutil
 from kubelite.controllers.expectations import Expectations
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.ownership import (
     ORPHAN_INDEX,
     RefManager,
@@ -116,11 +117,11 @@ class ReplicaSetController:
         self.expectations = Expectations(clock)
         self.events = EventSink(client, clock)
         self.runner: Runner[Key] = Runner("replicaset", self.sync, clock, workers)
-        self.replicasets = Informer(client, "/apis/apps/v1/replicasets", clock,
-                                    Handlers(self._rs_added, self._rs_updated, self._rs_deleted))
+        self.replicasets = shared_informer(client, clock, "/apis/apps/v1/replicasets",
+                                           Handlers(self._rs_added, self._rs_updated, self._rs_deleted))
         self.replicasets.add_index(OWNER_UID_INDEX, by_owner_uid)
-        self.pods = Informer(client, "/api/v1/pods", clock,
-                             Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.pods = shared_informer(client, clock, "/api/v1/pods",
+                                    Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
         self.pods.add_index(OWNER_UID_INDEX, by_owner_uid)
         self.pods.add_index(ORPHAN_INDEX, orphans_by_namespace)
 

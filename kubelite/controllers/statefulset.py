@@ -27,11 +27,12 @@ from kubelite.api.errors import ApiError
 from kubelite.api.selectors import LabelSelector, compile_label_selector
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Informer, Key, by_owner_uid, key_of
+from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Key, by_owner_uid, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers import podcontrol as pc
 from kubelite.controllers import statefulset_utils as su
+from kubelite.controllers.informers import SharedInformerHandle, shared_informer
 from kubelite.controllers.ownership import ORPHAN_INDEX, RefManager, controller_of, orphans_by_namespace, recheck_owner
 from kubelite.controllers.runner import Runner
 from kubelite.controllers.statefulset_control import StatefulSetControl
@@ -155,15 +156,15 @@ class StatefulSetController:
         self.clock = clock
         self.runner: Runner[Key] = Runner("statefulset", self.reconcile, clock, workers=WORKERS)
         self.events = EventSink(client, clock)
-        self.sets = Informer(client, "/apis/apps/v1/statefulsets", clock,
-                             Handlers(self._set_changed, lambda o, n: self._set_changed(n)))
-        self.pods = Informer(client, "/api/v1/pods", clock,
-                             Handlers(self._pod_changed, self._pod_updated, self._pod_changed))
-        self.revisions = Informer(client, "/apis/apps/v1/controllerrevisions", clock)
+        self.sets = shared_informer(client, clock, "/apis/apps/v1/statefulsets",
+                                    Handlers(self._set_changed, lambda o, n: self._set_changed(n)))
+        self.pods = shared_informer(client, clock, "/api/v1/pods",
+                                    Handlers(self._pod_changed, self._pod_updated, self._pod_changed))
+        self.revisions = shared_informer(client, clock, "/apis/apps/v1/controllerrevisions")
         for informer in (self.pods, self.revisions):
             informer.add_index(OWNER_UID_INDEX, by_owner_uid)
             informer.add_index(ORPHAN_INDEX, orphans_by_namespace)
-        self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock)
+        self.claims = shared_informer(client, clock, "/api/v1/persistentvolumeclaims")
         self.control = StatefulSetControl(ApiPodControl(self))
         self.written: dict[Key, Obj] = {}  # each set as our last status write returned it
 
@@ -198,7 +199,7 @@ class StatefulSetController:
                 await informer.synced.wait()
             tasks.create_task(self.runner.run())
 
-    async def _claim(self, set_: Obj, selector: LabelSelector, informer: Informer, resource: str,
+    async def _claim(self, set_: Obj, selector: LabelSelector, informer: SharedInformerHandle, resource: str,
                      belongs: Callable[[Obj], bool] = lambda obj: True) -> list[Obj]:
         """getPodsForStatefulSet / adoptOrphanRevisions: what the set owns once matching orphans are adopted and
         owned objects that no longer match (or, for pods, are not named after it) are released."""
