@@ -25,6 +25,7 @@ import contextlib
 import logging
 import weakref
 from collections.abc import Callable, Iterator
+from typing import cast
 
 from kubelite.client.informer import Handlers, IndexFunc, Informer, Key, Obj
 from kubelite.client.interface import Client
@@ -37,8 +38,13 @@ class _Shared:
     """One informer for one collection and the handles subscribed to its changes."""
 
     def __init__(self, client: Client, path: str, clock: Clock) -> None:
-        self.informer = Informer(client, path, clock, Handlers(self._added, self._updated, self._deleted))
-        self.subscribers: list[SharedInformerHandle] = []
+        # A weak proxy: the registry is keyed weakly by the client, and a strong reference from here would
+        # keep every client (and its server, in tests) alive for good.
+        self.informer = Informer(cast(Client, weakref.proxy(client)), path, clock,
+                                 Handlers(self._added, self._updated, self._deleted))
+        # Weak: a handle lives as long as its controller holds it (or its run() is going), so a controller
+        # that is dropped — or never ran — leaves nothing behind that keeps it or its client alive.
+        self.subscribers: weakref.WeakSet[SharedInformerHandle] = weakref.WeakSet()
         self.running = 0
         self.task: asyncio.Task[None] | None = None
 
@@ -82,7 +88,7 @@ class SharedInformerHandle:
         # Made after the initial list: the cached objects are replayed to it as adds once it runs.
         self._replay = shared.informer.synced.is_set()
         if not self._replay:
-            shared.subscribers.append(self)
+            shared.subscribers.add(self)
 
     @property
     def path(self) -> str:
@@ -109,6 +115,10 @@ class SharedInformerHandle:
         """Put `obj` in the shared cache without calling handlers (tests stand in for a watch event)."""
         return self._shared.informer.add(obj)
 
+    def remove(self, key: Key) -> Obj | None:
+        """Drop an object from the shared cache without calling handlers (tests stand in for a watch event)."""
+        return self._shared.informer.remove(key)
+
     async def relist(self) -> None:
         """List now and report the differences to every subscriber (tests use it to catch the cache up)."""
         await self._shared.informer.relist()
@@ -118,7 +128,7 @@ class SharedInformerHandle:
         shared = self._shared
         if self._replay:
             self._replay = False
-            shared.subscribers.append(self)
+            shared.subscribers.add(self)
             for obj in list(shared.informer.store.values()):
                 self._replay_one(obj)
         shared.start()
@@ -127,8 +137,7 @@ class SharedInformerHandle:
             self.synced.set()
             await asyncio.Event().wait()
         finally:
-            with contextlib.suppress(ValueError):
-                shared.subscribers.remove(self)
+            shared.subscribers.discard(self)
             shared.stop()
 
     def _replay_one(self, obj: Obj) -> None:

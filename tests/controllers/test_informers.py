@@ -100,4 +100,4 @@ async def test_a_stopped_handle_is_unsubscribed_and_the_last_one_stops_the_watch
     shared = kept._shared
     keep.cancel()
     await asyncio.gather(keep, return_exceptions=True)
-    assert shared.task is None and shared.subscribers == []
+    assert shared.task is None and len(shared.subscribers) == 0
