@@ -5,6 +5,7 @@ Nine controllers watch pods (the garbage collector included). Each with its own 
 pod write reached the controller manager nine times — nine watch events decoded, nine caches and
 their indexes updated — which was a quarter of the server's CPU when a ReplicaSet scaled to
 thousands of pods (BENCHMARKS.md).
+
 `shared_informer(client, clock, path, handlers)` returns a `SharedInformerHandle`: the controller's
 view of the one informer for `path` on that client. It reads the shared cache (`store`, `get`,
 `by_index`), adds indexes to it (an index already there is kept: names are shared constants), and
