@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from kubelite.api.selectors import LabelSelector, compile_label_selector
+from kubelite.client.events import EventSink
 from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
@@ -47,7 +48,8 @@ class Scheduler:
         self._namespace_labels: dict[str, dict[str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.profiles: dict[str, Framework] = {p.scheduler_name: build(p, self) for p in self.config.profiles}
-        self.binder = Binder(client, clock, self.table, self.queue, lambda coro: self._spawn(coro))
+        self.events = EventSink(client, clock)
+        self.binder = Binder(client, clock, self.table, self.queue, lambda coro: self._spawn(coro), self.events)
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_added, lambda old, new: self._pod_added(new), self._pod_deleted))
         self.nodes = Informer(client, "/api/v1/nodes", clock,
@@ -158,6 +160,7 @@ class Scheduler:
 
     async def run(self) -> None:
         runners = [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in self.informers]
+        runners.append(asyncio.create_task(self.events.run(), name="scheduler events"))
         try:
             for i in self.informers:
                 await i.synced.wait()
