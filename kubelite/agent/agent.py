@@ -33,6 +33,7 @@ from kubelite.agent.runtime.interface import Runtime
 from kubelite.agent.service_env import NodeEnv
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
+from kubelite.agent.volumes.claims import ClaimVolumes
 from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
 from kubelite.client.events import EventSink, event_for
@@ -78,6 +79,7 @@ class Agent:
                                                           self._pod_paths))
         self._background: set[asyncio.Future[Any]] = set()
         self.proxy = proxy  # the service proxy (kube-proxy's part), if this node runs one
+        self.claim_volumes = ClaimVolumes(client, node_name, data_dir)  # persistentVolumeClaim volumes (S5)
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 
@@ -94,7 +96,7 @@ class Agent:
 
     def _new_syncer(self, pod: Obj, wake: Any) -> PodSync:
         saved = self.checkpoints.pop(pod["metadata"]["uid"], None)
-        syncer = PodSync(self, pod, wake, saved[1] if saved else None)
+        syncer = PodSync(self, pod, wake, saved[1] if saved else None, self.claim_volumes)
         self.syncers[pod["metadata"]["uid"]] = syncer
         return syncer
 

@@ -27,17 +27,22 @@ from kubelite.agent.pod_workers import SyncResult
 from kubelite.agent.records import records_for
 from kubelite.agent.services import NodeServices
 from kubelite.agent.termination import Termination
+from kubelite.agent.volumes.claims import ClaimVolumes
+from kubelite.api.volumes import claim_names
 from kubelite.clock import parse_rfc3339
 
 log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+VOLUME_RETRY = 2.0  # seconds between checks of a pod's claim volumes while they are not usable here
 
 
 class PodSync:
-    def __init__(self, node: NodeServices, pod: Obj, wake: Callable[[], None], saved: Obj | None = None) -> None:
+    def __init__(self, node: NodeServices, pod: Obj, wake: Callable[[], None], saved: Obj | None = None,
+                 claims: ClaimVolumes | None = None) -> None:
         self.node = node
+        self.claims = claims  # None: no API to ask (hollow nodes), claim volumes are left to the sandbox
         self.pod = pod
         self.uid = pod["metadata"]["uid"]
         self.records = records_for(pod["spec"], Backoff(node.config.max_restart_period, node.config.initial_backoff))
@@ -68,6 +73,9 @@ class PodSync:
         if deadline is not None and now >= deadline:  # kubelet's activeDeadlineHandler
             return SyncResult(stop=DEADLINE_EXCEEDED)
         self._record_ended()
+        if not await self._volumes_ready():
+            self._publish()
+            return SyncResult(resync_at=now + VOLUME_RETRY)
         await self._start_what_should_run()
         self._save()
         terminal = pod_phase(self.pod, self.records, self.facts) in ("Succeeded", "Failed")
@@ -78,6 +86,22 @@ class PodSync:
         if deadline is not None:
             pending.append(deadline)
         return SyncResult(terminal=terminal, resync_at=min(pending) if pending else None)
+
+    async def _volumes_ready(self) -> bool:
+        """Before anything starts: every claim volume attached to this node and mounted (S5). Meanwhile the
+        containers not running wait as ContainerCreating with the reason, and a FailedMount event says why."""
+        if self.claims is None or not claim_names(self.pod) or all(r.running for r in self.records):
+            return True
+        problem = await self.claims.prepare(self.pod, self.logs_dir / "volumes")
+        if not problem:
+            return True
+        message = f"Unable to attach or mount volumes: {problem}"
+        waiting = [r for r in self.records if not r.running]
+        if any(r.waiting_message != message for r in waiting):
+            self.containers.event("FailedMount", message, "Warning")
+        for r in waiting:
+            r.waiting, r.waiting_message = "ContainerCreating", message
+        return False
 
     async def _start_what_should_run(self) -> None:
         policy = self.pod["spec"].get("restartPolicy", "Always")

@@ -9,7 +9,8 @@ kept: the process runtime's containers see, and are seen with, host pids. Each v
 at its mountPath: emptyDir volumes are per-pod directories under `volume_root` (shared by the
 pod's containers; bound from outside, so their place under the agent's data dir stays hidden),
 hostPath volumes are host paths — refused inside a protected directory, and a protected
-directory inside one is masked again at its place under the mount.
+directory inside one is masked again at its place under the mount. persistentVolumeClaim volumes
+are bound from the directory the agent's volumes/claims.py linked once the volume may be used here.
 
 securityContext, as far as a process runtime running as root can honour it (see README,
 "What is enforced where"): capabilities through bwrap's --cap-drop/--cap-add from containerd's
@@ -80,8 +81,14 @@ def _volume_source(vol: Obj, volume_root: Path, protected: list[Path]) -> Path:
         if not source.exists():
             raise ConfigError(f"hostPath {source} does not exist")
         return source
+    if "persistentVolumeClaim" in vol:  # mounted by volumes/claims.py as a symlink once usable on this node
+        link = volume_root / str(vol["name"])
+        if not link.is_symlink():
+            raise ConfigError(f'volume "{vol["name"]}" (persistentVolumeClaim) is not mounted on this node')
+        return link.resolve()
     kinds = ", ".join(k for k in vol if k != "name")
-    raise ConfigError(f'volume "{vol["name"]}" of type {kinds} is not supported (emptyDir and hostPath are)')
+    raise ConfigError(f'volume "{vol["name"]}" of type {kinds} is not supported (emptyDir, hostPath and '
+                      "persistentVolumeClaim are)")
 
 
 def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) -> list[str]:
