@@ -42,7 +42,7 @@ def volume_directory(pv: Obj, data_dir: Path) -> Path:
     spec = pv.get("spec") or {}
     csi = spec.get("csi") or {}
     if csi.get("driver") == vu.LOCAL_PATH:
-        return data_dir / LOCAL_PATH_DIR / pv["metadata"]["name"]
+        return data_dir / LOCAL_PATH_DIR / str(pv["metadata"]["name"])
     if csi.get("driver") == vu.SHARED_PATH and (csi.get("volumeAttributes") or {}).get("path"):
         return Path(str(csi["volumeAttributes"]["path"]))
     for kind in ("hostPath", "local"):
