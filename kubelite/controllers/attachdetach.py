@@ -191,8 +191,9 @@ class AttachDetachController:
     async def _detach(self, va: Obj) -> None:
         meta = va["metadata"]
         try:
-            await self.client.delete(resource_path("volumeattachments", name=meta["name"], group_version=STORAGE_V1),
-                                     {"preconditions": {"uid": meta["uid"], "resourceVersion": meta["resourceVersion"]}})
+            path = resource_path("volumeattachments", name=meta["name"], group_version=STORAGE_V1)
+            await self.client.delete(path, {"preconditions": {"uid": meta["uid"],
+                                                              "resourceVersion": meta["resourceVersion"]}})
         except ApiError as exc:
             if exc.code not in (404, 409):
                 raise
