@@ -28,6 +28,10 @@ NO_VOLUMES = "no persistent volumes available for this claim and no storage clas
 WAIT_FOR_CONSUMER = "waiting for first consumer to be created before binding"
 
 
+class BindError(Exception):
+    """An inconsistent binding the controller made itself; the sync fails (and is retried) as upstream's."""
+
+
 class VolumeWorld(Protocol):
     """What the binder reads (a cache) and how it writes (each write returns the stored object)."""
 
@@ -52,6 +56,19 @@ class VolumeWorld(Protocol):
     def event(self, obj: Obj, event_type: str, reason: str, message: str) -> None: ...
 
     def enqueue_claim(self, namespace: str, name: str) -> None: ...
+
+
+def volume_satisfies_claim(pv: Obj, claim: Obj) -> str:
+    """checkVolumeSatisfyClaim: '' when the volume fits the claim, else why not."""
+    if vu.capacity(pv) < vu.requested(claim):
+        return "requested PV is too small"
+    if vu.storage_class(pv) != vu.storage_class(claim):
+        return "storageClassName does not match"
+    if vu.volume_mode_mismatch(claim, pv):
+        return "incompatible volumeMode"
+    if not vu.access_modes_fit(claim, pv):
+        return "incompatible accessMode"
+    return ""
 
 
 def _ann(obj: Obj) -> dict[str, str]:
@@ -105,8 +122,21 @@ class Binder:
         pv = self.world.volume(name)
         if pv is None:
             await self._claim_phase(claim, "Pending")
-        elif not (pv.get("spec") or {}).get("claimRef") or vu.bound_to_claim(pv, claim):
-            await self._bind(pv, claim)  # pre-bound claim, or a binding to finish
+        elif not (pv.get("spec") or {}).get("claimRef"):
+            mismatch = volume_satisfies_claim(pv, claim)
+            if mismatch:  # the user's choice does not fit: say so and wait
+                self.world.event(claim, "Warning", "VolumeMismatch",
+                                 f'Cannot bind to requested volume "{name}": {mismatch}')
+                await self._claim_phase(claim, "Pending")
+            else:
+                await self._bind(pv, claim)
+        elif vu.bound_to_claim(pv, claim):
+            await self._bind(pv, claim)  # a binding to finish
+        elif _has_ann(claim, vu.ANN_BOUND_BY_CONTROLLER):
+            ref = pv["spec"]["claimRef"]
+            raise BindError(f'Invalid binding of claim "{claim["metadata"].get("namespace")}/'
+                            f'{claim["metadata"]["name"]}" to volume "{name}": volume already claimed by '
+                            f'"{ref.get("namespace")}/{ref.get("name")}"')
         else:
             await self._claim_phase(claim, "Pending")  # the volume is bound elsewhere: wait for the user
 
