@@ -148,8 +148,9 @@ class PersistentVolumeClaimStrategy(Strategy):
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         causes = self.validate(new)
         ns, os_ = dict(new.get("spec") or {}), dict(old.get("spec") or {})
-        if not os_.get("volumeName"):
-            os_["volumeName"] = ns.get("volumeName")
+        if not os_.get("volumeName"):  # binding: volumeName may be set while empty
+            os_.pop("volumeName", None)
+            ns.pop("volumeName", None)
         for spec in (ns, os_):
             spec["resources"] = {k: val for k, val in (spec.get("resources") or {}).items() if k != "requests"}
         if ns != os_:
