@@ -108,6 +108,10 @@ class VolumeBinding(NodeVerdict):
                 return Status(Code.UnschedulableAndUnresolvable,
                               (f'persistentvolumeclaim "{name}" is being deleted',), NAME)
             if (claim.get("spec") or {}).get("volumeName"):
+                pv_name = claim["spec"]["volumeName"]
+                if (claim.get("status") or {}).get("phase") == "Lost" and self.cache.volume(pv_name) is None:
+                    return Status(Code.UnschedulableAndUnresolvable, (
+                        f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume "{pv_name}"',), NAME)
                 bound.append(claim)
             elif self.cache.delay_binding(claim):
                 delayed.append(claim)
@@ -162,7 +166,7 @@ class VolumeBinding(NodeVerdict):
                 reasons.append(ERR_REASON_BIND_CONFLICT)
                 break
             decision.provisions.append(claim)
-        return sorted(set(reasons)) if reasons else decision
+        return list(dict.fromkeys(reasons)) if reasons else decision
 
     # --- Reserve / Unreserve ----------------------------------------------------------------------
 

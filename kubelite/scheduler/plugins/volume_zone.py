@@ -2,8 +2,10 @@
 
 A pod's bound volumes labelled with a zone or region (topology.kubernetes.io/zone|region and the
 deprecated failure-domain.beta.kubernetes.io ones) admit only nodes with a matching label; a
-label value may list several zones separated by "__" (volumehelpers.LabelZonesToSet). Unbound
-claims of a delayed-binding class are skipped: VolumeBinding checks their volumes' node affinity.
+label value may list several zones separated by "__" (volumehelpers.LabelZonesToSet), and a
+volume's beta label also matches the node's GA one. A node without any topology label is not in
+a zone-aware cluster and passes. Unbound claims of a delayed-binding class are skipped:
+VolumeBinding checks their volumes' node affinity.
 """
 
 from __future__ import annotations
@@ -23,9 +25,18 @@ NAME = "VolumeZone"
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
 TOPOLOGY_LABELS = ("failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
                    "topology.kubernetes.io/zone", "topology.kubernetes.io/region")
+_GA = {"failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
+       "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region"}
 _STATE: StateKey[list[tuple[str, frozenset[str]]]] = StateKey("PreFilter" + NAME)
 
 Obj = dict[str, Any]
+
+
+def _value(labels: dict[str, str], key: str) -> str | None:
+    """The node's value for a volume's topology key; a volume's beta key also matches the node's GA label."""
+    if key in labels:
+        return labels[key]
+    return labels.get(_GA.get(key, ""))
 
 
 class VolumeZone(NodeVerdict):
@@ -47,10 +58,18 @@ class VolumeZone(NodeVerdict):
                               NAME)
             pv_name = (claim.get("spec") or {}).get("volumeName")
             if not pv_name:
-                if self.cache.delay_binding(claim):
-                    continue
-                return Status(Code.UnschedulableAndUnresolvable, ("PersistentVolumeClaim was not found or has no "
-                                                                  "volume bound",), NAME)
+                cls = vu.storage_class(claim)
+                if not cls:
+                    return Status(Code.UnschedulableAndUnresolvable,
+                                  ("PersistentVolumeClaim had no pv name and storageClass name",), NAME)
+                sc = self.cache.storage_class(cls)
+                if sc is None:
+                    return Status(Code.UnschedulableAndUnresolvable,
+                                  (f'storageclasses.storage.k8s.io "{cls}" not found',), NAME)
+                if sc.get("volumeBindingMode") == "WaitForFirstConsumer":
+                    continue  # the volume is chosen with the node: VolumeBinding checks its affinity
+                return Status(Code.UnschedulableAndUnresolvable,
+                              (f'VolumeBindingMode not set for StorageClass "{cls}"',), NAME)
             pv = self.cache.volume(pv_name)
             if pv is None:
                 return Status(Code.UnschedulableAndUnresolvable, (f'persistentvolume "{pv_name}" not found',), NAME)
@@ -66,6 +85,7 @@ class VolumeZone(NodeVerdict):
         ok = np.ones(table.n, np.bool_)
         for row in range(table.n):
             labels = table.labels[row]
-            # a node without the topology label is not constrained by it (upstream's "node has no zone label")
-            ok[row] = all(key not in labels or labels[key] in allowed for key, allowed in constraints)
+            if not any(k in labels for k in TOPOLOGY_LABELS):
+                continue  # no topology labels on the node: not a zone-aware cluster
+            ok[row] = all(_value(labels, key) in allowed for key, allowed in constraints)
         return FilterResult(ok, [Rejection(ERR_REASON_CONFLICT, ~ok, Code.UnschedulableAndUnresolvable)])
