@@ -219,7 +219,8 @@ class VolumeBinding(NodeVerdict):
         decision = pv_state.reserved
         try:
             for pv, _ in decision.bindings:
-                await self.handle.client.request("PUT", resource_path("persistentvolumes", name=pv["metadata"]["name"]), pv)
+                path = resource_path("persistentvolumes", name=pv["metadata"]["name"])
+                await self.handle.client.request("PUT", path, pv)
             for claim in decision.provisions:
                 ns, name = claim["metadata"]["namespace"], claim["metadata"]["name"]
                 await self.handle.client.request("PUT", resource_path("persistentvolumeclaims", ns, name), claim)
