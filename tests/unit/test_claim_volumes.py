@@ -1,0 +1,111 @@
+"""The agent's claim volumes (S5) against a real API server: a volume is mounted (linked for the sandbox) only
+when its claim is bound, its node affinity admits this node and its attachment names this node as attached;
+otherwise the reason is returned and any earlier link removed. The sandbox binds the linked directory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubelite.agent.container import ConfigError
+from kubelite.agent.sandbox import _volume_source
+from kubelite.agent.volumes.claims import ClaimVolumes
+from kubelite.apiserver.app import ApiServer
+from kubelite.apiserver.inprocess import InProcessClient
+from kubelite.clock import RealClock
+from kubelite.store.sqlite import SQLiteStore
+
+Obj = dict[str, Any]
+NODE = "node-a"
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[InProcessClient]:
+    store = await SQLiteStore.open(tmp_path / "state.db")
+    server = ApiServer(store, RealClock())
+    await server.start()
+    yield InProcessClient(server)
+    await server.stop()
+    await store.close()
+
+
+def _pv(driver: str, modes: list[str], node: str | None, path: str) -> Obj:
+    spec: Obj = {"capacity": {"storage": "1Gi"}, "accessModes": modes,
+                 "csi": {"driver": driver, "volumeHandle": "pv1", "volumeAttributes": {"path": path}}}
+    if node:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"}, "spec": spec}
+
+
+async def _world(client: InProcessClient, tmp_path: Path, bound: bool = True, driver: str = "kubelite.io/local-path",
+                 modes: tuple[str, ...] = ("ReadWriteOnce",), pinned: str | None = NODE,
+                 attached_to: str | None = NODE, attached: bool = True) -> None:
+    await client.create("/api/v1/persistentvolumes", _pv(driver, list(modes), pinned, str(tmp_path / "shared")))
+    claim = await client.create("/api/v1/namespaces/default/persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": list(modes), "resources": {"requests": {"storage": "1Gi"}}}})
+    if bound:
+        claim["spec"]["volumeName"] = "pv1"
+        claim = await client.request("PUT", "/api/v1/namespaces/default/persistentvolumeclaims/data", claim)
+        claim["status"] = {"phase": "Bound"}
+        await client.request("PUT", "/api/v1/namespaces/default/persistentvolumeclaims/data/status", claim)
+    if attached_to:
+        va = await client.create("/apis/storage.k8s.io/v1/volumeattachments", {
+            "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "kubelite-pv1"},
+            "spec": {"attacher": "kubelite.io/attacher", "nodeName": attached_to,
+                     "source": {"persistentVolumeName": "pv1"}}})
+        if attached:
+            await client.request("PUT", "/apis/storage.k8s.io/v1/volumeattachments/kubelite-pv1/status",
+                                 {**va, "status": {"attached": True}})
+
+
+POD: Obj = {"metadata": {"namespace": "default", "name": "p"},
+            "spec": {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}}
+
+NOT_READY = [
+    pytest.param({"bound": False}, 'persistentvolumeclaim "data" is not bound', id="claim not bound"),
+    pytest.param({"pinned": "node-b"}, "node affinity that does not admit node node-a",
+                 id="local volume of another node"),
+    pytest.param({"attached_to": None}, 'volumeattachment "kubelite-pv1" not found', id="no attachment yet"),
+    pytest.param({"attached_to": "node-b"}, 'Multi-Attach error for volume "pv1" Volume is already exclusively '
+                                            "attached to node node-b", id="attached to another node"),
+    pytest.param({"attached": False}, 'volume "pv1" is not attached to node node-a yet',
+                 id="attachment not confirmed yet"),
+]
+
+
+@pytest.mark.parametrize(("world", "reason"), NOT_READY)
+async def test_volume_not_usable_here_is_not_mounted(client: InProcessClient, tmp_path: Path, world: Obj,
+                                                     reason: str) -> None:
+    await _world(client, tmp_path, **world)
+    root = tmp_path / "pod" / "volumes"
+    root.mkdir(parents=True)
+    (root / "v").symlink_to(tmp_path)  # mounted before: the link goes when the volume may no longer be used
+    problem = await ClaimVolumes(client, NODE, tmp_path / "agent").prepare(POD, root)
+    assert reason in problem
+    assert not (root / "v").is_symlink()
+    with pytest.raises(ConfigError, match="is not mounted on this node"):
+        _volume_source(POD["spec"]["volumes"][0], root, [])
+
+
+READY = [
+    pytest.param({}, "agent/volumes/local-path/pv1", id="local-path directory under the agent's data dir"),
+    pytest.param({"driver": "kubelite.io/shared-path", "pinned": None}, "shared",
+                 id="shared-path directory at its volumeAttributes path"),
+    pytest.param({"modes": ("ReadWriteMany",), "attached_to": None, "pinned": None,
+                  "driver": "kubelite.io/shared-path"}, "shared", id="ReadWriteMany needs no attachment"),
+]
+
+
+@pytest.mark.parametrize(("world", "where"), READY)
+async def test_usable_volume_is_created_and_linked(client: InProcessClient, tmp_path: Path, world: Obj,
+                                                   where: str) -> None:
+    await _world(client, tmp_path, **world)
+    root = tmp_path / "pod" / "volumes"
+    assert await ClaimVolumes(client, NODE, tmp_path / "agent").prepare(POD, root) == ""
+    assert (tmp_path / where).is_dir()
+    assert _volume_source(POD["spec"]["volumes"][0], root, []) == (tmp_path / where).resolve()
