@@ -11,7 +11,8 @@ Per volume (the work-queue key) the controller:
   such pod's, when several race) and then marks `status.attached: true` — for kubelite's directory
   volumes there is no device to attach, the object is the lock;
 - **detaches** only when no pod object using the volume remains on the attachment's node — a pod
-  object is gone only after its agent confirmed its processes dead (S1/S2) — or when that node is
+  object is gone only after its agent confirmed its processes dead (S1/S2); a pod the agent
+  reported Succeeded or Failed has stopped every container and counts as gone — or when that node is
   confirmed fenced (`node_fenced`) or deleted (node deletion = confirmed permanent partition, S2).
   The delete carries the attachment's uid and resourceVersion as preconditions, so a detach never
   removes a newer attachment;
@@ -58,6 +59,10 @@ def node_fenced(node: Obj | None) -> bool:
         return True
     return any(c.get("type") == FENCED_CONDITION and c.get("status") == "True"
                for c in (node.get("status") or {}).get("conditions") or [])
+
+
+def _terminal(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def _claim_keys(pod: Obj) -> list[str]:
@@ -153,15 +158,15 @@ class AttachDetachController:
         users = self.users(pv) if pv is not None and vu.needs_attach(pv) else []
         if va is not None:
             holder = va["spec"]["nodeName"]
-            on_holder = [p for p in users if p["spec"]["nodeName"] == holder]
+            # a terminal phase is written by the agent after every container stopped: such a pod no longer holds
+            on_holder = [p for p in users if p["spec"]["nodeName"] == holder and not _terminal(p)]
             if on_holder and not node_fenced(self.nodes.get("", holder)):
                 await self._mark_attached(va)
                 self._report_multi_attach(pv_name, holder, users, on_holder)
                 return
             await self._detach(va)
             return
-        wanting = sorted((p for p in users if not p["metadata"].get("deletionTimestamp")
-                          and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        wanting = sorted((p for p in users if not p["metadata"].get("deletionTimestamp") and not _terminal(p)
                           and not node_fenced(self.nodes.get("", p["spec"]["nodeName"]))),
                          key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
         if wanting:

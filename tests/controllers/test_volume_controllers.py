@@ -180,3 +180,19 @@ async def test_claim_in_use_is_kept_until_its_pod_is_gone(tmp_path: Path) -> Non
 ])
 def test_node_fenced(node: Obj | None, fenced: bool) -> None:
     assert node_fenced(node) is fenced
+
+
+async def test_a_pod_its_agent_reported_finished_no_longer_holds_the_volume(tmp_path: Path) -> None:
+    async with running(tmp_path, *CONTROLLERS) as h:
+        await _setup(h)
+        await h.client.create(PVCS, claim("data", "shared"))
+        pv_name = (await _bound_claim(h, "data"))["spec"]["volumeName"]
+        await h.client.create(PODS, pod_using("job", "data", "n1"))
+
+        async def on(node: str) -> bool:
+            return await _attachment_node(h, pv_name) == node
+        await h.until(lambda: on("n1"), "attached to n1")
+        await h.client.create(PODS, pod_using("next", "data", "n2"))
+        await h.client.patch(f"{PODS}/job/status", {"status": {"phase": "Succeeded"}},
+                             "application/strategic-merge-patch+json")
+        await h.until(lambda: on("n2"), "attached to n2")
