@@ -115,6 +115,9 @@ class Binder:
                 self.world.event(claim, "Normal", "WaitForFirstConsumer", WAIT_FOR_CONSUMER)
             elif sc is not None:
                 await self._provision(claim, sc)
+            elif cls:
+                self.world.event(claim, "Warning", "ProvisioningFailed",
+                                 f'storageclass.storage.k8s.io "{cls}" not found')
             else:
                 self.world.event(claim, "Normal", "FailedBinding", NO_VOLUMES)
             await self._claim_phase(claim, "Pending")
