@@ -35,7 +35,9 @@ log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
-VOLUME_RETRY = 2.0  # seconds between checks of a pod's claim volumes while they are not usable here
+# checks of a pod's claim volumes while they are not usable here: soon (the attach usually follows the
+# scheduling within milliseconds), then backing off to a few seconds for a volume held elsewhere
+VOLUME_RETRY_FIRST, VOLUME_RETRY_MAX = 0.1, 4.0
 
 
 class PodSync:
@@ -43,6 +45,7 @@ class PodSync:
                  claims: ClaimVolumes | None = None) -> None:
         self.node = node
         self.claims = claims  # None: no API to ask (hollow nodes), claim volumes are left to the sandbox
+        self._volume_retry = VOLUME_RETRY_FIRST
         self.pod = pod
         self.uid = pod["metadata"]["uid"]
         self.records = records_for(pod["spec"], Backoff(node.config.max_restart_period, node.config.initial_backoff))
@@ -75,7 +78,9 @@ class PodSync:
         self._record_ended()
         if not await self._volumes_ready():
             self._publish()
-            return SyncResult(resync_at=now + VOLUME_RETRY)
+            retry, self._volume_retry = self._volume_retry, min(self._volume_retry * 2, VOLUME_RETRY_MAX)
+            return SyncResult(resync_at=now + retry)
+        self._volume_retry = VOLUME_RETRY_FIRST
         await self._start_what_should_run()
         self._save()
         terminal = pod_phase(self.pod, self.records, self.facts) in ("Succeeded", "Failed")

@@ -136,7 +136,7 @@ class _Handle:
 
 
 class _Client:
-    """Records the PreBind writes and answers GETs of claims as the PV controller would once it bound them."""
+    """Records the PreBind writes."""
 
     def __init__(self) -> None:
         self.puts: list[Obj] = []
@@ -144,9 +144,6 @@ class _Client:
     async def request(self, method: str, path: str, body: Any = None) -> Obj:
         self.puts.append(body)
         return dict(body)
-
-    async def get(self, path: str) -> Obj:
-        return {"metadata": {"name": path.rsplit("/", 1)[1], "annotations": {vu.ANN_BIND_COMPLETED: "yes"}}}
 
 
 def test_reserve_assumes_and_prebind_writes_the_chosen_bindings() -> None:
@@ -162,6 +159,8 @@ def test_reserve_assumes_and_prebind_writes_the_chosen_bindings() -> None:
     assert plugin.reserve(state, first, "node-a").ok
     assert vc.volume("pv-1")["spec"]["claimRef"]["name"] == "pvc-a"  # type: ignore[index]
     assert filter_verdicts(plugin, t, pod_with("pvc-b", name="pod-b")) == {"node-a": ERR_REASON_BIND_CONFLICT}
+    for name in ("pvc-a", "pvc-p"):  # what the claim informer shows once the PV controller has bound them
+        vc.stored_claim("default", name)["metadata"]["annotations"] = {vu.ANN_BIND_COMPLETED: "yes"}  # type: ignore[index]
     status = asyncio.run(plugin.pre_bind(state, first, "node-a"))
     assert status.ok, status
     assert [b["metadata"]["name"] for b in client.puts] == ["pv-1", "pvc-p"]

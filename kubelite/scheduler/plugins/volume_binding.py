@@ -9,8 +9,8 @@
 - Reserve assumes the chosen node's bindings (volume → claim) and provisionings (the claim with
   `volume.kubernetes.io/selected-node`) in the VolumeCache; Unreserve drops them.
 - PreBind writes them through the API (a volume's claimRef, a claim's selected-node annotation)
-  and waits until the PV controller (and a provisioner) has bound every claim, up to
-  `bindTimeoutSeconds` (600).
+  and waits until the PV controller (and a provisioner) has bound every claim, as the claim
+  informer shows it (checkBindings), up to `bindTimeoutSeconds` (600).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound t
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 BIND_TIMEOUT = 600.0
-POLL_PERIOD = 0.5
+POLL_PERIOD = 0.05  # reads the informer cache, not the API: cheap
 
 Obj = dict[str, Any]
 
@@ -237,10 +237,9 @@ class VolumeBinding(NodeVerdict):
         while True:
             waiting = []
             for name in sorted(names):
-                try:
-                    claim = await self.handle.client.get(resource_path("persistentvolumeclaims", namespace, name))
-                except ApiError as exc:
-                    return Status(Code.Error, (f"binding volumes: {exc}",), NAME)
+                claim = self.cache.stored_claim(namespace, name)
+                if claim is None:
+                    return Status(Code.Error, (f'binding volumes: persistentvolumeclaim "{name}" not found',), NAME)
                 if not (claim["metadata"].get("annotations") or {}).get(vu.ANN_BIND_COMPLETED):
                     waiting.append(name)
             if not waiting:

@@ -29,6 +29,10 @@ class VolumeCache:
     def claim(self, namespace: str, name: str) -> Obj | None:
         return self.assumed_claims.get((namespace, name)) or self._claims.get((namespace, name))
 
+    def stored_claim(self, namespace: str, name: str) -> Obj | None:
+        """The claim as the informer last saw it, without this scheduler's assumptions."""
+        return self._claims.get((namespace, name))
+
     def volume(self, name: str) -> Obj | None:
         return self.assumed_volumes.get(name) or self._volumes.get(("", name))
 
