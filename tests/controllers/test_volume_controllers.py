@@ -196,3 +196,34 @@ async def test_a_pod_its_agent_reported_finished_no_longer_holds_the_volume(tmp_
         await h.client.patch(f"{PODS}/job/status", {"status": {"phase": "Succeeded"}},
                              "application/strategic-merge-patch+json")
         await h.until(lambda: on("n2"), "attached to n2")
+
+
+async def test_bound_volume_is_kept_until_released_then_retained_or_deleted(tmp_path: Path) -> None:
+    """pv-protection holds a deleted volume while Bound; once its claim is gone it is Released and goes. A
+    Delete-policy provisioned volume is removed by the binder when its claim is deleted."""
+    async with running(tmp_path, *CONTROLLERS) as h:
+        await _setup(h)
+        await h.client.create(PVS, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "static"},
+                                    "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"],
+                                             "hostPath": {"path": "/tmp/kubelite-static"}}})
+
+        async def available() -> bool:
+            pv = await _get(h, f"{PVS}/static")
+            return pv is not None and pv["status"]["phase"] == "Available"
+        await h.until(available, "the static volume Available")
+        await h.client.create(PVCS, claim("mine", ""))
+        assert (await _bound_claim(h, "mine"))["spec"]["volumeName"] == "static"
+        await h.client.delete(f"{PVS}/static")
+        for _ in range(50):
+            await h.clock.advance(0.01)
+        kept = await _get(h, f"{PVS}/static")
+        assert kept is not None and kept["status"]["phase"] == "Bound" and kept["metadata"]["deletionTimestamp"]
+        await h.client.delete(f"{PVCS}/mine")
+
+        async def gone(path: str) -> bool:
+            return await _get(h, path) is None
+        await h.until(lambda: gone(f"{PVS}/static"), "the released volume removed")
+        await h.client.create(PVCS, claim("dyn", "shared"))
+        pv_name = (await _bound_claim(h, "dyn"))["spec"]["volumeName"]
+        await h.client.delete(f"{PVCS}/dyn")
+        await h.until(lambda: gone(f"{PVS}/{pv_name}"), "the provisioned volume deleted (reclaim policy Delete)")

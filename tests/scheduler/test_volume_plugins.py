@@ -239,10 +239,37 @@ def test_volume_zone(incoming: Obj, labels: dict[str, str], want: str) -> None:
     assert verdicts == {"host1": want}
 
 
-def _disk_pod(name: str, read_only: bool = False) -> Obj:
+DISKS = {
+    "GCE": ({"gcePersistentDisk": {"pdName": "foo"}}, {"gcePersistentDisk": {"pdName": "bar"}}),
+    "AWS": ({"awsElasticBlockStore": {"volumeID": "foo"}}, {"awsElasticBlockStore": {"volumeID": "bar"}}),
+    "RBD": ({"rbd": {"monitors": ["a", "b"], "pool": "foo", "image": "bar", "fsType": "ext4"}},
+            {"rbd": {"monitors": ["c", "d"], "pool": "foo", "image": "bar", "fsType": "ext4"}}),
+    "ISCSI": ({"iscsi": {"targetPortal": "127.0.0.1:3260", "iqn": "iqn.2016-12.server:storage.target01", "lun": 0}},
+              {"iscsi": {"targetPortal": "127.0.0.1:3260", "iqn": "iqn.2017-12.server:storage.target01", "lun": 0}}),
+}
+
+
+def _disk_pod(name: str, source: Obj | None) -> Obj:
     obj = make_pod(name).obj()
-    obj["spec"]["volumes"] = [{"name": "d", "gcePersistentDisk": {"pdName": "foo", "readOnly": read_only}}]
+    obj["spec"]["volumes"] = [{"name": "d", **source}] if source else []
     return obj
+
+
+# Test{GCE,AWS,RBD,ISCSI}DiskConflicts: (incoming volume, existing pod's volume on the node, conflict)
+DISK_CASES = [pytest.param(kind, incoming, existing, conflict, id=f"{kind}: {name}")
+              for kind, (state, state2) in DISKS.items()
+              for name, incoming, existing, conflict in [("nothing", None, "none", False),
+                                                         ("one state", None, state, False),
+                                                         ("same state", state, state, True),
+                                                         ("different state", state2, state, False)]]
+
+
+@pytest.mark.parametrize(("kind", "incoming", "existing", "conflict"), DISK_CASES)
+def test_disk_conflicts(kind: str, incoming: Obj | None, existing: Obj | str, conflict: bool) -> None:
+    pods = [] if existing == "none" else [_scheduled(_disk_pod("holder", existing), "node-a")]  # type: ignore[arg-type]
+    verdicts = filter_verdicts(VolumeRestrictions(cache([], [])), table([node("node-a")], pods),
+                               _disk_pod("p", incoming))
+    assert verdicts == {"node-a": ERR_REASON_DISK_CONFLICT if conflict else ""}
 
 
 def _scheduled(obj: Obj, node_name: str) -> Obj:
@@ -250,20 +277,24 @@ def _scheduled(obj: Obj, node_name: str) -> Obj:
     return obj
 
 
-RESTRICTION_CASES = [
-    pytest.param(pod_with("pvc-rwop"), [], "", id="nothing"),
-    pytest.param(pod_with("pvc-rwop"), [_scheduled(pod_with("pvc-rwop", name="holder"), "node-a")],
-                 ERR_REASON_RWOP_CONFLICT, id="failed rwop conflict"),
-    pytest.param(pod_with("pvc-rwo"), [_scheduled(pod_with("pvc-rwo", name="holder"), "node-a")], "",
-                 id="ReadWriteOnce is not a scheduling conflict"),
-    pytest.param(_disk_pod("p"), [_scheduled(_disk_pod("holder"), "node-a")], ERR_REASON_DISK_CONFLICT,
-                 id="same gce disk read-write conflicts"),
-    pytest.param(_disk_pod("p", read_only=True), [_scheduled(_disk_pod("holder", read_only=True), "node-a")], "",
-                 id="same gce disk read-only on both does not conflict"),
+# TestAccessModeConflicts
+ACCESS_MODE_CASES = [
+    pytest.param(make_pod("p").obj(), [], True, "", id="nothing"),
+    pytest.param(pod_with("claim-with-rwop"), [], False, 'persistentvolumeclaim "claim-with-rwop" not found',
+                 id="failed to get PVC"),
+    pytest.param(pod_with("claim-with-rwop"), [_scheduled(pod_with("claim-with-rwx", name="pod-with-rwx"), "node-a")],
+                 True, "", id="no access mode conflict"),
+    pytest.param(pod_with("claim-with-rwop"), [_scheduled(pod_with("claim-with-rwop", name="pod-with-rwop"), "node-a"),
+                                               _scheduled(pod_with("claim-with-rwx", name="pod-with-rwx"), "node-a")],
+                 True, ERR_REASON_RWOP_CONFLICT, id="access mode conflict"),
+    pytest.param(pod_with("claim-with-rwo"), [_scheduled(pod_with("claim-with-rwo", name="holder"), "node-a")], True,
+                 "", id="ReadWriteOnce is not a scheduling conflict (the attach lock enforces it)"),
 ]
 
 
-@pytest.mark.parametrize(("incoming", "existing", "want"), RESTRICTION_CASES)
-def test_volume_restrictions(incoming: Obj, existing: list[Obj], want: str) -> None:
-    vc = cache([pvc("pvc-rwop", modes=("ReadWriteOncePod",)), pvc("pvc-rwo")], [])
-    assert filter_verdicts(VolumeRestrictions(vc), table([node("node-a")], existing), incoming) == {"node-a": want}
+@pytest.mark.parametrize(("incoming", "existing", "claims_exist", "want"), ACCESS_MODE_CASES)
+def test_access_mode_conflicts(incoming: Obj, existing: list[Obj], claims_exist: bool, want: str) -> None:
+    claims = [pvc("claim-with-rwop", modes=("ReadWriteOncePod",)), pvc("claim-with-rwx", modes=("ReadWriteMany",)),
+              pvc("claim-with-rwo")] if claims_exist else []
+    verdicts = filter_verdicts(VolumeRestrictions(cache(claims, [])), table([node("node-a")], existing), incoming)
+    assert verdicts == {"node-a": want}

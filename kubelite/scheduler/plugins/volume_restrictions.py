@@ -10,6 +10,7 @@ ReadWriteOnce across nodes is not a scheduling restriction upstream either: the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,26 +30,40 @@ ERR_REASON_RWOP_CONFLICT = ("node has pod using PersistentVolumeClaim with the s
 Obj = dict[str, Any]
 
 
-def _disk_id(vol: Obj) -> tuple[str, str, bool] | None:
-    """(kind, identity, read-only) of an inline disk volume that conflicts when shared on a node."""
+@dataclass(frozen=True)
+class Disk:
+    """An inline disk volume, as isVolumeConflict compares them."""
+
+    kind: str
+    name: str
+    read_only: bool
+    monitors: frozenset[str] = frozenset()
+
+
+def _disk(vol: Obj) -> Disk | None:
     if vol.get("gcePersistentDisk"):
         d = vol["gcePersistentDisk"]
-        return "gce", str(d.get("pdName")), bool(d.get("readOnly"))
+        return Disk("gce", str(d.get("pdName")), bool(d.get("readOnly")))
     if vol.get("awsElasticBlockStore"):
-        return "aws", str(vol["awsElasticBlockStore"].get("volumeID")), False
+        return Disk("aws", str(vol["awsElasticBlockStore"].get("volumeID")), False)
     if vol.get("iscsi"):
         d = vol["iscsi"]
-        return "iscsi", f"{d.get('targetPortal')}/{d.get('iqn')}/{d.get('lun', 0)}", bool(d.get("readOnly"))
+        return Disk("iscsi", str(d.get("iqn")), bool(d.get("readOnly")))
     if vol.get("rbd"):
         d = vol["rbd"]
-        return "rbd", f"{sorted(d.get('monitors') or [])}/{d.get('pool', 'rbd')}/{d.get('image')}", \
-            bool(d.get("readOnly"))
+        return Disk("rbd", f"{d.get('pool', 'rbd')}/{d.get('image')}", bool(d.get("readOnly")),
+                    frozenset(d.get("monitors") or []))
     return None
 
 
-def _conflicts(a: tuple[str, str, bool], b: tuple[str, str, bool]) -> bool:
-    """isVolumeConflict: same disk, and not both read-only (EBS conflicts even read-only)."""
-    return a[:2] == b[:2] and (a[0] == "aws" or not (a[2] and b[2]))
+def _conflicts(a: Disk, b: Disk) -> bool:
+    """isVolumeConflict: the same disk (RBD: same pool and image with an overlapping monitor), not both
+    read-only; an EBS volume conflicts even read-only."""
+    if a.kind != b.kind or a.name != b.name:
+        return False
+    if a.kind == "rbd" and not a.monitors & b.monitors:
+        return False
+    return a.kind == "aws" or not (a.read_only and b.read_only)
 
 
 class VolumeRestrictions:
@@ -74,17 +89,17 @@ class VolumeRestrictions:
                 for other in pods.values():
                     if other.uid != pod.uid and other.namespace == pod.namespace and \
                             rwop.intersection(vu.claim_names(other.obj)):
-                        return Status(Code.Unschedulable, (ERR_REASON_RWOP_CONFLICT,), NAME)
+                        return Status(Code.UnschedulableAndUnresolvable, (ERR_REASON_RWOP_CONFLICT,), NAME)
         return SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:
-        disks = [d for d in map(_disk_id, pod.spec.get("volumes") or []) if d is not None]
+        disks = [d for d in map(_disk, pod.spec.get("volumes") or []) if d is not None]
         if not disks:
             return None
         ok = np.ones(table.n, np.bool_)
         for row in range(table.n):
             ok[row] = not any(_conflicts(d, e) for other in table.pods[row].values()
-                              for e in map(_disk_id, other.spec.get("volumes") or []) if e is not None
+                              for e in map(_disk, other.spec.get("volumes") or []) if e is not None
                               for d in disks)
         return FilterResult(ok, [Rejection(ERR_REASON_DISK_CONFLICT, ~ok)])
 
