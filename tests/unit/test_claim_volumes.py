@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kubelite.agent.container import ConfigError
+from kubelite.agent.housekeeping import remove_pod_dir
 from kubelite.agent.sandbox import _volume_source
 from kubelite.agent.volumes.claims import ClaimVolumes
 from kubelite.apiserver.app import ApiServer
@@ -109,3 +110,14 @@ async def test_usable_volume_is_created_and_linked(client: InProcessClient, tmp_
     assert await ClaimVolumes(client, NODE, tmp_path / "agent").prepare(POD, root) == ""
     assert (tmp_path / where).is_dir()
     assert _volume_source(POD["spec"]["volumes"][0], root, []) == (tmp_path / where).resolve()
+
+
+async def test_removing_the_pod_dir_keeps_the_volume_data(client: InProcessClient, tmp_path: Path) -> None:
+    """The pod's link is removed with its directory (housekeeping), never what it points to."""
+    await _world(client, tmp_path)
+    pod_dir = tmp_path / "pod"
+    assert await ClaimVolumes(client, NODE, tmp_path / "agent").prepare(POD, pod_dir / "volumes") == ""
+    data = tmp_path / "agent/volumes/local-path/pv1/file"
+    data.write_text("kept")
+    remove_pod_dir(pod_dir)
+    assert not pod_dir.exists() and data.read_text() == "kept"
