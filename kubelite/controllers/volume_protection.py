@@ -23,8 +23,6 @@ from kubelite.controllers.runner import Runner
 log = logging.getLogger("kubelite.controllers.volume_protection")
 
 Obj = dict[str, Any]
-PVC_PROTECTION = "kubernetes.io/pvc-protection"
-PV_PROTECTION = "kubernetes.io/pv-protection"
 
 
 def pod_uses_claim(pod: Obj, claim_name: str) -> bool:
@@ -72,7 +70,7 @@ class PVCProtectionController:
     async def _sync(self, key: Key) -> None:
         claim = self.claims.get(*key)
         if claim is None or not claim["metadata"].get("deletionTimestamp") or \
-                PVC_PROTECTION not in (claim["metadata"].get("finalizers") or []):
+                vu.PVC_PROTECTION not in (claim["metadata"].get("finalizers") or []):
             return
         ns, name = key
         if any(pod_uses_claim(p, name) for p in self.pods.by_index(NAMESPACE_INDEX, ns)):
@@ -81,7 +79,7 @@ class PVCProtectionController:
         live = await self.client.get(resource_path("pods", ns))
         if any(pod_uses_claim(p, name) for p in live.get("items") or []):
             return
-        await remove_finalizer(self.client, resource_path("persistentvolumeclaims", ns, name), claim, PVC_PROTECTION)
+        await remove_finalizer(self.client, resource_path("persistentvolumeclaims", ns, name), claim, vu.PVC_PROTECTION)
 
 
 class PVProtectionController:
@@ -101,8 +99,8 @@ class PVProtectionController:
     async def _sync(self, key: Key) -> None:
         pv = self.volumes.get(*key)
         if pv is None or not pv["metadata"].get("deletionTimestamp") or \
-                PV_PROTECTION not in (pv["metadata"].get("finalizers") or []):
+                vu.PV_PROTECTION not in (pv["metadata"].get("finalizers") or []):
             return
         if (pv.get("status") or {}).get("phase") == "Bound":
             return
-        await remove_finalizer(self.client, resource_path("persistentvolumes", name=key[1]), pv, PV_PROTECTION)
+        await remove_finalizer(self.client, resource_path("persistentvolumes", name=key[1]), pv, vu.PV_PROTECTION)

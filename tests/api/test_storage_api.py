@@ -140,3 +140,11 @@ async def test_tables_have_upstream_columns(api: Client) -> None:
         table = await resp.json()
         assert [c["name"] for c in table["columnDefinitions"]] == columns
         assert len(table["rows"]) == 1
+
+
+async def test_attachments_of_a_node_by_field_selector(api: Client) -> None:
+    """What a fencing policy asks: which volumes does this node hold?"""
+    await call(api, "POST", VAS, va("kubelite-pv1", "node-a", "pv1"), expect=201)
+    await call(api, "POST", VAS, va("kubelite-pv2", "node-b", "pv2"), expect=201)
+    out = await call(api, "GET", f"{VAS}?fieldSelector=spec.nodeName%3Dnode-a", expect=200)
+    assert [i["metadata"]["name"] for i in out["items"]] == ["kubelite-pv1"]

@@ -19,10 +19,9 @@ from kubelite.api import validation as v
 from kubelite.api.errors import Cause
 from kubelite.api.quantity import QuantityError, parse_quantity
 from kubelite.api.selectors import COMMON_FIELDS, path_getter
+from kubelite.api.volumes import PV_PROTECTION, PVC_PROTECTION
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
 
-PVC_PROTECTION = "kubernetes.io/pvc-protection"
-PV_PROTECTION = "kubernetes.io/pv-protection"
 ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
 VOLUME_MODES = ["Block", "Filesystem"]
 PV_RECLAIM_POLICIES = ["Delete", "Recycle", "Retain"]
