@@ -79,7 +79,8 @@ class Agent:
                                                           self._pod_paths))
         self._background: set[asyncio.Future[Any]] = set()
         self.proxy = proxy  # the service proxy (kube-proxy's part), if this node runs one
-        self.claim_volumes = ClaimVolumes(client, node_name, data_dir)  # persistentVolumeClaim volumes (S5)
+        self.claim_volumes = ClaimVolumes(client, node_name, data_dir,  # persistentVolumeClaim volumes (S5)
+                                          (data_dir, *config.protected_paths))
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 

@@ -105,7 +105,7 @@ def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) 
             source.mkdir(parents=True, exist_ok=True)
         target = str(m.get("mountPath", ""))
         binds += ["--ro-bind" if m.get("readOnly") else "--bind", str(source), target]
-        if "hostPath" in vol:  # e.g. hostPath "/": the protected dirs stay hidden under the mount too
+        if "hostPath" in vol or "persistentVolumeClaim" in vol:  # e.g. "/": protected dirs stay hidden under it
             real = source.resolve()
             masks += [a for p in protected if real in p.parents
                       for a in ("--tmpfs", str(Path(target) / p.relative_to(real)))]

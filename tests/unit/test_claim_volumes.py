@@ -12,7 +12,7 @@ import pytest
 
 from kubelite.agent.container import ConfigError
 from kubelite.agent.housekeeping import remove_pod_dir
-from kubelite.agent.sandbox import _volume_source
+from kubelite.agent.sandbox import _mounts, _volume_source
 from kubelite.agent.volumes.claims import ClaimVolumes
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
@@ -34,8 +34,9 @@ async def client(tmp_path: Path) -> AsyncIterator[InProcessClient]:
 
 
 def _pv(driver: str, modes: list[str], node: str | None, path: str) -> Obj:
-    spec: Obj = {"capacity": {"storage": "1Gi"}, "accessModes": modes,
-                 "csi": {"driver": driver, "volumeHandle": "pv1", "volumeAttributes": {"path": path}}}
+    source: Obj = {"hostPath": {"path": path}} if driver == "hostPath" else \
+        {"csi": {"driver": driver, "volumeHandle": "pv1", "volumeAttributes": {"path": path}}}
+    spec: Obj = {"capacity": {"storage": "1Gi"}, "accessModes": modes, **source}
     if node:
         spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
             {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
@@ -44,8 +45,8 @@ def _pv(driver: str, modes: list[str], node: str | None, path: str) -> Obj:
 
 async def _world(client: InProcessClient, tmp_path: Path, bound: bool = True, driver: str = "kubelite.io/local-path",
                  modes: tuple[str, ...] = ("ReadWriteOnce",), pinned: str | None = NODE,
-                 attached_to: str | None = NODE, attached: bool = True) -> None:
-    await client.create("/api/v1/persistentvolumes", _pv(driver, list(modes), pinned, str(tmp_path / "shared")))
+                 attached_to: str | None = NODE, attached: bool = True, path: str = "shared") -> None:
+    await client.create("/api/v1/persistentvolumes", _pv(driver, list(modes), pinned, str(tmp_path / path)))
     claim = await client.create("/api/v1/namespaces/default/persistentvolumeclaims", {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
         "spec": {"accessModes": list(modes), "resources": {"requests": {"storage": "1Gi"}}}})
@@ -76,6 +77,11 @@ NOT_READY = [
                                             "attached to node node-b", id="attached to another node"),
     pytest.param({"attached": False}, 'volume "pv1" is not attached to node node-a yet',
                  id="attachment not confirmed yet"),
+    pytest.param({"driver": "hostPath", "path": "agent/pods", "pinned": None},
+                 "which holds the node's credentials and state and is never mounted",
+                 id="hostPath PV into the data dir"),
+    pytest.param({"driver": "hostPath", "path": "missing", "pinned": None}, "does not exist on node node-a",
+                 id="hostPath PV that does not exist"),
 ]
 
 
@@ -86,7 +92,8 @@ async def test_volume_not_usable_here_is_not_mounted(client: InProcessClient, tm
     root = tmp_path / "pod" / "volumes"
     root.mkdir(parents=True)
     (root / "v").symlink_to(tmp_path)  # mounted before: the link goes when the volume may no longer be used
-    problem = await ClaimVolumes(client, NODE, tmp_path / "agent").prepare(POD, root)
+    (tmp_path / "agent/pods").mkdir(parents=True)
+    problem = await ClaimVolumes(client, NODE, tmp_path / "agent", [tmp_path / "agent"]).prepare(POD, root)
     assert reason in problem
     assert not (root / "v").is_symlink()
     with pytest.raises(ConfigError, match="is not mounted on this node"):
@@ -121,3 +128,14 @@ async def test_removing_the_pod_dir_keeps_the_volume_data(client: InProcessClien
     data.write_text("kept")
     remove_pod_dir(pod_dir)
     assert not pod_dir.exists() and data.read_text() == "kept"
+
+
+def test_protected_dirs_stay_masked_under_a_claim_volume(tmp_path: Path) -> None:
+    """A hostPath PV of "/" (an administrator's choice) still hides the node's protected directories."""
+    root = tmp_path / "pod" / "volumes"
+    root.mkdir(parents=True)
+    (root / "v").symlink_to("/")
+    container = {"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/host"}]}
+    args = _mounts(POD, container, root, [tmp_path / "agent"])
+    assert args[:3] == ["--bind", "/", "/host"]
+    assert ["--tmpfs", f"/host{tmp_path}/agent"] == args[3:5]

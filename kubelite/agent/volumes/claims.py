@@ -11,8 +11,9 @@ makes the check as fresh as the decision it guards.
 
 The directory: `kubelite.io/local-path` volumes live under this agent's data dir
 (`volumes/local-path/<pv>`), `kubelite.io/shared-path` ones at their `volumeAttributes.path`,
-hostPath/local ones at their path. Directories of kubelite's own drivers are created here on
-first mount (provisioning on first use; see controllers/provisioner.py). "Mounting" places a
+hostPath/local ones at their path (which must exist, and lie outside the node's protected
+directories). Directories of kubelite's own drivers are created here on first mount
+(provisioning on first use; see controllers/provisioner.py). "Mounting" places a
 symlink `<pod dir>/volumes/<volume name>` to the directory, which the sandbox binds at each
 mountPath (sandbox.py); a volume whose checks fail has its symlink removed.
 """
@@ -20,6 +21,7 @@ mountPath (sandbox.py); a volume whose checks fail has its symlink removed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +54,16 @@ def volume_directory(pv: Obj, data_dir: Path) -> Path:
                    "(kubelite.io/local-path, kubelite.io/shared-path, hostPath and local are supported)")
 
 
+def _inside(path: Path, parent: Path) -> bool:
+    return path == parent or parent in path.parents
+
+
 class ClaimVolumes:
-    def __init__(self, client: Client, node_name: str, data_dir: Path) -> None:
+    def __init__(self, client: Client, node_name: str, data_dir: Path, protected: Sequence[Path] = ()) -> None:
         self.client = client
         self.node_name = node_name
         self.data_dir = data_dir
+        self.protected = [p.resolve() for p in protected]  # never mounted: the node's credentials and state
 
     async def _get(self, path: str, what: str) -> Obj:
         try:
@@ -86,7 +93,18 @@ class ClaimVolumes:
                                f"to node {holder} and can't be attached to another")
             if not (va.get("status") or {}).get("attached"):
                 raise NotReady(f'AttachVolume: volume "{pv_name}" is not attached to node {self.node_name} yet')
-        return volume_directory(pv, self.data_dir)
+        directory = volume_directory(pv, self.data_dir)
+        driver = ((pv.get("spec") or {}).get("csi") or {}).get("driver")
+        if driver == vu.LOCAL_PATH:
+            return directory  # kubelite's own place under the data dir, bound from outside as emptyDirs are
+        real = directory.resolve()
+        for p in self.protected:
+            if _inside(real, p):
+                raise NotReady(f"volume {pv_name} at {directory} is inside {p}, which holds the node's credentials "
+                               "and state and is never mounted into a container")
+        if driver != vu.SHARED_PATH and not directory.is_dir():
+            raise NotReady(f"volume {pv_name}: {directory} does not exist on node {self.node_name}")
+        return directory
 
     async def prepare(self, pod: Obj, volume_root: Path) -> str:
         """Mount every claim volume of the pod under `volume_root`; '' when all are ready, else why not."""
