@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, services
+from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, services, storage
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
@@ -11,8 +11,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     core.NODES: core.NodeStrategy,
     PODS: PodStrategy,
     core.EVENTS: core.EventStrategy,
-    core.PERSISTENT_VOLUMES: core.VolumeStrategy,
-    core.PERSISTENT_VOLUME_CLAIMS: core.VolumeStrategy,
+    storage.PERSISTENT_VOLUMES: storage.PersistentVolumeStrategy,
+    storage.PERSISTENT_VOLUME_CLAIMS: storage.PersistentVolumeClaimStrategy,
     core.LEASES: core.LeaseStrategy,
     config.CONFIG_MAPS: config.ConfigMapStrategy,
     config.SECRETS: config.SecretStrategy,
@@ -27,5 +27,7 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     services.SERVICES: services.ServiceStrategy,
     services.ENDPOINT_SLICES: services.EndpointSliceStrategy,
     services.ENDPOINTS: services.EndpointsStrategy,
+    storage.STORAGE_CLASSES: storage.StorageClassStrategy,
+    storage.VOLUME_ATTACHMENTS: storage.VolumeAttachmentStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
