@@ -2,14 +2,15 @@
 
 Paths are parsed once by `request.parse_target` rather than registered route by route,
 so the resource catalogue alone decides what is served. Any exception that is not an
-ApiError is logged and answered as a Status, never as a traceback.
+ApiError is logged and answered as a Status, never as a traceback. Every request is
+authenticated by the chain in `kubelite.apiserver.auth` (its user is `request["user"]`) and
+then authorized on its RequestAttributes, as kube-apiserver's handler chain does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -20,10 +21,21 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import bootstrap, discovery, schema
+from kubelite.apiserver.auth import authenticator, authorizer, tokenrequest
+from kubelite.apiserver.auth.admission import ServiceAccountAdmission
+from kubelite.apiserver.auth.config import ADMIN_USER, AuthConfig
+from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
+from kubelite.apiserver.auth.reviews import self_subject_review
+from kubelite.apiserver.auth.serviceaccount import ServiceAccountTokens
+from kubelite.apiserver.auth.tokenfile import StaticTokens
+from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
+from kubelite.apiserver.auth.x509 import ClientCertificates
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.handlers import ResourceHandlers, respond
 from kubelite.apiserver.registry import RESOURCES
-from kubelite.apiserver.request import parse_target
+from kubelite.apiserver.registry.pods import PODS, PodStrategy
+from kubelite.apiserver.registry.serviceaccounts import SELF_SUBJECT_REVIEWS, SERVICE_ACCOUNTS
+from kubelite.apiserver.request import Target, decode_body, media_type, parse_target, read_body
 from kubelite.apiserver.rest import Registry
 from kubelite.clock import Clock
 from kubelite.store.interface import Store
@@ -40,10 +52,13 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 class ApiServer:
     store: Store
     clock: Clock
-    tokens: frozenset[str] = frozenset()  # empty: no authentication (--insecure, loopback only)
+    tokens: frozenset[str] = frozenset()  # the admin tokens; with no authenticator at all: --insecure, loopback only
     server_address: str = "127.0.0.1:6443"
+    auth: AuthConfig = field(default_factory=AuthConfig)
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
+    service_account_tokens: ServiceAccountTokens | None = field(default=None, init=False)
+    authentication: authenticator.Union | None = field(default=None, init=False)  # None: --insecure
     ready: bool = field(default=False, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
 
@@ -51,6 +66,35 @@ class ApiServer:
         self.caches = Caches(self.store, RESOURCES)
         self.registry = Registry(self.store, self.caches, self.clock)
         self.handlers = ResourceHandlers(self.registry)
+        self._configure_auth()
+
+    def _configure_auth(self) -> None:
+        """The authenticator chain (x509, static tokens, service-account tokens, then anonymous) and the
+        ServiceAccount admission plugin, from `auth`."""
+        sa = self.auth.service_accounts
+        if sa is not None:
+            self.service_account_tokens = ServiceAccountTokens(sa.issuer, sa.signing_key, sa.public_keys,
+                                                               sa.audiences, self.registry, self.clock,
+                                                               sa.extend_expiration)
+            if sa.admission:
+                pods = self.registry.strategies[PODS]
+                assert isinstance(pods, PodStrategy)
+                pods.plugins = (ServiceAccountAdmission().admit,)
+        static = {**{t: ADMIN_USER for t in self.tokens}, **self.auth.static_tokens}
+        chain: list[authenticator.Authenticator] = []
+        if self.auth.client_certificates:
+            chain.append(ClientCertificates())
+        token_authenticators: list[authenticator.TokenAuthenticator] = []
+        if static:
+            token_authenticators.append(StaticTokens(static))
+        if self.service_account_tokens is not None:
+            token_authenticators.append(self.service_account_tokens)
+        if token_authenticators:
+            chain.append(authenticator.BearerToken(token_authenticators))
+        # Service-account tokens alone do not turn authentication on: without an admin token or any other
+        # authenticator the server is --insecure (plain HTTP on loopback), where every request is unsecured.
+        if static or self.auth.client_certificates or self.auth.anonymous:
+            self.authentication = authenticator.Union(chain, self.auth.anonymous)
 
     async def start(self) -> None:
         for resource in self.registry.strategies:
@@ -91,8 +135,9 @@ class ApiServer:
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            if self.tokens and request.path not in PUBLIC_PATHS:
-                self._authenticate(request)
+            request["user"] = user = self._authenticate(request)
+            if request.path not in PUBLIC_PATHS:
+                self._authorize(request, user)
             return await handler(request)
         except ApiError as exc:
             resp = respond(exc.status(), exc.code)
@@ -112,11 +157,24 @@ class ApiServer:
             resp.headers["Audit-Id"] = request_id  # kube-apiserver's per-request id header
             return resp
 
-    def _authenticate(self, request: web.Request) -> None:
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not any(hmac.compare_digest(token.strip(), t) for t in self.tokens):
-            raise errors.unauthorized()
+    def _authenticate(self, request: web.Request) -> UserInfo:
+        """The request's user; 401 when nothing authenticates it (the public health and version paths are served
+        to anyone, as upstream's anonymous conditions for them)."""
+        if self.authentication is None:
+            return UNSECURED_USER
+        user = self.authentication.authenticate(
+            authenticator.AuthRequest(request.headers, _peer_certificate(request), request.path))
+        if user is not None:
+            return user
+        if request.path in PUBLIC_PATHS:
+            return ANONYMOUS_USER
+        raise errors.unauthorized()
+
+    def _authorize(self, request: web.Request, user: UserInfo) -> None:
+        attributes = RequestAttributes(user, new_request_info(request.method, request.path, request.query))
+        decision, reason = self.auth.authorizer.authorize(attributes)
+        if decision is not authorizer.Decision.ALLOW:
+            raise authorizer.forbidden(attributes, reason)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -134,7 +192,28 @@ class ApiServer:
                 raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource",
                                   {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
+        if target.resource is SELF_SUBJECT_REVIEWS or target.subresource == "token":
+            return await self._authentication_api(request, target)
+        if target.resource is PODS and request.method == "POST" and not target.subresource \
+                and self.service_account_tokens is not None:
+            await ServiceAccountAdmission.await_default(self.registry, self.clock, target.namespace)
         return await self.handlers.handle(request, target)
+
+    async def _authentication_api(self, request: web.Request, target: Target) -> web.StreamResponse:
+        """SelfSubjectReview and TokenRequest: answered from the request's user and the signer, never stored."""
+        if target.name and target.resource is SELF_SUBJECT_REVIEWS:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        plural = f"{target.resource.plural}/token" if target.subresource and target.resource else "selfsubjectreviews"
+        if request.method != "POST":
+            raise errors.method_not_allowed(request.method, plural)
+        body = decode_body(await read_body(request), media_type(request))
+        if target.resource is SELF_SUBJECT_REVIEWS:
+            return respond(self_subject_review(request["user"], self.registry.now()), 201)
+        if self.service_account_tokens is None or self.service_account_tokens.signing_key is None:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        assert target.resource is SERVICE_ACCOUNTS
+        return respond(tokenrequest.create_token(self.registry, self.service_account_tokens, target.namespace,
+                                                 target.name, body), 201)
 
     def _discovery(self, request: web.Request, path: str) -> web.StreamResponse | None:
         accept = request.headers.get("Accept", "")
@@ -165,3 +244,13 @@ class ApiServer:
             rl = discovery.resource_list(f"{parts[1]}/{parts[2]}")
             return respond(rl) if rl is not None else None
         return None
+
+
+def _peer_certificate(request: web.Request) -> bytes | None:
+    """The client's certificate (DER), already verified against the cluster CA by the TLS handshake."""
+    transport = request.transport
+    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+    if ssl_object is None:
+        return None
+    der: bytes | None = ssl_object.getpeercert(binary_form=True)
+    return der

@@ -78,6 +78,33 @@ def ensure_pki(pki: Path, hosts: list[str]) -> tuple[Path, Path, Path]:
     return ca_crt, srv_crt, srv_key
 
 
+def ensure_service_account_key(pki: Path) -> Path:
+    """The service-account token signing key (`sa.key`, EC P-256: tokens are ES256), created on first start; its
+    public half is what verifies the tokens (--service-account-key-file defaults to it)."""
+    path = pki / "sa.key"
+    if not path.exists():
+        _write(path, _pem_key(_key()), private=True)
+    return path
+
+
+def sign_client_certificate(pki: Path, user: str, groups: list[str], days: int = 365) -> tuple[bytes, bytes]:
+    """A client certificate (PEM) and its key for `user` (CN) in `groups` (O), signed by the cluster CA: what the
+    x509 authenticator accepts. For administrators' kubeconfigs and the tests; joining nodes will use CSRs."""
+    ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = _key()
+    now = dt.datetime.now(dt.UTC)
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
+                        + [x509.NameAttribute(NameOID.COMMON_NAME, user)])
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=days))
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
+
+
 def ensure_token(path: Path) -> str:
     if path.exists():
         return path.read_text().strip()

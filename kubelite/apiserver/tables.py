@@ -247,6 +247,10 @@ def _lease_cells(lease: Obj, now: float) -> Cells:
     return [lease["metadata"]["name"], (lease.get("spec") or {}).get("holderIdentity", ""), _age(lease, now)]
 
 
+def _service_account_cells(sa: Obj, now: float) -> Cells:
+    return [sa["metadata"]["name"], len(sa.get("secrets") or []), _age(sa, now)]
+
+
 def _template(obj: Obj) -> tuple[str, str, str]:
     spec = obj.get("spec") or {}
     containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
@@ -340,6 +344,7 @@ PRINTERS: dict[str, Printer] = {
                                     "VolumeAttributesClass", "Age", "+VolumeMode"), _pvc_cells),
     "Namespace": (_cols("Name", "Status", "Age"), _ns_cells),
     "Lease": (_cols("Name", "Holder", "Age"), _lease_cells),
+    "ServiceAccount": (_cols("Name", "Secrets:integer", "Age"), _service_account_cells),
     "StatefulSet": (_cols("Name", "Ready", "Age", "+Containers", "+Images"), _sts_cells),
     "ReplicaSet": (_cols("Name", "Desired:integer", "Current:integer", "Ready:integer", "Age", "+Containers",
                          "+Images", "+Selector"), _rs_cells),

@@ -19,6 +19,7 @@ from kubelite.controllers.namespace import NamespaceController
 from kubelite.controllers.nodelifecycle import NodeLifecycleController
 from kubelite.controllers.podgc import PodGCController
 from kubelite.controllers.replicaset import ReplicaSetController
+from kubelite.controllers.serviceaccount import ServiceAccountsController
 from kubelite.controllers.statefulset import StatefulSetController
 from kubelite.controllers.taint_eviction import TaintEvictionController
 from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
@@ -42,6 +43,7 @@ CONTROLLERS: dict[str, Factory] = {
     "job": JobController,
     "ttl-after-finished": TTLAfterFinishedController,
     "statefulset": StatefulSetController,
+    "serviceaccount": ServiceAccountsController,
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import apps, batch, core, kubelite_io, policy, scheduling
+from kubelite.apiserver.registry import apps, batch, core, kubelite_io, policy, scheduling, serviceaccounts
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
@@ -22,5 +22,7 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     apps.CONTROLLER_REVISIONS: apps.ControllerRevisionStrategy,
     batch.JOBS: batch.JobStrategy,
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,
+    serviceaccounts.SERVICE_ACCOUNTS: serviceaccounts.ServiceAccountStrategy,
+    serviceaccounts.SELF_SUBJECT_REVIEWS: serviceaccounts.NotStoredStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
