@@ -206,9 +206,9 @@ class ApiServer:
         plural = f"{target.resource.plural}/token" if target.subresource and target.resource else "selfsubjectreviews"
         if request.method != "POST":
             raise errors.method_not_allowed(request.method, plural)
-        body = decode_body(await read_body(request), media_type(request))
-        if target.resource is SELF_SUBJECT_REVIEWS:
+        if target.resource is SELF_SUBJECT_REVIEWS:  # the body says nothing the request does not
             return respond(self_subject_review(request["user"], self.registry.now()), 201)
+        body = decode_body(await read_body(request), media_type(request))
         if self.service_account_tokens is None or self.service_account_tokens.signing_key is None:
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
         assert target.resource is SERVICE_ACCOUNTS

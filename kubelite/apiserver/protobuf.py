@@ -311,7 +311,36 @@ def _job_spec(raw: bytes) -> Obj:
     return spec
 
 
+def _token_request_spec(raw: bytes) -> Obj:
+    """authentication/v1 TokenRequestSpec as `kubectl create token` sends it: audiences (1), boundObjectRef (3:
+    kind, apiVersion, name, uid), expirationSeconds (4)."""
+    spec: Obj = {}
+    for n, x in _fields(raw):
+        if n == 1:
+            spec.setdefault("audiences", []).append(x.decode())
+        elif n == 3:
+            spec["boundObjectRef"] = _strings(list(_fields(x)), {1: "kind", 2: "apiVersion", 3: "name", 4: "uid"})
+        elif n == 4:
+            spec["expirationSeconds"] = _int64(x)
+    return spec
+
+
+def _service_account(raw: bytes) -> Obj:
+    """core/v1 ServiceAccount as `kubectl create serviceaccount` sends it (metadata; automount, field 4)."""
+    fields = list(_fields(raw))
+    _refuse_unknown(fields, (1, 4), "ServiceAccount")
+    o: Obj = {}
+    for n, x in fields:
+        if n == 1:
+            o["metadata"] = _object_meta(x)
+        elif n == 4:
+            o["automountServiceAccountToken"] = bool(x)
+    return o
+
+
 DECODERS: dict[str, Callable[[bytes], Obj]] = {
+    "TokenRequest": lambda raw: _object(raw, _token_request_spec),
+    "ServiceAccount": _service_account,
     "Deployment": lambda raw: _object(raw, _deployment_spec),
     "DeleteOptions": _delete_options,
     "Namespace": _namespace,
