@@ -79,7 +79,7 @@ class ApiServer:
             if sa.admission:
                 pods = self.registry.strategies[PODS]
                 assert isinstance(pods, PodStrategy)
-                pods.plugins = (ServiceAccountAdmission().admit,)
+                pods.plugins = (ServiceAccountAdmission(sa.mount_tokens).admit,)
         static = {**{t: ADMIN_USER for t in self.tokens}, **self.auth.static_tokens}
         chain: list[authenticator.Authenticator] = []
         if self.auth.client_certificates:

@@ -24,6 +24,7 @@ class ServiceAccountConfig:
     api_audiences: tuple[str, ...] = ()  # empty: the issuer, as upstream's default
     extend_expiration: bool = True
     admission: bool = True  # the ServiceAccount admission plugin (needs the serviceaccount controller running)
+    mount_tokens: bool = True  # the plugin's MountServiceAccountToken: the projected kube-api-access volume
 
     @property
     def audiences(self) -> tuple[str, ...]:
