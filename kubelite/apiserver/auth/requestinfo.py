@@ -83,7 +83,9 @@ def new_request_info(method: str, path: str, query: Mapping[str, str]) -> Reques
     else:
         verb = _METHOD_VERBS.get(method, "")
     namespace = ""
-    if parts[0] == "namespaces" and len(parts) > 1:
+    if parts[0] == "namespaces" and len(parts) == 2 and verb == "patch":
+        pass  # server-side apply creating a namespace: PATCH /namespaces/NEW names no namespace the request is in
+    elif parts[0] == "namespaces" and len(parts) > 1:
         namespace = parts[1]
         if len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
             parts = parts[2:]
