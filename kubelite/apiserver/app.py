@@ -3,7 +3,7 @@
 Paths are parsed once by `request.parse_target` rather than registered route by route,
 so the resource catalogue alone decides what is served. Any exception that is not an
 ApiError is logged and answered as a Status, never as a traceback. Every request is
-authenticated by the chain in `kubelite.apiserver.auth` (its user is `request["user"]`) and
+authenticated by the chain in `kubelite.apiserver.auth` (its user is `request[USER]`) and
 then authorized on its RequestAttributes, as kube-apiserver's handler chain does.
 """
 
@@ -43,6 +43,7 @@ from kubelite.store.interface import Store
 log = logging.getLogger("kubelite.apiserver")
 
 PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+USER = web.RequestKey("user", UserInfo)  # the authenticated user of a request: request[USER]
 COMPACTION_INTERVAL = 300.0
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -135,7 +136,7 @@ class ApiServer:
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            request["user"] = user = self._authenticate(request)
+            request[USER] = user = self._authenticate(request)
             if request.path not in PUBLIC_PATHS:
                 self._authorize(request, user)
             return await handler(request)
@@ -207,7 +208,7 @@ class ApiServer:
         if request.method != "POST":
             raise errors.method_not_allowed(request.method, plural)
         if target.resource is SELF_SUBJECT_REVIEWS:  # the body says nothing the request does not
-            return respond(self_subject_review(request["user"], self.registry.now()), 201)
+            return respond(self_subject_review(request[USER], self.registry.now()), 201)
         body = decode_body(await read_body(request), media_type(request))
         if self.service_account_tokens is None or self.service_account_tokens.signing_key is None:
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
