@@ -251,6 +251,14 @@ def _service_account_cells(sa: Obj, now: float) -> Cells:
     return [sa["metadata"]["name"], len(sa.get("secrets") or []), _age(sa, now)]
 
 
+def _config_map_cells(cm: Obj, now: float) -> Cells:
+    return [cm["metadata"]["name"], len(cm.get("data") or {}) + len(cm.get("binaryData") or {}), _age(cm, now)]
+
+
+def _secret_cells(secret: Obj, now: float) -> Cells:
+    return [secret["metadata"]["name"], secret.get("type", ""), len(secret.get("data") or {}), _age(secret, now)]
+
+
 def _template(obj: Obj) -> tuple[str, str, str]:
     spec = obj.get("spec") or {}
     containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
@@ -345,6 +353,8 @@ PRINTERS: dict[str, Printer] = {
     "Namespace": (_cols("Name", "Status", "Age"), _ns_cells),
     "Lease": (_cols("Name", "Holder", "Age"), _lease_cells),
     "ServiceAccount": (_cols("Name", "Secrets:integer", "Age"), _service_account_cells),
+    "ConfigMap": (_cols("Name", "Data:integer", "Age"), _config_map_cells),
+    "Secret": (_cols("Name", "Type", "Data:integer", "Age"), _secret_cells),
     "StatefulSet": (_cols("Name", "Ready", "Age", "+Containers", "+Images"), _sts_cells),
     "ReplicaSet": (_cols("Name", "Desired:integer", "Current:integer", "Ready:integer", "Age", "+Containers",
                          "+Images", "+Selector"), _rs_cells),

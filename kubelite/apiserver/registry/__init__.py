@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import apps, batch, core, kubelite_io, policy, scheduling, serviceaccounts
+from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, serviceaccounts
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
@@ -14,6 +14,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     core.PERSISTENT_VOLUMES: core.VolumeStrategy,
     core.PERSISTENT_VOLUME_CLAIMS: core.VolumeStrategy,
     core.LEASES: core.LeaseStrategy,
+    config.CONFIG_MAPS: config.ConfigMapStrategy,
+    config.SECRETS: config.SecretStrategy,
     scheduling.PRIORITY_CLASSES: scheduling.PriorityClassStrategy,
     policy.PDBS: policy.PodDisruptionBudgetStrategy,
     apps.STATEFULSETS: apps.StatefulSetStrategy,
