@@ -105,6 +105,9 @@ TOKEN_CASES = [
               {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web", "uid": "old"}}, 409,
               "the UID in the bound object reference (old) does not match the UID in record. The object might have "
               "been deleted and then recreated"),
+    TokenCase("bound to a secret", {"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "s"}}, 201),
+    TokenCase("bound to a missing secret", {"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "x"}},
+              404, 'secrets "x" not found'),
     TokenCase("bound to a Deployment", {"boundObjectRef": {"kind": "Deployment", "apiVersion": "apps/v1",
                                                            "name": "d"}}, 400,
               "cannot bind token to object of type apps/v1, Kind=Deployment"),
@@ -120,6 +123,7 @@ async def test_token_request(api: Client, case: TokenCase) -> None:
     other = make_pod("other").obj()
     other["spec"]["serviceAccountName"] = "other"
     await call(api, "POST", f"{NS}/pods", other, expect=201)
+    await call(api, "POST", f"{NS}/secrets", {"metadata": {"name": "s"}, "stringData": {"k": "v"}}, expect=201)
     out = await call(api, "POST", f"{NS}/serviceaccounts/default/token",
                      {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": case.spec})
     if case.code != 201:
@@ -132,7 +136,8 @@ async def test_token_request(api: Client, case: TokenCase) -> None:
                        token=out["status"]["token"], expect=201))["status"]["userInfo"]
     assert user["username"] == "system:serviceaccount:default:default"
     assert user["groups"] == ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]
-    assert ("authentication.kubernetes.io/pod-name" in user.get("extra", {})) == ("boundObjectRef" in case.spec)
+    bound_kind = case.spec.get("boundObjectRef", {}).get("kind")
+    assert ("authentication.kubernetes.io/pod-name" in user.get("extra", {})) == (bound_kind == "Pod")
 
 
 async def test_token_for_a_missing_account_is_not_found(api: Client) -> None:
@@ -140,14 +145,21 @@ async def test_token_for_a_missing_account_is_not_found(api: Client) -> None:
     assert out["message"] == 'serviceaccounts "ghost" not found'
 
 
-async def test_deleting_the_bound_pod_revokes_its_token(api: Client) -> None:
+@pytest.mark.parametrize(("kind", "path", "body"), [
+    ("Pod", "pods/web", make_pod("web").obj()),  # unscheduled: deleted at once
+    ("Secret", "secrets/web", {"metadata": {"name": "web"}}),
+    ("ServiceAccount", "serviceaccounts/default", None),
+], ids=["bound pod", "bound secret", "the account itself"])
+async def test_deleting_what_a_token_is_bound_to_revokes_it(api: Client, kind: str, path: str,
+                                                            body: dict[str, Any] | None) -> None:
     await _account(api)
-    await call(api, "POST", f"{NS}/pods", make_pod("web").obj(), expect=201)
-    token = (await call(api, "POST", f"{NS}/serviceaccounts/default/token",
-                        {"spec": {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web"}}},
+    if body is not None:
+        await call(api, "POST", f"{NS}/{path.split('/')[0]}", body, expect=201)
+    ref = {"boundObjectRef": {"kind": kind, "apiVersion": "v1", "name": "web"}} if body is not None else {}
+    token = (await call(api, "POST", f"{NS}/serviceaccounts/default/token", {"spec": ref},
                         expect=201))["status"]["token"]
     await call(api, "GET", f"{NS}/pods", token=token, expect=200)
-    await call(api, "DELETE", f"{NS}/pods/web", expect=200)  # unscheduled: deleted at once
+    await call(api, "DELETE", f"{NS}/{path}", expect=200)
     await call(api, "GET", f"{NS}/pods", token=token, expect=401)
 
 

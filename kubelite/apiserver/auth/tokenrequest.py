@@ -13,7 +13,9 @@ from kubelite.api import errors
 from kubelite.api.errors import Cause
 from kubelite.apiserver import typecheck
 from kubelite.apiserver.auth.serviceaccount import Binding, ServiceAccountTokens
-from kubelite.apiserver.registry.base import Obj, Resource
+from kubelite.apiserver.registry.base import Obj
+from kubelite.apiserver.registry.config import SECRETS
+from kubelite.apiserver.registry.pods import PODS
 from kubelite.apiserver.registry.serviceaccounts import SERVICE_ACCOUNTS
 from kubelite.apiserver.rest import Registry
 from kubelite.clock import rfc3339
@@ -36,10 +38,6 @@ def _validate(spec: Obj) -> list[Cause]:
     return []
 
 
-def _resource(registry: Registry, plural: str) -> Resource | None:
-    return registry.by_plural.get(plural)
-
-
 def _bind(registry: Registry, namespace: str, sa_name: str, ref: Obj) -> Binding:
     """Resolve boundObjectRef to the live object, with upstream's refusals."""
     api_version, kind, name = ref.get("apiVersion") or "", ref.get("kind") or "", ref.get("name") or ""
@@ -47,19 +45,15 @@ def _bind(registry: Registry, namespace: str, sa_name: str, ref: Obj) -> Binding
     uid = ref.get("uid") or ""
     binding: Binding
     if group == "" and kind == "Pod":
-        pods = _resource(registry, "pods")
-        assert pods is not None
-        pod = registry.current(pods, namespace, name)
+        pod = registry.current(PODS, namespace, name)
         if pod["spec"].get("serviceAccountName") != sa_name:
             raise errors.bad_request(f'cannot bind token for serviceaccount "{sa_name}" to pod running with '
                                      "different serviceaccount name.")
         node_name = pod["spec"].get("nodeName")
         node = registry.get("nodes", "", node_name) if node_name else None
         binding, obj = Binding(pod=pod, node=node), pod
-    elif group == "" and kind == "Secret" and _resource(registry, "secrets") is not None:
-        secrets = _resource(registry, "secrets")
-        assert secrets is not None
-        obj = registry.current(secrets, namespace, name)
+    elif group == "" and kind == "Secret":
+        obj = registry.current(SECRETS, namespace, name)
         binding = Binding(secret=obj)
     else:
         gvk = f"{api_version if '/' in api_version else '/' + api_version}, Kind={kind}"
