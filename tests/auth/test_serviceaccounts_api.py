@@ -3,6 +3,7 @@ API server (SQLite, HTTP on loopback) configured as `kubelite server` configures
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,11 +14,14 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from kubelite.api.errors import ApiError
 from kubelite.apiserver.app import ApiServer
+from kubelite.apiserver.auth.admission import DEFAULT_WAIT_POLLS, POLL
 from kubelite.apiserver.auth.authorizer import Decision
 from kubelite.apiserver.auth.config import AuthConfig, ServiceAccountConfig
 from kubelite.apiserver.auth.requestinfo import RequestAttributes
-from kubelite.clock import RealClock
+from kubelite.apiserver.inprocess import InProcessClient
+from kubelite.clock import FakeClock, RealClock
 from kubelite.store.sqlite import SQLiteStore
 from kubelite.testing.builders import make_pod
 
@@ -272,3 +276,36 @@ async def test_anonymous_when_enabled(tmp_path: Path) -> None:
                             expect=201)
         assert review["status"]["userInfo"] == {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
         await call(api, "GET", f"{NS}/pods", token="wrong", expect=401)
+
+
+async def test_pod_create_waits_briefly_for_a_new_namespaces_default_account(tmp_path: Path) -> None:
+    """As upstream's admission retries its lookup of `default`: a pod created right after its namespace waits
+    (up to a second) for the serviceaccount controller instead of failing; with no controller it is refused."""
+    store = await SQLiteStore.open(tmp_path / "state.db")
+    clock = FakeClock()
+    server = ApiServer(store, clock, frozenset({ADMIN}),
+                       auth=AuthConfig(service_accounts=ServiceAccountConfig(KEY, (KEY.public_key(),))))
+    await server.start()
+    client = InProcessClient(server)
+    try:
+        for ns in ("fresh", "lonely"):
+            await client.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+        pod = make_pod("p").obj()
+        pod["metadata"].pop("namespace", None)
+        creating = asyncio.create_task(client.create("/api/v1/namespaces/fresh/pods", pod))
+        await clock.advance(0)  # the create reaches its wait
+        await clock.advance(0.5)
+        assert not creating.done()
+        await client.create("/api/v1/namespaces/fresh/serviceaccounts", {"metadata": {"name": "default"}})
+        await clock.advance(0.1)
+        assert (await creating)["spec"]["serviceAccountName"] == "default"
+
+        refused = asyncio.create_task(client.create("/api/v1/namespaces/lonely/pods", pod))
+        await clock.advance(0)
+        await clock.advance(DEFAULT_WAIT_POLLS * POLL + POLL / 2)
+        with pytest.raises(ApiError) as err:
+            await refused
+        assert err.value.code == 403 and 'serviceaccount "default" not found' in err.value.message
+    finally:
+        await server.stop()
+        await store.close()

@@ -23,8 +23,9 @@ TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
 PROJECTED_DEFAULT_MODE = 0o644  # corev1.ProjectedVolumeSourceDefaultMode, set explicitly as upstream (#104464)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet
-DEFAULT_WAIT = 1.0  # how long a pod create waits for a new namespace's `default` account (upstream: 10 lookups)
-_POLL = 0.1
+# A pod create waits up to DEFAULT_WAIT_POLLS x POLL (1 s) for a new namespace's `default` account (upstream: 10 tries)
+DEFAULT_WAIT_POLLS = 10
+POLL = 0.1
 
 
 def token_volume_source() -> Obj:
@@ -81,8 +82,8 @@ class ServiceAccountAdmission:
     async def await_default(lookup: Lookup, clock: Clock, namespace: str) -> None:
         """Give the serviceaccount controller a moment to create a new namespace's `default` account before a pod
         create is refused for want of it, as upstream's admission retries its lookup of `default`."""
-        waited = 0.0
-        while waited < DEFAULT_WAIT and lookup.get("namespaces", "", namespace) is not None \
-                and lookup.get("serviceaccounts", namespace, DEFAULT_SERVICE_ACCOUNT) is None:
-            await clock.sleep(_POLL)
-            waited += _POLL
+        for _ in range(DEFAULT_WAIT_POLLS):
+            if lookup.get("namespaces", "", namespace) is None \
+                    or lookup.get("serviceaccounts", namespace, DEFAULT_SERVICE_ACCOUNT) is not None:
+                return
+            await clock.sleep(POLL)
