@@ -21,7 +21,7 @@ from kubelite.apiserver.auth.authorizer import Decision
 from kubelite.apiserver.auth.config import AuthConfig, ServiceAccountConfig
 from kubelite.apiserver.auth.requestinfo import RequestAttributes
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.clock import FakeClock, RealClock
+from kubelite.clock import FakeClock, RealClock, parse_rfc3339
 from kubelite.store.sqlite import SQLiteStore
 from kubelite.testing.builders import make_pod
 
@@ -100,6 +100,8 @@ TOKEN_CASES = [
     TokenCase("over 2^32 seconds", {"expirationSeconds": 2**32 + 1}, 422,
               "may not specify a duration larger than 2^32 seconds"),
     TokenCase("bound to its pod", {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web"}}, 201),
+    TokenCase("projected volume request: status keeps the asked lifetime though the token lives a year",
+              {"expirationSeconds": 3607, "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web"}}, 201),
     TokenCase("bound to a missing pod", {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "nope"}}, 404,
               'pods "nope" not found'),
     TokenCase("bound to another account's pod",
@@ -136,6 +138,8 @@ async def test_token_request(api: Client, case: TokenCase) -> None:
     assert out["kind"] == "TokenRequest" and out["status"]["token"].count(".") == 2
     assert out["spec"]["audiences"] == ["https://kubernetes.default.svc.cluster.local"]
     assert out["spec"]["expirationSeconds"] == case.spec.get("expirationSeconds", 3600)
+    issued = parse_rfc3339(out["metadata"]["creationTimestamp"])
+    assert parse_rfc3339(out["status"]["expirationTimestamp"]) - issued == out["spec"]["expirationSeconds"]
     user = (await call(api, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {},
                        token=out["status"]["token"], expect=201))["status"]["userInfo"]
     assert user["username"] == "system:serviceaccount:default:default"

@@ -57,7 +57,8 @@ class Binding:
 @dataclass(frozen=True)
 class Issued:
     token: str
-    expiration: int  # unix seconds
+    issued_at: int  # unix seconds
+    expiration: int  # unix seconds: the token's exp claim (a year on for an extended projected-volume token)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class ServiceAccountTokens:
         claims = {"aud": list(audiences), "exp": now + expires, "iat": now, "iss": self.issuer,
                   "jti": str(uuid.uuid4()), "kubernetes.io": private, "nbf": now,
                   "sub": username(sa["metadata"]["namespace"], sa["metadata"]["name"])}
-        return Issued(jwt.sign(claims, self.signing_key), now + expires)
+        return Issued(jwt.sign(claims, self.signing_key), now, now + expires)
 
     # --- authenticating ------------------------------------------------------------------------------
 

@@ -88,6 +88,9 @@ def create_token(registry: Registry, tokens: ServiceAccountTokens, namespace: st
     binding = _bind(registry, namespace, name, ref) if ref else Binding()
     issued = tokens.issue(sa, spec["audiences"], spec["expirationSeconds"], binding)
     meta = {**(body.get("metadata") or {}), "name": name, "namespace": namespace,
-            "creationTimestamp": registry.now()}
+            "creationTimestamp": rfc3339(issued.issued_at)}
+    # As upstream, the status reports the requested lifetime even when the token's exp was extended, so kubelet's
+    # token manager (and the agent's) refresh it at 80% of what was asked, never relying on the extension.
+    expires = issued.issued_at + spec["expirationSeconds"]
     return {"kind": "TokenRequest", "apiVersion": GROUP_VERSION, "metadata": meta, "spec": spec,
-            "status": {"token": issued.token, "expirationTimestamp": rfc3339(issued.expiration)}}
+            "status": {"token": issued.token, "expirationTimestamp": rfc3339(expires)}}
