@@ -21,21 +21,16 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import bootstrap, discovery, schema
-from kubelite.apiserver.auth import authenticator, authorizer, tokenrequest
+from kubelite.apiserver.auth import authenticator, authorizer, endpoints, setup
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
-from kubelite.apiserver.auth.config import ADMIN_USER, AuthConfig
+from kubelite.apiserver.auth.config import AuthConfig
 from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
-from kubelite.apiserver.auth.reviews import self_subject_review
-from kubelite.apiserver.auth.serviceaccount import ServiceAccountTokens
-from kubelite.apiserver.auth.tokenfile import StaticTokens
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
-from kubelite.apiserver.auth.x509 import ClientCertificates
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.handlers import ResourceHandlers, respond
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
-from kubelite.apiserver.registry.serviceaccounts import SELF_SUBJECT_REVIEWS, SERVICE_ACCOUNTS
-from kubelite.apiserver.request import Target, decode_body, media_type, parse_target, read_body
+from kubelite.apiserver.request import parse_target
 from kubelite.apiserver.rest import Registry
 from kubelite.clock import Clock
 from kubelite.store.interface import Store
@@ -58,8 +53,7 @@ class ApiServer:
     auth: AuthConfig = field(default_factory=AuthConfig)
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
-    service_account_tokens: ServiceAccountTokens | None = field(default=None, init=False)
-    authentication: authenticator.Union | None = field(default=None, init=False)  # None: --insecure
+    authentication: setup.Authentication = field(init=False)
     ready: bool = field(default=False, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
 
@@ -70,32 +64,12 @@ class ApiServer:
         self._configure_auth()
 
     def _configure_auth(self) -> None:
-        """The authenticator chain (x509, static tokens, service-account tokens, then anonymous) and the
-        ServiceAccount admission plugin, from `auth`."""
-        sa = self.auth.service_accounts
-        if sa is not None:
-            self.service_account_tokens = ServiceAccountTokens(sa.issuer, sa.signing_key, sa.public_keys,
-                                                               sa.audiences, self.registry, self.clock,
-                                                               sa.extend_expiration)
-            if sa.admission:
-                pods = self.registry.strategies[PODS]
-                assert isinstance(pods, PodStrategy)
-                pods.plugins = (ServiceAccountAdmission(sa.mount_tokens).admit,)
-        static = {**{t: ADMIN_USER for t in self.tokens}, **self.auth.static_tokens}
-        chain: list[authenticator.Authenticator] = []
-        if self.auth.client_certificates:
-            chain.append(ClientCertificates())
-        token_authenticators: list[authenticator.TokenAuthenticator] = []
-        if static:
-            token_authenticators.append(StaticTokens(static))
-        if self.service_account_tokens is not None:
-            token_authenticators.append(self.service_account_tokens)
-        if token_authenticators:
-            chain.append(authenticator.BearerToken(token_authenticators))
-        # Service-account tokens alone do not turn authentication on: without an admin token or any other
-        # authenticator the server is --insecure (plain HTTP on loopback), where every request is unsecured.
-        if static or self.auth.client_certificates or self.auth.anonymous:
-            self.authentication = authenticator.Union(chain, self.auth.anonymous)
+        self.authentication = setup.build(self.auth, self.tokens, self.registry, self.clock)
+        admission = self.authentication.admission
+        if admission is not None:
+            pods = self.registry.strategies[PODS]
+            assert isinstance(pods, PodStrategy)
+            pods.plugins = (admission.admit,)
 
     async def start(self) -> None:
         for resource in self.registry.strategies:
@@ -161,9 +135,10 @@ class ApiServer:
     def _authenticate(self, request: web.Request) -> UserInfo:
         """The request's user; 401 when nothing authenticates it (the public health and version paths are served
         to anyone, as upstream's anonymous conditions for them)."""
-        if self.authentication is None:
+        chain = self.authentication.chain
+        if chain is None:
             return UNSECURED_USER
-        user = self.authentication.authenticate(
+        user = chain.authenticate(
             authenticator.AuthRequest(request.headers, _peer_certificate(request), request.path))
         if user is not None:
             return user
@@ -193,28 +168,13 @@ class ApiServer:
                 raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource",
                                   {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
-        if target.resource is SELF_SUBJECT_REVIEWS or target.subresource == "token":
-            return await self._authentication_api(request, target)
-        if target.resource is PODS and request.method == "POST" and not target.subresource \
-                and self.service_account_tokens is not None:
+        if endpoints.handles(target):
+            return await endpoints.serve(request, target, request[USER], self.registry,
+                                         self.authentication.service_account_tokens)
+        if self.authentication.admission is not None and target.resource is PODS and request.method == "POST" \
+                and not target.subresource:
             await ServiceAccountAdmission.await_default(self.registry, self.clock, target.namespace)
         return await self.handlers.handle(request, target)
-
-    async def _authentication_api(self, request: web.Request, target: Target) -> web.StreamResponse:
-        """SelfSubjectReview and TokenRequest: answered from the request's user and the signer, never stored."""
-        if target.name and target.resource is SELF_SUBJECT_REVIEWS:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
-        plural = f"{target.resource.plural}/token" if target.subresource and target.resource else "selfsubjectreviews"
-        if request.method != "POST":
-            raise errors.method_not_allowed(request.method, plural)
-        if target.resource is SELF_SUBJECT_REVIEWS:  # the body says nothing the request does not
-            return respond(self_subject_review(request[USER], self.registry.now()), 201)
-        body = decode_body(await read_body(request), media_type(request))
-        if self.service_account_tokens is None or self.service_account_tokens.signing_key is None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
-        assert target.resource is SERVICE_ACCOUNTS
-        return respond(tokenrequest.create_token(self.registry, self.service_account_tokens, target.namespace,
-                                                 target.name, body), 201)
 
     def _discovery(self, request: web.Request, path: str) -> web.StreamResponse | None:
         accept = request.headers.get("Accept", "")
