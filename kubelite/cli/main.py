@@ -161,17 +161,17 @@ def _main(argv: list[str] | None) -> int:
     try:
         return serve.run(serve.Options(data_dir=args.data_dir, port=args.port, bind=args.bind_address,
                                        insecure=args.insecure, disabled=frozenset(disabled),
-                                       scheduler_config=args.scheduler_config,
-                                       node_config=getattr(args, "node_config", None),
-                                       local_node=args.command == "up",
-                                       node_monitor_grace_period=args.node_monitor_grace_period,
                                        auth=serve.AuthOptions(
                                            token_auth_file=args.token_auth_file, client_ca_file=args.client_ca_file,
                                            anonymous=args.anonymous_auth,
                                            service_account_issuer=args.service_account_issuer,
                                            service_account_signing_key_file=args.service_account_signing_key_file,
                                            service_account_key_files=tuple(args.service_account_key_file),
-                                           api_audiences=tuple(a for a in args.api_audiences.split(",") if a))))
+                                           api_audiences=tuple(a for a in args.api_audiences.split(",") if a)),
+                                       scheduler_config=args.scheduler_config,
+                                       node_config=getattr(args, "node_config", None),
+                                       local_node=args.command == "up",
+                                       node_monitor_grace_period=args.node_monitor_grace_period))
     except (serve.ConfigError, serve.NodeConfigError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2

@@ -73,11 +73,11 @@ class Options:
     bind: str = "127.0.0.1"
     insecure: bool = False
     disabled: frozenset[str] = frozenset()
+    auth: AuthOptions = field(default_factory=AuthOptions)
     scheduler_config: Path | None = None
     node_config: Path | None = None
     local_node: bool = False  # `up`: also run a node agent for this machine
     node_monitor_grace_period: float = 40.0
-    auth: AuthOptions = field(default_factory=AuthOptions)
 
 
 def _is_loopback(address: str) -> bool:
