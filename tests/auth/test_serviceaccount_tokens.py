@@ -80,10 +80,16 @@ def _issue(objects: Objects, clock: FakeClock, seconds: int = 3600, pod: bool = 
     return issued.token, issued.expiration
 
 
+def _verified(token: str) -> dict[str, Any]:
+    parsed = jwt.parse(token)
+    assert parsed is not None
+    return jwt.verify(parsed, [EC_KEY.public_key()])
+
+
 def test_claims_of_a_pod_bound_token(world: tuple[Objects, FakeClock]) -> None:
     objects, clock = world
     token, _ = _issue(objects, clock, seconds=1200, pod=True)
-    claims = jwt.verify(token, [EC_KEY.public_key()])
+    claims = _verified(token)
     jti = claims.pop("jti")
     assert isinstance(jti, str) and len(jti) == 36
     assert claims == {
@@ -119,7 +125,7 @@ EXPIRY_CASES = [
 def test_expiration_extension(world: tuple[Objects, FakeClock], case: ExpiryCase) -> None:
     objects, clock = world
     token, expiration = _issue(objects, clock, case.seconds, case.pod, case.audiences)
-    claims = jwt.verify(token, [EC_KEY.public_key()])
+    claims = _verified(token)
     assert claims["exp"] == expiration == int(NOW) + case.exp_after
     warn = claims["kubernetes.io"].get("warnafter")
     assert warn == (None if case.warnafter is None else int(NOW) + case.warnafter)

@@ -7,7 +7,7 @@ KUBERNETES_SERVICE_HOST/PORT are set in the pod spec here (the agent does not in
 
 Skipped until the node agent mounts projected volumes (issue 11 item 2, kubelite.agent.volumes);
 once it does, `kubelite server` must mount tokens again (serve.py `_auth_config`: drop
-`mount_tokens=False`), or this test fails. Run against that merge: it passed.
+`mount_tokens=False`), or this test fails.
 """
 
 from __future__ import annotations

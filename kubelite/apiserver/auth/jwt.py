@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,35 +104,43 @@ def sign(claims: dict[str, Any], key: PrivateKey) -> str:
     return f"{signing_input.decode()}.{_b64(signature)}"
 
 
-def unverified_claims(token: str) -> dict[str, Any] | None:
-    """The claims of something shaped like a compact JWS, unverified; None when it is not one (not our kind)."""
+@dataclass(frozen=True)
+class Parsed:
+    """A compact JWS split and decoded once: header and claims (unverified until `verify`), what was signed, and
+    the signature."""
+
+    header: dict[str, Any]
+    claims: dict[str, Any]
+    signing_input: bytes
+    signature: bytes
+
+
+def parse(token: str) -> Parsed | None:
+    """The parts of something shaped like a compact JWS; None when it is not one (another authenticator's token)."""
     parts = token.split(".")
     if len(parts) != 3:
         return None
     try:
         header = orjson.loads(_unb64(parts[0]))
         claims = orjson.loads(_unb64(parts[1]))
+        signature = _unb64(parts[2])
     except (ValueError, binascii.Error):
         return None
     if not isinstance(header, dict) or not isinstance(claims, dict):
         return None
-    return claims
+    return Parsed(header, claims, f"{parts[0]}.{parts[1]}".encode(), signature)
 
 
-def verify(token: str, keys: list[PublicKey]) -> dict[str, Any]:
+def unverified_claims(token: str) -> dict[str, Any] | None:
+    parsed = parse(token)
+    return parsed.claims if parsed is not None else None
+
+
+def verify(parsed: Parsed, keys: list[PublicKey]) -> dict[str, Any]:
     """The claims of a token signed by one of `keys` (with the algorithm its header names); else InvalidCredential."""
-    claims = unverified_claims(token)
-    if claims is None:
-        raise InvalidCredential("malformed token")
-    head, payload, sig = token.split(".")
-    header = orjson.loads(_unb64(head))
-    signing_input = f"{head}.{payload}".encode()
-    try:
-        signature = _unb64(sig)
-    except (ValueError, binascii.Error):
-        raise InvalidCredential("malformed token signature") from None
+    signature, signing_input = parsed.signature, parsed.signing_input
     for key in keys:
-        if header.get("alg") != algorithm(key):
+        if parsed.header.get("alg") != algorithm(key):
             continue
         try:
             if isinstance(key, rsa.RSAPublicKey):
@@ -144,5 +153,5 @@ def verify(token: str, keys: list[PublicKey]) -> dict[str, Any]:
                 key.verify(encode_dss_signature(r, s), signing_input, ec.ECDSA(hashes.SHA256()))
         except InvalidSignature:
             continue
-        return claims
+        return parsed.claims
     raise InvalidCredential("invalid signature")

@@ -98,10 +98,10 @@ class ServiceAccountTokens:
     # --- authenticating ------------------------------------------------------------------------------
 
     def authenticate_token(self, token: str) -> UserInfo | None:
-        unverified = jwt.unverified_claims(token)
-        if unverified is None or unverified.get("iss") != self.issuer:
+        parsed = jwt.parse(token)
+        if parsed is None or parsed.claims.get("iss") != self.issuer:
             return None  # not a token of ours: another authenticator's
-        claims = jwt.verify(token, list(self.public_keys))
+        claims = jwt.verify(parsed, list(self.public_keys))
         self._check_audience(claims)
         self._check_times(claims)
         return self._user(claims)
