@@ -114,6 +114,9 @@ TOKEN_CASES = [
     TokenCase("bound to a secret", {"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "s"}}, 201),
     TokenCase("bound to a missing secret", {"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "x"}},
               404, 'secrets "x" not found'),
+    TokenCase("bound to a node", {"boundObjectRef": {"kind": "Node", "apiVersion": "v1", "name": "n1"}}, 201),
+    TokenCase("bound to a missing node", {"boundObjectRef": {"kind": "Node", "apiVersion": "v1", "name": "n9"}},
+              404, 'nodes "n9" not found'),
     TokenCase("bound to a Deployment", {"boundObjectRef": {"kind": "Deployment", "apiVersion": "apps/v1",
                                                            "name": "d"}}, 400,
               "cannot bind token to object of type apps/v1, Kind=Deployment"),
@@ -130,6 +133,7 @@ async def test_token_request(api: Client, case: TokenCase) -> None:
     other["spec"]["serviceAccountName"] = "other"
     await call(api, "POST", f"{NS}/pods", other, expect=201)
     await call(api, "POST", f"{NS}/secrets", {"metadata": {"name": "s"}, "stringData": {"k": "v"}}, expect=201)
+    await call(api, "POST", "/api/v1/nodes", {"metadata": {"name": "n1"}}, expect=201)
     out = await call(api, "POST", f"{NS}/serviceaccounts/default/token",
                      {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": case.spec})
     if case.code != 201:
@@ -146,6 +150,7 @@ async def test_token_request(api: Client, case: TokenCase) -> None:
     assert user["groups"] == ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]
     bound_kind = case.spec.get("boundObjectRef", {}).get("kind")
     assert ("authentication.kubernetes.io/pod-name" in user.get("extra", {})) == (bound_kind == "Pod")
+    assert ("authentication.kubernetes.io/node-name" in user.get("extra", {})) == (bound_kind == "Node")
 
 
 async def test_token_for_a_missing_account_is_not_found(api: Client) -> None:
@@ -156,18 +161,20 @@ async def test_token_for_a_missing_account_is_not_found(api: Client) -> None:
 @pytest.mark.parametrize(("kind", "path", "body"), [
     ("Pod", "pods/web", make_pod("web").obj()),  # unscheduled: deleted at once
     ("Secret", "secrets/web", {"metadata": {"name": "web"}}),
+    ("Node", "nodes/web", {"metadata": {"name": "web"}}),
     ("ServiceAccount", "serviceaccounts/default", None),
-], ids=["bound pod", "bound secret", "the account itself"])
+], ids=["bound pod", "bound secret", "bound node", "the account itself"])
 async def test_deleting_what_a_token_is_bound_to_revokes_it(api: Client, kind: str, path: str,
                                                             body: dict[str, Any] | None) -> None:
     await _account(api)
+    collection = "/api/v1" if kind == "Node" else NS
     if body is not None:
-        await call(api, "POST", f"{NS}/{path.split('/')[0]}", body, expect=201)
+        await call(api, "POST", f"{collection}/{path.split('/')[0]}", body, expect=201)
     ref = {"boundObjectRef": {"kind": kind, "apiVersion": "v1", "name": "web"}} if body is not None else {}
     token = (await call(api, "POST", f"{NS}/serviceaccounts/default/token", {"spec": ref},
                         expect=201))["status"]["token"]
     await call(api, "GET", f"{NS}/pods", token=token, expect=200)
-    await call(api, "DELETE", f"{NS}/{path}", expect=200)
+    await call(api, "DELETE", f"{collection}/{path}", expect=200)
     await call(api, "GET", f"{NS}/pods", token=token, expect=401)
 
 

@@ -2,7 +2,7 @@
 
 Claims and checks follow pkg/serviceaccount (claims.go, jwt.go): iss, sub
 `system:serviceaccount:NS:NAME`, aud, exp, iat, nbf, jti and the private `kubernetes.io` claim
-naming the namespace, the service account and the bound pod or secret (and the pod's node).
+naming the namespace, the service account and the bound pod (and its node), node or secret.
 A token authenticates only while it is unexpired (60 s leeway), meant for one of the API
 audiences, and its service account and bound object still exist with the uids it names, so
 deleting a pod invalidates the tokens bound to it. Legacy secret-based tokens (issuer
@@ -47,7 +47,8 @@ def _ref(obj: Obj) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Binding:
-    """What a token is bound to (TokenRequest's boundObjectRef, resolved): a pod (and its node) or a secret."""
+    """What a token is bound to (TokenRequest's boundObjectRef, resolved): a pod (and its node), a node or a
+    secret."""
 
     pod: Obj | None = None
     node: Obj | None = None
@@ -80,10 +81,10 @@ class ServiceAccountTokens:
         now = int(self.clock.now())
         expires = expiration_seconds
         private: dict[str, Any] = {"namespace": sa["metadata"]["namespace"], "serviceaccount": _ref(sa)}
+        if binding.node is not None:
+            private["node"] = _ref(binding.node)
         if binding.pod is not None:
             private["pod"] = _ref(binding.pod)
-            if binding.node is not None:
-                private["node"] = _ref(binding.node)
             if (self.extend_expiration and expiration_seconds == WARN_ONLY_BOUND_TOKEN_EXPIRATION
                     and set(audiences) <= set(self.api_audiences)):
                 private["warnafter"] = now + expiration_seconds
@@ -129,7 +130,7 @@ class ServiceAccountTokens:
         obj = self.lookup.get(resource, namespace, name) if name else None
         deleted = obj is not None and obj["metadata"].get("deletionTimestamp")
         if obj is None or (deleted and parse_rfc3339(deleted) < self.clock.now() - LEEWAY):
-            raise InvalidCredential(f"{what} {namespace}/{name} has been deleted")
+            raise InvalidCredential(f"{what} {namespace + '/' if namespace else ''}{name} has been deleted")
         if obj["metadata"].get("uid") != ref.get("uid"):
             raise InvalidCredential(f"{what} UID ({obj['metadata'].get('uid')}) does not match claim "
                                     f"({ref.get('uid')})")
@@ -149,11 +150,13 @@ class ServiceAccountTokens:
         if "pod" in private:
             pod = self._live("pods", namespace, private["pod"], "pod")
             extra[POD_NAME], extra[POD_UID] = (pod["metadata"]["name"],), (pod["metadata"]["uid"],)
-            node = private.get("node")
-            if isinstance(node, dict) and node.get("name"):
-                extra[NODE_NAME] = (str(node["name"]),)
-                if node.get("uid"):
-                    extra[NODE_UID] = (str(node["uid"]),)
+        node = private.get("node")
+        if "pod" not in private and "node" in private:  # bound to the node itself: it must still exist
+            self._live("nodes", "", node, "node")
+        if isinstance(node, dict) and node.get("name"):
+            extra[NODE_NAME] = (str(node["name"]),)
+            if node.get("uid"):
+                extra[NODE_UID] = (str(node["uid"]),)
         if isinstance(claims.get("jti"), str):
             extra[CREDENTIAL_ID] = (f"JTI={claims['jti']}",)
         return UserInfo(username(namespace, sa["metadata"]["name"]), sa["metadata"].get("uid", ""),

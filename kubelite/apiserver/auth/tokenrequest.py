@@ -2,7 +2,7 @@
 
 Defaults and checks as upstream: expirationSeconds defaults to 3600 and must be at least 600
 (and at most 2^32); audiences default to the API audiences; a bound Pod must exist, run as this
-service account and match the reference's uid; a bound Secret must exist; any other kind is a 400.
+service account and match the reference's uid; a bound Node or Secret must exist; any other kind is a 400.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from kubelite.apiserver import typecheck
 from kubelite.apiserver.auth.serviceaccount import Binding, ServiceAccountTokens
 from kubelite.apiserver.registry.base import Obj
 from kubelite.apiserver.registry.config import SECRETS
+from kubelite.apiserver.registry.core import NODES
 from kubelite.apiserver.registry.pods import PODS
 from kubelite.apiserver.registry.serviceaccounts import SERVICE_ACCOUNTS
 from kubelite.apiserver.rest import Registry
@@ -52,6 +53,9 @@ def _bind(registry: Registry, namespace: str, sa_name: str, ref: Obj) -> Binding
         node_name = pod["spec"].get("nodeName")
         node = registry.get("nodes", "", node_name) if node_name else None
         binding, obj = Binding(pod=pod, node=node), pod
+    elif group == "" and kind == "Node":
+        obj = registry.current(NODES, "", name)
+        binding = Binding(node=obj)
     elif group == "" and kind == "Secret":
         obj = registry.current(SECRETS, namespace, name)
         binding = Binding(secret=obj)
