@@ -236,6 +236,16 @@ async def test_admission_respects_an_existing_mount(api: Client) -> None:
     assert [v["name"] for v in pod["spec"]["volumes"]] == ["mine"]
 
 
+async def test_admission_copies_the_accounts_image_pull_secrets(api: Client) -> None:
+    await _account(api, imagePullSecrets=[{"name": "registry"}])
+    pod = await call(api, "POST", f"{NS}/pods", make_pod("p").obj(), expect=201)
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "registry"}]
+    body = make_pod("q").obj()
+    body["spec"]["imagePullSecrets"] = [{"name": "mine"}]
+    pod = await call(api, "POST", f"{NS}/pods", body, expect=201)
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "mine"}]
+
+
 async def test_admission_refuses_a_missing_account(api: Client) -> None:
     await _account(api)
     body = make_pod("p").obj()

@@ -5,7 +5,7 @@ Defaults `serviceAccountName` to `default`, refuses a pod whose service account 
 account's) is false, adds the projected `kube-api-access-XXXXX` volume (a bound token that
 expires in 3607 s, the `kube-root-ca.crt` ConfigMap's ca.crt, the namespace from the downward API)
 and mounts it read-only at /var/run/secrets/kubernetes.io/serviceaccount in every container that
-does not already mount something there.
+does not already mount something there. A pod without imagePullSecrets gets the account's.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ class ServiceAccountAdmission:
             return [f'error looking up service account {namespace}/{name}: serviceaccount "{name}" not found']
         if self.mount_tokens and should_automount(sa, pod):
             self._mount_token(spec)
+        if not spec.get("imagePullSecrets") and sa.get("imagePullSecrets"):
+            spec["imagePullSecrets"] = [{"name": s.get("name", "")} for s in sa["imagePullSecrets"]]
         return []
 
     def _mount_token(self, spec: Obj) -> None:
