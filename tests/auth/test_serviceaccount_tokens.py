@@ -228,8 +228,9 @@ def _signed_by_other(objects: Objects, clock: FakeClock) -> str:
 def _tampered(objects: Objects, clock: FakeClock) -> str:
     token = _issue(objects, clock)[0]
     head, _, sig = token.split(".")
-    claims = jwt.unverified_claims(token)
-    assert claims is not None
+    parsed = jwt.parse(token)
+    assert parsed is not None
+    claims = parsed.claims
     claims["sub"] = "system:serviceaccount:ns:admin"
     forged = jwt.sign(claims, OTHER_KEY).split(".")[1]
     return f"{head}.{forged}.{sig}"

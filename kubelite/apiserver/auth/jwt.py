@@ -131,11 +131,6 @@ def parse(token: str) -> Parsed | None:
     return Parsed(header, claims, f"{parts[0]}.{parts[1]}".encode(), signature)
 
 
-def unverified_claims(token: str) -> dict[str, Any] | None:
-    parsed = parse(token)
-    return parsed.claims if parsed is not None else None
-
-
 def verify(parsed: Parsed, keys: list[PublicKey]) -> dict[str, Any]:
     """The claims of a token signed by one of `keys` (with the algorithm its header names); else InvalidCredential."""
     signature, signing_input = parsed.signature, parsed.signing_input
