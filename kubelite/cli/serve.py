@@ -144,7 +144,10 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
             ssl_ctx.load_cert_chain(crt, key)
             # Client certificates are asked for, not required (CERT_OPTIONAL), and trusted only from the client CA.
             ssl_ctx.verify_mode = ssl.CERT_OPTIONAL
-            ssl_ctx.load_verify_locations(opts.auth.client_ca_file or cluster_ca)
+            try:
+                ssl_ctx.load_verify_locations(opts.auth.client_ca_file or cluster_ca)
+            except OSError as exc:  # ssl.SSLError too
+                raise ConfigError(f"--client-ca-file {opts.auth.client_ca_file}: {exc}") from None
         auth = _auth_config(opts, data / "pki")
         server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", auth)
         await server.start()
