@@ -19,19 +19,9 @@ $(BIN)/kubelite: pyproject.toml
 
 install: $(BIN)/kubelite
 
-# The node agent mounts pod volumes with bubblewrap; install it when we can (root + apt), saying so first.
+# The Debian packages the node agent uses (bubblewrap, nftables), installed when we can (scripts/system-deps).
 sandbox:
-	@if command -v bwrap >/dev/null 2>&1; then \
-	  echo "==> bubblewrap (bwrap) is installed: the node agent can mount pod volumes"; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "==> Installing the system package bubblewrap (bwrap) with apt-get (the node agent mounts pod volumes"; \
-	  echo "    with it): [1/2] apt-get update"; \
-	  apt-get update && echo "==> [2/2] apt-get install -y bubblewrap" && apt-get install -y bubblewrap || \
-	  echo "note: installing bubblewrap failed: pods with volume mounts will be refused"; \
-	else \
-	  echo "note: bubblewrap (bwrap) is not installed, and installing it needs root and apt-get:"; \
-	  echo "      pods with volume mounts will be refused (install it with: sudo apt-get install bubblewrap)"; \
-	fi
+	@scripts/system-deps
 
 up: install sandbox
 	@echo "==> Starting kubelite up: API server, scheduler, controllers and a node agent for this machine"

@@ -28,9 +28,14 @@ from kubelite.agent.loops import forever
 from kubelite.agent.node import NodeReporter, host_capacity
 from kubelite.agent.pod_sync import PodSync
 from kubelite.agent.pod_workers import PodWorkers
+from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.interface import Runtime
+from kubelite.agent.service_env import NodeEnv
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
+from kubelite.agent.volumes.manager import VolumeManager
+from kubelite.agent.volumes.objects import ObjectWatcher, Ref
+from kubelite.agent.volumes.tokens import TokenManager
 from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
 from kubelite.client.events import EventSink, event_for
@@ -47,7 +52,7 @@ TERMINAL = ("Succeeded", "Failed")
 
 class Agent:
     def __init__(self, client: Client, clock: Clock, node_name: str, data_dir: Path, config: NodeConfig,
-                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0) -> None:
+                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0, proxy: Proxier | None = None) -> None:
         self.client = client
         self.clock = clock
         self.node_name = node_name
@@ -56,7 +61,9 @@ class Agent:
         self.runtime = runtime
         self.host_ip = host_ip
         self.port = port
-        self.base_env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"}
+        self.services = Informer(client, "/api/v1/services", clock)  # for service links (service_env)
+        self.base_env = NodeEnv({"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"},
+                                self.services.store.values)
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
                                  lambda: self.eviction.conditions())
@@ -65,6 +72,8 @@ class Agent:
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
                              params={"fieldSelector": f"spec.nodeName={node_name}"})
         self.status = StatusManager(client, clock, self.pods.get)
+        self.objects = ObjectWatcher(client, clock, self._object_changed)
+        self.volumes = VolumeManager(self.objects, TokenManager(client, clock), host_ip)
         self.events = EventSink(client, clock)
         self.syncers: dict[str, PodSync] = {}  # every pod this agent ran, until its object is gone (logs)
         self.pod_workers = PodWorkers(clock, self._new_syncer, self._pod_finished)
@@ -73,6 +82,7 @@ class Agent:
                                                           self.pod_workers.could_have_running_containers,
                                                           self._pod_paths))
         self._background: set[asyncio.Future[Any]] = set()
+        self.proxy = proxy  # the service proxy (kube-proxy's part), if this node runs one
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 
@@ -92,6 +102,13 @@ class Agent:
         syncer = PodSync(self, pod, wake, saved[1] if saved else None)
         self.syncers[pod["metadata"]["uid"]] = syncer
         return syncer
+
+    def _object_changed(self, ref: Ref) -> None:
+        """A ConfigMap or Secret some pods use changed (or appeared): their next sync rewrites volumes, retries env."""
+        for uid in self.objects.users(ref):
+            syncer = self.syncers.get(uid)
+            if syncer is not None:
+                syncer.wake()
 
     def _pod_seen(self, pod: Obj) -> None:
         uid = pod["metadata"]["uid"]
@@ -216,10 +233,13 @@ class Agent:
         try:
             await self.node.register()
             tasks = [asyncio.create_task(forever(self.clock, name, loop)) for name, loop in (
-                ("node heartbeat", self.node.heartbeat), ("pod informer", self.pods.run),
+                ("node heartbeat", self.node.heartbeat), ("service informer", self.services.run),
+                ("pod informer", self._pods_after_services),
                 ("status manager", self.status.run), ("event sender", self.events.run),
                 ("eviction manager", self.eviction.run))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
+            if self.proxy is not None:
+                tasks.append(asyncio.create_task(forever(self.clock, "service proxy", self.proxy.run)))
             await asyncio.gather(*tasks)
         finally:
             if self.config.shutdown_grace_period > 0:  # graceful node shutdown: a decision to stop every pod
@@ -235,7 +255,15 @@ class Agent:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
             await self.status.close()
+            if self.proxy is not None:
+                await self.proxy.cleanup()
+            await self.objects.close()
             await runner.cleanup()
+
+    async def _pods_after_services(self) -> None:
+        """Pods start only once the Services are listed, so their service links are complete (as kubelet)."""
+        await self.services.synced.wait()
+        await self.pods.run()
 
     async def _healthz(self, request: web.Request) -> web.StreamResponse:
         return web.Response(text="ok")

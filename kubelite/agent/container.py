@@ -6,14 +6,18 @@ the manifest gives no `command`; any `…/pause:…` image runs a built-in pause
 
 from __future__ import annotations
 
+import base64
 import re
+from collections.abc import Callable
 from typing import Any
 
+from kubelite.agent.service_env import with_service_links
 from kubelite.api.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
 PAUSE = ["sleep", "infinity"]  # pause: waits for a signal, ends on the stop signal
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 class ConfigError(Exception):
@@ -31,7 +35,8 @@ def expand(text: str, env: dict[str, str]) -> str:
     return _VAR.sub(sub, text)
 
 
-def _field(pod: Obj, path: str, host_ip: str) -> str:
+def field_value(pod: Obj, path: str, host_ip: str) -> str:
+    """A downward API fieldRef (env and volumes share it; volumes add the whole-map forms themselves)."""
     meta, spec = pod["metadata"], pod.get("spec") or {}
     m = re.match(r"metadata\.(labels|annotations)\['(.+)'\]$", path)
     if m:
@@ -45,7 +50,7 @@ def _field(pod: Obj, path: str, host_ip: str) -> str:
     return str(simple[path] or "")
 
 
-def _resource(container: Obj, ref: Obj) -> str:
+def resource_value(container: Obj, ref: Obj) -> str:
     kind, _, name = ref.get("resource", "").partition(".")
     value = ((container.get("resources") or {}).get(kind) or {}).get(name)
     if value is None:
@@ -57,24 +62,111 @@ def _resource(container: Obj, ref: Obj) -> str:
     return str(-(-q.numerator // q.denominator))
 
 
-def environment(pod: Obj, container: Obj, host_ip: str, base: dict[str, str]) -> dict[str, str]:
-    env = dict(base)
+def find_container(pod: Obj, name: str) -> Obj | None:
+    spec = pod.get("spec") or {}
+    return next((c for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
+                 if c.get("name") == name), None)
+
+
+# Reads a ConfigMap ("configmap") or Secret ("secret") by namespace and name: None when it does not
+# exist; ConfigError when it cannot be known yet (the node's object cache has not synced).
+ObjectLookup = Callable[[str, str, str], Obj | None]
+Warn = Callable[[str, str], None]  # an event's reason and message
+
+
+def _no_objects(kind: str, namespace: str, name: str) -> Obj | None:
+    raise ConfigError(f"failed to sync {kind} cache: timed out waiting for the condition")
+
+
+def is_env_var_name(name: str) -> bool:
+    """validation.IsEnvVarName."""
+    return bool(_ENV_NAME.match(name))
+
+
+def _object_values(kind: str, obj: Obj) -> dict[str, str]:
+    """A ConfigMap's `data`, or a Secret's `data` decoded, as strings (kubelet converts the bytes the same way)."""
+    if kind == "secret":
+        return {k: base64.b64decode(v).decode(errors="surrogateescape") for k, v in (obj.get("data") or {}).items()}
+    return {k: str(v) for k, v in (obj.get("data") or {}).items()}
+
+
+def _required(lookup: ObjectLookup, kind: str, namespace: str, name: str, optional: bool) -> Obj | None:
+    """The object, None when it is missing and optional, else the manager's NotFound words."""
+    obj = lookup(kind, namespace, name)
+    if obj is None and not optional:
+        raise ConfigError(f'{kind} "{name}" not found')
+    return obj
+
+
+def _env_from(pod: Obj, container: Obj, lookup: ObjectLookup, warn: Warn | None) -> dict[str, str]:
+    """envFrom in order: each source's keys (with its prefix); names that are not valid are skipped with an event."""
+    namespace = pod["metadata"].get("namespace", "")
+    out: dict[str, str] = {}
+    for source in container.get("envFrom") or []:
+        kind, ref = ("configmap", source.get("configMapRef")) if source.get("configMapRef") else \
+            ("secret", source.get("secretRef") or {})
+        obj = _required(lookup, kind, namespace, str(ref.get("name", "")), bool(ref.get("optional")))
+        if obj is None:
+            continue
+        invalid = []
+        for key, value in _object_values(kind, obj).items():
+            name = str(source.get("prefix") or "") + key
+            if not is_env_var_name(name):
+                invalid.append(name)
+                continue
+            out[name] = value
+        if invalid and warn is not None:
+            label = "configMap" if kind == "configmap" else "secret"
+            warn("InvalidEnvironmentVariableNames",
+                 f"Keys [{', '.join(sorted(invalid))}] from the EnvFrom {label} {namespace}/{ref.get('name')} were "
+                 "skipped since they are considered invalid environment variable names.")
+    return out
+
+
+def _key_ref(pod: Obj, kind: str, ref: Obj, lookup: ObjectLookup) -> str | None:
+    """A configMapKeyRef / secretKeyRef: the value, None when optional and missing (the variable is left out)."""
+    namespace, name, key = pod["metadata"].get("namespace", ""), str(ref.get("name", "")), str(ref.get("key", ""))
+    optional = bool(ref.get("optional"))
+    obj = _required(lookup, kind, namespace, name, optional)
+    if obj is None:
+        return None
+    values = _object_values(kind, obj)
+    if key not in values:
+        if optional:
+            return None
+        label = "ConfigMap" if kind == "configmap" else "Secret"
+        raise ConfigError(f"couldn't find key {key} in {label} {namespace}/{name}")
+    return values[key]
+
+
+def environment(pod: Obj, container: Obj, host_ip: str, base: dict[str, str],
+                lookup: ObjectLookup = _no_objects, warn: Warn | None = None) -> dict[str, str]:
+    """kubelet's makeEnvironmentVariables: the node's base, then envFrom, then env in order ($(VAR) expands
+    to what is defined before it). A missing required object or key is a ConfigError with kubelet's words
+    (CreateContainerConfigError); `warn` receives the events about skipped envFrom keys."""
+    env = with_service_links(pod, base)
+    env.update(_env_from(pod, container, lookup, warn))
     for item in container.get("env") or []:
         name = item.get("name", "")
         if "value" in item:
             env[name] = expand(str(item["value"]), env)
             continue
         source = item.get("valueFrom") or {}
+        value: str | None
         if "fieldRef" in source:
-            env[name] = _field(pod, source["fieldRef"].get("fieldPath", ""), host_ip)
+            value = field_value(pod, source["fieldRef"].get("fieldPath", ""), host_ip)
         elif "resourceFieldRef" in source:
             ref = source["resourceFieldRef"]
-            target = next((c for c in (pod["spec"].get("containers") or []) + (pod["spec"].get("initContainers")
-                                                                               or [])
-                           if c["name"] == ref.get("containerName", container["name"])), container)
-            env[name] = _resource(target, ref)
+            value = resource_value(find_container(pod, ref.get("containerName") or container["name"]) or container,
+                                   ref)
+        elif "configMapKeyRef" in source:
+            value = _key_ref(pod, "configmap", source["configMapKeyRef"], lookup)
+        elif "secretKeyRef" in source:
+            value = _key_ref(pod, "secret", source["secretKeyRef"], lookup)
         else:
-            raise ConfigError(f"env {name}: only value, fieldRef and resourceFieldRef are supported")
+            raise ConfigError(f"env {name}: no value and no known valueFrom source")
+        if value is not None:
+            env[name] = value
     return env
 
 

@@ -63,7 +63,8 @@ class PodContainers:
                                  f"{self.pod['metadata']['namespace']}({self.uid})")
             return
         try:
-            env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env)
+            env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env,
+                                    self.node.volumes.objects.get, self._warn)
             argv = cspec.argv(r.spec, env, self.node.config.image_catalog)
             if self.node.runtime.sandboxed:
                 argv = sandboxed(argv, self.pod, r.spec, self.logs_dir / "volumes",
@@ -102,6 +103,18 @@ class PodContainers:
                 return
         self.probe(r, env)
 
+    def _warn(self, reason: str, message: str) -> None:
+        self.event(reason, message, "Warning")
+
+    def _running_env(self, r: Record) -> dict[str, str]:
+        """The environment for a probe or hook of a running container, from the objects as they are now; if a
+        ConfigMap or Secret it used has gone since, the node's base (the container keeps what it started with)."""
+        try:
+            return cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env,
+                                     self.node.volumes.objects.get)
+        except cspec.ConfigError:
+            return dict(self.node.base_env)
+
     def adopt(self, r: Record, process: Handle, starting: bool) -> None:
         """A previous agent's instance: watch it (and resume its probes) or record how it ended."""
         r.process = process
@@ -131,7 +144,7 @@ class PodContainers:
 
     def probe(self, r: Record, env: dict[str, str] | None = None, resumed: ProbeState | None = None) -> None:
         if env is None:
-            env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env)
+            env = self._running_env(r)
         r.prober = Prober(self.node.clock, r.spec, env, self.node.host_ip, r.started_at, self.wake,
                           functools.partial(self._unhealthy, r), resumed)
 
@@ -182,7 +195,7 @@ class PodContainers:
         p, clock = r.process, self.node.clock
         pre = (r.spec.get("lifecycle") or {}).get("preStop")
         if pre and not termination.gone:
-            env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env)
+            env = self._running_env(r)
             finished, result = await bounded(clock, run_handler(pre, r.spec, env, self.node.host_ip, clock),
                                              termination.deadline - clock.now())
             if not finished:

@@ -27,18 +27,22 @@ from kubelite.agent.pod_workers import SyncResult
 from kubelite.agent.records import records_for
 from kubelite.agent.services import NodeServices
 from kubelite.agent.termination import Termination
+from kubelite.agent.volumes.projection import MountError
 from kubelite.clock import parse_rfc3339
 
 log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+MOUNT_RETRY_INITIAL, MOUNT_RETRY_MAX = 1.0, 32.0  # a failed volume set-up is retried (and on any object change)
+CONFIG_RETRY = 10.0  # a CreateContainerConfigError is retried (and on any change of the objects it names)
 
 
 class PodSync:
     def __init__(self, node: NodeServices, pod: Obj, wake: Callable[[], None], saved: Obj | None = None) -> None:
         self.node = node
         self.pod = pod
+        self.wake = wake  # a referenced ConfigMap or Secret changed: sync again (volumes, env)
         self.uid = pod["metadata"]["uid"]
         self.records = records_for(pod["spec"], Backoff(node.config.max_restart_period, node.config.initial_backoff))
         self.facts = PodFacts(started_at=node.clock.now())
@@ -46,6 +50,7 @@ class PodSync:
         self.containers = PodContainers(node, pod, wake, self._save)
         self.gone = False  # the object was removed: its logs stop following
         self._checkpointed: Obj | None = None
+        self._mount_retry = MOUNT_RETRY_INITIAL
         if saved is not None:
             self._adopt(saved)
 
@@ -68,7 +73,9 @@ class PodSync:
         if deadline is not None and now >= deadline:  # kubelet's activeDeadlineHandler
             return SyncResult(stop=DEADLINE_EXCEEDED)
         self._record_ended()
-        await self._start_what_should_run()
+        mounted, volumes_due = await self._set_up_volumes(now)
+        if mounted:
+            await self._start_what_should_run()
         self._save()
         terminal = pod_phase(self.pod, self.records, self.facts) in ("Succeeded", "Failed")
         # A finished pod's sidecars are stopped first (sync_terminating_pod); its terminal phase is
@@ -77,6 +84,10 @@ class PodSync:
         pending = [r.not_before for r in self.records if r.not_before > now]
         if deadline is not None:
             pending.append(deadline)
+        if volumes_due is not None:
+            pending.append(volumes_due)
+        if any(r.waiting == "CreateContainerConfigError" for r in self.records):
+            pending.append(now + CONFIG_RETRY)
         return SyncResult(terminal=terminal, resync_at=min(pending) if pending else None)
 
     async def _start_what_should_run(self) -> None:
@@ -113,6 +124,24 @@ class PodSync:
                     await self.containers.start(r, restart=False)
                 elif should_restart(policy, r.spec, r.exit.code):
                     await self.containers.start(r, restart=True)
+
+    async def _set_up_volumes(self, now: float) -> tuple[bool, float | None]:
+        """kubelet's WaitForAttachAndMount before any container starts, and the rewrite of API-data volumes
+        on every sync: (set up, when to sync again for a retry or a token refresh)."""
+        try:
+            refresh = await self.node.volumes.set_up(self.pod, self.logs_dir / "volumes")
+        except MountError as exc:
+            self.containers.event("FailedMount", str(exc), "Warning")
+            for r in self.records:
+                if r.waiting == "ContainerCreating":
+                    r.waiting_message = str(exc)
+            retry_at, self._mount_retry = now + self._mount_retry, min(MOUNT_RETRY_MAX, self._mount_retry * 2)
+            return False, retry_at
+        self._mount_retry = MOUNT_RETRY_INITIAL
+        for r in self.records:
+            if r.waiting == "ContainerCreating":
+                r.waiting_message = ""
+        return True, refresh
 
     def _active_deadline(self) -> float | None:
         seconds = self.pod["spec"].get("activeDeadlineSeconds")
@@ -152,6 +181,7 @@ class PodSync:
             self._publish()
             if self.pod["metadata"].get("deletionTimestamp"):
                 self.node.status.delete_when_synced(self.pod)  # after the terminal status is acknowledged (L14)
+        self.node.volumes.tear_down(self.uid)
         checkpoint.remove(self.logs_dir)  # every process has ended
 
     # --- status and checkpoint ---------------------------------------------------------------------------

@@ -9,7 +9,11 @@ kept: the process runtime's containers see, and are seen with, host pids. Each v
 at its mountPath: emptyDir volumes are per-pod directories under `volume_root` (shared by the
 pod's containers; bound from outside, so their place under the agent's data dir stays hidden),
 hostPath volumes are host paths — refused inside a protected directory, and a protected
-directory inside one is masked again at its place under the mount.
+directory inside one is masked again at its place under the mount. configMap, secret,
+downwardAPI and projected volumes are the directories the volume manager wrote under
+`volume_root` (volumes/manager.py), always bound read-only as upstream mounts them; the
+directory is bound, so its `..data` swap reaches the container, while a `subPath` binds the one
+file as it is at the start, which later updates do not change (as upstream).
 
 securityContext, as far as a process runtime running as root can honour it (see README,
 "What is enforced where"): capabilities through bwrap's --cap-drop/--cap-add from containerd's
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.agent.container import ConfigError
+from kubelite.agent.volumes.manager import is_api_data
 
 Obj = dict[str, Any]
 
@@ -59,7 +64,20 @@ def _outermost(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
+def _mount_target(mount_path: str) -> str:
+    """The mountPath with the symlinks of its existing part resolved on the host (the sandbox sees the host's /):
+    bwrap cannot create a mount point through a symlink such as /var/run -> /run, the service-account path's."""
+    path = Path(mount_path)
+    existing = next((p for p in [path, *path.parents] if p.exists()), Path("/"))
+    return str(existing.resolve() / path.relative_to(existing))
+
+
 def _volume_source(vol: Obj, volume_root: Path, protected: list[Path]) -> Path:
+    if is_api_data(vol):
+        source = volume_root / str(vol["name"])
+        if not source.is_dir():
+            raise ConfigError(f'volume "{vol["name"]}" has not been set up')
+        return source
     if "emptyDir" in vol:
         source = volume_root / str(vol["name"])
         source.mkdir(parents=True, exist_ok=True)
@@ -81,7 +99,8 @@ def _volume_source(vol: Obj, volume_root: Path, protected: list[Path]) -> Path:
             raise ConfigError(f"hostPath {source} does not exist")
         return source
     kinds = ", ".join(k for k in vol if k != "name")
-    raise ConfigError(f'volume "{vol["name"]}" of type {kinds} is not supported (emptyDir and hostPath are)')
+    raise ConfigError(f'volume "{vol["name"]}" of type {kinds} is not supported (emptyDir, hostPath, configMap, '
+                      'secret, downwardAPI and projected are)')
 
 
 def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) -> list[str]:
@@ -93,11 +112,17 @@ def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) 
         if vol is None:
             raise ConfigError(f'volumeMount "{m.get("name")}" names no volume of the pod')
         source = _volume_source(vol, volume_root, protected)
+        api_data = is_api_data(vol)
         if m.get("subPath"):
             source = source / m["subPath"]
-            source.mkdir(parents=True, exist_ok=True)
-        target = str(m.get("mountPath", ""))
-        binds += ["--ro-bind" if m.get("readOnly") else "--bind", str(source), target]
+            if api_data:  # a key of the volume: bound as it resolves now (through ..data), never updated
+                if not source.exists():
+                    raise ConfigError(f'subPath "{m["subPath"]}" of volume "{vol["name"]}" does not exist')
+                source = source.resolve()
+            else:
+                source.mkdir(parents=True, exist_ok=True)
+        target = _mount_target(str(m.get("mountPath", "")))
+        binds += ["--ro-bind" if m.get("readOnly") or api_data else "--bind", str(source), target]
         if "hostPath" in vol:  # e.g. hostPath "/": the protected dirs stay hidden under the mount too
             real = source.resolve()
             masks += [a for p in protected if real in p.parents

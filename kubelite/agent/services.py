@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from kubelite.agent.config import NodeConfig
 from kubelite.agent.runtime.interface import Runtime
+from kubelite.agent.volumes.manager import VolumeManager
 from kubelite.clock import Clock
 
 Obj = dict[str, Any]
@@ -46,6 +47,11 @@ class NodeServices(Protocol):
 
     @property
     def status(self) -> StatusWriter: ...
+
+    @property
+    def volumes(self) -> VolumeManager:
+        """API-data volumes (configMap, secret, downwardAPI, projected) and the objects env reads."""
+        ...
 
     def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal") -> None: ...
 

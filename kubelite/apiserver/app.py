@@ -21,6 +21,7 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import bootstrap, discovery, schema
+from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR
 from kubelite.apiserver.auth import authenticator, authorizer, endpoints, setup
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
 from kubelite.apiserver.auth.config import AuthConfig
@@ -30,6 +31,7 @@ from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.handlers import ResourceHandlers, respond
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
+from kubelite.apiserver.registry.services import configure_services
 from kubelite.apiserver.request import parse_target
 from kubelite.apiserver.rest import Registry
 from kubelite.clock import Clock
@@ -50,6 +52,7 @@ class ApiServer:
     clock: Clock
     tokens: frozenset[str] = frozenset()  # the admin tokens; with no authenticator at all: --insecure, loopback only
     server_address: str = "127.0.0.1:6443"
+    service_cidr: str = DEFAULT_SERVICE_CIDR  # --service-cluster-ip-range
     auth: AuthConfig = field(default_factory=AuthConfig)
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
@@ -61,6 +64,7 @@ class ApiServer:
         self.caches = Caches(self.store, RESOURCES)
         self.registry = Registry(self.store, self.caches, self.clock)
         self.handlers = ResourceHandlers(self.registry)
+        configure_services(self.registry.strategies, self.clock, self.service_cidr)
         self._configure_auth()
 
     def _configure_auth(self) -> None:
@@ -76,6 +80,7 @@ class ApiServer:
             schema.warm(resource.model)
         await self.caches.start()
         await bootstrap.ensure_defaults(self.registry)
+        await bootstrap.ensure_kubernetes_service(self.registry, self.server_address)
         self._tasks.append(asyncio.create_task(self._compact_loop(), name="compaction"))
         self.ready = True
 

@@ -12,7 +12,7 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
-from kubelite.apiserver import logs, patch, scale, schema, subresources, tables, typecheck, watch
+from kubelite.apiserver import logs, patch, protobuf, scale, schema, subresources, tables, typecheck, watch
 from kubelite.apiserver.cache import decode
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.request import (
@@ -39,8 +39,12 @@ _VALIDATION = ("Strict", "Warn", "Ignore")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+_OBJECT: web.ResponseKey[Any] = web.ResponseKey("object")  # what a JSON answer carries, for protobuf
+
+
 def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     resp = web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+    resp[_OBJECT] = data
     for w in warnings or []:  # control characters become spaces, as Go writes header values
         escaped = _CONTROL.sub(" ", w).replace("\\", "\\\\").replace('"', '\\"')
         resp.headers.add("Warning", f'299 - "{escaped}"')
@@ -54,6 +58,9 @@ class ResourceHandlers:
         self.clock = registry.clock
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
+        return negotiate(request, await self._handle(request, target))
+
+    async def _handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         if target.resource is None:  # POST /api/v1/namespaces/NS/bindings
             if request.method != "POST":
                 raise errors.method_not_allowed(request.method, "bindings")
@@ -114,7 +121,7 @@ class ResourceHandlers:
                 return labels.matches(o["metadata"].get("labels")) and fields.matches(o)
         if parse_bool(q.get("watch"), "watch"):
             encoder = watch.table_encoder(r.kind, _include(request), self.clock) if wants_table(request) \
-                else watch.json_encoder()
+                else watch.protobuf_event if _protobuf_watch(request, r) else watch.json_encoder()
             timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
             return await watch.serve(request, self.caches, r, target.namespace, matches, encoder,
                                      q.get("resourceVersion", ""), float(timeout) if timeout is not None else None,
@@ -348,3 +355,20 @@ def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) ->
     tail = page[-1]["metadata"]
     state = {"rv": revision, "ns": tail.get("namespace", ""), "name": tail["name"]}
     return page, base64.urlsafe_b64encode(orjson.dumps(state)).decode()
+
+
+def negotiate(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+    """Re-encode a `respond()` answer as protobuf when Accept prefers it and the object has a message (else JSON).
+    Every resource answer passes here; other handlers that build answers with respond() can too."""
+    if _OBJECT in resp and isinstance(resp, web.Response) and protobuf.prefers_protobuf(
+            request.headers.get("Accept", "")):
+        body = protobuf.encode(resp[_OBJECT])
+        if body is not None:
+            resp.body = body
+            resp.content_type = protobuf.MEDIA_TYPE
+    return resp
+
+
+def _protobuf_watch(request: web.Request, r: Resource) -> bool:
+    return protobuf.prefers_protobuf(request.headers.get("Accept", "")) and \
+        protobuf.has_message(r.group_version, r.kind)

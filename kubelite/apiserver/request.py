@@ -2,7 +2,7 @@
 
 Quirks handled here come from research/kubectl-compat.md: booleans as Go's
 strconv.ParseBool (the Python client sends `True`), a missing Content-Type means JSON,
-protobuf envelopes for DeleteOptions and imperative creates, YAML bodies.
+protobuf envelopes of any kind with an upstream message, YAML bodies.
 """
 
 from __future__ import annotations
@@ -136,8 +136,8 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON
         raise errors.unsupported_media_type(content_type, list(allowed))
     try:
         if content_type == PROTOBUF:
-            return protobuf.decode(body)
-        if content_type in (YAML, APPLY_PATCH):
+            doc = protobuf.decode(body)  # RawExtension fields carry JSON: bounded like any body below
+        elif content_type in (YAML, APPLY_PATCH):
             doc = yaml.safe_load(body)
             expanded_size(doc, YAML_EXPANSION * len(body) + 10_000)
         else:
@@ -147,7 +147,7 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON
     except protobuf.UnsupportedKind as exc:
         raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
     except protobuf.ProtobufError as exc:
-        raise errors.bad_request(f"unable to decode protobuf body: {exc}") from None
+        raise errors.bad_request(f"the body of the request could not be decoded as protobuf: {exc}") from None
     except RecursionError:  # PyYAML composes recursively
         raise errors.bad_request(f"the body of the request could not be decoded: exceeded max depth {MAX_DEPTH}") \
             from None

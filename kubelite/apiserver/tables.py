@@ -320,6 +320,51 @@ def _revision_cells(rev: Obj, now: float) -> Cells:
     return [rev["metadata"]["name"], controller, rev.get("revision", 0), _age(rev, now)]
 
 
+def _listed(items: list[str], empty: str) -> str:
+    """formatEndpoints / formatDiscoveryEndpoints: at most three, then " + N more..."."""
+    if not items:
+        return empty
+    shown = ",".join(items[:3])
+    return shown + (f" + {len(items) - 3} more..." if len(items) > 3 else "")
+
+
+def _svc_external_ip(spec: Obj, status: Obj) -> str:
+    external = list(spec.get("externalIPs") or [])
+    kind = spec.get("type", "ClusterIP")
+    if kind == "ExternalName":
+        return str(spec.get("externalName", ""))
+    if kind == "LoadBalancer":
+        ingress = [i.get("ip") or i.get("hostname", "") for i in (status.get("loadBalancer") or {}).get("ingress")
+                   or []]
+        return ",".join(ingress + external) or "<pending>"
+    return ",".join(external) or "<none>"
+
+
+def _svc_cells(svc: Obj, now: float) -> Cells:
+    spec, status = svc.get("spec") or {}, svc.get("status") or {}
+    ports = [f"{p.get('port')}:{p['nodePort']}/{p.get('protocol', 'TCP')}" if p.get("nodePort")
+             else f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in spec.get("ports") or []]
+    selector = ",".join(f"{k}={v}" for k, v in sorted((spec.get("selector") or {}).items())) or "<none>"
+    return [svc["metadata"]["name"], spec.get("type", "ClusterIP"), spec.get("clusterIP") or "<none>",
+            _svc_external_ip(spec, status), ",".join(ports) or "<none>", _age(svc, now), selector]
+
+
+def _slice_cells(es: Obj, now: float) -> Cells:
+    ports = [str(p["port"]) if p.get("port") is not None else "<unset>" for p in es.get("ports") or []]
+    addresses = [a for ep in es.get("endpoints") or [] for a in ep.get("addresses") or []]
+    return [es["metadata"]["name"], es.get("addressType", ""), ",".join(ports) or "<unset>",
+            _listed(addresses, "<unset>"), _age(es, now)]
+
+
+def _endpoints_cells(ep: Obj, now: float) -> Cells:
+    pairs = []
+    for subset in ep.get("subsets") or []:
+        ports = subset.get("ports") or []
+        for address in subset.get("addresses") or []:
+            pairs += [f"{address.get('ip')}:{p.get('port')}" for p in ports] if ports else [str(address.get("ip"))]
+    return [ep["metadata"]["name"], _listed(pairs, "<none>"), _age(ep, now)]
+
+
 def _default_cells(obj: Obj, now: float) -> Cells:
     return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
 
@@ -363,6 +408,9 @@ PRINTERS: dict[str, Printer] = {
     "ControllerRevision": (_cols("Name", "Controller", "Revision:integer", "Age"), _revision_cells),
     "Job": (_cols("Name", "Status", "Completions", "Duration", "Age", "+Containers", "+Images", "+Selector"),
             _job_cells),
+    "Service": (_cols("Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "+Selector"), _svc_cells),
+    "EndpointSlice": (_cols("Name", "AddressType", "Ports", "Endpoints", "Age"), _slice_cells),
+    "Endpoints": (_cols("Name", "Endpoints", "Age"), _endpoints_cells),
 }
 _DEFAULT: Printer = ([("Name", "string", 0), ("Created At", "date", 0)], _default_cells)
 

@@ -1,4 +1,4 @@
-"""Watch streams: newline-delimited JSON over chunked HTTP, flushed per batch.
+"""Watch streams: newline-delimited JSON (or length-prefixed protobuf) over chunked HTTP, flushed per batch.
 
 Initial state is sent as synthetic ADDED events in ascending resourceVersion order
 (so a resuming client never sees one twice); a resourceVersion older than the watch
@@ -17,7 +17,7 @@ import orjson
 from aiohttp import web
 
 from kubelite.api import errors
-from kubelite.apiserver import tables
+from kubelite.apiserver import protobuf, tables
 from kubelite.apiserver.cache import CachedEvent, Caches, Watcher
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.clock import Clock, bounded
@@ -37,6 +37,18 @@ def json_encoder() -> Encoder:
         return line
 
     return enc
+
+
+def protobuf_event(ev: CachedEvent) -> bytes:
+    """An Encoder: length-prefixed protobuf WatchEvents. Only kinds with a message are watched this way; an object
+    holding a value of the wrong type for its message (never one that passed validation) becomes an ERROR event."""
+    frame = ev.encoded.get("protobuf")
+    if frame is None:
+        frame = protobuf.watch_frame(ev.type, ev.obj) or protobuf.watch_frame("ERROR", errors.internal(
+            f"{ev.resource.kind} {ev.obj['metadata'].get('name')} cannot be encoded as protobuf").status())
+        assert frame is not None
+        ev.encoded["protobuf"] = frame
+    return frame
 
 
 def table_encoder(kind: str, include: str, clock: Clock) -> Encoder:
@@ -84,8 +96,10 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
         for ev in backlog:
             watcher.offer(ev)
     cache.watchers.add(watcher)
-    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    pb = encoder is protobuf_event
+    resp = web.StreamResponse(headers={"Content-Type": protobuf.WATCH_MEDIA_TYPE if pb else "application/json"})
     resp.enable_chunked_encoding()
+    bookmark = _protobuf_bookmark if pb else _bookmark
     lifetime = timeout if timeout is not None else random.uniform(1800, 3600)
     ticker = asyncio.create_task(_tick(watcher, clock, lifetime, bookmarks))
     try:
@@ -93,7 +107,7 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
         if initial:
             await resp.write(b"".join(encoder(e) for e in initial))
         if bookmarks and resource_version in ("", "0"):
-            await resp.write(_bookmark(resource, start))
+            await resp.write(bookmark(resource, start))
         while True:
             if watcher.pending:
                 batch, watcher.pending = watcher.pending, []
@@ -102,7 +116,7 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
                 break
             if watcher.bookmark_due:
                 watcher.bookmark_due = False
-                await resp.write(_bookmark(resource, caches.revision))
+                await resp.write(bookmark(resource, caches.revision))
             watcher.wake.clear()
             if not watcher.pending and not watcher.closed:
                 await watcher.wake.wait()
@@ -135,6 +149,13 @@ def _bookmark(resource: Resource, revision: int) -> bytes:
     return orjson.dumps({"type": "BOOKMARK", "object": {
         "kind": resource.kind, "apiVersion": resource.group_version,
         "metadata": {"resourceVersion": str(revision)}}}) + b"\n"
+
+
+def _protobuf_bookmark(resource: Resource, revision: int) -> bytes:
+    frame = protobuf.watch_frame("BOOKMARK", {"kind": resource.kind, "apiVersion": resource.group_version,
+                                              "metadata": {"resourceVersion": str(revision)}})
+    assert frame is not None  # only resources with a message are watched as protobuf
+    return frame
 
 
 async def _expired(request: web.Request, requested: int, current: int) -> web.StreamResponse:

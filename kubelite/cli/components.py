@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -24,8 +25,11 @@ import uvloop
 from kubelite.agent import config as node_config
 from kubelite.agent.agent import Agent
 from kubelite.agent.cgroups import Cgroups
+from kubelite.agent.proxy import nft
+from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.process import ProcessRuntime
 from kubelite.client.http import ApiClient
+from kubelite.client.interface import Client
 from kubelite.clock import RealClock
 from kubelite.controllers.leaderelection import LeaderElector, LeadershipLost, identity
 from kubelite.controllers.manager import run_controllers
@@ -34,7 +38,8 @@ from kubelite.scheduler.scheduler import Scheduler
 
 
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
-              port: int, shutdown_grace: float | None = None, protect: Sequence[Path] = ()) -> int:
+              port: int, shutdown_grace: float | None = None, protect: Sequence[Path] = (),
+              proxy_mode: str = "none") -> int:
     """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
     cfg = node_config.load(config_file)
     if shutdown_grace is not None:
@@ -45,8 +50,21 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
     data_dir.chmod(0o700)
     runtime = ProcessRuntime(RealClock(), Cgroups.detect())
     uvloop.run(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address,
-                                                  port).run(), ApiClient.from_kubeconfig(kubeconfig)))
+                                                  port, proxy=service_proxy(proxy_mode, client)).run(),
+                             ApiClient.from_kubeconfig(kubeconfig)))
     return 0
+
+
+def service_proxy(mode: str, client: Client) -> Proxier | None:
+    """The agent's service proxy for `--proxy-mode`; none without the `nft` command (then Services get
+    endpoints but no ClusterIP/NodePort traffic, which the warning says)."""
+    if mode == "none":
+        return None
+    if not nft.available():
+        logging.getLogger("kubelite.agent").warning("no nft command: Service ClusterIPs will not be reachable "
+                                                    "from this node (install nftables)")
+        return None
+    return Proxier(client, RealClock())
 
 
 def private_files() -> None:

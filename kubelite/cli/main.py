@@ -60,8 +60,12 @@ def parser() -> argparse.ArgumentParser:
         _auth_flags(p)
     for p in (server, up):
         p.add_argument("--scheduler-config", type=Path, help="KubeSchedulerConfiguration file")
+        p.add_argument("--encryption-key-file", type=Path, default=None,
+                       help="EncryptionConfiguration file: Secrets encrypted at rest (aesgcm, identity)")
         p.add_argument("--node-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
                        help="how long a node may go without a heartbeat before it is marked Unknown and tainted")
+        p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", metavar="CIDR",
+                       help="IPv4 range Service ClusterIPs are allocated from (the kubernetes Service gets the first)")
     agent = sub.add_parser("agent", help="run a node agent, as a client of an API server")
     agent.add_argument("--kubeconfig", type=Path, required=True)
     agent.add_argument("--node-name", default=socket.gethostname().lower())
@@ -73,6 +77,8 @@ def parser() -> argparse.ArgumentParser:
                        help="on SIGTERM, stop every pod with at most this grace (seconds); default: leave them running")
     agent.add_argument("--protect-path", type=Path, action="append", default=[],
                        help="a directory no container may see (repeatable); the agent's --data-dir always is one")
+    agent.add_argument("--proxy-mode", choices=["nftables", "none"], default="nftables",
+                       help="how the agent routes Service ClusterIP/NodePort traffic (none: no service proxy)")
     agent.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sched = sub.add_parser("scheduler", help="run the scheduler alone, as a client of an API server")
     sched.add_argument("--kubeconfig", type=Path, required=True)
@@ -128,7 +134,8 @@ def _main(argv: list[str] | None) -> int:
 
         try:
             return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
-                                        args.address, args.port, args.shutdown_grace_period, args.protect_path)
+                                        args.address, args.port, args.shutdown_grace_period, args.protect_path,
+                                        args.proxy_mode)
         except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
@@ -171,8 +178,10 @@ def _main(argv: list[str] | None) -> int:
                                        scheduler_config=args.scheduler_config,
                                        node_config=getattr(args, "node_config", None),
                                        local_node=args.command == "up",
-                                       node_monitor_grace_period=args.node_monitor_grace_period))
-    except (serve.ConfigError, serve.NodeConfigError) as exc:
+                                       node_monitor_grace_period=args.node_monitor_grace_period,
+                                       service_cidr=args.service_cluster_ip_range,
+                                       encryption_key_file=args.encryption_key_file))
+    except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2
 

@@ -28,11 +28,13 @@ from aiohttp import web
 
 from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
-from kubelite.apiserver import pki
+from kubelite.apiserver import encryption, pki
+from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.auth import jwt, tokenfile
 from kubelite.apiserver.auth.config import AuthConfig, ServiceAccountConfig
 from kubelite.apiserver.auth.serviceaccount import DEFAULT_ISSUER
+from kubelite.apiserver.encryption import EncryptionConfigError, PrefixTransformer, TransformError
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import private_files, stop_on_signals
 from kubelite.client.interface import Client
@@ -44,9 +46,10 @@ from kubelite.controllers.rootcacertpublisher import RootCACertPublisher
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 from kubelite.scheduler.scheduler import Scheduler
+from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
 
-__all__ = ["ConfigError", "NodeConfigError", "Options", "run"]
+__all__ = ["ConfigError", "EncryptionConfigError", "NodeConfigError", "Options", "TransformError", "run"]
 log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0
@@ -78,6 +81,8 @@ class Options:
     node_config: Path | None = None
     local_node: bool = False  # `up`: also run a node agent for this machine
     node_monitor_grace_period: float = 40.0
+    service_cidr: str = DEFAULT_SERVICE_CIDR
+    encryption_key_file: Path | None = None  # an EncryptionConfiguration: Secrets encrypted at rest
 
 
 def _is_loopback(address: str) -> bool:
@@ -94,9 +99,14 @@ def run(opts: Options) -> int:
         raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
                           f"not {opts.bind}")
     sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
+    try:
+        kubernetes_service_ip(opts.service_cidr)
+    except ValueError as exc:
+        raise ConfigError(f"--service-cluster-ip-range: {exc}") from None
     if opts.local_node:
         node_config.load(opts.node_config)  # a bad file fails `up` now, not its agent in a restart loop
-    uvloop.run(_serve(opts, sched))
+    transformers = encryption.load_config(opts.encryption_key_file) if opts.encryption_key_file else {}
+    uvloop.run(_serve(opts, sched, transformers))
     return 0
 
 
@@ -117,7 +127,8 @@ async def _supervise(argv: list[str], clock: Clock) -> None:
         await clock.sleep(AGENT_RESTART_DELAY)
 
 
-async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) -> None:
+async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
+                 transformers: dict[str, PrefixTransformer]) -> None:
     # Signals first: a Ctrl-C during start-up then finishes starting and shuts down cleanly, no traceback.
     stop = stop_on_signals()
     data = opts.data_dir
@@ -125,8 +136,9 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
     data.mkdir(parents=True, exist_ok=True)
     data.chmod(0o700)
     async with contextlib.AsyncExitStack() as cleanup:  # undone in reverse order on the way out
-        store = await SQLiteStore.open(data / "state.db")
-        cleanup.push_async_callback(store.close)
+        sqlite = await SQLiteStore.open(data / "state.db")
+        cleanup.push_async_callback(sqlite.close)
+        store: Store = encryption.EncryptingStore(sqlite, transformers) if transformers else sqlite
         host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
         scheme = "http" if opts.insecure else "https"
         url = f"{scheme}://{host}:{opts.port}"
@@ -135,7 +147,7 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
         ca = None
         token = None
         # The CA exists in --insecure mode too: the root-CA publisher hands it to pods (kube-root-ca.crt).
-        cluster_ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host])
+        cluster_ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host, kubernetes_service_ip(opts.service_cidr)])
         if not opts.insecure:
             ca = cluster_ca
             token = pki.ensure_token(data / "admin.token")
@@ -149,7 +161,7 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
             except OSError as exc:  # ssl.SSLError too
                 raise ConfigError(f"--client-ca-file {opts.auth.client_ca_file}: {exc}") from None
         auth = _auth_config(opts, data / "pki")
-        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", auth)
+        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", opts.service_cidr, auth)
         await server.start()
         cleanup.push_async_callback(server.stop)
         runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)

@@ -13,6 +13,8 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
+from kubelite.controllers.endpoints import EndpointsController
+from kubelite.controllers.endpointslice import EndpointSliceController
 from kubelite.controllers.garbagecollector import GarbageCollector
 from kubelite.controllers.job import JobController
 from kubelite.controllers.namespace import NamespaceController
@@ -44,6 +46,8 @@ CONTROLLERS: dict[str, Factory] = {
     "ttl-after-finished": TTLAfterFinishedController,
     "statefulset": StatefulSetController,
     "serviceaccount": ServiceAccountsController,
+    "endpointslice": EndpointSliceController,
+    "endpoint": EndpointsController,
 }
 
 

@@ -149,6 +149,14 @@ async def test_secret_data_must_be_base64(api: Client, value: str, offset: int) 
     out = await call(api, "POST", SECRETS, secret(data={"k": value}), expect=400)
     assert out["message"] == ('Secret in version "v1" cannot be handled as a Secret: '
                               f"illegal base64 data at input byte {offset}")
+    assert out["details"]["causes"][0]["field"] == "data[k]"
+
+
+async def test_config_map_binary_data_must_be_base64(api: Client) -> None:
+    out = await call(api, "POST", CMS, cm(binaryData={"b": "ab!d"}), expect=400)
+    assert out["message"] == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: '
+                              "illegal base64 data at input byte 2")
+    assert out["details"]["causes"][0]["field"] == "binaryData[b]"
 
 
 async def test_string_data_is_folded_into_data_and_not_stored(api: Client) -> None:

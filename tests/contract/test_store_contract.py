@@ -6,11 +6,13 @@ Add a backend by adding a factory to BACKENDS (etcd joins here when it lands).
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
+from kubelite.apiserver.encryption import EncryptingStore, parse_config
 from kubelite.store.interface import (
     Compacted,
     EventType,
@@ -28,7 +30,15 @@ async def _sqlite(tmp: Path) -> Store:
     return await SQLiteStore.open(tmp / "state.db")
 
 
-BACKENDS: dict[str, BackendFactory] = {"sqlite": _sqlite}
+async def _sqlite_encrypted(tmp: Path) -> Store:
+    """Every key encrypted at rest (the API server encrypts only Secrets' keys; the contract must hold either way)."""
+    providers = [{"aesgcm": {"keys": [{"name": "k", "secret": base64.b64encode(bytes(32)).decode()}]}}]
+    config = {"kind": "EncryptionConfiguration", "resources": [{"resources": ["secrets"], "providers": providers}]}
+    transformer = next(iter(parse_config(config).values()))
+    return EncryptingStore(await SQLiteStore.open(tmp / "state.db"), {"/": transformer})
+
+
+BACKENDS: dict[str, BackendFactory] = {"sqlite": _sqlite, "sqlite+aesgcm": _sqlite_encrypted}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

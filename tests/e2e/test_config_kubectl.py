@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, start_server
 
 pytestmark = pytest.mark.e2e
 
@@ -49,3 +52,44 @@ def test_tls_secret_requires_its_keys(server: ServerProcess) -> None:
                 "stringData": {"tls.crt": "x"}}
     res = server.kubectl("apply", "-f", "-", stdin=json.dumps(manifest), check=False)
     assert res.returncode != 0 and "data[tls.key]: Required value" in res.stderr
+
+
+ENCRYPTION_CONFIG = """\
+apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources: [secrets]
+    providers:
+      - aesgcm:
+          keys:
+            - name: key1
+              secret: {key}
+      - identity: {{}}
+"""
+
+
+def test_encryption_key_file_keeps_secrets_out_of_the_database(tmp_path: Path) -> None:
+    key_file = tmp_path / "encryption.yaml"
+    key_file.write_text(ENCRYPTION_CONFIG.format(key=base64.b64encode(bytes(range(32))).decode()))
+    data = tmp_path / "data"
+    proc = start_server(data, tmp_path / "home", extra=["--disable", "scheduler,controllers",
+                                                        "--encryption-key-file", str(key_file)])
+    try:
+        _create(proc, "secret", "generic", "db", "--from-literal=password=s3cr3t-value-xyz")
+        got = json.loads(proc.kubectl("get", "secret", "db", "-o", "json").stdout)
+        assert base64.b64decode(got["data"]["password"]) == b"s3cr3t-value-xyz"
+    finally:
+        proc.stop()
+    stored = b"".join(p.read_bytes() for p in data.glob("state.db*"))
+    assert b"s3cr3t-value-xyz" not in stored and base64.b64encode(b"s3cr3t-value-xyz") not in stored
+    assert b"k8s:enc:aesgcm:v1:key1:" in stored
+    log = (tmp_path / f"server-{proc.port}.log").read_text()
+    assert "s3cr3t-value-xyz" not in log
+
+
+def test_bad_encryption_key_file_refuses_to_start(tmp_path: Path) -> None:
+    key_file = tmp_path / "encryption.yaml"
+    key_file.write_text(ENCRYPTION_CONFIG.format(key=base64.b64encode(b"short").decode()))
+    res = subprocess.run([sys.executable, "-m", "kubelite.cli.main", "server", "--data-dir", str(tmp_path / "d"),
+                          "--encryption-key-file", str(key_file)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "key must be 16, 24 or 32 bytes, not 5" in res.stderr

@@ -18,7 +18,9 @@ from kubelite.agent.pod_sync import PodSync
 from kubelite.agent.pod_workers import PodWorkers
 from kubelite.agent.runtime.hollow import HollowRuntime
 from kubelite.agent.runtime.interface import Runtime
+from kubelite.agent.volumes.manager import VolumeManager
 from kubelite.clock import Clock, FakeClock, rfc3339
+from tests.unit.volume_fakes import ScriptedTokens, StaticObjects
 
 Obj = dict[str, Any]
 
@@ -38,6 +40,8 @@ class Harness:
         self.statuses: list[tuple[float, Obj]] = []
         self.deleted_at: float | None = None
         self.status = self
+        self.objects = StaticObjects()
+        self.volumes = VolumeManager(self.objects, ScriptedTokens(), self.host_ip)
         self.pod_workers = PodWorkers(self.clock, lambda pod, wake: PodSync(self, pod, wake))
         self._bg: set[asyncio.Future[Any]] = set()
 

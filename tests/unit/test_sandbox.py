@@ -129,8 +129,8 @@ def test_host_path_into_protected_dir_refused(tmp_path: Path, path: str) -> None
 
 
 def test_unsupported_volumes_refused(tmp_path: Path) -> None:
-    pod = _pod(volumes=[{"name": "cfg", "configMap": {"name": "x"}}])
-    with pytest.raises(ConfigError, match="configMap is not supported"):
+    pod = _pod(volumes=[{"name": "cfg", "nfs": {"server": "x", "path": "/"}}])
+    with pytest.raises(ConfigError, match="nfs is not supported"):
         sandboxed(["sh"], pod, {"name": "c", "volumeMounts": [{"name": "cfg", "mountPath": "/c"}]}, tmp_path)
     with pytest.raises(ConfigError, match="names no volume"):
         sandboxed(["sh"], pod, {"name": "c", "volumeMounts": [{"name": "nope", "mountPath": "/n"}]}, tmp_path)

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, serviceaccounts
+from kubelite.apiserver.registry import (
+    apps,
+    batch,
+    config,
+    core,
+    kubelite_io,
+    policy,
+    scheduling,
+    serviceaccounts,
+    services,
+)
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
@@ -26,5 +36,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,
     serviceaccounts.SERVICE_ACCOUNTS: serviceaccounts.ServiceAccountStrategy,
     serviceaccounts.SELF_SUBJECT_REVIEWS: serviceaccounts.NotStoredStrategy,
+    services.SERVICES: services.ServiceStrategy,
+    services.ENDPOINT_SLICES: services.EndpointSliceStrategy,
+    services.ENDPOINTS: services.EndpointsStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)

@@ -107,7 +107,7 @@ class DeploymentStrategy(WorkloadStrategy):
     def _default(self, spec: Obj) -> None:
         super()._default(spec)
         strategy = spec.setdefault("strategy", {"type": "RollingUpdate"})
-        if strategy.get("type", "RollingUpdate") == "RollingUpdate":
+        if strategy.setdefault("type", "RollingUpdate") == "RollingUpdate":  # also for protobuf's `strategy: {}`
             strategy.setdefault("rollingUpdate", {"maxUnavailable": "25%", "maxSurge": "25%"})
         spec.setdefault("progressDeadlineSeconds", 600)
 

@@ -86,8 +86,8 @@ def base64_error_offset(text: str) -> int | None:
     return quantum_start if filled else None
 
 
-def decode_data(kind: str, data: dict[str, object] | None) -> dict[str, bytes]:
-    """The decoded values of a `data` map (400 with the decoder's message on bad base64)."""
+def decode_data(kind: str, data: dict[str, object] | None, field: str = "data") -> dict[str, bytes]:
+    """The decoded values of a base64 map (`data`, `binaryData`); 400 with the decoder's message on bad base64."""
     out: dict[str, bytes] = {}
     for key, value in (data or {}).items():
         text = value if isinstance(value, str) else ""
@@ -95,12 +95,12 @@ def decode_data(kind: str, data: dict[str, object] | None) -> dict[str, bytes]:
         if offset is not None:
             raise errors.cannot_decode(kind, "v1", Cause("FieldValueInvalid",
                                                          f"illegal base64 data at input byte {offset}",
-                                                         f"data[{key}]"))
+                                                         f"{field}[{key}]"))
         try:
             out[key] = base64.b64decode(text.replace("\r", "").replace("\n", ""), validate=True)
         except binascii.Error:  # pragma: no cover - base64_error_offset accepted only decodable text
             raise errors.cannot_decode(kind, "v1", Cause("FieldValueInvalid", "illegal base64 data",
-                                                         f"data[{key}]")) from None
+                                                         f"{field}[{key}]")) from None
     return out
 
 
@@ -149,14 +149,10 @@ class ConfigMapStrategy(Strategy):
                    for key in data if key in binary]
         causes += _key_causes("binaryData", list(binary))
         size = sum(len(str(value).encode()) for value in data.values())
-        size += sum(len(raw) for raw in decode_data("ConfigMap", binary).values())
+        size += sum(len(raw) for raw in decode_data("ConfigMap", binary, "binaryData").values())  # bad base64: 400
         if size > MAX_SECRET_SIZE:
             causes.append(_too_long(""))
         return causes
-
-    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
-        super().prepare_create(obj, lookup)
-        decode_data("ConfigMap", obj.get("binaryData"))
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         return _immutable_causes(new, old, ("data", "binaryData")) + self.validate(new)
