@@ -189,10 +189,7 @@ def _auth_config(opts: Options, pki_dir: Path) -> AuthConfig:
         public = [k for f in a.service_account_key_files for k in jwt.load_public_keys(f)] or [signing.public_key()]
     except (OSError, tokenfile.TokenFileError, jwt.KeyFileError) as exc:
         raise ConfigError(str(exc)) from None
-    # PARTIAL: tokens are not mounted into pods yet, because the node agent cannot mount projected volumes until
-    # issue 11 item 2 (ConfigMap/Secret/projected volumes) lands; then this goes back to the default (mounted).
-    accounts = ServiceAccountConfig(signing, tuple(public), a.service_account_issuer, a.api_audiences,
-                                    mount_tokens=False)
+    accounts = ServiceAccountConfig(signing, tuple(public), a.service_account_issuer, a.api_audiences)
     return AuthConfig(static, client_certificates=not opts.insecure, anonymous=a.anonymous,
                       service_accounts=accounts)
 

@@ -3,11 +3,7 @@
 A real `kubelite server` and `kubelite agent`: the ServiceAccount admission mounts the
 kube-api-access volume, the agent projects a pod-bound token (TokenRequest), the root-CA publisher's
 ca.crt and the namespace, and the official Python client's `load_incluster_config()` uses them.
-KUBERNETES_SERVICE_HOST/PORT are set in the pod spec here (the agent does not inject them yet).
-
-Skipped until the node agent mounts projected volumes (issue 11 item 2, kubelite.agent.volumes);
-once it does, `kubelite server` must mount tokens again (serve.py `_auth_config`: drop
-`mount_tokens=False`), or this test fails.
+KUBERNETES_SERVICE_HOST/PORT are set in the pod spec here, to the server's own address.
 """
 
 from __future__ import annotations
@@ -21,7 +17,6 @@ import pytest
 from tests.e2e.pods import apply_pod, get_pod, server_and_agent, wait_for
 
 pytestmark = pytest.mark.e2e
-pytest.importorskip("kubelite.agent.volumes", reason="the node agent cannot mount projected volumes yet")
 
 SCRIPT = """
 from kubernetes import client, config
