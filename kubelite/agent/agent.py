@@ -18,25 +18,24 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
-from kubelite.agent import checkpoint, housekeeping, logs
+from kubelite.agent import checkpoint, housekeeping, server
 from kubelite.agent.config import NodeConfig
 from kubelite.agent.eviction import wiring as eviction
 from kubelite.agent.eviction.host_stats import PodPaths
 from kubelite.agent.loops import forever
+from kubelite.agent.metrics import KubeletMetrics, census, metrics_routes, running_containers
 from kubelite.agent.node import NodeReporter, host_capacity
 from kubelite.agent.pod_sync import PodSync
 from kubelite.agent.pod_workers import PodWorkers
 from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.interface import Runtime
 from kubelite.agent.service_env import NodeEnv
+from kubelite.agent.stats import ResourceStats
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
 from kubelite.agent.volumes.manager import VolumeManager
 from kubelite.agent.volumes.objects import ObjectWatcher, Ref
 from kubelite.agent.volumes.tokens import TokenManager
-from kubelite.api.errors import ApiError
 from kubelite.api.podresources import pod_requests, quantity_units
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.informer import Handlers, Informer
@@ -52,7 +51,8 @@ TERMINAL = ("Succeeded", "Failed")
 
 class Agent:
     def __init__(self, client: Client, clock: Clock, node_name: str, data_dir: Path, config: NodeConfig,
-                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0, proxy: Proxier | None = None) -> None:
+                 runtime: Runtime, host_ip: str = "127.0.0.1", port: int = 0, proxy: Proxier | None = None,
+                 client_ca: bytes | None = None) -> None:
         self.client = client
         self.clock = clock
         self.node_name = node_name
@@ -64,6 +64,7 @@ class Agent:
         self.services = Informer(client, "/api/v1/services", clock)  # for service links (service_env)
         self.base_env = NodeEnv({"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": "/root"},
                                 self.services.store.values)
+        self.client_ca = client_ca  # who may call the agent's endpoint (server.py): the API server's CA
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
                                  lambda: self.eviction.conditions())
@@ -83,6 +84,11 @@ class Agent:
                                                           self._pod_paths))
         self._background: set[asyncio.Future[Any]] = set()
         self.proxy = proxy  # the service proxy (kube-proxy's part), if this node runs one
+        self.metrics = KubeletMetrics(clock, lambda: census(self.syncers,
+                                                            self.pod_workers.could_have_running_containers))
+        self.pod_workers.on_sync = self.metrics.pod_synced
+        self.resource_stats = ResourceStats(clock, lambda: running_containers(self.runtime, self.syncers),
+                                            getattr(runtime, "cgroups", None), node_name)
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 
@@ -111,6 +117,7 @@ class Agent:
                 syncer.wake()
 
     def _pod_seen(self, pod: Obj) -> None:
+        self.metrics.pod_seen(pod)
         uid = pod["metadata"]["uid"]
         finished = self.pod_workers.is_finished(uid)  # ran to its end on this node: never started again
         if uid in self.pod_workers.pods and not finished:
@@ -129,6 +136,7 @@ class Agent:
 
     def _pod_gone(self, pod: Obj) -> None:
         uid = pod["metadata"].get("uid", "")
+        self.metrics.pod_gone(uid)
         self.status.forget(uid)
         if self.pod_workers.could_have_running_containers(uid):
             self.pod_workers.remove_pod(uid)  # force-deleted: the processes still get stopped (short grace)
@@ -220,15 +228,13 @@ class Agent:
     # --- lifecycle ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        app = web.Application()
-        app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
-        app.router.add_get("/healthz", self._healthz)
-        runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host_ip, self.port)
-        await site.start()
-        if not self.port:
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        cert, key = server.ensure_serving_cert(self.data_dir / "pki", self.host_ip)
+        routes = [*server.routes(self._running_pod, self.clock),
+                  *(server.Route("GET", path, handler)
+                    for path, handler in metrics_routes(self.metrics, self.resource_stats).items())]
+        endpoint = server.AgentServer(routes, self.host_ip, self.port, server.tls_context(cert, key, self.client_ca))
+        await endpoint.start()
+        self.port = endpoint.port
         tasks: list[asyncio.Task[None]] = []
         try:
             await self.node.register()
@@ -236,7 +242,7 @@ class Agent:
                 ("node heartbeat", self.node.heartbeat), ("service informer", self.services.run),
                 ("pod informer", self._pods_after_services),
                 ("status manager", self.status.run), ("event sender", self.events.run),
-                ("eviction manager", self.eviction.run))]
+                ("eviction manager", self.eviction.run), ("resource stats", self.resource_stats.run))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
             if self.proxy is not None:
                 tasks.append(asyncio.create_task(forever(self.clock, "service proxy", self.proxy.run)))
@@ -258,21 +264,14 @@ class Agent:
             if self.proxy is not None:
                 await self.proxy.cleanup()
             await self.objects.close()
-            await runner.cleanup()
+            await endpoint.stop()
 
     async def _pods_after_services(self) -> None:
         """Pods start only once the Services are listed, so their service links are complete (as kubelet)."""
         await self.services.synced.wait()
         await self.pods.run()
 
-    async def _healthz(self, request: web.Request) -> web.StreamResponse:
-        return web.Response(text="ok")
-
-    async def _logs(self, request: web.Request) -> web.StreamResponse:
-        ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
-        syncer = next((s for s in self.syncers.values()
-                       if s.pod["metadata"]["name"] == name and s.pod["metadata"]["namespace"] == ns), None)
-        if syncer is None:
-            return web.json_response(ApiError(404, "NotFound", f'pod "{name}" not found on this node').status(),
-                                     status=404)
-        return await logs.serve(request, syncer, container, self.clock)
+    def _running_pod(self, namespace: str, name: str) -> PodSync | None:
+        """The pod this agent runs (or ran: its logs stay readable until the object is gone)."""
+        return next((s for s in self.syncers.values()
+                     if s.pod["metadata"]["name"] == name and s.pod["metadata"]["namespace"] == namespace), None)

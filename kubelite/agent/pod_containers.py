@@ -47,6 +47,18 @@ class PodContainers:
     def event(self, reason: str, message: str, kind: str = "Normal") -> None:
         self.node.event(self.pod, reason, message, kind)
 
+    def command(self, r: Record, argv: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
+        """(argv, env) of the container's own command, or of `argv` run in it (exec): the container's
+        environment and the same sandbox (ConfigError when the container cannot be run as specified)."""
+        env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env,
+                                self.node.volumes.objects.get, self._warn)
+        if argv is None:
+            argv = cspec.argv(r.spec, env, self.node.config.image_catalog)
+        if self.node.runtime.sandboxed:
+            argv = sandboxed(argv, self.pod, r.spec, self.logs_dir / "volumes",
+                             (self.node.data_dir, *self.node.config.protected_paths))
+        return argv, env
+
     # --- start ------------------------------------------------------------------------------------
 
     async def start(self, r: Record, restart: bool) -> None:
@@ -63,12 +75,7 @@ class PodContainers:
                                  f"{self.pod['metadata']['namespace']}({self.uid})")
             return
         try:
-            env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env,
-                                    self.node.volumes.objects.get, self._warn)
-            argv = cspec.argv(r.spec, env, self.node.config.image_catalog)
-            if self.node.runtime.sandboxed:
-                argv = sandboxed(argv, self.pod, r.spec, self.logs_dir / "volumes",
-                                 (self.node.data_dir, *self.node.config.protected_paths))
+            argv, env = self.command(r)
         except cspec.ConfigError as exc:
             if r.waiting != "CreateContainerConfigError":
                 self.event("Failed", f"Error: {exc}", "Warning")
@@ -80,7 +87,8 @@ class PodContainers:
         self.save()  # before the spawn: an agent killed right after it still finds the process (runtime.find)
         try:
             r.process = await self.node.runtime.start(argv, env, r.spec.get("workingDir"), Path(r.starting),
-                                                      self._limits(r))
+                                                      self._limits(r), stdin=bool(r.spec.get("stdin")),
+                                                      tty=bool(r.spec.get("tty")))
         except OSError as exc:
             r.waiting, r.waiting_message = "RunContainerError", str(exc)
             r.exit, r.finished_at = Exit(128), now

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_i
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.handlers import ResourceHandlers, respond
+from kubelite.apiserver.metrics import ApiServerMetrics
+from kubelite.apiserver.metrics_api import MetricsApi
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 from kubelite.apiserver.registry.services import configure_services
@@ -53,6 +56,7 @@ class ApiServer:
     tokens: frozenset[str] = frozenset()  # the admin tokens; with no authenticator at all: --insecure, loopback only
     server_address: str = "127.0.0.1:6443"
     service_cidr: str = DEFAULT_SERVICE_CIDR  # --service-cluster-ip-range
+    agent_tls: ssl.SSLContext | None = None  # TLS with the client certificate towards node agents (logs, exec)
     auth: AuthConfig = field(default_factory=AuthConfig)
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
@@ -63,8 +67,10 @@ class ApiServer:
     def __post_init__(self) -> None:
         self.caches = Caches(self.store, RESOURCES)
         self.registry = Registry(self.store, self.caches, self.clock)
-        self.handlers = ResourceHandlers(self.registry)
+        self.handlers = ResourceHandlers(self.registry, self.agent_tls)
         configure_services(self.registry.strategies, self.clock, self.service_cidr)
+        self.metrics = ApiServerMetrics(self.clock, self.caches)
+        self.metrics_api = MetricsApi(self.registry, self.clock, self.agent_tls)
         self._configure_auth()
 
     def _configure_auth(self) -> None:
@@ -114,6 +120,9 @@ class ApiServer:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        return await self.metrics.measure(request, self._guarded, handler)
+
+    async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             request[USER] = user = self._authenticate(request)
             if request.path not in PUBLIC_PATHS:
@@ -163,10 +172,15 @@ class ApiServer:
             if path == "/readyz" and not self.ready:
                 return web.Response(text="[-]informer-sync failed: not ready\nreadyz check failed", status=500)
             return web.Response(text="ok")
+        if path == "/metrics" and request.method == "GET":
+            return self.metrics.response()
         if request.method == "GET":
             doc = self._discovery(request, path)
             if doc is not None:
                 return doc
+        metrics = await self.metrics_api.handle(request, path)
+        if metrics is not None:
+            return metrics
         target = parse_target(path)
         if target is None:
             if path.startswith("/openapi/v2"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+import ssl
 from typing import Any
 
 import orjson
@@ -12,7 +13,19 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
-from kubelite.apiserver import logs, patch, protobuf, scale, schema, subresources, tables, typecheck, watch
+from kubelite.apiserver import (
+    logs,
+    node_connection,
+    patch,
+    protobuf,
+    scale,
+    schema,
+    streaming,
+    subresources,
+    tables,
+    typecheck,
+    watch,
+)
 from kubelite.apiserver.cache import decode
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.request import (
@@ -52,8 +65,9 @@ def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> 
 
 
 class ResourceHandlers:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, agent_tls: ssl.SSLContext | None = None) -> None:
         self.registry = registry
+        self.agent_tls = agent_tls or node_connection.client_context()  # no client certificate: agents say 401
         self.caches = registry.caches
         self.clock = registry.clock
 
@@ -69,7 +83,9 @@ class ResourceHandlers:
         if target.subresource == "log":
             if method != "GET":
                 raise errors.method_not_allowed(method, "pods/log")
-            return await logs.proxy(request, self.registry, target.namespace, target.name)
+            return await logs.proxy(request, self.registry, self.agent_tls, target.namespace, target.name)
+        if target.subresource in streaming.SUBRESOURCES:
+            return await streaming.proxy(request, self.registry, self.agent_tls, target)
         if target.subresource in ("binding", "eviction"):
             if method != "POST":
                 raise errors.method_not_allowed(method, f"{r.plural}/{target.subresource}")

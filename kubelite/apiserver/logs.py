@@ -1,17 +1,20 @@
 """pods/log: proxied to the node agent that runs the pod, as kube-apiserver proxies to kubelet.
 
-The agent's endpoint is the node's InternalIP and `status.daemonEndpoints.kubeletEndpoint.Port`;
-the response (chunked for `follow`) is streamed through unchanged.
+The agent is reached over TLS with the API server's client certificate (node_connection.py); the
+response (chunked for `follow`) is streamed through unchanged.
 """
 
 from __future__ import annotations
+
+import ssl
 
 import aiohttp
 from aiohttp import web
 from yarl import URL
 
 from kubelite.api import errors, validation
-from kubelite.apiserver.registry.core import NODES
+from kubelite.apiserver import node_connection
+from kubelite.apiserver.registry.base import Obj
 from kubelite.apiserver.registry.pods import PODS, all_containers
 from kubelite.apiserver.request import parse_bool, parse_int
 from kubelite.apiserver.rest import Registry
@@ -46,31 +49,31 @@ def log_options(request: web.Request, name: str) -> dict[str, str]:
     return {k: q[k] for k in LOG_PARAMS if k in q}
 
 
-async def proxy(request: web.Request, registry: Registry, namespace: str, name: str) -> web.StreamResponse:
-    pod = registry.current(PODS, namespace, name)
-    params = log_options(request, name)
+def pick_container(pod: Obj, requested: str | None) -> str:
+    """The named container, or the pod's only one; 400 as upstream when neither is given or it is unknown."""
+    name = pod["metadata"]["name"]
     containers = [c["name"] for c in pod["spec"].get("containers") or []]
-    container = request.query.get("container") or (containers[0] if len(containers) == 1 else "")
+    container = requested or (containers[0] if len(containers) == 1 else "")
     if not container:
         raise errors.bad_request(f"a container name must be specified for pod {name}, choose one of: "
                                  f"[{' '.join(containers)}]")
     if container not in {c.get("name") for _, _, c in all_containers(pod["spec"])}:
         raise errors.bad_request(f"container {container} is not valid for pod {name}")
-    node_name = pod["spec"].get("nodeName")
-    if not node_name:
-        raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
-                                 "ContainerCreating")
-    node = registry.caches[NODES].get("", node_name)
-    port = (((node or {}).get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint", {}).get("Port")
-    address = next((a["address"] for a in ((node or {}).get("status") or {}).get("addresses") or []
-                    if a.get("type") == "InternalIP"), None)
-    if not port or not address:
-        raise errors.ApiError(503, "ServiceUnavailable", f'no node agent serves logs for node "{node_name}"')
+    return container
+
+
+async def proxy(request: web.Request, registry: Registry, tls: ssl.SSLContext, namespace: str,
+                name: str) -> web.StreamResponse:
+    pod = registry.current(PODS, namespace, name)
+    params = log_options(request, name)
+    container = pick_container(pod, request.query.get("container"))
+    agent = node_connection.endpoint(registry, pod, f'container "{container}" in pod "{name}"')
     params["container"] = container
-    url = URL.build(scheme="http", host=address, port=int(port), path=f"/containerLogs/{namespace}/{name}/{container}")
+    url = URL.build(scheme="https", host=agent.host, port=agent.port,
+                    path=f"/containerLogs/{namespace}/{name}/{container}")
     try:
         session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
-        async with session, session.get(url, params=params) as upstream:
+        async with session, session.get(url, params=params, ssl=tls) as upstream:
             resp = web.StreamResponse(status=upstream.status,
                                       headers={"Content-Type": upstream.headers.get("Content-Type", "text/plain")})
             resp.enable_chunked_encoding()
@@ -80,5 +83,5 @@ async def proxy(request: web.Request, registry: Registry, namespace: str, name: 
             await resp.write_eof()
             return resp
     except aiohttp.ClientError as exc:
-        raise errors.ApiError(503, "ServiceUnavailable", f"the node agent on {node_name} is unreachable: {exc}") \
+        raise errors.ApiError(503, "ServiceUnavailable", f"the node agent on {agent.node} is unreachable: {exc}") \
             from None

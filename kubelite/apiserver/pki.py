@@ -129,3 +129,30 @@ def write_kubeconfig(path: Path, server: str, token: str | None, ca_crt: Path | 
                                                      "namespace": "default"}}],
     }
     _write(path, yaml.safe_dump(config, sort_keys=False).encode(), private=True)
+
+
+def ensure_agent_client(pki: Path) -> tuple[Path, Path]:
+    """Return (client.crt, client.key): the API server's client certificate towards node agents.
+
+    kube-apiserver's --kubelet-client-certificate: signed by the cluster CA, so an agent that trusts
+    the CA (its --client-ca-file, by default the CA of its kubeconfig) authenticates the API server
+    and answers anyone else 401.
+    """
+    crt, key_path = pki / "apiserver-kubelet-client.crt", pki / "apiserver-kubelet-client.key"
+    if crt.exists() and key_path.exists():
+        return crt, key_path
+    ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    now = dt.datetime.now(dt.UTC)
+    key = _key()
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
+                                     x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver-kubelet-client")]))
+            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=3650))
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    _write(key_path, _pem_key(key), private=True)
+    _write(crt, cert.public_bytes(serialization.Encoding.PEM))
+    return crt, key_path

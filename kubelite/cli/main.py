@@ -79,6 +79,8 @@ def parser() -> argparse.ArgumentParser:
                        help="a directory no container may see (repeatable); the agent's --data-dir always is one")
     agent.add_argument("--proxy-mode", choices=["nftables", "none"], default="nftables",
                        help="how the agent routes Service ClusterIP/NodePort traffic (none: no service proxy)")
+    agent.add_argument("--client-ca-file", type=Path, default=None,
+                       help="CA whose client certificates may call the agent's endpoint (default: the kubeconfig's)")
     agent.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sched = sub.add_parser("scheduler", help="run the scheduler alone, as a client of an API server")
     sched.add_argument("--kubeconfig", type=Path, required=True)
@@ -94,6 +96,9 @@ def parser() -> argparse.ArgumentParser:
     cm.add_argument("--leader-elect", action="store_true",
                     help="run only while holding the kube-system/kube-controller-manager Lease (several may run)")
     cm.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    for p in (sched, cm):
+        p.add_argument("--metrics-bind-address", default="", metavar="HOST:PORT",
+                       help="serve /metrics (Prometheus text, plain HTTP) there; default: not served")
     explain = sub.add_parser("explain", help="explain a pod's scheduling: per node, per plugin")
     explain.add_argument("kind", choices=["pod", "pods", "po"])
     explain.add_argument("name")
@@ -135,7 +140,7 @@ def _main(argv: list[str] | None) -> int:
         try:
             return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
                                         args.address, args.port, args.shutdown_grace_period, args.protect_path,
-                                        args.proxy_mode)
+                                        args.proxy_mode, args.client_ca_file)
         except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
@@ -144,7 +149,8 @@ def _main(argv: list[str] | None) -> int:
         from kubelite.scheduler.config import ConfigError
 
         try:
-            return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect)
+            return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect,
+                                            args.metrics_bind_address)
         except ConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
@@ -157,7 +163,7 @@ def _main(argv: list[str] | None) -> int:
         except ValueError as exc:
             print(f"kubelite: --controllers: {exc}", file=sys.stderr)
             return 2
-        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect)
+        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect, args.metrics_bind_address)
     disabled = {c for c in args.disable.split(",") if c}
     unknown = disabled - set(COMPONENTS)
     if unknown:

@@ -18,17 +18,18 @@ import logging
 import socket
 import ssl
 import sys
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import uvloop
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
-from kubelite.apiserver import encryption, pki
+from kubelite.apiserver import encryption, node_connection, pki
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.auth import jwt, tokenfile
@@ -41,10 +42,12 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import registry
 from kubelite.controllers.manager import keep_running
+from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.controllers.rootcacertpublisher import RootCACertPublisher
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
+from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.scheduler import Scheduler
 from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
@@ -146,8 +149,10 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         tokens: frozenset[str] = frozenset()
         ca = None
         token = None
-        # The CA exists in --insecure mode too: the root-CA publisher hands it to pods (kube-root-ca.crt).
+        # The CA exists in --insecure mode too: the root-CA publisher hands it to pods (kube-root-ca.crt), and it
+        # signs the API server's client certificate towards node agents.
         cluster_ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host, kubernetes_service_ip(opts.service_cidr)])
+        agent_tls = node_connection.client_context(*pki.ensure_agent_client(data / "pki"))
         if not opts.insecure:
             ca = cluster_ca
             token = pki.ensure_token(data / "admin.token")
@@ -161,7 +166,8 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
             except OSError as exc:  # ssl.SSLError too
                 raise ConfigError(f"--client-ca-file {opts.auth.client_ca_file}: {exc}") from None
         auth = _auth_config(opts, data / "pki")
-        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", opts.service_cidr, auth)
+        server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", service_cidr=opts.service_cidr,
+                           agent_tls=agent_tls, auth=auth)
         await server.start()
         cleanup.push_async_callback(server.stop)
         runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
@@ -173,7 +179,8 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         pki.write_kubeconfig(kubeconfig, url, token, ca)
         print(f"kubelite: API server listening on {url}", flush=True)
         print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
-        components = _start_components(opts, sched, InProcessClient(server), kubeconfig, cluster_ca.read_bytes())
+        components = _start_components(opts, sched, InProcessClient(server), kubeconfig, server.metrics.include,
+                                       cluster_ca.read_bytes())
         cleanup.push_async_callback(_stop_components, components)
         await stop.wait()
         log.info("shutting down")
@@ -195,19 +202,22 @@ def _auth_config(opts: Options, pki_dir: Path) -> AuthConfig:
 
 
 def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | None, client: Client,
-                      kubeconfig: Path, root_ca: bytes) -> list[asyncio.Task[None]]:
+                      kubeconfig: Path, expose: Callable[[CollectorRegistry], None],
+                      root_ca: bytes) -> list[asyncio.Task[None]]:
     """The scheduler and controllers over the in-process client; under `up`, the node agent as a child over HTTP.
 
     Components are clients like any other: they reach this server through its request handling,
-    never its memory or its store.
+    never its memory or its store. Their metrics registries are `expose`d on the server's /metrics.
     """
     components: list[asyncio.Task[None]] = []
     clock = RealClock()
     if sched is not None:
         config = sched
+        scheduler_metrics = SchedulerMetrics()
+        expose(scheduler_metrics.registry)
 
         def scheduler() -> Coroutine[Any, Any, None]:
-            return Scheduler(client, clock, config).run()
+            return Scheduler(client, clock, config, metrics=scheduler_metrics).run()
 
         components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
@@ -215,13 +225,16 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         configured: dict[str, registry.Factory] = {
             "nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle),
             "root-ca-cert-publisher": functools.partial(RootCACertPublisher, root_ca=root_ca)}
-        for name, start in registry.starters(client, clock, factories=configured).items():
+        queue_metrics = WorkqueueMetrics(clock)
+        expose(queue_metrics.registry)
+        for name, start in registry.starters(client, clock, factories=configured, metrics=queue_metrics).items():
             components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
                                                   name=f"{name}-controller"))
     if opts.local_node:
         argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
                 socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1",
                 "--protect-path", str(opts.data_dir),  # admin token, CA key, state.db: never in a container
+                "--client-ca-file", str(opts.data_dir / "pki" / "ca.crt"),  # only the API server may call it
                 # `up` stopping is this node going away: its pods stop with it (graceful node shutdown)
                 "--shutdown-grace-period", str(UP_SHUTDOWN_GRACE)]
         if opts.node_config is not None:

@@ -17,6 +17,7 @@ from kubelite.controllers.endpoints import EndpointsController
 from kubelite.controllers.endpointslice import EndpointSliceController
 from kubelite.controllers.garbagecollector import GarbageCollector
 from kubelite.controllers.job import JobController
+from kubelite.controllers.metrics import PROVIDER, WorkqueueMetrics
 from kubelite.controllers.namespace import NamespaceController
 from kubelite.controllers.nodelifecycle import NodeLifecycleController
 from kubelite.controllers.podgc import PodGCController
@@ -55,9 +56,11 @@ Starter = Callable[[], Coroutine[Any, Any, None]]
 
 
 def starters(client: Client, clock: Clock, names: list[str] | None = None,
-             factories: Mapping[str, Factory] | None = None) -> dict[str, Starter]:
+             factories: Mapping[str, Factory] | None = None,
+             metrics: WorkqueueMetrics | None = None) -> dict[str, Starter]:
     """A fresh-run factory per selected controller (all when `names` is None), for a supervisor to restart.
-    `factories` replaces some controllers' factories, e.g. with options from the command line."""
+    `factories` replaces some controllers' factories, e.g. with options from the command line; the work
+    queues of controllers built by the starters report to `metrics`."""
     table = {**CONTROLLERS, **(factories or {})}
     selected = list(table) if names is None else names
     unknown = [n for n in selected if n not in table]
@@ -65,6 +68,14 @@ def starters(client: Client, clock: Clock, names: list[str] | None = None,
         raise ValueError(f"unknown controllers: {', '.join(unknown)} (known: {', '.join(sorted(CONTROLLERS))})")
 
     def starter(factory: Factory) -> Starter:
-        return lambda: factory(client, clock).run()
+        async def start() -> None:
+            token = PROVIDER.set(metrics)
+            try:
+                controller = factory(client, clock)
+            finally:
+                PROVIDER.reset(token)
+            await controller.run()
+
+        return start
 
     return {name: starter(table[name]) for name in selected}

@@ -44,7 +44,8 @@ class Binder:
 
     # --- the binding cycle -----------------------------------------------------------------------
 
-    async def binding_cycle(self, fw: Framework, state: CycleState, qp: QueuedPod, pod: Obj, node: str) -> None:
+    async def binding_cycle(self, fw: Framework, state: CycleState, qp: QueuedPod, pod: Obj, node: str) -> bool:
+        """PreBind and Bind; True once the pod is bound."""
         info = qp.info
         try:
             status = await fw.run_pre_bind(state, info, node)
@@ -57,21 +58,22 @@ class Binder:
             else:
                 log.info("binding %s/%s to %s failed: %s", info.namespace, info.name, node, exc)
                 self.queue.error(qp)
-            return
+            return False
         except Exception:  # a transport or plugin bug: forget and retry after backoff
             self._forget(fw, state, info, node)
             self.queue.error(qp)
             log.exception("binding %s/%s", info.namespace, info.name)
-            return
+            return False
         if not status.ok:
             self._forget(fw, state, info, node)
             log.info("binding %s/%s to %s: %s", info.namespace, info.name, node, "; ".join(status.reasons))
             self.queue.error(qp)
-            return
+            return False
         self.queue.done(info.uid)
         self._reported.pop(info.uid, None)
         await self.event(pod, "Scheduled", f"Successfully assigned {info.namespace}/{info.name} to {node}",
                          "Normal", "Binding")
+        return True
 
     def _forget(self, fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:
         """ForgetPod and Unreserve: the assumed pod no longer counts on the node."""

@@ -21,6 +21,7 @@ from kubelite.clock import Clock
 from kubelite.scheduler.binder import Binder
 from kubelite.scheduler.config import SchedulerConfig
 from kubelite.scheduler.cycle import Attempt, SchedulingCycle
+from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.podinfo import PodInfo, pod_info, status_start_time
 from kubelite.scheduler.profile import build
@@ -36,7 +37,7 @@ OWNER_KINDS = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}
 
 class Scheduler:
     def __init__(self, client: Client, clock: Clock, config: SchedulerConfig | None = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, metrics: SchedulerMetrics | None = None) -> None:
         self.client = client
         self.clock = clock
         self.config = config or SchedulerConfig()
@@ -58,7 +59,8 @@ class Scheduler:
                        for kind, plural in OWNER_KINDS.items()}
         self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets", clock)
         self.cycle = SchedulingCycle(self.table, self.queue, self.profiles, self.binder, self.pods.get, self.rng,
-                                     clock, self.config.percentage_of_nodes_to_score)
+                                     clock, self.config.percentage_of_nodes_to_score, metrics)
+        self.cycle.metrics.watch_pending(self._pending_counts)
 
     # --- Handle (for plugins) --------------------------------------------------------------------
 
@@ -162,11 +164,14 @@ class Scheduler:
             runners.append(asyncio.create_task(self._tick()))
             while True:
                 qp = await self.queue.pop()
+                started = self.clock.monotonic()
                 try:
                     self.schedule_one(qp)
                 except Exception:  # a bug in one cycle must not stop scheduling
                     log.exception("scheduling %s/%s", qp.info.namespace, qp.info.name)
                     self.queue.error(qp)
+                    self.cycle.metrics.attempt("error", qp.info.spec.get("schedulerName", "default-scheduler"),
+                                               self.clock.monotonic() - started)
                 await self.clock.sleep(0)  # let binds and informers run between cycles
         finally:
             for t in runners:
@@ -179,6 +184,16 @@ class Scheduler:
         while True:
             await self.clock.sleep(1.0)
             self.queue.flush()
+
+    def _pending_counts(self) -> dict[str, int]:
+        """scheduler_pending_pods: the queue's pods by where they wait, and the gated pods it never queues."""
+        counts = {"active": 0, "backoff": 0, "unschedulable": 0}
+        for qp in self.queue.pods.values():
+            if qp.where in counts:
+                counts[qp.where] += 1
+        counts["gated"] = sum(1 for p in self.pods.store.values() if (p.get("spec") or {}).get("schedulingGates")
+                              and not p["spec"].get("nodeName") and self._responsible(p))
+        return counts
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(coro)

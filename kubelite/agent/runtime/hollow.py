@@ -55,7 +55,7 @@ class HollowRuntime:
         self.runs: dict[Path, int] = {}  # runs so far, by container (the directory of its logs)
 
     async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
-                    limits: Limits | None = None) -> HollowProcess:
+                    limits: Limits | None = None, stdin: bool = False, tty: bool = False) -> HollowProcess:
         if not argv or argv[0] != "hollow":
             raise OSError(f"the hollow runtime runs only `hollow` commands, not {argv[:1]}")
         args = _parser().parse_args(argv[1:])

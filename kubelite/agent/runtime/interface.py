@@ -53,6 +53,21 @@ class Handle:
         """What a restarted agent needs to find this process again (see `Runtime.adopt`)."""
         return {"pid": self.pid, "started": self.started}
 
+    # --- attach: a container started with `stdin` or `tty` takes input; these are no-ops otherwise ---
+
+    @property
+    def has_stdin(self) -> bool:
+        return False
+
+    async def write_stdin(self, data: bytes) -> None:
+        """Send `data` to the container's stdin (its terminal with `tty`)."""
+
+    def close_stdin(self) -> None:
+        """End the container's stdin (`stdinOnce` after the first attach): it reads EOF."""
+
+    def resize(self, width: int, height: int) -> None:
+        """Set the size of the container's terminal (`tty` only)."""
+
 
 class Runtime(Protocol):
     # True when containers are host processes that the agent must wrap in its sandbox (see agent/sandbox.py);
@@ -60,7 +75,9 @@ class Runtime(Protocol):
     sandboxed: bool
 
     async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
-                    limits: Limits | None = None) -> Handle: ...
+                    limits: Limits | None = None, stdin: bool = False, tty: bool = False) -> Handle:
+        """Start an instance; `stdin` gives it an input the agent writes (attach), `tty` a terminal."""
+        ...
 
     def signal(self, p: Handle, sig: int) -> None: ...
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kubelite.agent.cgroups import Cgroups, Limits
-from kubelite.agent.runtime import cri_log
+from kubelite.agent.runtime import cri_log, terminal
 from kubelite.agent.runtime.interface import KILLED, Exit, Handle
 from kubelite.clock import Clock
 
@@ -43,6 +43,45 @@ _DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 
 # agent's own 077 keeps its logs and checkpoints private).
 SHIM = (f'exec 3>&2 2>/dev/null; x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; '
         '(umask 022; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
+
+
+@dataclass
+class _Stdio:
+    """A new container's standard streams: the child's ends, and this agent's (readers for the log pumps, the
+    stdin pipe's writer, the terminal's master)."""
+
+    child: tuple[int, int, int]
+    readers: list[tuple[int, bytes]]
+    stdin: int | None = None
+    terminal: int | None = None
+
+    @classmethod
+    def pipes(cls, state: Path, stdin: bool) -> _Stdio:
+        fifos = [state.with_suffix(suffix) for suffix, _ in STREAMS]
+        for fifo in fifos:
+            with contextlib.suppress(FileNotFoundError):
+                fifo.unlink()
+            os.mkfifo(fifo, 0o600)
+        writers = [os.open(f, os.O_RDWR | os.O_CLOEXEC) for f in fifos]  # a writer exists before any reader
+        readers = [os.open(f, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC) for f in fifos]
+        ours, theirs = (os.pipe2(os.O_CLOEXEC)[::-1]) if stdin else (None, os.open(os.devnull, os.O_RDONLY))
+        return cls((theirs, writers[0], writers[1]), list(zip(readers, (n for _, n in STREAMS), strict=True)),
+                   stdin=ours)
+
+    @classmethod
+    def pty(cls) -> _Stdio:
+        master, slave = terminal.open_pty()
+        return cls((slave, slave, slave), [(master, STREAMS[0][1])], terminal=master)
+
+    def close_child(self) -> None:
+        for fd in set(self.child):
+            os.close(fd)
+
+    def close_all(self) -> None:
+        for fd, _ in self.readers:
+            os.close(fd)
+        if self.stdin is not None:
+            os.close(self.stdin)
 
 
 def start_time(pid: int) -> int | None:
@@ -64,10 +103,44 @@ class Process(Handle):
     cgroup: str = ""
     child: subprocess.Popen[bytes] | None = None  # None for a re-adopted process (not our child)
     readers: list[asyncio.Future[None]] = field(default_factory=list)
+    # This agent's end of the container's stdin (a pipe) or of its terminal (a pty's master; the log pump
+    # reads it too). Neither survives an agent restart: partial, see README (containerd's shim keeps them).
+    stdin_fd: int | None = None
+    terminal: int | None = None
 
     @property
     def log_path(self) -> Path:
         return self.state.with_suffix(".log")
+
+    @property
+    def has_stdin(self) -> bool:
+        return self.alive and (self.stdin_fd is not None or self._terminal() is not None)
+
+    def _terminal(self) -> int | None:
+        """The master while its log pump has it open (the pump closes it when the terminal hangs up)."""
+        return self.terminal if self.terminal is not None and self.readers and not self.readers[0].done() else None
+
+    def finish(self, result: Exit) -> None:
+        super().finish(result)
+        if self.stdin_fd is not None:
+            self.close_stdin()
+
+    async def write_stdin(self, data: bytes) -> None:
+        fd = self._terminal() if self.terminal is not None else self.stdin_fd
+        if fd is not None and data:
+            with contextlib.suppress(OSError):  # the container is gone, or closed its stdin
+                await asyncio.to_thread(terminal.write_all, fd, data)
+
+    def close_stdin(self) -> None:
+        """EOF on the stdin pipe; a terminal stays (it hangs up only when the container ends)."""
+        if self.stdin_fd is not None:
+            os.close(self.stdin_fd)
+            self.stdin_fd = None
+
+    def resize(self, width: int, height: int) -> None:
+        fd = self._terminal()
+        if fd is not None:
+            terminal.resize(fd, width, height)
 
     def checkpoint(self) -> dict[str, Any]:
         return {**super().checkpoint(), "ticks": self.ticks, "state": str(self.state), "cgroup": self.cgroup}
@@ -81,35 +154,28 @@ class ProcessRuntime:
         self.cgroups = cgroups
 
     async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
-                    limits: Limits | None = None) -> Process:
+                    limits: Limits | None = None, stdin: bool = False, tty: bool = False) -> Process:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         state = log_path.with_suffix("")
-        fifos = [state.with_suffix(suffix) for suffix, _ in STREAMS]
-        for fifo in fifos:
-            with contextlib.suppress(FileNotFoundError):
-                fifo.unlink()
-            os.mkfifo(fifo, 0o600)
         state.with_suffix(".exit").unlink(missing_ok=True)
         cgroup, procs = "", []
         if self.cgroups is not None and limits is not None:
             cgroup = f"{limits.group}/{state.parent.name}_{state.name}"
             procs = self.cgroups.create(cgroup, limits)
-        writers = [os.open(f, os.O_RDWR | os.O_CLOEXEC) for f in fifos]  # a writer exists before any reader
-        readers = [os.open(f, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC) for f in fifos]
+        io = _Stdio.pty() if tty else _Stdio.pipes(state, stdin)
+        shim = ["/bin/sh", "-c", SHIM, "kubelite-shim", str(state.with_suffix(".exit")), " ".join(procs), *argv]
         try:
-            child = subprocess.Popen(["/bin/sh", "-c", SHIM, "kubelite-shim", str(state.with_suffix(".exit")),
-                                      " ".join(procs), *argv], env=env, cwd=cwd or None, stdin=subprocess.DEVNULL,
-                                     stdout=writers[0], stderr=writers[1], start_new_session=True)
+            child = subprocess.Popen([*terminal.SETSID_CTTY, *shim] if tty else shim, env=env, cwd=cwd or None,
+                                     stdin=io.child[0], stdout=io.child[1], stderr=io.child[2],
+                                     start_new_session=not tty)
         except OSError:
-            for fd in readers:
-                os.close(fd)
+            io.close_all()
             raise
         finally:
-            for fd in writers:
-                os.close(fd)
+            io.close_child()
         p = Process(child.pid, self.clock.now(), ticks=start_time(child.pid) or 0, state=state, cgroup=cgroup,
-                    child=child)
-        self._attach(p, list(zip(readers, (name for _, name in STREAMS), strict=True)))
+                    child=child, stdin_fd=io.stdin, terminal=io.terminal)
+        self._attach(p, io.readers)
         return p
 
     def adopt(self, checkpoint: dict[str, Any]) -> Process:

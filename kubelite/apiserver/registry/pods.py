@@ -399,4 +399,5 @@ def admit_priority(spec: Obj, lookup: Lookup) -> list[str]:
 
 
 PODS = Resource("", "v1", "pods", "pod", "Pod", True, "V1Pod", short_names=("po",), categories=("all",),
-                subresources=("status", "binding", "eviction", "log"), fields=POD_FIELDS)
+                subresources=("status", "binding", "eviction", "log", "exec", "attach", "portforward"),
+                fields=POD_FIELDS)
