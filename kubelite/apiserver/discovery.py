@@ -31,6 +31,8 @@ _SUB_KIND = {"binding": ("", "v1", "Binding"), "eviction": ("policy", "v1", "Evi
 _SUB_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"], "eviction": ["create"],
               "log": ["get"], "scale": ["get", "patch", "update"], "finalize": ["update"],
               "exec": ["create", "get"], "attach": ["create", "get"], "portforward": ["create", "get"]}
+_SUB_KIND["token"] = ("authentication.k8s.io", "v1", "TokenRequest")  # serviceaccounts/token
+_SUB_VERBS["token"] = ["create"]
 
 
 def groups() -> dict[str, list[Resource]]:

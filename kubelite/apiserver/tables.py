@@ -264,6 +264,10 @@ def _lease_cells(lease: Obj, now: float) -> Cells:
     return [lease["metadata"]["name"], (lease.get("spec") or {}).get("holderIdentity", ""), _age(lease, now)]
 
 
+def _service_account_cells(sa: Obj, now: float) -> Cells:
+    return [sa["metadata"]["name"], len(sa.get("secrets") or []), _age(sa, now)]
+
+
 def _config_map_cells(cm: Obj, now: float) -> Cells:
     return [cm["metadata"]["name"], len(cm.get("data") or {}) + len(cm.get("binaryData") or {}), _age(cm, now)]
 
@@ -413,6 +417,7 @@ PRINTERS: dict[str, Printer] = {
     "VolumeAttachment": (_cols("Name", "Attacher", "PV", "Node", "Attached:boolean", "Age"), _va_cells),
     "Namespace": (_cols("Name", "Status", "Age"), _ns_cells),
     "Lease": (_cols("Name", "Holder", "Age"), _lease_cells),
+    "ServiceAccount": (_cols("Name", "Secrets:integer", "Age"), _service_account_cells),
     "ConfigMap": (_cols("Name", "Data:integer", "Age"), _config_map_cells),
     "Secret": (_cols("Name", "Type", "Data:integer", "Age"), _secret_cells),
     "StatefulSet": (_cols("Name", "Ready", "Age", "+Containers", "+Images"), _sts_cells),

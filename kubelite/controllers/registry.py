@@ -25,6 +25,7 @@ from kubelite.controllers.persistentvolume import PersistentVolumeController
 from kubelite.controllers.podgc import PodGCController
 from kubelite.controllers.provisioner import ProvisionerController
 from kubelite.controllers.replicaset import ReplicaSetController
+from kubelite.controllers.serviceaccount import ServiceAccountsController
 from kubelite.controllers.statefulset import StatefulSetController
 from kubelite.controllers.taint_eviction import TaintEvictionController
 from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
@@ -49,6 +50,7 @@ CONTROLLERS: dict[str, Factory] = {
     "job": JobController,
     "ttl-after-finished": TTLAfterFinishedController,
     "statefulset": StatefulSetController,
+    "serviceaccount": ServiceAccountsController,
     "endpointslice": EndpointSliceController,
     "endpoint": EndpointsController,
     "persistentvolume-binder": PersistentVolumeController,

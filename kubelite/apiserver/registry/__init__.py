@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, services, storage
+from kubelite.apiserver.registry import (
+    apps,
+    batch,
+    config,
+    core,
+    kubelite_io,
+    policy,
+    scheduling,
+    serviceaccounts,
+    services,
+    storage,
+)
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
@@ -24,6 +35,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     apps.CONTROLLER_REVISIONS: apps.ControllerRevisionStrategy,
     batch.JOBS: batch.JobStrategy,
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,
+    serviceaccounts.SERVICE_ACCOUNTS: serviceaccounts.ServiceAccountStrategy,
+    serviceaccounts.SELF_SUBJECT_REVIEWS: serviceaccounts.NotStoredStrategy,
     services.SERVICES: services.ServiceStrategy,
     services.ENDPOINT_SLICES: services.EndpointSliceStrategy,
     services.ENDPOINTS: services.EndpointsStrategy,

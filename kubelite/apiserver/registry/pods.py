@@ -7,6 +7,7 @@ pkg/registry/core/pod/strategy.go and plugin/pkg/admission/priority.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from kubelite.api import validation as v
@@ -306,6 +307,9 @@ def pod_spec_warnings(spec: Obj, path: str = "spec") -> list[str]:
 
 class PodStrategy(Strategy):
     has_status = True
+    # Admission plugins the server configures (ServiceAccount: kubelite.apiserver.auth.admission), run before
+    # priority admission as upstream's order; each may mutate the pod and returns its refusals.
+    plugins: tuple[Callable[[Obj, Lookup], list[str]], ...] = ()
 
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         spec = obj.setdefault("spec", {})
@@ -319,7 +323,8 @@ class PodStrategy(Strategy):
                                             "lastTransitionTime": obj["metadata"]["creationTimestamp"]}]
 
     def admit(self, obj: Obj, lookup: Lookup) -> list[str]:
-        return admit_priority(obj["spec"], lookup)
+        refusals = [reason for plugin in self.plugins for reason in plugin(obj, lookup)]
+        return refusals + admit_priority(obj["spec"], lookup)
 
     def validate(self, obj: Obj) -> list[Cause]:
         return super().validate(obj) + validate_pod_spec(obj.get("spec") or {})
