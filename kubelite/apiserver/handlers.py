@@ -12,7 +12,7 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
-from kubelite.apiserver import logs, patch, scale, schema, subresources, tables, typecheck, watch
+from kubelite.apiserver import logs, nesting, patch, scale, schema, subresources, tables, typecheck, watch
 from kubelite.apiserver.cache import decode
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.request import (
@@ -24,7 +24,6 @@ from kubelite.apiserver.request import (
     PROTOBUF,
     YAML,
     Target,
-    check_depth,
     decode_body,
     media_type,
     parse_bool,
@@ -40,7 +39,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    resp = web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+    resp = web.Response(body=nesting.dumps(data), status=status, content_type="application/json")
     for w in warnings or []:  # control characters become spaces, as Go writes header values
         escaped = _CONTROL.sub(" ", w).replace("\\", "\\\\").replace('"', '\\"')
         resp.headers.add("Warning", f'299 - "{escaped}"')
@@ -221,7 +220,7 @@ class ResourceHandlers:
             else:
                 out = patch.strategic_merge_patch(cur, patch_doc, r.kind)
             try:
-                check_depth(out)  # operations on nested paths may build what no single document could
+                nesting.check_depth(out)  # operations on nested paths may build what no single document could
             except ValueError as exc:
                 raise errors.bad_request(f"the patched object could not be stored: {exc}") from None
             warnings[:] = self._field_validation(request, r, out, None)

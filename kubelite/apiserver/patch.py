@@ -11,9 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import orjson
-
 from kubelite.api.errors import ApiError, bad_request
+from kubelite.apiserver.nesting import MAX_DEPTH, TooDeep, check_depth, dumps, headroom
 
 MAX_JSON_PATCH_OPERATIONS = 10_000
 MAX_COPY_BYTES = 3 * 1024 * 1024
@@ -70,6 +69,11 @@ PATCH_META: dict[str, Meta] = {
 # --- JSON merge patch ----------------------------------------------------------------------------
 
 def merge_patch(target: Any, patch: Any) -> Any:
+    with headroom():  # each walker here recurses once per level of the (at most MAX_DEPTH deep) documents
+        return _merge(target, patch)
+
+
+def _merge(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = dict(target) if isinstance(target, dict) else {}
@@ -77,7 +81,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = merge_patch(result.get(key), value)
+            result[key] = _merge(result.get(key), value)
     return result
 
 
@@ -144,6 +148,10 @@ def _remove(doc: Any, path: str) -> Any:
 
 def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
     parts = _pointer(path)
+    try:
+        check_depth(value, MAX_DEPTH - len(parts))
+    except TooDeep:
+        raise bad_request(f"the patched object could not be stored: exceeded max depth {MAX_DEPTH}") from None
     if not parts:
         return value
     parent = _parent(doc, parts, path)
@@ -164,15 +172,19 @@ def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
 
 
 def _size(value: Any) -> int:
-    try:
-        return len(orjson.dumps(value))
-    except TypeError:  # an integer beyond 64 bits (from YAML): measured by its text instead
-        return len(repr(value))
+    return len(dumps(value))
 
 
 def json_patch(doc: Any, ops: Any) -> Any:
     """RFC 6902 with kube-apiserver's bounds: at most 10,000 operations (413), and `copy` may add at most
-    3 MiB in all (json-patch's AccumulatedCopySizeLimit), so a few doubling copies cannot build a huge object."""
+    3 MiB in all (json-patch's AccumulatedCopySizeLimit), so a few doubling copies cannot build a huge object.
+    No operation may nest the document beyond MAX_DEPTH: copying a deep subtree into its own leaves doubles the
+    depth per operation, which the size bound alone does not stop."""
+    with headroom():
+        return _json_patch(doc, ops)
+
+
+def _json_patch(doc: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
         raise bad_request("json patch must be a list of operations")
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
@@ -213,7 +225,8 @@ def json_patch(doc: Any, ops: Any) -> Any:
 def strategic_merge_patch(original: dict[str, Any], patch: Any, kind: str) -> dict[str, Any]:
     if not isinstance(patch, dict):
         raise bad_request("strategic merge patch must be a JSON object")
-    result = _smp_map(copy.deepcopy(original), patch, (), PATCH_META.get(kind, {}))
+    with headroom():
+        result = _smp_map(copy.deepcopy(original), patch, (), PATCH_META.get(kind, {}))
     return result if isinstance(result, dict) else {}
 
 

@@ -17,11 +17,11 @@ from aiohttp import web
 
 from kubelite.api import errors
 from kubelite.apiserver import protobuf
+from kubelite.apiserver.nesting import MAX_DEPTH, TooDeep, check_depth, headroom
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Resource
 
 MAX_BODY = 3 * 1024 * 1024
-MAX_DEPTH = 100  # nesting of decoded bodies; built-in kinds need about 20 levels
 YAML_EXPANSION = 10  # nodes a YAML document may have per byte once its aliases are expanded (plus 10,000)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _SURROGATE_ESCAPE = re.compile(rb"\\[uU]0{0,4}[dD][89a-fA-F]")  # \ud800-\udfff in JSON, also \U0000d800 in YAML
@@ -33,6 +33,7 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (MERGE_PATCH, STRATEGIC_PATCH, JSON_PATCH, APPLY_PATCH)
+_OPERATION_LEVELS = 2  # a JSON patch holds its values two levels down (the list, the operation)
 
 _BY_GV_PLURAL = {(r.group_version, r.plural): r for r in RESOURCES}
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
@@ -138,19 +139,17 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON
         if content_type == PROTOBUF:
             return protobuf.decode(body)
         if content_type in (YAML, APPLY_PATCH):
-            doc = yaml.safe_load(body)
-            expanded_size(doc, YAML_EXPANSION * len(body) + 10_000)
+            with headroom():
+                doc = yaml.load(body, Loader=_BoundedLoader)  # a SafeLoader: plain data only
+            measure(doc, YAML_EXPANSION * len(body) + 10_000)
         else:
-            doc = orjson.loads(body)
-        check_depth(doc)
+            doc = orjson.loads(body)  # refuses beyond 1,024 levels itself
+            check_depth(doc, MAX_DEPTH + (_OPERATION_LEVELS if content_type == JSON_PATCH else 0))
         return _without_surrogates(doc) if _SURROGATE_ESCAPE.search(body) else doc
     except protobuf.UnsupportedKind as exc:
         raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
     except protobuf.ProtobufError as exc:
         raise errors.bad_request(f"unable to decode protobuf body: {exc}") from None
-    except RecursionError:  # PyYAML composes recursively
-        raise errors.bad_request(f"the body of the request could not be decoded: exceeded max depth {MAX_DEPTH}") \
-            from None
     except (ValueError, yaml.YAMLError) as exc:  # JSON and UTF-8 errors are ValueErrors, as are 5,000-digit ints
         raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from None
 
@@ -178,42 +177,55 @@ def _without_surrogates(doc: Any) -> Any:
     return doc
 
 
-def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
-    """Refuse documents nested deeper than `limit` (iteratively: the check itself must not recurse)."""
-    stack = [(doc, 1)]
-    while stack:
-        value, depth = stack.pop()
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth + 1 > limit:
-                    raise ValueError(f"exceeded max depth {limit}")
-                stack.append((child, depth + 1))
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader counting nesting as it parses: composition recurses per level, so a document deeper
+    than MAX_DEPTH is refused at its 401st level, before the composer goes deeper."""
+
+    _depth = 0
+
+    def get_event(self) -> yaml.Event:
+        event: yaml.Event = super().get_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            self._depth += 1
+            if self._depth > MAX_DEPTH:
+                raise TooDeep(f"exceeded max depth {MAX_DEPTH}")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            self._depth -= 1
+        return event
 
 
-def expanded_size(doc: Any, limit: int) -> int:
-    """Nodes of `doc` with every shared (aliased) node counted at each use: a YAML alias bomb is a small DAG with
-    a huge expansion, refused as go-yaml does. Memoized per node, so the count costs the DAG, not the expansion."""
+def measure(doc: Any, limit: int) -> None:
+    """Refuse a decoded YAML document whose expansion exceeds `limit` nodes or MAX_DEPTH levels.
+
+    Aliases make a document a DAG (or a cycle): a small one can expand hugely (an alias bomb, refused
+    as go-yaml does) or nest far deeper than its text. Sizes and heights are memoized per node, so the
+    walk costs the DAG, not its expansion, and it is iterative, so no depth can exhaust the stack.
+    """
     sizes: dict[int, int] = {}
-    active: set[int] = set()
-
-    def size(value: Any) -> int:
+    heights: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        value, finished = stack.pop()
         if not isinstance(value, (dict, list)):
-            return 1
+            continue
         key = id(value)
-        if key in sizes:
-            return sizes[key]
-        if key in active:
+        children = [c for c in (value.values() if isinstance(value, dict) else value) if isinstance(c, (dict, list))]
+        if finished:
+            on_path.discard(key)
+            scalars = len(value) - len(children)
+            sizes[key] = size = 1 + scalars + sum(sizes[id(c)] for c in children)
+            heights[key] = height = 1 + max((heights[id(c)] for c in children), default=0)
+            if size > limit:
+                raise ValueError("yaml: document contains excessive aliasing")
+            if height > MAX_DEPTH:
+                raise TooDeep(f"exceeded max depth {MAX_DEPTH}")
+        elif key in on_path:
             raise ValueError("yaml: document contains a recursive alias")
-        active.add(key)
-        total = 1 + sum(size(v) for v in (value.values() if isinstance(value, dict) else value))
-        active.discard(key)
-        if total > limit:
-            raise ValueError("yaml: document contains excessive aliasing")
-        sizes[key] = total
-        return total
-
-    return size(doc)
+        elif key not in sizes:
+            on_path.add(key)
+            stack.append((value, True))
+            stack.extend((c, False) for c in children)
 
 
 def wants_table(request: web.Request) -> bool:
