@@ -8,7 +8,8 @@ Two workloads, shared by this command (which prints figures) and tests/e2e/test_
 - `fan_out`: `watchers` watches of all pods while `writers` writers each patch their own pod
   (a counter annotation) `patches` times per round. Every watcher must see every counter value
   of every pod, in order (a gap is a lost event); the server's RSS is read after a warm-up round
-  and after the last, with the object count constant, so growth is a leak, not data.
+  and after the last, with the object count constant. The watch cache's ring grows with the
+  writes whoever watches, so the same run with one watcher is the baseline: what 50 add is fan-out.
 
     python -m benchmarks.durability [--writers 20] [--kills 3] [--watchers 50] [--patches 100] [--rounds 4]
 """
@@ -201,12 +202,14 @@ def main() -> None:
         k = kill_cycles(Path(tmp) / "kill", args.writers, args.kills, args.run_for)
         print(f"SIGKILL under {args.writers} writers: {k.kills} kills, {k.acknowledged:,} acknowledged creates, "
               f"{k.lost} lost ({k.seconds:.1f} s)")
+        base = fan_out(Path(tmp) / "one", 1, args.writers, args.patches, args.rounds)
         f = fan_out(Path(tmp) / "fan", args.watchers, args.writers, args.patches, args.rounds)
         delivered = f.watchers * f.writers * args.patches * (args.rounds - 1)
         print(f"watch fan-out: {f.watchers} watchers x {f.writers} writers, {f.events:,} events each: {f.lost} lost; "
               f"measured rounds {delivered:,} deliveries in {f.seconds:.1f} s ({delivered / f.seconds:,.0f}/s); "
               f"server RSS {f.rss_warm_mib:.1f} MiB after warm-up, {f.rss_end_mib:.1f} MiB at the end "
-              f"({f.rss_end_mib - f.rss_warm_mib:+.1f} MiB)")
+              f"({f.rss_end_mib - f.rss_warm_mib:+.1f} MiB; with 1 watcher {base.rss_end_mib - base.rss_warm_mib:+.1f} "
+              "MiB: the watch cache's ring)")
 
 
 if __name__ == "__main__":
