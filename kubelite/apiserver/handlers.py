@@ -24,7 +24,7 @@ from kubelite.apiserver.request import (
     PROTOBUF,
     YAML,
     Target,
-    decode_body,
+    decode_request_body,
     media_type,
     parse_bool,
     parse_int,
@@ -73,7 +73,7 @@ class ResourceHandlers:
         if target.subresource == "finalize":
             if method != "PUT":
                 raise errors.method_not_allowed(method, f"{r.plural}/finalize")
-            body = decode_body(await read_body(request), media_type(request))
+            body = await decode_request_body(await read_body(request), media_type(request))
             return respond(await subresources.finalize(self.registry, target.name, body, _dry_run(request)))
         if not target.name:
             if method == "GET":
@@ -150,7 +150,7 @@ class ResourceHandlers:
         """Body → object with GVK defaulted from the URL and unknown fields handled per fieldValidation."""
         body = await read_body(request)
         ctype = media_type(request)
-        obj = decode_body(body, ctype)
+        obj = await decode_request_body(body, ctype)
         if not isinstance(obj, dict):
             raise errors.bad_request(f"the body of the request must be a {r.kind} object")
         kind, api_version = obj.get("kind"), obj.get("apiVersion")
@@ -206,7 +206,7 @@ class ResourceHandlers:
         assert r is not None
         ctype = media_type(request)
         body = await read_body(request)
-        patch_doc = decode_body(body, ctype, PATCH_TYPES)
+        patch_doc = await decode_request_body(body, ctype, PATCH_TYPES)
         dry_run = _dry_run(request)
         if ctype == APPLY_PATCH:
             return await self._apply(request, target, patch_doc, dry_run)
@@ -256,7 +256,7 @@ class ResourceHandlers:
         body = await read_body(request)
         options: Obj = {}
         if body.strip():
-            decoded = decode_body(body, media_type(request), (JSON, YAML, PROTOBUF))
+            decoded = await decode_request_body(body, media_type(request), (JSON, YAML, PROTOBUF))
             if not isinstance(decoded, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
             _check_types(decoded, "V1DeleteOptions", "DeleteOptions")
@@ -281,7 +281,7 @@ class ResourceHandlers:
     # --- subresources ----------------------------------------------------------------------------
 
     async def _binding(self, request: web.Request, namespace: str, name: str | None) -> web.StreamResponse:
-        binding = decode_body(await read_body(request), media_type(request))
+        binding = await decode_request_body(await read_body(request), media_type(request))
         if not isinstance(binding, dict):
             raise errors.bad_request("the body must be a Binding")
         _check_types(binding, "V1Binding", "Binding")
@@ -295,7 +295,7 @@ class ResourceHandlers:
                        201)
 
     async def _eviction(self, request: web.Request, target: Target) -> web.StreamResponse:
-        eviction = decode_body(await read_body(request), media_type(request))
+        eviction = await decode_request_body(await read_body(request), media_type(request))
         if not isinstance(eviction, dict):
             raise errors.bad_request("the body must be an Eviction")
         _check_types(eviction, "V1Eviction", "Eviction")

@@ -7,6 +7,8 @@ protobuf envelopes for DeleteOptions and imperative creates, YAML bodies.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -22,9 +24,10 @@ from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Resource
 
 MAX_BODY = 3 * 1024 * 1024
+DECODE_INLINE = 64 * 1024  # bodies above this are decoded in a worker thread
 YAML_EXPANSION = 10  # nodes a YAML document may have per byte once its aliases are expanded (plus 10,000)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_SURROGATE_ESCAPE = re.compile(rb"\\[uU]0{0,4}[dD][89a-fA-F]")  # \ud800-\udfff in JSON, also \U0000d800 in YAML
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # \ud800-\udfff in JSON (YAML refuses them, as go-yaml)
 JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -33,6 +36,7 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (MERGE_PATCH, STRATEGIC_PATCH, JSON_PATCH, APPLY_PATCH)
+BODY_TYPES = (JSON, YAML, PROTOBUF)
 _OPERATION_LEVELS = 2  # a JSON patch holds its values two levels down (the list, the operation)
 
 _BY_GV_PLURAL = {(r.group_version, r.plural): r for r in RESOURCES}
@@ -131,7 +135,16 @@ async def read_body(request: web.Request) -> bytes:
     return b"".join(chunks)
 
 
-def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON, YAML, PROTOBUF)) -> Any:
+async def decode_request_body(body: bytes, content_type: str, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
+    """`decode_body`, off the event loop for a large body: decoding 3 MiB of YAML takes seconds of Python
+    (PyYAML resolves and constructs every node in Python even with libyaml), and no request may stall the
+    others that long. Small bodies, nearly all of them, are decoded inline (a thread costs ~100 us)."""
+    if len(body) <= DECODE_INLINE:
+        return decode_body(body, content_type, allowed)
+    return await asyncio.to_thread(decode_body, body, content_type, allowed)
+
+
+def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
     """Decode by media type; malformed input is a 400, an unknown type a 415."""
     if content_type not in allowed:
         raise errors.unsupported_media_type(content_type, list(allowed))
@@ -139,12 +152,11 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON
         if content_type == PROTOBUF:
             return protobuf.decode(body)
         if content_type in (YAML, APPLY_PATCH):
-            with headroom():
-                doc = yaml.load(body, Loader=_BoundedLoader)  # a SafeLoader: plain data only
+            doc = _load_yaml(body)
             measure(doc, YAML_EXPANSION * len(body) + 10_000)
-        else:
-            doc = orjson.loads(body)  # refuses beyond 1,024 levels itself
-            check_depth(doc, MAX_DEPTH + (_OPERATION_LEVELS if content_type == JSON_PATCH else 0))
+            return doc
+        doc = _load_json(body)
+        check_depth(doc, MAX_DEPTH + (_OPERATION_LEVELS if content_type == JSON_PATCH else 0))
         return _without_surrogates(doc) if _SURROGATE_ESCAPE.search(body) else doc
     except protobuf.UnsupportedKind as exc:
         raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
@@ -152,6 +164,21 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON
         raise errors.bad_request(f"unable to decode protobuf body: {exc}") from None
     except (ValueError, yaml.YAMLError) as exc:  # JSON and UTF-8 errors are ValueErrors, as are 5,000-digit ints
         raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from None
+
+
+def _load_json(body: bytes) -> Any:
+    """orjson (which refuses beyond 1,024 levels itself); a lone UTF-16 surrogate, which orjson refuses and Go's
+    decoder takes, through the standard library."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        if not _SURROGATE_ESCAPE.search(body):
+            raise
+    try:
+        with headroom():
+            return json.loads(body)
+    except RecursionError:
+        raise TooDeep(f"exceeded max depth {MAX_DEPTH}") from None
 
 
 def _without_surrogates(doc: Any) -> Any:
@@ -177,21 +204,28 @@ def _without_surrogates(doc: Any) -> Any:
     return doc
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader counting nesting as it parses: composition recurses per level, so a document deeper
-    than MAX_DEPTH is refused at its 401st level, before the composer goes deeper."""
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it: 4x faster
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
-    _depth = 0
 
-    def get_event(self) -> yaml.Event:
-        event: yaml.Event = super().get_event()  # type: ignore[no-untyped-call]
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            self._depth += 1
-            if self._depth > MAX_DEPTH:
+def _load_yaml(body: bytes) -> Any:
+    """A YAML document as plain data (safe loader), refused past MAX_DEPTH before it is composed.
+
+    Composition recurses once per level (in C with libyaml, where no recursion limit applies: a million
+    levels crash the process), so the depth is first counted over the parser's events, which need no
+    recursion, stopping at the first level too many.
+    """
+    depth = 0
+    for event in yaml.parse(body, Loader=_LOADER):
+        if isinstance(event, _OPEN):
+            depth += 1
+            if depth > MAX_DEPTH:
                 raise TooDeep(f"exceeded max depth {MAX_DEPTH}")
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            self._depth -= 1
-        return event
+        elif isinstance(event, _CLOSE):
+            depth -= 1
+    with headroom():  # the pure-Python composer, when libyaml is missing, recurses in Python frames
+        return yaml.load(body, Loader=_LOADER)
 
 
 def measure(doc: Any, limit: int) -> None:
