@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 MAX_DEPTH = 400
-_FRAMES_PER_LEVEL = 4  # the deepest walker (composing YAML through our depth-counting hook) takes three
+_FRAMES_PER_LEVEL = 4  # the deepest walkers (copy.deepcopy, PyYAML's Python composer) take two: room to spare
 _RECURSION_LIMIT = 1000 + _FRAMES_PER_LEVEL * MAX_DEPTH
 
 
@@ -43,20 +43,16 @@ def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
 
 @contextmanager
 def headroom() -> Iterator[None]:
-    """Raise the recursion limit (never lower it) while a document of at most MAX_DEPTH levels is walked.
+    """Make sure the recursion limit allows walking a document of MAX_DEPTH levels, for the block's duration.
 
-    Python 3.11 runs Python-to-Python calls without growing the C stack, so a higher limit for
-    these pure-Python walkers costs memory for frames only (a few hundred KiB).
+    The limit is raised once for the process and never lowered again: it is shared by every thread (large
+    bodies are decoded in worker threads), and restoring it under another thread's walk would fail that
+    walk. Python 3.11 runs Python-to-Python calls without growing the C stack, so the higher limit costs
+    frame memory only, a few hundred KiB at worst.
     """
-    old = sys.getrecursionlimit()
-    if old >= _RECURSION_LIMIT:
-        yield
-        return
-    sys.setrecursionlimit(_RECURSION_LIMIT)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    yield
 
 
 def dumps(value: Any) -> bytes:
