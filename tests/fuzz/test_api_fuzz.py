@@ -15,6 +15,7 @@ and bounded (PROBE_BOUND: 1 s in a campaign, looser for the short CI sample on a
 from __future__ import annotations
 
 import asyncio
+import gc
 import http.client
 import json
 import os
@@ -56,13 +57,25 @@ PROBE_BOUND = STALL if os.environ.get("KUBELITE_FUZZ") == "campaign" else 3.0
 
 
 class Probe(threading.Thread):
-    """GET /readyz every PROBE_EVERY seconds on its own connection, recording each latency."""
+    """GET /readyz every PROBE_EVERY seconds on its own connection, recording each latency.
+
+    It also times the cyclic garbage collector's pauses, which stop every thread of the process: a probe
+    that waited as long as a collection did was held up by the collector, not by a request."""
 
     def __init__(self, port: int) -> None:
         super().__init__(daemon=True)
         self.port = port
         self.latencies: list[float] = []
         self.halt = threading.Event()
+        self.gc_pauses: list[float] = []
+        self._gc_started = 0.0
+        gc.callbacks.append(self._gc)
+
+    def _gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        elif info.get("generation") == 2:
+            self.gc_pauses.append(time.perf_counter() - self._gc_started)
 
     def run(self) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
@@ -78,7 +91,8 @@ class Probe(threading.Thread):
         p99 = ordered[int(len(ordered) * 0.99)]
         over = sum(1 for x in ordered if x >= STALL)
         return (f"readyz probe: {len(self.latencies)} probes, p99 {p99 * 1000:.0f} ms, "
-                f"max {ordered[-1] * 1000:.0f} ms, {over} over {STALL:.0f} s")
+                f"max {ordered[-1] * 1000:.0f} ms, {over} over {STALL:.0f} s; {len(self.gc_pauses)} full "
+                f"collections, longest {max(self.gc_pauses, default=0.0) * 1000:.0f} ms")
 
 
 @dataclass
@@ -143,6 +157,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     yield h
     probe.halt.set()
     probe.join()
+    gc.callbacks.remove(probe._gc)
 
     async def stop() -> None:
         await h.client.close()
