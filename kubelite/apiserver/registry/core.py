@@ -54,9 +54,8 @@ class NodeStrategy(Strategy):
         for i, t in enumerate((obj.get("spec") or {}).get("taints") or []):
             if not t.get("key"):
                 causes.append(v.required(f"spec.taints[{i}].key"))
-            if t.get("effect") not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-                causes.append(v.not_supported(f"spec.taints[{i}].effect", t.get("effect"),
-                                              ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+            if not t.get("effect"):  # a value outside the enum: the table in `enums`
+                causes.append(v.required(f"spec.taints[{i}].effect"))
         return causes
 
 
