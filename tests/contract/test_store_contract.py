@@ -1,6 +1,7 @@
 """The store contract: every backend must pass this suite unchanged.
 
-Add a backend by adding a factory to BACKENDS (etcd joins here when it lands).
+Add a backend by adding a factory to BACKENDS. etcd runs as a real single member and as a real
+3-member cluster on loopback (tests/etcd_cluster.py, one of each per session, emptied per test).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from kubelite.store.interface import (
     RevisionMismatch,
     Store,
 )
+from kubelite.store.etcd import EtcdStore, parse_url
 from kubelite.store.sqlite import SQLiteStore
+from tests import etcd_cluster
 
 BackendFactory = Callable[[Path], Awaitable[Store]]
 
@@ -28,7 +31,16 @@ async def _sqlite(tmp: Path) -> Store:
     return await SQLiteStore.open(tmp / "state.db")
 
 
-BACKENDS: dict[str, BackendFactory] = {"sqlite": _sqlite}
+def _etcd(members: int) -> BackendFactory:
+    async def factory(tmp: Path) -> Store:
+        cluster = etcd_cluster.shared(members)
+        etcd_cluster.wipe(cluster)
+        return await EtcdStore.open(parse_url(cluster.url))
+
+    return factory
+
+
+BACKENDS: dict[str, BackendFactory] = {"sqlite": _sqlite, "etcd": _etcd(1), "etcd-3members": _etcd(3)}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
