@@ -41,7 +41,7 @@ from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLife
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 from kubelite.scheduler.scheduler import Scheduler
-from kubelite.store.sqlite import SQLiteStore
+from kubelite.store import StoreConfigError, StoreSpec
 
 __all__ = ["ConfigError", "NodeConfigError", "Options", "run"]
 log = logging.getLogger("kubelite")
@@ -62,6 +62,7 @@ class Options:
     local_node: bool = False  # `up`: also run a node agent for this machine
     node_monitor_grace_period: float = 40.0
     service_cidr: str = DEFAULT_SERVICE_CIDR
+    store: StoreSpec = StoreSpec()  # --store: SQLite under data_dir, or etcd://
 
 
 def _is_loopback(address: str) -> bool:
@@ -82,6 +83,10 @@ def run(opts: Options) -> int:
         kubernetes_service_ip(opts.service_cidr)
     except ValueError as exc:
         raise ConfigError(f"--service-cluster-ip-range: {exc}") from None
+    try:
+        opts.store.check()
+    except StoreConfigError as exc:
+        raise ConfigError(str(exc)) from None
     if opts.local_node:
         node_config.load(opts.node_config)  # a bad file fails `up` now, not its agent in a restart loop
     uvloop.run(_serve(opts, sched))
@@ -113,7 +118,7 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None) 
     data.mkdir(parents=True, exist_ok=True)
     data.chmod(0o700)
     async with contextlib.AsyncExitStack() as cleanup:  # undone in reverse order on the way out
-        store = await SQLiteStore.open(data / "state.db")
+        store = await opts.store.open(data)
         cleanup.push_async_callback(store.close)
         host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
         scheme = "http" if opts.insecure else "https"
