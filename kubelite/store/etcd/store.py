@@ -45,7 +45,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PAGE = 1000
-CALL_TIMEOUT = 10.0  # per attempt; waiting for a member to be reachable counts
+# Per attempt, waiting for a reachable member included. Short because a write forwarded to a leader
+# that then died is only failed by etcd after its request timeout (~7s): retrying sooner reaches the
+# new leader (an election takes ~1s) and the retry recognises the write if the first one did land.
+CALL_TIMEOUT = 2.0
 RETRY_FOR = 30.0  # a write or read keeps retrying an unavailable cluster this long (an election takes ~1s)
 RETRY_BACKOFF = (0.05, 1.0)
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
