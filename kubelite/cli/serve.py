@@ -19,7 +19,7 @@ import socket
 import ssl
 import sys
 from collections.abc import Awaitable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ class Options:
     local_node: bool = False  # `up`: also run a node agent for this machine
     node_monitor_grace_period: float = 40.0
     service_cidr: str = DEFAULT_SERVICE_CIDR
-    store: StoreSpec = StoreSpec()  # --store: SQLite under data_dir, or etcd://
+    store: StoreSpec = field(default_factory=StoreSpec)  # --store: SQLite under data_dir, or etcd://
 
 
 def _is_loopback(address: str) -> bool:
@@ -89,7 +89,10 @@ def run(opts: Options) -> int:
         raise ConfigError(str(exc)) from None
     if opts.local_node:
         node_config.load(opts.node_config)  # a bad file fails `up` now, not its agent in a restart loop
-    uvloop.run(_serve(opts, sched))
+    try:
+        uvloop.run(_serve(opts, sched))
+    except StoreConfigError as exc:  # e.g. no etcd member answered
+        raise ConfigError(str(exc)) from None
     return 0
 
 

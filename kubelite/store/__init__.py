@@ -50,8 +50,13 @@ class StoreSpec:
     async def open(self, data_dir: Path) -> Store:
         if self.is_etcd:
             from kubelite.store.etcd import EtcdStore, parse_url
+            from kubelite.store.etcd.store import Unavailable
 
-            return await EtcdStore.open(parse_url(self.url, self.etcd_cafile, self.etcd_certfile, self.etcd_keyfile))
+            try:
+                return await EtcdStore.open(parse_url(self.url, self.etcd_cafile, self.etcd_certfile,
+                                                      self.etcd_keyfile))
+            except Unavailable as exc:  # at start-up this is a set-up problem: say so, no traceback
+                raise StoreConfigError(f"--store {self.url}: {exc}") from None
         from kubelite.store.sqlite import SQLiteStore
 
         return await SQLiteStore.open(data_dir / "state.db")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kubelite.store.etcd import EtcdStore, parse_url
 from kubelite.store.interface import (
     Compacted,
     EventType,
@@ -20,7 +21,6 @@ from kubelite.store.interface import (
     RevisionMismatch,
     Store,
 )
-from kubelite.store.etcd import EtcdStore, parse_url
 from kubelite.store.sqlite import SQLiteStore
 from tests import etcd_cluster
 

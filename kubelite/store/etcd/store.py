@@ -1,7 +1,7 @@
 """`Store` over etcd v3, through grpcio's asyncio stubs (the generated ones that `aetcd` ships).
 
 Why gRPC and not etcd's JSON gateway or `aetcd`'s client: measured in BENCHMARKS.md ("etcd client"):
-gRPC multiplexes every call over one HTTP/2 connection per member and did ~2.3× the gateway's puts/s
+gRPC multiplexes every call over one HTTP/2 connection per member and did ~2.3 times the gateway's puts/s
 at 20 callers; `aetcd` is as fast as the bare stubs but speaks to one host, so no member failover.
 
 The mapping is kube-apiserver's (k8s.io/apiserver/pkg/storage/etcd3/store.go):
@@ -249,10 +249,8 @@ class EtcdStore:
     async def compact(self, revision: int) -> None:
         if revision > self._revision:
             raise FutureRevision(revision, self._revision)
-        try:
+        with contextlib.suppress(Compacted):  # another server (or an earlier attempt) compacted this far
             await self._unary(self._kv.Compact, rpc_pb2.CompactionRequest(revision=revision))
-        except Compacted:
-            pass  # another server (or an earlier attempt) compacted at least this far
         self._compacted = max(self._compacted, revision)
 
     # --- watch -----------------------------------------------------------------------------------
