@@ -9,8 +9,10 @@ from __future__ import annotations
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import free_port
@@ -19,9 +21,21 @@ START_TIMEOUT = 20.0
 PROGRESS_NOTIFY_INTERVAL = "1s"  # etcd's default is 10m: idle watches learn the current revision every second
 
 
+@dataclass(frozen=True)
+class Tls:
+    """Serve clients over TLS and require a client certificate signed by `ca`."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    client_cert: Path
+    client_key: Path
+
+
 class EtcdCluster:
-    def __init__(self, base: Path, members: int) -> None:
+    def __init__(self, base: Path, members: int, tls: Tls | None = None) -> None:
         self.base = base
+        self.tls = tls
         self.names = [f"m{i}" for i in range(members)]
         self.client_ports = [free_port() for _ in self.names]
         self.peer_ports = [free_port() for _ in self.names]
@@ -40,7 +54,7 @@ class EtcdCluster:
         etcd = shutil.which("etcd") or "/usr/bin/etcd"
         initial = ",".join(f"{n}=http://127.0.0.1:{p}" for n, p in zip(self.names, self.peer_ports, strict=True))
         for i, name in enumerate(self.names):
-            client = f"http://127.0.0.1:{self.client_ports[i]}"
+            client = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.client_ports[i]}"
             peer = f"http://127.0.0.1:{self.peer_ports[i]}"
             args = [etcd, "--name", name, "--data-dir", str(self.base / name),
                     "--listen-client-urls", client, "--advertise-client-urls", client,
@@ -48,6 +62,9 @@ class EtcdCluster:
                     "--initial-cluster", initial, "--initial-cluster-state", "new",
                     "--experimental-watch-progress-notify-interval", PROGRESS_NOTIFY_INTERVAL,
                     "--log-level", "warn", "--logger", "zap"]
+            if self.tls:
+                args += ["--cert-file", str(self.tls.cert), "--key-file", str(self.tls.key),
+                         "--trusted-ca-file", str(self.tls.ca), "--client-cert-auth"]
             with (self.base / f"{name}.log").open("ab") as log:
                 self.procs[i] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         self._wait_healthy()
@@ -60,7 +77,7 @@ class EtcdCluster:
                 if proc is not None and proc.poll() is not None:
                     raise RuntimeError(f"etcd {self.names[i]} exited: "
                                        f"{(self.base / f'{self.names[i]}.log').read_text(errors='replace')}")
-                if _healthy(port):
+                if _healthy(port, self.tls):
                     break
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"etcd {self.names[i]} did not become healthy")
@@ -84,9 +101,14 @@ class EtcdCluster:
                     self.kill(i)
 
 
-def _healthy(port: int) -> bool:
+def _healthy(port: int, tls: Tls | None) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as raw:
+            s = raw
+            if tls:
+                ctx = ssl.create_default_context(cafile=str(tls.ca))
+                ctx.load_cert_chain(tls.client_cert, tls.client_key)
+                s = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
             s.sendall(b"GET /health HTTP/1.0\r\n\r\n")
             return b'"health":"true"' in s.recv(4096)
     except OSError:
