@@ -51,23 +51,32 @@ class EtcdCluster:
         return "etcd://" + ",".join(self.endpoints)
 
     def start(self) -> None:
+        for i in range(len(self.names)):
+            self._spawn(i)
+        self._wait_healthy()
+
+    def restart(self, i: int) -> None:
+        """Start a killed member again on its data directory (it rejoins with what it had)."""
+        self._spawn(i)
+        self._wait_healthy()
+
+    def _spawn(self, i: int) -> None:
         etcd = shutil.which("etcd") or "/usr/bin/etcd"
         initial = ",".join(f"{n}=http://127.0.0.1:{p}" for n, p in zip(self.names, self.peer_ports, strict=True))
-        for i, name in enumerate(self.names):
-            client = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.client_ports[i]}"
-            peer = f"http://127.0.0.1:{self.peer_ports[i]}"
-            args = [etcd, "--name", name, "--data-dir", str(self.base / name),
-                    "--listen-client-urls", client, "--advertise-client-urls", client,
-                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                    "--initial-cluster", initial, "--initial-cluster-state", "new",
-                    "--experimental-watch-progress-notify-interval", PROGRESS_NOTIFY_INTERVAL,
-                    "--log-level", "warn", "--logger", "zap"]
-            if self.tls:
-                args += ["--cert-file", str(self.tls.cert), "--key-file", str(self.tls.key),
-                         "--trusted-ca-file", str(self.tls.ca), "--client-cert-auth"]
-            with (self.base / f"{name}.log").open("ab") as log:
-                self.procs[i] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        self._wait_healthy()
+        name = self.names[i]
+        client = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.client_ports[i]}"
+        peer = f"http://127.0.0.1:{self.peer_ports[i]}"
+        args = [etcd, "--name", name, "--data-dir", str(self.base / name),
+                "--listen-client-urls", client, "--advertise-client-urls", client,
+                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                "--initial-cluster", initial, "--initial-cluster-state", "new",
+                "--experimental-watch-progress-notify-interval", PROGRESS_NOTIFY_INTERVAL,
+                "--log-level", "warn", "--logger", "zap"]
+        if self.tls:
+            args += ["--cert-file", str(self.tls.cert), "--key-file", str(self.tls.key),
+                     "--trusted-ca-file", str(self.tls.ca), "--client-cert-auth"]
+        with (self.base / f"{name}.log").open("ab") as log:
+            self.procs[i] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT

@@ -286,10 +286,9 @@ class EtcdStore:
                         yield event
                     if not resp.events:  # a progress notification: nothing up to here is left unsent
                         last = max(last or 0, int(resp.header.revision))
-            except grpc.aio.AioRpcError as exc:
-                if exc.code() not in _RETRYABLE and exc.code() is not grpc.StatusCode.CANCELLED:
-                    raise StoreError(f"etcd watch: {exc.code().name}: {exc.details()}") from None
-                log.warning("etcd watch broken (%s); resuming after revision %s", exc.details(), last)
+            except grpc.aio.AioRpcError as exc:  # the watch cache lives on this loop: never give up on etcd
+                log.warning("etcd watch broken (%s: %s); resuming after revision %s", exc.code().name,
+                            exc.details(), last)
             finally:
                 call.cancel()
             await self._clock.sleep(delay)
