@@ -105,6 +105,8 @@ class EtcdStore:
             first = await call.read()
             if first is not grpc.aio.EOF and first.compact_revision:
                 self._compacted = int(first.compact_revision)
+        except grpc.aio.AioRpcError as exc:
+            raise Unavailable(f"etcd unavailable: {exc.details()}") from None
         finally:
             call.cancel()
 
