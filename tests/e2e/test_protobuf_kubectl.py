@@ -114,6 +114,15 @@ def test_create_issue_11_kinds(server: ServerProcess, args: list[str], target: t
         assert " ".join(line.split()) in " ".join(text.split()), text
 
 
+def test_create_token_is_protobuf_both_ways(server: ServerProcess) -> None:
+    """TokenRequest is answered by the API server itself (no storage), still in its upstream message."""
+    server.kubectl("create", "serviceaccount", "bot")
+    token = _sent_protobuf(server, "create", "token", "bot", "--duration=10m").strip()
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert claims["sub"] == "system:serviceaccount:default:bot" and claims["exp"] - claims["iat"] == 600
+
+
 @pytest.mark.parametrize("args", [["cronjob", "cj", "--image=busybox", "--schedule=* * * * *"],
                                   ["quota", "q", "--hard=pods=1"]], ids=["cronjob", "quota"])
 def test_create_of_a_kind_not_served_is_a_clean_not_found(server: ServerProcess, args: list[str]) -> None:
