@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -176,13 +177,10 @@ def test_in_pod_client_reaches_the_api_server_through_kubernetes_service(
 
 
 def test_create_service_clusterip(cluster: tuple[ServerProcess, str, Path]) -> None:
-    """`kubectl create service` sends protobuf; it must work once the server decodes Service protobuf (skipped
-    while it answers 415)."""
+    """`kubectl create service` sends protobuf: the server decodes the Service and answers in protobuf."""
     c, _, _ = cluster
-    res = c.kubectl("create", "service", "clusterip", "made", "--tcp=8080:80", "-v=6", check=False)
-    if res.returncode != 0 and "/services?fieldManager=kubectl-create" in res.stderr and " 415 " in res.stderr:
-        pytest.skip("the server does not decode Service protobuf yet (415)")
-    assert res.returncode == 0, res.stderr
+    res = c.kubectl("create", "service", "clusterip", "made", "--tcp=8080:80", "-v=6")
+    assert re.search(r"POST \S+/services\?fieldManager=kubectl-create\S* 201 Created", res.stderr), res.stderr
     row = c.kubectl("get", "svc", "made", "--no-headers").stdout.split()
     assert row[1] == "ClusterIP" and row[4] == "8080/TCP"
 
