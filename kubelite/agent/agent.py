@@ -219,16 +219,18 @@ class Agent:
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
-    async def run(self) -> None:
+    async def run(self, http: bool = True) -> None:
+        """Run until cancelled; without `http` (hollow nodes of a simulation) no log endpoint is served."""
         app = web.Application()
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         app.router.add_get("/healthz", self._healthz)
         runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, self.host_ip, self.port)
-        await site.start()
-        if not self.port:
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        if http:
+            site = web.TCPSite(runner, self.host_ip, self.port)
+            await site.start()
+            if not self.port:
+                self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         tasks: list[asyncio.Task[None]] = []
         try:
             await self.node.register()
