@@ -71,8 +71,17 @@ def run(scn: Scenario, seed: int, config: Path | None, work_dir: Path, progress:
         with seeded(seed):
             recorder = loop.run_until_complete(_simulate(loop, scn, seed, sched, work_dir, progress))
     finally:
+        _cancel_leftovers(loop)
         loop.close()
     return Outcome(scn, seed, config.name if config else "default", recorder)
+
+
+def _cancel_leftovers(loop: VirtualTimeLoop) -> None:
+    """As asyncio.run does: what the components left behind (a stopped pod worker's watchers) is cancelled."""
+    left = asyncio.all_tasks(loop)
+    for task in left:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
 
 def _node_config(scn: Scenario) -> NodeConfig:

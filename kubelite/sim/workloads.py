@@ -35,9 +35,9 @@ def _pod_spec(w: Workload, arrival: Arrival) -> Obj:
         if resources and "resources" not in c:
             c["resources"] = resources
     spec["containers"] = containers
-    for c in spec.get("initContainers") or []:
+    for c in spec.get("initContainers") or []:  # an init container finishes at once; a sidecar runs on
         c.setdefault("image", "hollow")
-        c.setdefault("command", ["hollow", "--run", "0"])
+        c.setdefault("command", ["hollow"] if c.get("restartPolicy") == "Always" else ["hollow", "--run", "0"])
     if w.kind == "Job":
         spec.setdefault("restartPolicy", "Never")
     return spec
