@@ -7,7 +7,6 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the command line builds this parser on every start: the simulator loads only when run

@@ -55,13 +55,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     def _jump(self) -> None:
         """Nothing is ready: move just past the earliest timer (asyncio runs those strictly before now)."""
-        if not self._ready and self._scheduled:  # asyncio's private heap; its head is live at this point
-            self._virtual = math.nextafter(max(self._virtual, self._scheduled[0].when()), math.inf)
+        ready, scheduled = self._ready, self._scheduled  # type: ignore[attr-defined]  # asyncio's own queues
+        if not ready and scheduled:  # the head of asyncio's timer heap is live at this point
+            self._virtual = math.nextafter(max(self._virtual, scheduled[0].when()), math.inf)
 
     def time(self) -> float:
         return self._virtual
 
-    def run_in_executor(self, executor: Any, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    def run_in_executor(self, executor: Any, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:  # type: ignore[override]
         """Inline, on the loop: a thread's timing must not decide the order of events."""
         fut: asyncio.Future[T] = self.create_future()
         try:

@@ -44,7 +44,8 @@ def _view(pod: Obj) -> tuple[Any, ...]:
     status = pod.get("status") or {}
     containers = tuple((c["name"], next(iter(c.get("state") or {"waiting": {}})), c.get("restartCount", 0),
                         ((c.get("state") or {}).get("terminated") or {}).get("exitCode"))
-                       for c in status.get("containerStatuses") or [])
+                       for c in [*(status.get("initContainerStatuses") or []),
+                                 *(status.get("containerStatuses") or [])])
     ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
     return (status.get("phase"), pod["spec"].get("nodeName"), bool(pod["metadata"].get("deletionTimestamp")),
             ready, containers)

@@ -86,7 +86,8 @@ def _cancel_leftovers(loop: VirtualTimeLoop) -> None:
 
 def _node_config(scn: Scenario) -> NodeConfig:
     try:
-        cfg = parse_node_config({"kind": "KubeletConfiguration", **scn.node_config}) if scn.node_config else NodeConfig()
+        cfg = parse_node_config({"kind": "KubeletConfiguration", **scn.node_config}) if scn.node_config \
+            else NodeConfig()
     except NodeConfigError as exc:
         raise ScenarioError(f"{scn.file}: nodeConfig: {exc}") from None
     # Hollow containers use no memory or disk: node-pressure eviction has nothing to observe (not simulated).
@@ -112,7 +113,8 @@ class _Cluster:
         self.tasks.append(asyncio.create_task(keep_running(name, work, self.clock), name=name))
 
     def _agent(self, name: str, index: int) -> Agent:
-        runtime = self.runtimes.setdefault(name, HollowRuntime(self.clock, random.Random(self.seed * 100_003 + index)))
+        runtime = self.runtimes.setdefault(name, HollowRuntime(self.clock,
+                                                               random.Random(self.seed * 100_003 + index)))
         (self.work_dir / name).mkdir(parents=True, exist_ok=True)
         agent = Agent(self.client, self.clock, name, self.work_dir / name, self.node_config, runtime,
                       host_ip=f"10.{index // 65536 % 256}.{index // 256 % 256}.{index % 256}")

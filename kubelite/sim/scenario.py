@@ -38,7 +38,7 @@ class _Loader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Marked:
-    out = _Marked(loader.construct_mapping(node, deep=True))
+    out = _Marked({str(k): v for k, v in loader.construct_mapping(node, deep=True).items()})
     out.line = node.start_mark.line + 1
     out.key_lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
     return out
@@ -230,19 +230,20 @@ def _arrivals(ctx: _Ctx, raw: Obj, base: Path, rng: random.Random) -> list[Arriv
         rate = p.get("perHour")
         if not isinstance(rate, int | float) or rate <= 0:
             raise ctx.fail(p, "perHour", "arrivals.poisson.perHour: a positive number of arrivals per hour")
-        t, until, out = ctx.seconds(p, "start", 0.0), ctx.seconds(p, "until"), []
+        t, until = ctx.seconds(p, "start", 0.0), ctx.seconds(p, "until")
+        drawn: list[Arrival] = []
         while True:
             t += -math.log(1.0 - rng.random()) * 3600.0 / float(rate)
             if t >= until:
-                return out
-            out.append(Arrival(round(t, 3)))
+                return drawn
+            drawn.append(Arrival(round(t, 3)))
     path = base / str(arr["trace"])
     try:
         with path.open(newline="") as f:
             rows = list(csv.DictReader(f))
     except OSError as exc:
         raise ctx.fail(arr, "trace", f"arrivals.trace: cannot read {path}: {exc}") from None
-    out = []
+    out: list[Arrival] = []
     for i, row in enumerate(rows, start=2):
         try:
             at = duration(row["at"]) if not row["at"].replace(".", "", 1).isdigit() else float(row["at"])
@@ -266,7 +267,7 @@ def _workload(ctx: _Ctx, raw: Obj, base: Path, rng: random.Random) -> Workload:
     replicas = raw.get("replicas", 1)
     if not isinstance(replicas, int) or replicas < 0:
         raise ctx.fail(raw, "replicas", f"workload {name}: replicas must be a non-negative integer")
-    extra = {k: raw[k] for k in ("completions", "parallelism", "backoffLimit") if k in raw}
+    extra: Obj = {k: raw[k] for k in ("completions", "parallelism", "backoffLimit") if k in raw}
     labels = {str(k): str(v) for k, v in ctx.mapping(raw, "labels").items()} or {"app": name}
     return Workload(name, kind, str(raw.get("namespace", "default")), replicas, dict(ctx.mapping(raw, "spec")),
                     labels, _behaviour(ctx, ctx.mapping(raw, "behaviour")), _arrivals(ctx, raw, base, rng), extra)
@@ -293,11 +294,26 @@ def _fault(ctx: _Ctx, raw: Obj) -> Fault:
     return Fault(ctx.seconds(raw, "at"), kinds[0], raw[kinds[0]], raw.line if isinstance(raw, _Marked) else 0)
 
 
+def _check_fault(ctx: _Ctx, raw: Obj, nodes: list[str], workloads: list[str]) -> None:
+    """A fault names things that exist: a node (pool name + index), a workload, a PDB with a name."""
+    for kind in ("nodeLost", "agentRestart", "drain"):
+        if kind in raw and raw[kind] not in nodes:
+            raise ctx.fail(raw, kind, f"fault {kind}: no node {raw[kind]!r} (nodes are named POOL-INDEX, "
+                                      f"e.g. {nodes[0]})")
+    if "scale" in raw:
+        target = raw["scale"]
+        if not isinstance(target, dict) or target.get("workload") not in workloads \
+                or not isinstance(target.get("replicas"), int):
+            raise ctx.fail(raw, "scale", "fault scale: {workload: NAME of a workload, replicas: N}")
+    if "pdb" in raw and not (isinstance(raw["pdb"], dict) and raw["pdb"].get("name")):
+        raise ctx.fail(raw, "pdb", "fault pdb: {name, matchLabels, minAvailable or maxUnavailable}")
+
+
 def load(path: Path, seed: int = 0) -> Scenario:
     """Parse a scenario; Poisson arrivals are drawn from `seed`, so a seed fixes the whole run."""
     ctx = _Ctx(str(path))
     try:
-        raw = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        raw = yaml.load(path.read_text(), Loader=_Loader)
     except OSError as exc:
         raise ScenarioError(f"{path}: {exc}") from None
     except yaml.MarkedYAMLError as exc:
@@ -316,6 +332,9 @@ def load(path: Path, seed: int = 0) -> Scenario:
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise ctx.fail(raw, "workloads", f"workloads: name {dup!r} used twice")
+    nodes = [f"{p.name}-{i}" for p in pools for i in range(p.count)]
+    for f in ctx.items(raw, "faults"):
+        _check_fault(ctx, f, nodes, names)
     configs = raw.get("schedulerConfig") or []
     configs = [configs] if isinstance(configs, str) else configs
     return Scenario(str(raw.get("name", path.stem)), path, ctx.seconds(raw, "duration"),

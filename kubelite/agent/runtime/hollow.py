@@ -5,9 +5,9 @@ hollow container's command says what it does: `hollow [--run SECONDS] [--exit CO
 [--exits CODE,CODE,…] [--start-after SECONDS] [--ignore-term] [--term-after SECONDS]` — take a while to
 start (as a slow image pull or container creation would), run for a while (forever without --run; `--run`
 also takes a distribution, `exp:MEAN` or `uniform:LOW:HIGH`, drawn per run from the runtime's seeded
-random source so a simulation is reproducible), exit with a code (with --exits, the n-th run of the container exits with the n-th code,
-the last one repeating), and on the stop signal either exit at once (code 143), after a delay, or not
-at all (then only SIGKILL ends it, code 137).
+random source so a simulation is reproducible), exit with a code (with --exits, the n-th run of the
+container exits with the n-th code, the last one repeating), and on the stop signal either exit at once
+(code 143), after a delay, or not at all (then only SIGKILL ends it, code 137).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 from kubelite.agent.cgroups import Limits
 from kubelite.agent.runtime.interface import KILLED, Exit, Handle
 from kubelite.clock import Clock
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hollow", add_help=False)
@@ -100,7 +101,8 @@ class HollowRuntime:
             await self.clock.sleep(seconds)
             p.finish(result)
 
-    def signal(self, p: HollowProcess, sig: int) -> None:
+    def signal(self, p: Handle, sig: int) -> None:
+        assert isinstance(p, HollowProcess), "a hollow runtime signals only its own processes"
         p.signals.append(sig)
         if sig == signal.SIGKILL:
             p.finish(KILLED)
@@ -119,10 +121,10 @@ class HollowRuntime:
         """Hollow processes are never left behind by a dead runtime."""
         return None
 
-    def kill(self, p: HollowProcess) -> None:
+    def kill(self, p: Handle) -> None:
         self.signal(p, signal.SIGKILL)
 
-    async def wait(self, p: HollowProcess) -> Exit:
+    async def wait(self, p: Handle) -> Exit:
         await p.done.wait()
         assert p.result is not None
         return p.result
