@@ -73,9 +73,11 @@ def differences(ms: list[Obj]) -> list[str]:
         x, y = (statistics.fmean(s["utilisation"][res] for s in m["samples"]) if m["samples"] else 0.0 for m in (a, b))
         if round(x, 4) != round(y, 4):
             out.append(f"mean {res} utilisation: {a['schedulerConfig']} {x:.1%} vs {b['schedulerConfig']} {y:.1%}")
-    na, nb = len(a["placementByNode"]), len(b["placementByNode"])
-    if na != nb:
-        out.append(f"nodes used: {a['schedulerConfig']} {na} vs {b['schedulerConfig']} {nb}")
+    for label, key, fmt in (("mean nodes in use", "nodesInUse", ".1f"),
+                            ("mean cpu utilisation of the nodes in use", "cpuOfNodesInUse", ".1%")):
+        x, y = (statistics.fmean(s[key] for s in m["samples"]) if m["samples"] else 0.0 for m in (a, b))
+        if round(x, 4) != round(y, 4):
+            out.append(f"{label}: {a['schedulerConfig']} {x:{fmt}} vs {b['schedulerConfig']} {y:{fmt}}")
     if a["neverScheduled"] != b["neverScheduled"]:
         out.append(f"never scheduled: {a['schedulerConfig']} {a['neverScheduled']} vs "
                    f"{b['schedulerConfig']} {b['neverScheduled']}")
@@ -118,6 +120,7 @@ def _draw(topic: str, ax: Any, m: Obj) -> None:
     elif topic == "utilisation":
         for res in ("cpu", "memory", "pods"):
             ax.plot(ts, [s["utilisation"][res] for s in samples], label=res)
+        ax.plot(ts, [s["cpuOfNodesInUse"] for s in samples], "--", label="cpu of the nodes in use")
         ax.set_xlabel("minutes")
         ax.legend(fontsize=7)
     elif topic == "placement":

@@ -100,6 +100,11 @@ class Distribution:
     a: float
     b: float = 0.0
 
+    def draw(self, rng: random.Random) -> float:
+        if self.kind == "exponential":
+            return round(rng.expovariate(1.0 / self.a), 3) if self.a > 0 else 0.0
+        return round(rng.uniform(self.a, self.b), 3) if self.kind == "uniform" else self.a
+
     def hollow(self) -> str:
         return {"fixed": f"{self.a:g}", "exponential": f"exp:{self.a:g}", "uniform": f"uniform:{self.a:g}:{self.b:g}"}[
             self.kind]
@@ -269,8 +274,16 @@ def _workload(ctx: _Ctx, raw: Obj, base: Path, rng: random.Random) -> Workload:
         raise ctx.fail(raw, "replicas", f"workload {name}: replicas must be a non-negative integer")
     extra: Obj = {k: raw[k] for k in ("completions", "parallelism", "backoffLimit") if k in raw}
     labels = {str(k): str(v) for k, v in ctx.mapping(raw, "labels").items()} or {"app": name}
+    behaviour = _behaviour(ctx, ctx.mapping(raw, "behaviour"))
+    arrivals = _arrivals(ctx, raw, base, rng)
+    if kind == "Pod" and behaviour.run is not None and behaviour.run.kind != "fixed":
+        # A bare pod's run time is drawn here, from the scenario's seed: the same pods run as long under every
+        # scheduler config of an A/B comparison. (A controller's pods draw theirs in the hollow runtime of the
+        # node they land on, so those can differ between configs.)
+        arrivals = [a if "run" in a.overrides else Arrival(a.at, {**a.overrides, "run": behaviour.run.draw(rng)})
+                    for a in arrivals]
     return Workload(name, kind, str(raw.get("namespace", "default")), replicas, dict(ctx.mapping(raw, "spec")),
-                    labels, _behaviour(ctx, ctx.mapping(raw, "behaviour")), _arrivals(ctx, raw, base, rng), extra)
+                    labels, behaviour, arrivals, extra)
 
 
 def _pool(ctx: _Ctx, raw: Obj) -> NodePool:
