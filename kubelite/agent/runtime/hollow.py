@@ -28,7 +28,7 @@ from kubelite.clock import Clock
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hollow", add_help=False)
+    p = argparse.ArgumentParser(prog="hollow", add_help=False, exit_on_error=False)
     p.add_argument("--run", type=_run_spec, default=None)
     p.add_argument("--start-after", type=float, default=0.0)
     p.add_argument("--exit", type=int, default=0)
@@ -75,7 +75,10 @@ class HollowRuntime:
                     limits: Limits | None = None) -> HollowProcess:
         if not argv or argv[0] != "hollow":
             raise OSError(f"the hollow runtime runs only `hollow` commands, not {argv[:1]}")
-        args = _parser().parse_args(argv[1:])
+        try:
+            args = _parser().parse_args(argv[1:])
+        except argparse.ArgumentError as exc:  # a failed start, as an exec of a bad command line would be
+            raise OSError(f"hollow: {exc}") from None
         run = self.runs[log_path.parent] = self.runs.get(log_path.parent, 0) + 1
         codes = [int(c) for c in args.exits.split(",") if c] or [args.exit]
         code = codes[min(run, len(codes)) - 1]
