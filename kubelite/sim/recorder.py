@@ -134,6 +134,12 @@ class Recorder:
         if life is not None and life.deleted is None and reason in ("Killing", "BackOff", *DISRUPTIONS):
             life.steps.append((self.t(), reason))
 
+    def evicted(self, pod: Obj) -> None:
+        """An eviction through the API (a drain) succeeded: it leaves no Event, so it is counted here."""
+        name = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        self.disruptions.append((self.t(), "Evicted (API)", name))
+        self._write({"action": "evicted", "detail": name})
+
     def log_action(self, what: str, detail: str) -> None:
         self._write({"action": what, "detail": detail})
 

@@ -253,7 +253,7 @@ def _fault(cluster: _Cluster, recorder: Recorder, fault: Fault) -> Callable[[], 
         elif fault.kind == "drain":
             pods = [p for p in recorder.pod_informer.store.values() if p["spec"].get("nodeName") == target
                     and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-            await workloads.drain(cluster.client, cluster.clock, str(target), pods)
+            await workloads.drain(cluster.client, cluster.clock, str(target), pods, recorder.evicted)
         elif fault.kind == "pdb":
             await workloads.apply(cluster.client, *workloads.pdb(dict(target)))
         elif fault.kind == "scale":

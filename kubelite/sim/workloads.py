@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from kubelite.api.errors import ApiError
@@ -88,7 +89,7 @@ def pdb(spec: Obj) -> tuple[str, Obj]:
     return f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", obj
 
 
-async def drain(client: Client, clock: Clock, node: str, pods: list[Obj]) -> None:
+async def drain(client: Client, clock: Clock, node: str, pods: list[Obj], evicted: Callable[[Obj], None]) -> None:
     """kubectl drain: cordon, then evict every pod on the node, retrying the ones a PDB refuses."""
     await client.patch(f"/api/v1/nodes/{node}", {"spec": {"unschedulable": True}})
     waiting = sorted(pods, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
@@ -100,6 +101,7 @@ async def drain(client: Client, clock: Clock, node: str, pods: list[Obj]) -> Non
                 await client.create(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/eviction",
                                     {"apiVersion": "policy/v1", "kind": "Eviction",
                                      "metadata": {"name": meta["name"], "namespace": meta["namespace"]}})
+                evicted(pod)
             except ApiError as exc:
                 if exc.code == 429:
                     refused.append(pod)

@@ -92,3 +92,17 @@ def test_sidecar_starts_first_and_stops_after_main(tmp_path: Path) -> None:
     last = [e for e in events if e.get("pod") == "default/job"][-1]
     assert (last["t"], last["phase"], last["containers"]) == (
         35.0, "Succeeded", [["proxy", "terminated", 0, 143], ["main", "terminated", 0, 0]])
+
+
+def test_faults_example(tmp_path: Path) -> None:
+    """A lost node is marked NotReady after the 40 s grace and its pods evicted 300 s later; the drain of
+    another node is held by the PDB until the replacements are up."""
+    m = _run(tmp_path, "faults.yaml", seed=7)
+    events = _events(tmp_path)
+    not_ready = [e["t"] for e in events if e.get("event") == "NodeNotReady" and e["object"] == "Node /n-0"]
+    assert len(not_ready) == 1 and 150 <= not_ready[0] <= 165
+    taint = sorted(d["t"] for d in m["disruptions"] if d["reason"] == "TaintManagerEviction")
+    assert len(taint) == sum(1 for e in events if e.get("event") == "NodeNotReady" and "Pod" in e["object"])
+    assert all(t == pytest.approx(not_ready[0] + 300, abs=1) for t in taint)
+    (drained,) = [d for d in m["disruptions"] if d["reason"] == "Evicted (API)"]
+    assert drained["t"] > taint[0]  # refused (429) while the PDB's minAvailable was not met
