@@ -141,12 +141,30 @@ def _draw(topic: str, ax: Any, m: Obj) -> None:
             ax.legend(fontsize=7)
         ax.set_xlabel("minutes")
     else:
-        for row, entry in enumerate(m["timeline"]):
-            for t, step in entry["steps"]:
-                ax.plot([t], [row], "o", markersize=3)
-                ax.annotate(step, (t, row), fontsize=6, rotation=30)
-        ax.set_yticks(range(len(m["timeline"])), [e["pod"] for e in m["timeline"]], fontsize=6)
-        ax.set_xlabel("seconds")
+        _timeline(ax, m["timeline"])
+
+
+def _timeline(ax: Any, entries: list[Obj]) -> None:
+    """Per pod: bars for running (green) and terminating (red), and the steps, grouped by instant."""
+    for row, entry in enumerate(entries):
+        steps = entry["steps"]
+        start = next((t for t, s in steps if s == "running"), None)
+        stop = next((t for t, s in steps if s in ("deletion requested", "Preempted", "Killing")), None)
+        end = next((t for t, s in reversed(steps) if s in ("deleted", "succeeded", "failed")), None)
+        if start is not None:
+            ax.broken_barh([(start, (stop if stop is not None else end if end is not None else start) - start)],
+                           (row - 0.15, 0.3), color="tab:green")
+        if stop is not None:
+            ax.broken_barh([(stop, (end if end is not None else stop) - stop)], (row - 0.15, 0.3), color="tab:red")
+        at: dict[float, list[str]] = {}
+        for t, step in steps:
+            at.setdefault(t, []).append(step)
+        for i, (t, names) in enumerate(sorted(at.items())):
+            ax.annotate(f"{t:g}s: " + ", ".join(names), (t, row), xytext=(0, 10 + 9 * (i % 2)),
+                        textcoords="offset points", fontsize=6)
+    ax.set_yticks(range(len(entries)), [e["pod"] for e in entries], fontsize=6)
+    ax.set_ylim(-0.5, len(entries) - 0.2)
+    ax.set_xlabel("seconds")
 
 
 def _html(path: Path, ms: list[Obj], plots: list[str], diffs: list[str] | None = None) -> None:
