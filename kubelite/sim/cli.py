@@ -18,7 +18,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     verbs = sim.add_subparsers(dest="sim_command", required=True)
     run = verbs.add_parser("run", help="run a scenario; write events.log, metrics.json and report.html")
     compare = verbs.add_parser("compare", help="run a scenario under several scheduler configs on one seed")
-    for p in (run, compare):
+    serve = verbs.add_parser("serve", help="run a scenario behind the HTTP API (kubectl works) at N x real time")
+    serve.add_argument("--port", type=int, default=6443)
+    serve.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second")
+    serve.add_argument("--config", type=Path, default=None, help="KubeSchedulerConfiguration")
+    for p in (run, compare, serve):
         p.add_argument("scenario", type=Path)
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--out", type=Path, default=Path("sim-out"))
@@ -52,6 +56,18 @@ def main(args: argparse.Namespace) -> int:
     try:
         scn = scenario.load(args.scenario, args.seed)
         show = not args.no_progress and sys.stderr.isatty()
+        if args.sim_command == "serve":
+            if args.speed <= 0:
+                raise ScenarioError("--speed: must be positive")
+            from kubelite.sim import runner
+
+            args.out.mkdir(parents=True, exist_ok=True)
+            config = args.config or (scn.scheduler_configs[0] if scn.scheduler_configs else None)
+            with tempfile.TemporaryDirectory(prefix="kubelite-sim-nodes-") as work:
+                out = runner.run(scn, args.seed, config, Path(work),
+                                 serve=runner.Serve(args.port, args.speed, args.out / "kubeconfig"))
+            report.write(out, args.out)
+            return 0
         if args.sim_command == "run":
             config = args.config or (scn.scheduler_configs[0] if scn.scheduler_configs else None)
             m = report.write(_run_one(scn, args.seed, config, show), args.out)

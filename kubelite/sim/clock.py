@@ -16,6 +16,7 @@ import asyncio
 import concurrent.futures
 import math
 import selectors
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -75,10 +76,37 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         raise RuntimeError("a virtual-time loop runs executor work inline")
 
 
-class VirtualClock:
-    """The `kubelite.clock.Clock` of a simulation: the running virtual-time loop's time."""
+class _PacedSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """Blocks for the real time a virtual timeout takes at `speed`x real time."""
 
-    def __init__(self, loop: VirtualTimeLoop, epoch: float = EPOCH) -> None:
+    def __init__(self, speed: float) -> None:
+        super().__init__()
+        self._speed = speed
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        events: list[tuple[selectors.SelectorKey, int]] = super().select(
+            None if timeout is None else timeout / self._speed)
+        return events
+
+
+class PacedLoop(asyncio.SelectorEventLoop):
+    """A loop whose time runs at `speed`x real time (for `kubelite sim serve`: a simulation kubectl can watch).
+
+    Unlike `VirtualTimeLoop` it waits for real I/O (HTTP clients), so runs are not reproducible."""
+
+    def __init__(self, speed: float) -> None:
+        super().__init__(_PacedSelector(speed))
+        self._speed = speed
+        self._real_start = time.monotonic()  # noqa: TID251 - the one real clock this loop's time is paced by
+
+    def time(self) -> float:
+        return (time.monotonic() - self._real_start) * self._speed  # noqa: TID251 - see __init__
+
+
+class VirtualClock:
+    """The `kubelite.clock.Clock` of a simulation: the running virtual-time (or paced) loop's time."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, epoch: float = EPOCH) -> None:
         self.loop = loop
         self.epoch = epoch
 

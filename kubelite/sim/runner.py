@@ -12,17 +12,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import signal
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
+
 from kubelite.agent.agent import Agent
 from kubelite.agent.config import NodeConfig, NodeConfigError
 from kubelite.agent.config import parse as parse_node_config
 from kubelite.agent.eviction.thresholds import eviction_config
 from kubelite.agent.runtime.hollow import HollowRuntime
+from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.client.interface import Client
@@ -31,7 +35,7 @@ from kubelite.controllers.manager import keep_running
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.scheduler import Scheduler
 from kubelite.sim import workloads
-from kubelite.sim.clock import VirtualClock, VirtualTimeLoop
+from kubelite.sim.clock import PacedLoop, VirtualClock, VirtualTimeLoop
 from kubelite.sim.recorder import Recorder
 from kubelite.sim.scenario import Fault, NodePool, Scenario, ScenarioError
 from kubelite.sim.store import InlineSQLiteStore
@@ -39,6 +43,16 @@ from kubelite.sim.store import InlineSQLiteStore
 Obj = dict[str, Any]
 SETTLE = 30.0  # virtual seconds for nodes to register and components to sync before the scenario starts
 Progress = Callable[[float, float], None]  # (simulated seconds done, total)
+
+
+@dataclass(frozen=True)
+class Serve:
+    """`kubelite sim serve`: the simulation behind the HTTP API (insecure, loopback), at `speed`x real time."""
+
+    port: int
+    speed: float
+    kubeconfig: Path
+    bind: str = "127.0.0.1"
 
 
 @dataclass
@@ -63,20 +77,22 @@ def seeded(seed: int) -> Iterator[None]:
         random.seed()
 
 
-def run(scn: Scenario, seed: int, config: Path | None, work_dir: Path, progress: Progress | None = None) -> Outcome:
-    """Run `scn` to its end on a fresh virtual-time loop; `work_dir` holds the hollow nodes' data dirs."""
+def run(scn: Scenario, seed: int, config: Path | None, work_dir: Path, progress: Progress | None = None,
+        serve: Serve | None = None) -> Outcome:
+    """Run `scn` to its end on a fresh virtual-time loop; `work_dir` holds the hollow nodes' data dirs.
+    With `serve`, on a loop paced to real time instead, serving HTTP, until interrupted (SIGINT/SIGTERM)."""
     sched = scheduler_config.load(config)
-    loop = VirtualTimeLoop()
+    loop: asyncio.AbstractEventLoop = PacedLoop(serve.speed) if serve else VirtualTimeLoop()
     try:
         with seeded(seed):
-            recorder = loop.run_until_complete(_simulate(loop, scn, seed, sched, work_dir, progress))
+            recorder = loop.run_until_complete(_simulate(loop, scn, seed, sched, work_dir, progress, serve))
     finally:
         _cancel_leftovers(loop)
         loop.close()
     return Outcome(scn, seed, config.name if config else "default", recorder)
 
 
-def _cancel_leftovers(loop: VirtualTimeLoop) -> None:
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
     """As asyncio.run does: what the components left behind (a stopped pod worker's watchers) is cancelled."""
     left = asyncio.all_tasks(loop)
     for task in left:
@@ -151,12 +167,15 @@ class _Cluster:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-async def _simulate(loop: VirtualTimeLoop, scn: Scenario, seed: int, sched: scheduler_config.SchedulerConfig,
-                    work_dir: Path, progress: Progress | None) -> Recorder:
+async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
+                    sched: scheduler_config.SchedulerConfig, work_dir: Path, progress: Progress | None,
+                    serve: Serve | None) -> Recorder:
     clock = VirtualClock(loop)
     store = InlineSQLiteStore()
-    server = ApiServer(store, clock)
+    server = ApiServer(store, clock, server_address=f"127.0.0.1:{serve.port}" if serve else "127.0.0.1:6443")
     await server.start()
+    http = await _serve_http(server, serve) if serve else None
+    stop = _signalled() if serve else None
     client = InProcessClient(server)
     cluster = _Cluster(client, clock, scn, seed, work_dir)
     try:
@@ -177,12 +196,42 @@ async def _simulate(loop: VirtualTimeLoop, scn: Scenario, seed: int, sched: sche
                                ("events", recorder.event_informer)):
             cluster.spawn(f"recorder {name}", informer.run)
         await recorder.node_informer.synced.wait()
-        await _drive(cluster, recorder, scn, progress)
+        if serve is None:
+            await _drive(cluster, recorder, scn, progress)
+            return recorder
+        # Served: the scenario plays out, and the cluster keeps running for kubectl until interrupted.
+        driving = asyncio.ensure_future(_drive(cluster, recorder, scn, progress))
+        assert stop is not None
+        await stop.wait()
+        driving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await driving
         return recorder
     finally:
+        if http is not None:
+            await http.cleanup()
         await cluster.stop()
         await server.stop()
         await store.close()
+
+
+async def _serve_http(server: ApiServer, serve: Serve) -> web.AppRunner:
+    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, serve.bind, serve.port).start()
+    url = f"http://{serve.bind}:{serve.port}"
+    pki.write_kubeconfig(serve.kubeconfig, url, None, None)
+    print(f"kubelite sim: simulated cluster at {url} ({serve.speed:g}x real time); "
+          f"export KUBECONFIG={serve.kubeconfig}", flush=True)
+    return runner
+
+
+def _signalled() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
 
 
 def _spread(scn: Scenario) -> dict[str, tuple[dict[str, str], list[str]]]:
