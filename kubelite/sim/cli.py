@@ -22,6 +22,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     serve.add_argument("--port", type=int, default=6443)
     serve.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second")
     serve.add_argument("--config", type=Path, default=None, help="KubeSchedulerConfiguration")
+    imp = verbs.add_parser("import", help="a scenario from a `kubectl get pods,nodes -A -o json` snapshot or an "
+                                          "audit log (JSON lines)")
+    imp.add_argument("source", type=Path)
+    imp.add_argument("--out", type=Path, required=True, help="the scenario file to write")
+    imp.add_argument("-v", "--verbose", action="store_true", help=argparse.SUPPRESS)
     for p in (run, compare, serve):
         p.add_argument("scenario", type=Path)
         p.add_argument("--seed", type=int, default=0)
@@ -54,6 +59,14 @@ def main(args: argparse.Namespace) -> int:
     # A simulated cluster's components log as real ones do (conflicts, retries): quiet unless asked.
     logging.getLogger("kubelite").setLevel(logging.WARNING if args.verbose else logging.CRITICAL)
     try:
+        if args.sim_command == "import":
+            import yaml
+
+            from kubelite.sim import importer
+
+            args.out.write_text(yaml.safe_dump(importer.load(args.source), sort_keys=False))
+            print(f"scenario: {args.out}")
+            return 0
         scn = scenario.load(args.scenario, args.seed)
         show = not args.no_progress and sys.stderr.isatty()
         if args.sim_command == "serve":

@@ -11,6 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
+from kubelite.sim import importer, scenario
+from kubelite.sim.recorder import ZONE
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -39,8 +44,17 @@ def test_kubectl_sees_the_simulated_cluster(tmp_path: Path) -> None:
         assert placed.get("mypod") in ("node3-0", "node4-0"), placed
         nodes = subprocess.run(["kubectl", "get", "nodes", "--no-headers"], env=env, capture_output=True, text=True)
         assert nodes.stdout.count(" Ready") == 4
+        snapshot = tmp_path / "snapshot.json"
+        snapshot.write_text(subprocess.run(["kubectl", "get", "pods,nodes", "-A", "-o", "json"], env=env, check=True,
+                                           capture_output=True, text=True).stdout)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
     assert proc.returncode == 0, proc.stdout.read() if proc.stdout else ""
     assert (tmp_path / "metrics.json").exists()
+    # The snapshot of the simulated cluster imports as a scenario: two pools (one per zone), its four pods.
+    imported = tmp_path / "imported.yaml"
+    imported.write_text(yaml.safe_dump(importer.load(snapshot)))
+    scn = scenario.load(imported)
+    assert sorted((p.count, p.labels[ZONE]) for p in scn.pools) == [(2, "zoneA"), (2, "zoneB")]
+    assert sorted(w.name for w in scn.workloads) == ["existing-1", "existing-2", "existing-3", "mypod"]
