@@ -274,6 +274,12 @@ def _workload(ctx: _Ctx, raw: Obj, base: Path, rng: random.Random) -> Workload:
         raise ctx.fail(raw, "replicas", f"workload {name}: replicas must be a non-negative integer")
     extra: Obj = {k: raw[k] for k in ("completions", "parallelism", "backoffLimit") if k in raw}
     labels = {str(k): str(v) for k, v in ctx.mapping(raw, "labels").items()} or {"app": name}
+    spec = ctx.mapping(raw, "spec")
+    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        probe = next((k for k in ("livenessProbe", "readinessProbe", "startupProbe") if k in c), None)
+        if probe:  # they would run real exec/HTTP handlers against containers that do not exist
+            raise ctx.fail(spec, "containers" if c in (spec.get("containers") or []) else "initContainers",
+                           f"workload {name}: {probe} is not simulated (hollow containers answer no probes)")
     behaviour = _behaviour(ctx, ctx.mapping(raw, "behaviour"))
     arrivals = _arrivals(ctx, raw, base, rng)
     if kind == "Pod" and behaviour.run is not None and behaviour.run.kind != "fixed":

@@ -21,6 +21,9 @@ CASES = [
                  6, "unknown field 'gamma'", id="unknown distribution: its line"),
     pytest.param("duration: 1h\n" + GOOD_POOL + "faults:\n  - at: 1m\n    nodeLost: m-0\n", 6, "no node 'm-0'",
                  id="fault on an unknown node: its line"),
+    pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    spec:\n      containers:\n"
+                 "        - {name: c, livenessProbe: {tcpSocket: {port: 80}}}\n", 7, "livenessProbe is not simulated",
+                 id="probes are refused, not silently failed"),
     pytest.param("duration: 1h\nnodePools: [\n", 3, "", id="YAML syntax error: its line"),
     pytest.param("duration: 1h\n", 1, "nodePools: at least one pool", id="no nodes"),
 ]
