@@ -22,8 +22,8 @@ def test_audit_log_replays_creations_and_deletions(tmp_path: Path) -> None:
                    check=True)
     subprocess.run([sys.executable, "-m", "kubelite.cli.main", "sim", "run", str(scenario), "--out", str(out)],
                    check=True, capture_output=True)
-    actions = [(e["t"], e["action"], e["detail"]) for e in map(json.loads, (out / "events.log").read_text().splitlines())
-               if "action" in e]
+    events = map(json.loads, (out / "events.log").read_text().splitlines())
+    actions = [(e["t"], e["action"], e["detail"]) for e in events if "action" in e]
     assert actions == [(0.0, "create", "Pod default/web"), (90.0, "create", "Pod default/big"),
                        (180.0, "delete", "default/web")]
     metrics = json.loads((out / "metrics.json").read_text())
