@@ -99,7 +99,8 @@ def _plots(ms: list[Obj], directory: Path) -> list[str]:
               ("placement", "pods placed by node / zone"), ("disruptions", "preemptions and evictions over time"),
               ("skew", "topology skew over time"), ("timeline", "termination timeline"))
     for topic, title in topics:
-        fig, axes = plt.subplots(1, len(ms), figsize=(6 * len(ms), 3.5), squeeze=False)
+        fig, axes = plt.subplots(1, len(ms), figsize=(6 * len(ms), 3.5), squeeze=False,
+                                 sharey=topic != "placement")  # side by side on one scale
         for ax, m in zip(axes[0], ms, strict=True):
             _draw(topic, ax, m)
             ax.set_title(f"{title} — {m['schedulerConfig']}", fontsize=9)

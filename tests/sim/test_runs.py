@@ -74,11 +74,23 @@ def test_termination_example_grace_period(tmp_path: Path) -> None:
     assert steps["default/graceful"][-1] == [70.0, "deleted"] and steps["default/stubborn"][-1] == [90.0, "deleted"]
 
 
-@pytest.mark.parametrize("config", [None, EXAMPLES / "most-allocated.yaml"], ids=["default", "most-allocated"])
-def test_binpacking_example_runs_under_each_profile(tmp_path: Path, config: Path | None) -> None:
-    m = _run(tmp_path, "binpacking.yaml", seed=3, config=config)
-    assert m["pods"] > 20 and m["neverScheduled"] == 0
-    assert (tmp_path / "out" / "placement.png").stat().st_size > 0
+def test_binpacking_ab_shows_pending_and_utilisation_differences(tmp_path: Path) -> None:
+    """The A/B example: spreading (default) leaves no large node free for the 7.5-CPU pods, which wait;
+    MostAllocated packs the small pods onto fewer nodes, fuller, and the big pods bind at once."""
+    scn = scenario.load(EXAMPLES / "binpacking.yaml", 3)
+    outs = [runner.run(scn, 3, config, tmp_path / f"nodes-{i}")
+            for i, config in enumerate([None, EXAMPLES / "most-allocated.yaml"])]
+    spread, packed = report.write_comparison(outs, tmp_path / "ab")
+    assert spread["pendingSeconds"]["max"] > 60 and packed["pendingSeconds"]["max"] == 0
+    assert spread["pods"] == packed["pods"]
+
+    def mean(m: Obj, key: str) -> float:
+        return sum(s[key] for s in m["samples"]) / len(m["samples"])
+
+    assert mean(packed, "nodesInUse") < mean(spread, "nodesInUse")
+    assert mean(packed, "cpuOfNodesInUse") > mean(spread, "cpuOfNodesInUse")
+    page = (tmp_path / "ab" / "report.html").read_text()
+    assert "Differences" in page and "mean pending time" in page and "utilisation.svg" in page
 
 
 def test_sidecar_starts_first_and_stops_after_main(tmp_path: Path) -> None:
