@@ -14,6 +14,8 @@ import socket
 import sys
 from pathlib import Path
 
+from kubelite.sim import cli as sim_cli
+
 COMPONENTS = ("scheduler", "controllers")
 
 
@@ -112,6 +114,7 @@ def parser() -> argparse.ArgumentParser:
                          help="default: $KUBECONFIG, else the local cluster's kubeconfig")
     explain.add_argument("--config", type=Path, help="KubeSchedulerConfiguration to evaluate with")
     explain.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sim_cli.add_parser(sub)
     return root
 
 
@@ -127,6 +130,8 @@ def _main(argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kubelite").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    if args.command == "sim":
+        return sim_cli.main(args)
     if args.command == "explain":
         from kubelite.api.errors import ApiError
         from kubelite.cli import explain
