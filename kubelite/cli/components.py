@@ -35,6 +35,7 @@ from kubelite.client.http import ApiClient
 from kubelite.client.interface import Client
 from kubelite.clock import RealClock
 from kubelite.controllers.leaderelection import LeaderElector, LeadershipLost, identity
+from kubelite.controllers.fencing import fencing_factory
 from kubelite.controllers.manager import run_controllers
 from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.scheduler import config as scheduler_config
@@ -93,12 +94,13 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, 
                                     ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))
 
 
-def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "") -> int:
+def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "",
+                           fencing_config: Path | None = None) -> int:
     """`kubelite controller-manager`: the selected controllers, as a client of a running API server."""
     metrics = WorkqueueMetrics(RealClock())
 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
-        return run_controllers(client, RealClock(), names, metrics)
+        return run_controllers(client, RealClock(), names, metrics, fencing_factory(fencing_config))
 
     return uvloop.run(run_component(elected("kube-controller-manager", start) if leader_elect else start,
                                     ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))

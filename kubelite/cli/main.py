@@ -46,6 +46,8 @@ def parser() -> argparse.ArgumentParser:
                        help="EncryptionConfiguration file: Secrets encrypted at rest (aesgcm, identity)")
         p.add_argument("--node-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
                        help="how long a node may go without a heartbeat before it is marked Unknown and tainted")
+        p.add_argument("--fencing-config", type=Path, default=None, metavar="FILE",
+                       help="FencingConfiguration: fence agents per node pool (default: never fence)")
         p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", metavar="CIDR",
                        help="IPv4 range Service ClusterIPs are allocated from (the kubernetes Service gets the first)")
     agent = sub.add_parser("agent", help="run a node agent, as a client of an API server")
@@ -77,6 +79,8 @@ def parser() -> argparse.ArgumentParser:
                     help="controllers to run: '*' for all, a name to enable, '-name' to disable (default '*')")
     cm.add_argument("--leader-elect", action="store_true",
                     help="run only while holding the kube-system/kube-controller-manager Lease (several may run)")
+    cm.add_argument("--fencing-config", type=Path, default=None, metavar="FILE",
+                    help="FencingConfiguration: fence agents per node pool (default: never fence)")
     cm.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     for p in (sched, cm):
         p.add_argument("--metrics-bind-address", default="", metavar="HOST:PORT",
@@ -145,7 +149,14 @@ def _main(argv: list[str] | None) -> int:
         except ValueError as exc:
             print(f"kubelite: --controllers: {exc}", file=sys.stderr)
             return 2
-        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect, args.metrics_bind_address)
+        from kubelite.controllers.fencing_config import FencingConfigError
+
+        try:
+            return components.run_controller_manager(args.kubeconfig, names, args.leader_elect,
+                                                     args.metrics_bind_address, args.fencing_config)
+        except FencingConfigError as exc:
+            print(f"kubelite: --fencing-config: {exc}", file=sys.stderr)
+            return 2
     disabled = {c for c in args.disable.split(",") if c}
     unknown = disabled - set(COMPONENTS)
     if unknown:
@@ -161,8 +172,10 @@ def _main(argv: list[str] | None) -> int:
                                        local_node=args.command == "up",
                                        node_monitor_grace_period=args.node_monitor_grace_period,
                                        service_cidr=args.service_cluster_ip_range,
-                                       encryption_key_file=args.encryption_key_file))
-    except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError) as exc:
+                                       encryption_key_file=args.encryption_key_file,
+                                       fencing_config=args.fencing_config))
+    except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError,
+            serve.FencingConfigError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2
 

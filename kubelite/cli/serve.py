@@ -40,6 +40,8 @@ from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import registry
 from kubelite.controllers.manager import keep_running
 from kubelite.controllers.metrics import WorkqueueMetrics
+from kubelite.controllers.fencing import fencing_factory
+from kubelite.controllers.fencing_config import FencingConfigError
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
@@ -48,7 +50,7 @@ from kubelite.scheduler.scheduler import Scheduler
 from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
 
-__all__ = ["ConfigError", "EncryptionConfigError", "NodeConfigError", "Options", "TransformError", "run"]
+__all__ = ["ConfigError", "EncryptionConfigError", "FencingConfigError", "NodeConfigError", "Options", "TransformError", "run"]
 log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0
@@ -68,6 +70,7 @@ class Options:
     node_monitor_grace_period: float = 40.0
     service_cidr: str = DEFAULT_SERVICE_CIDR
     encryption_key_file: Path | None = None  # an EncryptionConfiguration: Secrets encrypted at rest
+    fencing_config: Path | None = None  # a FencingConfiguration (controllers/fencing_config.py)
 
 
 def _is_loopback(address: str) -> bool:
@@ -84,6 +87,7 @@ def run(opts: Options) -> int:
         raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
                           f"not {opts.bind}")
     sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
+    fencing_factory(opts.fencing_config)  # a bad --fencing-config stops the start (exit 2), not a controller
     try:
         kubernetes_service_ip(opts.service_cidr)
     except ValueError as exc:
@@ -179,7 +183,8 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
         lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
-        configured = {"nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle)}
+        configured = {"nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle),
+                      **fencing_factory(opts.fencing_config)}
         queue_metrics = WorkqueueMetrics(clock)
         expose(queue_metrics.registry)
         for name, start in registry.starters(client, clock, factories=configured, metrics=queue_metrics).items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, services, storage
+from kubelite.apiserver.registry import fencing
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
@@ -29,5 +30,6 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     services.ENDPOINTS: services.EndpointsStrategy,
     storage.STORAGE_CLASSES: storage.StorageClassStrategy,
     storage.VOLUME_ATTACHMENTS: storage.VolumeAttachmentStrategy,
+    fencing.NODE_FENCES: fencing.NodeFenceStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
