@@ -19,6 +19,8 @@ from typing import Any
 
 from kubelite.agent.eviction.node_status import pressure_condition
 from kubelite.agent.loops import timed
+from kubelite.agent.self_fence import ANNOTATION as SELF_FENCE_ANNOTATION
+from kubelite.agent.self_fence import FenceGate
 from kubelite.api.errors import ApiError
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.interface import Client
@@ -46,7 +48,8 @@ def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
 
 class NodeReporter:
     def __init__(self, client: Client, clock: Clock, name: str, host_ip: str, capacity: dict[str, str],
-                 port: Callable[[], int], pressure: Callable[[], list[Obj]] | None = None) -> None:
+                 port: Callable[[], int], pressure: Callable[[], list[Obj]] | None = None,
+                 gate: FenceGate | None = None) -> None:
         self.client = client
         self.clock = clock
         self.name = name
@@ -55,6 +58,9 @@ class NodeReporter:
         self.port = port  # the agent's log endpoint, known once it listens
         self.pressure = pressure  # the eviction manager's MemoryPressure, DiskPressure and PIDPressure conditions
         self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
+        self.gate = gate or FenceGate(clock, None)  # told of each accepted renewal and of the Node's Fenced condition
+        # a self-fencing node renews at least 4 times per D, so one slow renewal does not trip it
+        self.renew_interval = min(RENEW_INTERVAL, self.gate.after / 4) if self.gate.after else RENEW_INTERVAL
 
     def node_object(self) -> Obj:
         now = rfc3339(self.clock.now())
@@ -64,7 +70,8 @@ class NodeReporter:
         conditions[:0] = self.pressure() if self.pressure is not None else [
             pressure_condition(c, False, now, self._since) for c in ("MemoryPressure", "DiskPressure", "PIDPressure")]
         machine = platform.machine()
-        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "labels": {
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "annotations": {
+            k: v for k, v in self.annotations().items() if v is not None}, "labels": {
             "kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
             "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)}},
             "spec": {},
@@ -77,6 +84,10 @@ class NodeReporter:
                                     "kubeProxyVersion": "", "kubeletVersion": "v1.32.0+kubelite", "machineID": "",
                                     "operatingSystem": "linux", "osImage": platform.platform(), "systemUUID": ""}}}
 
+    def annotations(self) -> dict[str, str | None]:
+        """What this agent advertises on its Node: its self-fence promise (None removes an old one)."""
+        return {SELF_FENCE_ANNOTATION: f"{self.gate.after:g}" if self.gate.after else None}
+
     async def register(self) -> None:
         """Create the Node (or post the status of an existing one), retried until the server answers."""
         delay = 1.0
@@ -88,6 +99,8 @@ class NodeReporter:
                 except ApiError as exc:
                     if exc.code != 409:
                         raise
+                    await timed(self.clock, self.client.patch(f"/api/v1/nodes/{self.name}",
+                                                              {"metadata": {"annotations": self.annotations()}}))
                     await self.post_status()
                 return
             except asyncio.CancelledError:
@@ -95,7 +108,7 @@ class NodeReporter:
             except Exception as exc:  # unreachable server, stall: keep trying (running pods are not affected)
                 log.warning("registering node %s failed (%s); retrying in %.0f s", self.name, exc, delay)
             await self.clock.sleep(delay)
-            delay = min(RENEW_INTERVAL, delay * 2)
+            delay = min(self.renew_interval, delay * 2)
 
     async def post_status(self) -> None:
         await timed(self.clock, self.client.patch(f"/api/v1/nodes/{self.name}/status",
@@ -115,8 +128,8 @@ class NodeReporter:
                 raise
             except Exception as exc:
                 log.warning("node heartbeat failed (%s: %s); trying again in %.0f s", type(exc).__name__, exc,
-                            RENEW_INTERVAL)
-            await self.clock.sleep(RENEW_INTERVAL)
+                            self.renew_interval)
+            await self.clock.sleep(self.renew_interval)
 
     async def marked_not_ready(self) -> bool:
         """Whether the API shows this node not Ready (the node lifecycle controller marks a silent node
@@ -125,11 +138,17 @@ class NodeReporter:
             node = await timed(self.clock, self.client.get(f"/api/v1/nodes/{self.name}"))
         except ApiError:
             return False  # the Lease renewal below still goes ahead
+        self.gate.node_seen(node)
         ready: Obj = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
                           {})
         return ready.get("status") != "True"
 
     async def renew_lease(self) -> None:
+        sent = self.clock.monotonic()  # the self-fence counts from the send: the server saw it no earlier
+        await self._renew_lease()
+        self.gate.renewed(sent)
+
+    async def _renew_lease(self) -> None:
         stamp = rfc3339(self.clock.now()).replace("Z", ".000000Z")
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                  "metadata": {"name": self.name, "namespace": "kube-node-lease"},

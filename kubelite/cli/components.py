@@ -45,11 +45,14 @@ from kubelite.scheduler.scheduler import Scheduler
 
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
               port: int, shutdown_grace: float | None = None, protect: Sequence[Path] = (),
-              proxy_mode: str = "none", client_ca_file: Path | None = None) -> int:
+              proxy_mode: str = "none", client_ca_file: Path | None = None,
+              self_fence_after: float | None = None) -> int:
     """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
     cfg = node_config.load(config_file)
     if shutdown_grace is not None:
         cfg.shutdown_grace_period = shutdown_grace
+    if self_fence_after is not None:
+        cfg.self_fence_after = self_fence_after
     cfg.protected_paths = tuple(protect)
     private_files()
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,9 @@ def parser() -> argparse.ArgumentParser:
     agent.add_argument("--port", type=int, default=0, help="port for the agent's log endpoint (0: any free port)")
     agent.add_argument("--shutdown-grace-period", type=float, default=None,
                        help="on SIGTERM, stop every pod with at most this grace (seconds); default: leave them running")
+    agent.add_argument("--self-fence-after", type=float, default=None, metavar="SECONDS",
+                       help="kill every container after this long without a Lease renewal, start none until "
+                            "back in contact (advertised to the fencing controller's `self` agent)")
     agent.add_argument("--protect-path", type=Path, action="append", default=[],
                        help="a directory no container may see (repeatable); the agent's --data-dir always is one")
     agent.add_argument("--proxy-mode", choices=["nftables", "none"], default="nftables",
@@ -126,7 +129,7 @@ def _main(argv: list[str] | None) -> int:
         try:
             return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
                                         args.address, args.port, args.shutdown_grace_period, args.protect_path,
-                                        args.proxy_mode, args.client_ca_file)
+                                        args.proxy_mode, args.client_ca_file, args.self_fence_after)
         except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
