@@ -34,8 +34,8 @@ from kubelite.agent.runtime.process import ProcessRuntime
 from kubelite.client.http import ApiClient
 from kubelite.client.interface import Client
 from kubelite.clock import RealClock
-from kubelite.controllers.leaderelection import LeaderElector, LeadershipLost, identity
 from kubelite.controllers.fencing import fencing_factory
+from kubelite.controllers.leaderelection import LeaderElector, LeadershipLost, identity
 from kubelite.controllers.manager import run_controllers
 from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.scheduler import config as scheduler_config

@@ -20,13 +20,15 @@ import asyncio
 import contextlib
 import importlib
 import inspect
+import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
 
-from kubelite.clock import Clock
+from kubelite.clock import Clock, bounded
 
 Obj = dict[str, Any]
 SELF_FENCE_ANNOTATION = "kubelite.io/self-fence-after"
@@ -60,6 +62,7 @@ def node_address(node: Obj) -> str:
 @dataclass
 class CommandAgent:
     argv: list[str]
+    clock: Clock
     timeout: float = 60.0
     name: str = "command"
 
@@ -71,14 +74,13 @@ class CommandAgent:
                                                         stderr=asyncio.subprocess.STDOUT, start_new_session=True)
         except OSError as exc:
             return Outcome(False, f"{argv[0]}: {exc}")
-        try:
-            out, _ = await asyncio.wait_for(proc.communicate(), self.timeout)
-        except TimeoutError:
+        finished, result = await bounded(self.clock, proc.communicate(), self.timeout)
+        if not finished or result is None:
             with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)  # its own session: the whole group
             await proc.wait()
             return Outcome(False, f"{argv[0]} timed out after {self.timeout:g} s")
-        tail = out.decode(errors="replace").strip()[-200:]
+        tail = result[0].decode(errors="replace").strip()[-200:]
         if proc.returncode == 0:
             return Outcome(True, f"{argv[0]} exited 0{': ' + tail if tail else ''}")
         return Outcome(False, f"{argv[0]} exited {proc.returncode}{': ' + tail if tail else ''}")

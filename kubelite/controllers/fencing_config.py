@@ -137,7 +137,7 @@ def load(path: Path) -> FencingConfig:
 def build_agent(spec: AgentSpec, clock: Clock, margin: float,
                 last_renewal_seen: Callable[[str], float | None]) -> FenceAgent:
     if spec.kind == "command":
-        return CommandAgent(list(spec.value), spec.timeout)
+        return CommandAgent(list(spec.value), clock, spec.timeout)
     if spec.kind == "webhook":
         return WebhookAgent(str(spec.value), spec.timeout)
     if spec.kind == "python":

@@ -110,7 +110,7 @@ async def test_back_in_contact_containers_may_start_again(tmp_path: Path) -> Non
 async def test_a_node_with_the_fenced_condition_starts_nothing_though_in_contact(tmp_path: Path) -> None:
     clock = FakeClock()
     client = CuttableClient(fenced=True)
-    gate, hollow, runtime, tasks = await _node(clock, client, tmp_path)
+    gate, _hollow, runtime, tasks = await _node(clock, client, tmp_path)
     await _step(clock, D)
     assert not gate.self_fenced
     with pytest.raises(OSError, match="fenced"):
@@ -131,5 +131,5 @@ async def test_the_node_advertises_the_promise(name: str, after: float | None, w
                             gate=FenceGate(clock, after))
     assert reporter.node_object()["metadata"]["annotations"].get(ANNOTATION) == want
     await reporter.register()  # the Node exists: its annotations are patched
-    [(path, body)] = [(p, b) for p, b in client.patches if p == "/api/v1/nodes/n1"]
+    [body] = [b for p, b in client.patches if p == "/api/v1/nodes/n1"]
     assert body["metadata"]["annotations"] == {ANNOTATION: want}

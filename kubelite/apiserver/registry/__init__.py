@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, services, storage
-from kubelite.apiserver.registry import fencing
+from kubelite.apiserver.registry import (
+    apps,
+    batch,
+    config,
+    core,
+    fencing,
+    kubelite_io,
+    policy,
+    scheduling,
+    services,
+    storage,
+)
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
