@@ -144,6 +144,7 @@ class NodeReporter:
         return ready.get("status") != "True"
 
     async def renew_lease(self) -> None:
+        self.gate.check()  # an agent that was frozen past D keeps its promise before it renews (self_fence.py)
         sent = self.clock.monotonic()  # the self-fence counts from the send: the server saw it no earlier
         await self._renew_lease()
         self.gate.renewed(sent)

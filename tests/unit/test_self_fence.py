@@ -119,6 +119,21 @@ async def test_a_node_with_the_fenced_condition_starts_nothing_though_in_contact
         t.cancel()
 
 
+async def test_an_agent_frozen_past_d_kills_its_containers_before_it_renews(tmp_path: Path) -> None:
+    """A SIGSTOPped agent's timers do not fire; on waking, the overdue promise is kept before the renewal."""
+    clock = FakeClock()
+    gate = FenceGate(clock, D)
+    hollow = HollowRuntime(clock)
+    runtime = FencedRuntime(hollow, gate)
+    await runtime.start(["hollow", "--run", "100000"], {}, None, tmp_path / "c" / "0.log")
+    reporter = NodeReporter(CuttableClient(), clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0,  # type: ignore[arg-type]
+                            gate=gate)
+    await clock.advance(2 * D)  # frozen: no loop of the agent ran meanwhile (none is started here)
+    await reporter.renew_lease()
+    assert not hollow.started[0].alive
+    assert gate.blocked() is None  # the renewal went through: back in contact
+
+
 @pytest.mark.parametrize("name,after,want", [
     ("a self-fencing agent advertises D", 8.0, "8"),
     ("a fractional D is advertised as given", 2.5, "2.5"),
