@@ -26,7 +26,7 @@ class NodeFenceStrategy(Strategy):
         causes = super().validate(obj)
         if not (obj.get("spec") or {}).get("nodeName"):
             causes.append(v.required("spec.nodeName"))
-        return causes + _status_causes(obj)
+        return causes  # a create's status is dropped (status subresource): validated on status updates
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         causes = super().validate_update(new, old)
