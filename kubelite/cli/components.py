@@ -101,9 +101,10 @@ def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: boo
                            fencing_config: Path | None = None) -> int:
     """`kubelite controller-manager`: the selected controllers, as a client of a running API server."""
     metrics = WorkqueueMetrics(RealClock())
+    configured = fencing_factory(fencing_config)  # a bad file is refused before anything connects
 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
-        return run_controllers(client, RealClock(), names, metrics, fencing_factory(fencing_config))
+        return run_controllers(client, RealClock(), names, metrics, configured)
 
     return uvloop.run(run_component(elected("kube-controller-manager", start) if leader_elect else start,
                                     ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))
