@@ -142,7 +142,9 @@ class SelfFenceAgent:
     async def fence(self, target: Target) -> Outcome:
         due = self.deadline(target)
         if due is None:
-            return Outcome(False, f"node does not advertise {SELF_FENCE_ANNOTATION}")
+            if self_fence_after(target.node_object) is None:
+                return Outcome(False, f"node does not advertise {SELF_FENCE_ANNOTATION}")
+            return Outcome(False, "no Lease of the node seen yet: the self-fence is counted from the first one seen")
         wait = due - self.clock.monotonic()
         if wait > 0:
             await self.clock.sleep(wait)
