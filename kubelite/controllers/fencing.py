@@ -8,9 +8,10 @@ Each pass (every `period` seconds) it
    a round with no confirmation is Failed and retried with doubling back-off; a node that comes
    back Ready before any confirmation has its NodeFence deleted (nothing was fenced);
 3. after a **Succeeded** fence, and only then: sets the Node condition `kubelite.io/Fenced` = True
-   (attachdetach's `node_fenced` hook then deletes the node's VolumeAttachments) and force
-   deletes (grace 0) every pod bound to the node, so StatefulSets recreate them elsewhere;
-4. clears the Fenced condition of a node whose NodeFence was deleted — `kubectl delete nodefence
+   (attachdetach's `node_fenced` hook then deletes the node's VolumeAttachments), taints the node
+   `kubelite.io/fenced:NoSchedule`, and force deletes (grace 0) every pod bound to the node, so
+   StatefulSets recreate them elsewhere;
+4. clears the Fenced condition and the taint of a node whose NodeFence was deleted — `kubectl delete nodefence
    NODE` is the administrator's word that the node may run pods again (README, Fencing).
 
 Nothing is force deleted without a Succeeded NodeFence for the node. Errors are logged and the
@@ -32,6 +33,7 @@ from kubelite.client.informer import Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import fencing_policy as policy
+from kubelite.controllers import taints as tt
 from kubelite.controllers.attachdetach import FENCED_CONDITION
 from kubelite.controllers.fencing_agents import Outcome, Target, node_address
 from kubelite.controllers.fencing_config import FencingConfig, build_agent, load
@@ -42,6 +44,9 @@ Obj = dict[str, Any]
 GROUP_VERSION = "kubelite.io/v1alpha1"
 COMPONENT = "fencing-controller"
 NODE_INDEX = "node"
+# Kept on a fenced node until the fence is cleared: the scheduler places nothing there meanwhile (its agent
+# would refuse it: NodeFenced), though the node lifecycle controller lifts its own taints once it is Ready.
+FENCED_TAINT: Obj = {"key": "kubelite.io/fenced", "effect": "NoSchedule"}
 
 
 def fences_path(name: str = "", subresource: str = "") -> str:
@@ -222,6 +227,8 @@ class FencingController:
         name = node["metadata"]["name"]
         if not policy.is_fenced(node):
             await self._set_condition(name, str((fence.get("status") or {}).get("message") or "fenced"))
+        if not tt.taint_exists(tt.taints_of(node), FENCED_TAINT):
+            await tt.swap_node_taints(self.client, node, [FENCED_TAINT], [], self.clock.now())
         for pod in self.pods.by_index(NODE_INDEX, name):
             meta = pod["metadata"]
             try:
@@ -248,6 +255,7 @@ class FencingController:
             if exc.code not in (404, 409):
                 raise
             return
+        await tt.swap_node_taints(self.client, node, [], [FENCED_TAINT], self.clock.now())
         self._event(node, "FenceCleared", f"NodeFence {name} deleted: node {name} may run pods again")
 
     def _event(self, node: Obj, reason: str, message: str, kind: str = "Normal") -> None:

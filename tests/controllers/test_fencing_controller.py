@@ -125,6 +125,7 @@ async def test_a_confirmed_fence_is_recorded_then_the_pods_are_force_deleted(clu
         assert fence["status"]["agent"] == "python"
         assert await fenced_condition(c, "a") == "True"
         assert {e["reason"] for e in await _events(c)} >= {"FencingNode", "NodeFenced", "FencedNodePodDeleted"}
+        await until(c, lambda: _tainted(c, "a"), "the fenced taint")
 
 
 async def test_a_failed_fence_is_retried_with_back_off_and_nothing_is_deleted_meanwhile(cluster: Cluster) -> None:
@@ -187,6 +188,7 @@ async def test_deleting_the_node_fence_clears_the_condition(cluster: Cluster) ->
         assert await fenced_condition(c, "a") == "True", "cleared without the administrator's word"
         await c.client.delete(f"{FENCES}/a")
         await until(c, lambda: _cleared(c, "a"), "the Fenced condition cleared")
+        await until(c, lambda: _untainted(c, "a"), "the fenced taint removed")
         assert "FenceCleared" in {e["reason"] for e in await _events(c)}
 
 
@@ -283,6 +285,15 @@ async def _phase(c: Cluster, node: str, phase: str) -> bool:
         return bool((await c.client.get(f"{FENCES}/{node}")).get("status", {}).get("phase") == phase)
     except ApiError:
         return False
+
+
+async def _tainted(c: Cluster, node: str) -> bool:
+    taints = (await c.client.get(f"/api/v1/nodes/{node}"))["spec"].get("taints") or []
+    return any(t["key"] == "kubelite.io/fenced" and t["effect"] == "NoSchedule" for t in taints)
+
+
+async def _untainted(c: Cluster, node: str) -> bool:
+    return not await _tainted(c, node)
 
 
 async def _cleared(c: Cluster, node: str) -> bool:
