@@ -33,6 +33,7 @@ LEASE_SECONDS = 40
 RENEW_INTERVAL = 10.0
 STATUS_REPORT_INTERVAL = 300.0  # kubelet's nodeStatusReportFrequency: with leases, a full status every 5 min
 LEASES = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
+NODE_FENCES = resource_path("nodefences", group_version="kubelite.io/v1alpha1")
 
 
 def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
@@ -120,7 +121,8 @@ class NodeReporter:
         reported = self.clock.now()
         while True:
             try:
-                if self.clock.now() - reported >= STATUS_REPORT_INTERVAL or await self.marked_not_ready():
+                stale = await self.marked_not_ready()  # always read: it also feeds the fence gate
+                if self.clock.now() - reported >= STATUS_REPORT_INTERVAL or stale:
                     reported = self.clock.now()
                     await self.post_status()
                 await self.renew_lease()
@@ -134,14 +136,26 @@ class NodeReporter:
     async def marked_not_ready(self) -> bool:
         """Whether the API shows this node not Ready (the node lifecycle controller marks a silent node
         Unknown): then the real status is posted at once, as kubelet posts when the stored status differs."""
+        asked = self.clock.monotonic()
         try:
             node = await timed(self.clock, self.client.get(f"/api/v1/nodes/{self.name}"))
+            phase = await self.fence_phase() if self.gate.needs_fence_state() else None
         except ApiError:
             return False  # the Lease renewal below still goes ahead
-        self.gate.node_seen(node)
+        self.gate.node_seen(node, phase, asked)
         ready: Obj = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
                           {})
         return ready.get("status") != "True"
+
+    async def fence_phase(self) -> str | None:
+        """The phase of this node's NodeFence (kubelite.io/v1alpha1), None when there is none."""
+        try:
+            fence = await timed(self.clock, self.client.get(f"{NODE_FENCES}/{self.name}"))
+        except ApiError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        return str((fence.get("status") or {}).get("phase") or "Pending")
 
     async def renew_lease(self) -> None:
         self.gate.check()  # an agent that was frozen past D keeps its promise before it renews (self_fence.py)

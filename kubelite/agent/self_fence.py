@@ -30,6 +30,8 @@ log = logging.getLogger("kubelite.agent.self_fence")
 Obj = dict[str, Any]
 ANNOTATION = "kubelite.io/self-fence-after"
 FENCED_CONDITION = "kubelite.io/Fenced"  # set by the fencing controller (kubelite/controllers/attachdetach.py)
+# A NodeFence in these phases may end (or has ended) in this node's pods being force deleted and run elsewhere.
+FENCE_ACTIVE = ("Pending", "Running", "Succeeded")
 
 
 class FenceGate:
@@ -42,6 +44,7 @@ class FenceGate:
         self.tripped_at: float | None = None  # wall time of the last trip, for the log and tests
         self.self_fenced = False
         self.node_fenced = False
+        self.contact_at: float | None = None  # monotonic time a renewal was last answered since the trip
         self.runtime: FencedRuntime | None = None
 
     def check_interval(self) -> float:
@@ -49,15 +52,28 @@ class FenceGate:
         return min(1.0, self.after / 20) if self.after else 1.0
 
     def renewed(self, sent_at: float) -> None:
-        """A Lease renewal sent at monotonic `sent_at` was accepted: back in contact."""
+        """A Lease renewal sent at monotonic `sent_at` was accepted (now): back in contact — but a tripped gate
+        opens only once `node_seen` reports, from a read sent after this answer, that no fence is under way."""
         self.last_renewal = max(self.last_renewal, sent_at)
-        if self.self_fenced:
-            log.warning("Lease renewed again: containers may start again")
-        self.self_fenced = False
+        self.contact_at = self.clock.monotonic()
 
-    def node_seen(self, node: Obj) -> None:
+    def needs_fence_state(self) -> bool:
+        """Whether the agent must read its NodeFence: only a tripped gate waits for it."""
+        return self.self_fenced
+
+    def node_seen(self, node: Obj, fence_phase: str | None, asked_at: float) -> None:
+        """The Node and its NodeFence's phase (None: there is none) as read by requests sent at `asked_at`.
+
+        Why a tripped gate waits for this read: the controller's `self` agent writes its NodeFence Running
+        *before* it decides, so a read sent after our renewal was accepted either sees that fence (and we stay
+        down: it may already have decided our pods' fate) or proves that no decision can be based on a
+        silence that has ended."""
         self.node_fenced = any(c.get("type") == FENCED_CONDITION and c.get("status") == "True"
                                for c in (node.get("status") or {}).get("conditions") or [])
+        if (self.self_fenced and self.contact_at is not None and asked_at >= self.contact_at
+                and not self.node_fenced and fence_phase not in FENCE_ACTIVE):
+            log.warning("back in contact and not fenced: containers may start again")
+            self.self_fenced = False
 
     def blocked(self) -> str | None:
         if self.self_fenced:
@@ -71,7 +87,7 @@ class FenceGate:
         if self.after is None or self.clock.monotonic() - self.last_renewal < self.after:
             return False
         if not self.self_fenced:
-            self.self_fenced, self.tripped_at = True, self.clock.now()
+            self.self_fenced, self.tripped_at, self.contact_at = True, self.clock.now(), None
             log.error("no Lease renewal for %.1f s (self-fence after %g s): killing every container",
                       self.clock.monotonic() - self.last_renewal, self.after)
         if self.runtime is not None:

@@ -114,3 +114,13 @@ def test_a_self_fencing_node_kills_its_container_before_the_replacement_starts(s
     assert watcher.last_alive < float(new_start), (watcher.last_alive, new_start)
     fence = json.loads(p.server.kubectl("get", "nodefence", "node-a", "-o", "json").stdout)
     assert fence["status"]["agent"] == "self" and fence["status"]["phase"] == "Succeeded"
+    # the partition heals: node-a is back, but fenced — its old pod never runs again, nothing new starts
+    p.proxy.heal()
+    assert wait_for(lambda: ready(p.server, "node-a") == "True", timeout=30)
+    node = json.loads(p.server.kubectl("get", "node", "node-a", "-o", "json").stdout)
+    assert {"key": "kubelite.io/fenced", "effect": "NoSchedule"} in [
+        {k: t[k] for k in ("key", "effect")} for t in node["spec"].get("taints") or []]
+    assert wait_for(lambda: bool(pids_with_env(watcher.marker)), timeout=5) is False
+    p.server.kubectl("delete", "nodefence", "node-a")  # the administrator's word: node-a may run pods again
+    assert wait_for(lambda: "kubelite.io/Fenced" not in p.server.kubectl(
+        "get", "node", "node-a", "-o", "jsonpath={.status.conditions[*].type}").stdout, timeout=20)

@@ -23,9 +23,10 @@ D = 8.0
 class CuttableClient:
     """The API server as the agent sees it: answers, or (cut) fails every call as a lost link does."""
 
-    def __init__(self, fenced: bool = False) -> None:
+    def __init__(self, fenced: bool = False, fence_phase: str | None = None) -> None:
         self.cut = False
         self.fenced = fenced  # the node's kubelite.io/Fenced condition
+        self.fence_phase = fence_phase  # the node's NodeFence (None: there is none)
         self.patches: list[tuple[str, Any]] = []
 
     def _check(self) -> None:
@@ -34,6 +35,10 @@ class CuttableClient:
 
     async def get(self, path: str, params: Any = None) -> dict[str, Any]:
         self._check()
+        if "/nodefences/" in path:
+            if self.fence_phase is None:
+                raise ApiError(404, "NotFound", "nodefences not found")
+            return {"status": {"phase": self.fence_phase}}
         conditions = [{"type": "Ready", "status": "True"}]
         if self.fenced:
             conditions.append({"type": "kubelite.io/Fenced", "status": "True"})
@@ -92,17 +97,28 @@ async def test_containers_are_killed_only_after_d_seconds_without_a_renewal(
         t.cancel()
 
 
-async def test_back_in_contact_containers_may_start_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name,fence_phase,fenced,opens", [
+    ("back in contact with no NodeFence: starts allowed again", None, False, True),
+    ("back in contact after a failed fence round: starts allowed again", "Failed", False, True),
+    ("back in contact while a fence is running: still nothing starts", "Running", False, False),
+    ("back in contact after a confirmed fence: still nothing starts", "Succeeded", True, False),
+])
+async def test_back_in_contact(tmp_path: Path, name: str, fence_phase: str | None, fenced: bool,
+                               opens: bool) -> None:
     clock = FakeClock()
     client = CuttableClient()
     gate, hollow, runtime, tasks = await _node(clock, client, tmp_path)
     client.cut = True
     await _step(clock, 2 * D)
     assert gate.self_fenced and not hollow.started[0].alive
+    client.fence_phase, client.fenced = fence_phase, fenced
     client.cut = False
+    await _step(clock, D / 4)  # one heartbeat: the renewal is accepted, but no read has followed it yet
+    assert gate.blocked() is not None
     await _step(clock, D / 2)
-    assert gate.blocked() is None
-    await runtime.start(["hollow", "--run", "1"], {}, None, tmp_path / "d" / "0.log")
+    assert (gate.blocked() is None) is opens
+    if opens:
+        await runtime.start(["hollow", "--run", "1"], {}, None, tmp_path / "d" / "0.log")
     for t in tasks:
         t.cancel()
 
@@ -131,7 +147,7 @@ async def test_an_agent_frozen_past_d_kills_its_containers_before_it_renews(tmp_
     await clock.advance(2 * D)  # frozen: no loop of the agent ran meanwhile (none is started here)
     await reporter.renew_lease()
     assert not hollow.started[0].alive
-    assert gate.blocked() is None  # the renewal went through: back in contact
+    assert gate.blocked() is not None  # renewed, but starts wait for a read of the fence state after it
 
 
 @pytest.mark.parametrize("name,after,want", [
