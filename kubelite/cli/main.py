@@ -166,6 +166,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"kubelite: unknown component(s) for --disable: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
     from kubelite.cli import serve
+    from kubelite.controllers.fencing_config import FencingConfigError
 
     try:
         return serve.run(serve.Options(data_dir=args.data_dir, port=args.port, bind=args.bind_address,
@@ -178,7 +179,7 @@ def _main(argv: list[str] | None) -> int:
                                        encryption_key_file=args.encryption_key_file,
                                        fencing_config=args.fencing_config))
     except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError,
-            serve.FencingConfigError) as exc:
+            FencingConfigError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2
 

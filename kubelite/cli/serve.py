@@ -39,7 +39,6 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import registry
 from kubelite.controllers.fencing import fencing_factory
-from kubelite.controllers.fencing_config import FencingConfigError
 from kubelite.controllers.manager import keep_running
 from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
@@ -50,8 +49,7 @@ from kubelite.scheduler.scheduler import Scheduler
 from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
 
-__all__ = ["ConfigError", "EncryptionConfigError", "FencingConfigError", "NodeConfigError", "Options", "TransformError",
-           "run"]
+__all__ = ["ConfigError", "EncryptionConfigError", "NodeConfigError", "Options", "TransformError", "run"]
 log = logging.getLogger("kubelite")
 AGENT_RESTART_DELAY = 1.0
 AGENT_STOP_TIMEOUT = 30.0

@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import (
-    apps,
-    batch,
-    config,
-    core,
-    fencing,
-    kubelite_io,
-    policy,
-    scheduling,
-    services,
-    storage,
-)
+from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, services, storage
 from kubelite.apiserver.registry.base import Resource, Strategy
+from kubelite.apiserver.registry.fencing import NODE_FENCES, NodeFenceStrategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
 STRATEGIES: dict[Resource, type[Strategy]] = {
@@ -40,6 +30,6 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     services.ENDPOINTS: services.EndpointsStrategy,
     storage.STORAGE_CLASSES: storage.StorageClassStrategy,
     storage.VOLUME_ATTACHMENTS: storage.VolumeAttachmentStrategy,
-    fencing.NODE_FENCES: fencing.NodeFenceStrategy,
+    NODE_FENCES: NodeFenceStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
