@@ -182,8 +182,8 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
         lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
-        configured = {"nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle),
-                      **fencing_factory(opts.fencing_config)}
+        configured = {"nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle)}
+        configured.update(fencing_factory(opts.fencing_config))
         queue_metrics = WorkqueueMetrics(clock)
         expose(queue_metrics.registry)
         for name, start in registry.starters(client, clock, factories=configured, metrics=queue_metrics).items():
