@@ -164,3 +164,14 @@ async def test_the_node_advertises_the_promise(name: str, after: float | None, w
     await reporter.register()  # the Node exists: its annotations are patched
     [body] = [b for p, b in client.patches if p == "/api/v1/nodes/n1"]
     assert body["metadata"]["annotations"] == {ANNOTATION: want}
+
+
+@pytest.mark.parametrize("name,raw,want", [
+    ("no selfFenceAfter: no self-fencing", {}, 0.0),
+    ("a Go duration", {"selfFenceAfter": "10s"}, 10.0),
+    ("minutes", {"selfFenceAfter": "1m30s"}, 90.0),
+])
+def test_self_fence_after_in_the_node_config(name: str, raw: dict[str, Any], want: float) -> None:
+    from kubelite.agent.config import parse
+
+    assert parse({"kind": "KubeletConfiguration", **raw}).self_fence_after == want
