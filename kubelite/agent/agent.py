@@ -29,6 +29,7 @@ from kubelite.agent.pod_sync import PodSync
 from kubelite.agent.pod_workers import PodWorkers
 from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.interface import Runtime
+from kubelite.agent.self_fence import FencedRuntime, FenceGate
 from kubelite.agent.service_env import NodeEnv
 from kubelite.agent.stats import ResourceStats
 from kubelite.agent.status_manager import StatusManager
@@ -59,7 +60,8 @@ class Agent:
         self.node_name = node_name
         self.data_dir = data_dir
         self.config = config
-        self.runtime = runtime
+        self.fence_gate = FenceGate(clock, config.self_fence_after)  # self-fencing and the Fenced condition
+        self.runtime: Runtime = FencedRuntime(runtime, self.fence_gate)
         self.host_ip = host_ip
         self.port = port
         self.services = Informer(client, "/api/v1/services", clock)  # for service links (service_env)
@@ -68,7 +70,7 @@ class Agent:
         self.client_ca = client_ca  # who may call the agent's endpoint (server.py): the API server's CA
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
-                                 lambda: self.eviction.conditions())
+                                 lambda: self.eviction.conditions(), self.fence_gate)
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
@@ -165,6 +167,9 @@ class Agent:
 
     def admit(self, pod: Obj) -> tuple[str, str] | None:
         """Node-side admission: refuse pods that do not fit the node's allocatable (OutOfcpu, …)."""
+        fenced = self.fence_gate.blocked()
+        if fenced is not None:
+            return "NodeFenced", f"Pod was rejected: {fenced}"
         refused = self.eviction.admit(pod)  # under node pressure (the eviction manager's admit handler)
         if refused is not None:
             return refused
@@ -250,7 +255,7 @@ class Agent:
                 ("node heartbeat", self.node.heartbeat), ("service informer", self.services.run),
                 ("pod informer", self._pods_after_services),
                 ("status manager", self.status.run), ("event sender", self.events.run),
-                ("eviction manager", self.eviction.run),
+                ("eviction manager", self.eviction.run), ("self-fence", self.fence_gate.run),
                 *([("resource stats", self.resource_stats.run)] if http else []))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
             if self.proxy is not None:

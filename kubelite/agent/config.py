@@ -39,6 +39,7 @@ class NodeConfig:
     # Hidden from every container besides the agent's own data dir (`--protect-path`; under `kubelite up`
     # the control plane's data dir). Not a KubeletConfiguration field: set by the command line.
     protected_paths: tuple[Path, ...] = ()
+    self_fence_after: float = 0.0  # > 0: kill every container after this long without a Lease renewal (self_fence.py)
 
 
 def parse(raw: dict[str, Any]) -> NodeConfig:
@@ -66,6 +67,8 @@ def parse(raw: dict[str, Any]) -> NodeConfig:
     cfg.max_pods = int(raw.get("maxPods", 110))
     if raw.get("shutdownGracePeriod"):
         cfg.shutdown_grace_period = duration(raw["shutdownGracePeriod"])
+    if raw.get("selfFenceAfter"):  # kubelite's own field
+        cfg.self_fence_after = duration(raw["selfFenceAfter"])
     return cfg
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from kubelite.agent.eviction.node_status import pressure_condition
 from kubelite.agent.loops import timed
+from kubelite.agent.self_fence import ANNOTATION as SELF_FENCE_ANNOTATION
+from kubelite.agent.self_fence import FenceGate
 from kubelite.api.errors import ApiError
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.interface import Client
@@ -31,6 +33,7 @@ LEASE_SECONDS = 40
 RENEW_INTERVAL = 10.0
 STATUS_REPORT_INTERVAL = 300.0  # kubelet's nodeStatusReportFrequency: with leases, a full status every 5 min
 LEASES = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
+NODE_FENCES = resource_path("nodefences", group_version="kubelite.io/v1alpha1")
 
 
 def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
@@ -46,7 +49,8 @@ def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
 
 class NodeReporter:
     def __init__(self, client: Client, clock: Clock, name: str, host_ip: str, capacity: dict[str, str],
-                 port: Callable[[], int], pressure: Callable[[], list[Obj]] | None = None) -> None:
+                 port: Callable[[], int], pressure: Callable[[], list[Obj]] | None = None,
+                 gate: FenceGate | None = None) -> None:
         self.client = client
         self.clock = clock
         self.name = name
@@ -55,6 +59,9 @@ class NodeReporter:
         self.port = port  # the agent's log endpoint, known once it listens
         self.pressure = pressure  # the eviction manager's MemoryPressure, DiskPressure and PIDPressure conditions
         self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
+        self.gate = gate or FenceGate(clock, None)  # told of each accepted renewal and of the Node's Fenced condition
+        # a self-fencing node renews at least 4 times per D, so one slow renewal does not trip it
+        self.renew_interval = min(RENEW_INTERVAL, self.gate.after / 4) if self.gate.after else RENEW_INTERVAL
 
     def node_object(self) -> Obj:
         now = rfc3339(self.clock.now())
@@ -64,7 +71,8 @@ class NodeReporter:
         conditions[:0] = self.pressure() if self.pressure is not None else [
             pressure_condition(c, False, now, self._since) for c in ("MemoryPressure", "DiskPressure", "PIDPressure")]
         machine = platform.machine()
-        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "labels": {
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "annotations": {
+            k: v for k, v in self.annotations().items() if v is not None}, "labels": {
             "kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
             "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)}},
             "spec": {},
@@ -77,6 +85,10 @@ class NodeReporter:
                                     "kubeProxyVersion": "", "kubeletVersion": "v1.32.0+kubelite", "machineID": "",
                                     "operatingSystem": "linux", "osImage": platform.platform(), "systemUUID": ""}}}
 
+    def annotations(self) -> dict[str, str | None]:
+        """What this agent advertises on its Node: its self-fence promise (None removes an old one)."""
+        return {SELF_FENCE_ANNOTATION: f"{self.gate.after:g}" if self.gate.after else None}
+
     async def register(self) -> None:
         """Create the Node (or post the status of an existing one), retried until the server answers."""
         delay = 1.0
@@ -88,6 +100,8 @@ class NodeReporter:
                 except ApiError as exc:
                     if exc.code != 409:
                         raise
+                    await timed(self.clock, self.client.patch(f"/api/v1/nodes/{self.name}",
+                                                              {"metadata": {"annotations": self.annotations()}}))
                     await self.post_status()
                 return
             except asyncio.CancelledError:
@@ -95,7 +109,7 @@ class NodeReporter:
             except Exception as exc:  # unreachable server, stall: keep trying (running pods are not affected)
                 log.warning("registering node %s failed (%s); retrying in %.0f s", self.name, exc, delay)
             await self.clock.sleep(delay)
-            delay = min(RENEW_INTERVAL, delay * 2)
+            delay = min(self.renew_interval, delay * 2)
 
     async def post_status(self) -> None:
         await timed(self.clock, self.client.patch(f"/api/v1/nodes/{self.name}/status",
@@ -107,7 +121,8 @@ class NodeReporter:
         reported = self.clock.now()
         while True:
             try:
-                if self.clock.now() - reported >= STATUS_REPORT_INTERVAL or await self.marked_not_ready():
+                stale = await self.marked_not_ready()  # always read: it also feeds the fence gate
+                if self.clock.now() - reported >= STATUS_REPORT_INTERVAL or stale:
                     reported = self.clock.now()
                     await self.post_status()
                 await self.renew_lease()
@@ -115,21 +130,40 @@ class NodeReporter:
                 raise
             except Exception as exc:
                 log.warning("node heartbeat failed (%s: %s); trying again in %.0f s", type(exc).__name__, exc,
-                            RENEW_INTERVAL)
-            await self.clock.sleep(RENEW_INTERVAL)
+                            self.renew_interval)
+            await self.clock.sleep(self.renew_interval)
 
     async def marked_not_ready(self) -> bool:
         """Whether the API shows this node not Ready (the node lifecycle controller marks a silent node
         Unknown): then the real status is posted at once, as kubelet posts when the stored status differs."""
+        asked = self.clock.monotonic()
         try:
             node = await timed(self.clock, self.client.get(f"/api/v1/nodes/{self.name}"))
+            phase = await self.fence_phase() if self.gate.needs_fence_state() else None
         except ApiError:
             return False  # the Lease renewal below still goes ahead
+        self.gate.node_seen(node, phase, asked)
         ready: Obj = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
                           {})
         return ready.get("status") != "True"
 
+    async def fence_phase(self) -> str | None:
+        """The phase of this node's NodeFence (kubelite.io/v1alpha1), None when there is none."""
+        try:
+            fence = await timed(self.clock, self.client.get(f"{NODE_FENCES}/{self.name}"))
+        except ApiError as exc:
+            if exc.code == 404:
+                return None
+            raise
+        return str((fence.get("status") or {}).get("phase") or "Pending")
+
     async def renew_lease(self) -> None:
+        self.gate.check()  # an agent that was frozen past D keeps its promise before it renews (self_fence.py)
+        sent = self.clock.monotonic()  # the self-fence counts from the send: the server saw it no earlier
+        await self._renew_lease()
+        self.gate.renewed(sent)
+
+    async def _renew_lease(self) -> None:
         stamp = rfc3339(self.clock.now()).replace("Z", ".000000Z")
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                  "metadata": {"name": self.name, "namespace": "kube-node-lease"},

@@ -256,6 +256,13 @@ def _va_cells(va: Obj, now: float) -> Cells:
             spec.get("nodeName", ""), bool((va.get("status") or {}).get("attached", False)), _age(va, now)]
 
 
+def _fence_cells(fence: Obj, now: float) -> Cells:
+    """kubelite's NodeFence (kubelite/apiserver/registry/fencing.py): node, phase, attempts, agent, message."""
+    status = fence.get("status") or {}
+    return [fence["metadata"]["name"], (fence.get("spec") or {}).get("nodeName", ""), status.get("phase", ""),
+            int(status.get("attempts") or 0), status.get("agent", ""), _age(fence, now), status.get("message", "")]
+
+
 def _ns_cells(ns: Obj, now: float) -> Cells:
     return [ns["metadata"]["name"], (ns.get("status") or {}).get("phase", ""), _age(ns, now)]
 
@@ -431,6 +438,7 @@ PRINTERS: dict[str, Printer] = {
     "Service": (_cols("Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "+Selector"), _svc_cells),
     "EndpointSlice": (_cols("Name", "AddressType", "Ports", "Endpoints", "Age"), _slice_cells),
     "Endpoints": (_cols("Name", "Endpoints", "Age"), _endpoints_cells),
+    "NodeFence": (_cols("Name", "Node", "Phase", "Attempts:integer", "Agent", "Age", "+Message"), _fence_cells),
 }
 _DEFAULT: Printer = ([("Name", "string", 0), ("Created At", "date", 0)], _default_cells)
 

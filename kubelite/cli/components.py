@@ -34,6 +34,7 @@ from kubelite.agent.runtime.process import ProcessRuntime
 from kubelite.client.http import ApiClient
 from kubelite.client.interface import Client
 from kubelite.clock import RealClock
+from kubelite.controllers.fencing import fencing_factory
 from kubelite.controllers.leaderelection import LeaderElector, LeadershipLost, identity
 from kubelite.controllers.manager import run_controllers
 from kubelite.controllers.metrics import WorkqueueMetrics
@@ -44,11 +45,14 @@ from kubelite.scheduler.scheduler import Scheduler
 
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
               port: int, shutdown_grace: float | None = None, protect: Sequence[Path] = (),
-              proxy_mode: str = "none", client_ca_file: Path | None = None) -> int:
+              proxy_mode: str = "none", client_ca_file: Path | None = None,
+              self_fence_after: float | None = None) -> int:
     """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
     cfg = node_config.load(config_file)
     if shutdown_grace is not None:
         cfg.shutdown_grace_period = shutdown_grace
+    if self_fence_after is not None:
+        cfg.self_fence_after = self_fence_after
     cfg.protected_paths = tuple(protect)
     private_files()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -93,12 +97,14 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, 
                                     ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))
 
 
-def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "") -> int:
+def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "",
+                           fencing_config: Path | None = None) -> int:
     """`kubelite controller-manager`: the selected controllers, as a client of a running API server."""
     metrics = WorkqueueMetrics(RealClock())
+    configured = fencing_factory(fencing_config)  # a bad file is refused before anything connects
 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
-        return run_controllers(client, RealClock(), names, metrics)
+        return run_controllers(client, RealClock(), names, metrics, configured)
 
     return uvloop.run(run_component(elected("kube-controller-manager", start) if leader_elect else start,
                                     ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))

@@ -66,6 +66,8 @@ def parser() -> argparse.ArgumentParser:
                        help="EncryptionConfiguration file: Secrets encrypted at rest (aesgcm, identity)")
         p.add_argument("--node-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
                        help="how long a node may go without a heartbeat before it is marked Unknown and tainted")
+        p.add_argument("--fencing-config", type=Path, default=None, metavar="FILE",
+                       help="FencingConfiguration: fence agents per node pool (default: never fence)")
         p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", metavar="CIDR",
                        help="IPv4 range Service ClusterIPs are allocated from (the kubernetes Service gets the first)")
         p.add_argument("--store", default="sqlite", metavar="sqlite|etcd://HOST:PORT[,HOST:PORT...]",
@@ -82,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
     agent.add_argument("--port", type=int, default=0, help="port for the agent's log endpoint (0: any free port)")
     agent.add_argument("--shutdown-grace-period", type=float, default=None,
                        help="on SIGTERM, stop every pod with at most this grace (seconds); default: leave them running")
+    agent.add_argument("--self-fence-after", type=float, default=None, metavar="SECONDS",
+                       help="kill every container after this long without a Lease renewal, start none until "
+                            "back in contact (advertised to the fencing controller's `self` agent)")
     agent.add_argument("--protect-path", type=Path, action="append", default=[],
                        help="a directory no container may see (repeatable); the agent's --data-dir always is one")
     agent.add_argument("--proxy-mode", choices=["nftables", "none"], default="nftables",
@@ -102,6 +107,8 @@ def parser() -> argparse.ArgumentParser:
                     help="controllers to run: '*' for all, a name to enable, '-name' to disable (default '*')")
     cm.add_argument("--leader-elect", action="store_true",
                     help="run only while holding the kube-system/kube-controller-manager Lease (several may run)")
+    cm.add_argument("--fencing-config", type=Path, default=None, metavar="FILE",
+                    help="FencingConfiguration: fence agents per node pool (default: never fence)")
     cm.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     for p in (sched, cm):
         p.add_argument("--metrics-bind-address", default="", metavar="HOST:PORT",
@@ -150,7 +157,7 @@ def _main(argv: list[str] | None) -> int:
         try:
             return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
                                         args.address, args.port, args.shutdown_grace_period, args.protect_path,
-                                        args.proxy_mode, args.client_ca_file)
+                                        args.proxy_mode, args.client_ca_file, args.self_fence_after)
         except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
@@ -173,13 +180,21 @@ def _main(argv: list[str] | None) -> int:
         except ValueError as exc:
             print(f"kubelite: --controllers: {exc}", file=sys.stderr)
             return 2
-        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect, args.metrics_bind_address)
+        from kubelite.controllers.fencing_config import FencingConfigError
+
+        try:
+            return components.run_controller_manager(args.kubeconfig, names, args.leader_elect,
+                                                     args.metrics_bind_address, args.fencing_config)
+        except FencingConfigError as exc:
+            print(f"kubelite: --fencing-config: {exc}", file=sys.stderr)
+            return 2
     disabled = {c for c in args.disable.split(",") if c}
     unknown = disabled - set(COMPONENTS)
     if unknown:
         print(f"kubelite: unknown component(s) for --disable: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
     from kubelite.cli import serve
+    from kubelite.controllers.fencing_config import FencingConfigError
     from kubelite.store import StoreSpec
 
     try:
@@ -199,8 +214,10 @@ def _main(argv: list[str] | None) -> int:
                                        service_cidr=args.service_cluster_ip_range,
                                        encryption_key_file=args.encryption_key_file,
                                        store=StoreSpec(args.store, args.etcd_cafile, args.etcd_certfile,
-                                                       args.etcd_keyfile)))
-    except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError) as exc:
+                                                       args.etcd_keyfile),
+                                       fencing_config=args.fencing_config))
+    except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError,
+            FencingConfigError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2
 

@@ -41,6 +41,7 @@ from kubelite.cli.components import private_files, stop_on_signals
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import registry
+from kubelite.controllers.fencing import fencing_factory
 from kubelite.controllers.manager import keep_running
 from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
@@ -87,6 +88,7 @@ class Options:
     service_cidr: str = DEFAULT_SERVICE_CIDR
     encryption_key_file: Path | None = None  # an EncryptionConfiguration: Secrets encrypted at rest
     store: StoreSpec = field(default_factory=StoreSpec)  # --store: SQLite under data_dir, or etcd://
+    fencing_config: Path | None = None  # a FencingConfiguration (controllers/fencing_config.py)
 
 
 def _is_loopback(address: str) -> bool:
@@ -103,6 +105,7 @@ def run(opts: Options) -> int:
         raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
                           f"not {opts.bind}")
     sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
+    fencing_factory(opts.fencing_config)  # a bad --fencing-config stops the start (exit 2), not a controller
     try:
         kubernetes_service_ip(opts.service_cidr)
     except ValueError as exc:
@@ -233,6 +236,7 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         configured: dict[str, registry.Factory] = {
             "nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle),
             "root-ca-cert-publisher": functools.partial(RootCACertPublisher, root_ca=root_ca)}
+        configured.update(fencing_factory(opts.fencing_config))
         queue_metrics = WorkqueueMetrics(clock)
         expose(queue_metrics.registry)
         for name, start in registry.starters(client, clock, factories=configured, metrics=queue_metrics).items():

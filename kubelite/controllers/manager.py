@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from kubelite.client.interface import Client
@@ -57,8 +57,9 @@ async def keep_running(name: str, start: Callable[[], Coroutine[Any, Any, None]]
 
 
 async def run_controllers(client: Client, clock: Clock, names: list[str] | None = None,
-                          metrics: WorkqueueMetrics | None = None) -> None:
+                          metrics: WorkqueueMetrics | None = None,
+                          factories: Mapping[str, registry.Factory] | None = None) -> None:
     """Every selected controller, supervised, until cancelled (their work queues reporting to `metrics`)."""
     async with asyncio.TaskGroup() as tasks:
-        for name, start in registry.starters(client, clock, names, metrics=metrics).items():
+        for name, start in registry.starters(client, clock, names, factories, metrics=metrics).items():
             tasks.create_task(keep_running(f"{name} controller", start, clock), name=f"{name}-controller")

@@ -16,6 +16,7 @@ from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.endpoints import EndpointsController
 from kubelite.controllers.endpointslice import EndpointSliceController
+from kubelite.controllers.fencing import FencingController
 from kubelite.controllers.garbagecollector import GarbageCollector
 from kubelite.controllers.job import JobController
 from kubelite.controllers.metrics import PROVIDER, WorkqueueMetrics
@@ -58,6 +59,7 @@ CONTROLLERS: dict[str, Factory] = {
     "pv-protection": PVProtectionController,
     "attachdetach": AttachDetachController,
     "kubelite-provisioner": ProvisionerController,
+    "fencing": FencingController,
 }
 
 

@@ -15,6 +15,7 @@ from kubelite.apiserver.registry import (
     storage,
 )
 from kubelite.apiserver.registry.base import Resource, Strategy
+from kubelite.apiserver.registry.fencing import NODE_FENCES, NodeFenceStrategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
 STRATEGIES: dict[Resource, type[Strategy]] = {
@@ -42,5 +43,6 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     services.ENDPOINTS: services.EndpointsStrategy,
     storage.STORAGE_CLASSES: storage.StorageClassStrategy,
     storage.VOLUME_ATTACHMENTS: storage.VolumeAttachmentStrategy,
+    NODE_FENCES: NodeFenceStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
