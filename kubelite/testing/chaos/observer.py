@@ -1,0 +1,110 @@
+"""Watches a chaos run from outside the cluster: samples the host's process table, lists pods, and keeps
+writing small objects whose acknowledgements it records — all talking to the API server directly, not
+through the agents' faulty links."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from kubelite.api.errors import ApiError
+from kubelite.client.http import ApiClient
+from kubelite.clock import Clock, parse_rfc3339
+from kubelite.testing.chaos import procs, workload
+from kubelite.testing.chaos.observations import Observations, PodSample
+
+CALL_TIMEOUT = 3.0
+WRITE_INTERVAL = 0.2
+ACK_LABEL = "chaos.kubelite.io/ack"
+
+
+def _ts(value: Any, started: float) -> float | None:
+    if not value:
+        return None
+    return parse_rfc3339(str(value)) - started
+
+
+class Observer:
+    def __init__(self, client: ApiClient, run_id: str, clock: Clock) -> None:
+        self.clock = clock
+        self.client = client
+        self.run_id = run_id
+        self.started = clock.now()
+        self.obs = Observations()
+        self.health: list[tuple[float, bool]] = []  # (t, workload healthy) per successful look
+
+    def now(self) -> float:
+        return self.clock.now() - self.started
+
+    async def _call(self, method: str, path: str, body: Any = None) -> Any:
+        return await asyncio.wait_for(self.client.request(method, path, body), CALL_TIMEOUT)
+
+    async def sample_procs(self) -> None:
+        while True:
+            t = self.now()
+            self.obs.procs += procs.scan(self.run_id, t)
+            self.obs.proc_sample_times.append(t)
+            await self.clock.sleep(self.obs.sample_interval)
+
+    async def list_pods(self) -> None:
+        while True:
+            await self.clock.sleep(self.obs.pod_list_interval)
+            t = self.now()
+            with contextlib.suppress(ApiError, TimeoutError):
+                pods = (await self._call("GET", f"/api/v1/namespaces/{workload.NAMESPACE}/pods"))["items"]
+                self.obs.pod_list_times.append(t)
+                for p in pods:
+                    meta = p["metadata"]
+                    self.obs.pods.append(PodSample(t, meta["uid"], meta["name"], p["spec"].get("nodeName", ""),
+                                                   _ts(meta.get("deletionTimestamp"), self.started),
+                                                   meta.get("deletionGracePeriodSeconds")))
+                self.health.append((t, await self._healthy(pods)))
+
+    async def _healthy(self, pods: list[dict[str, Any]]) -> bool:
+        """Every replica Ready in the API and exactly one live process per StatefulSet identity."""
+        ready = {name: 0 for name in workload.REPLICAS}
+        for p in pods:
+            app = p["metadata"].get("labels", {}).get("app")
+            conditions = (p.get("status") or {}).get("conditions") or []
+            if app in ready and not p["metadata"].get("deletionTimestamp") and any(
+                    c["type"] == "Ready" and c["status"] == "True" for c in conditions):
+                ready[app] += 1
+        alive: dict[str, set[str]] = {}
+        for s in procs.scan(self.run_id, 0.0):
+            if s.stateful:
+                alive.setdefault(s.identity, set()).add(s.pod_uid)
+        return ready == workload.REPLICAS and len(alive) == workload.REPLICAS[workload.STATEFULSET] and all(
+            len(uids) == 1 for uids in alive.values())
+
+    async def write_acknowledged(self) -> None:
+        n = 0
+        while True:
+            n += 1
+            name = f"ack-{n:06d}"
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"n": str(n)},
+                    "metadata": {"name": name, "labels": {ACK_LABEL: self.run_id}}}
+            with contextlib.suppress(ApiError, TimeoutError):
+                await self._call("POST", f"/api/v1/namespaces/{workload.NAMESPACE}/configmaps", body)
+                self.obs.acked_writes.add(name)  # only an answered 201 counts; a timeout is not an ack
+            await self.clock.sleep(WRITE_INTERVAL)
+
+    async def read_back(self) -> None:
+        """The acknowledged writes readable now (after recovery)."""
+        path = f"/api/v1/namespaces/{workload.NAMESPACE}/configmaps?labelSelector={ACK_LABEL}%3D{self.run_id}"
+        for _ in range(20):
+            with contextlib.suppress(ApiError, TimeoutError):
+                items = (await self._call("GET", path))["items"]
+                self.obs.final_writes = {i["metadata"]["name"] for i in items}
+                return
+            await self.clock.sleep(1)
+
+    async def capabilities(self) -> set[str]:
+        """Which optional checkers' capabilities the cluster has (see invariants.STORAGE / FENCING)."""
+        found = set()
+        for group, resource in (("storage.k8s.io/v1", "volumeattachments"), ("kubelite.io/v1alpha1", "nodefences")):
+            with contextlib.suppress(ApiError, TimeoutError):
+                resources = (await self._call("GET", f"/apis/{group}"))["resources"]
+                if any(r["name"] == resource for r in resources):
+                    found.add(f"{group} {resource}")
+        return found

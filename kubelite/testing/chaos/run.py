@@ -1,0 +1,131 @@
+"""One chaos run: start the cluster, deploy the workload, wait until it is healthy, play a seeded
+schedule of faults while observing, heal, wait for recovery, read back, and check every invariant."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubelite.client.http import ApiClient
+from kubelite.clock import RealClock
+from kubelite.testing.chaos import workload
+from kubelite.testing.chaos.cluster import NODES, Cluster
+from kubelite.testing.chaos.invariants import Violation, run_checkers
+from kubelite.testing.chaos.observations import Window
+from kubelite.testing.chaos.observer import Observer
+from kubelite.testing.chaos.schedule import Fault, generate
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT = 120.0
+RECOVERY_TIMEOUT = 90.0
+
+
+@dataclass
+class RunReport:
+    seed: int
+    duration: float
+    faults: list[Fault]
+    violations: list[Violation] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    recoveries: list[float | None] = field(default_factory=list)  # per fault: its end -> workload healthy
+    acked_writes: int = 0
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and not self.error
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seed": self.seed, "duration": self.duration, "faults": [f.to_json() for f in self.faults],
+                "violations": [v.__dict__ for v in self.violations], "skipped": self.skipped,
+                "recoveries": self.recoveries, "acked_writes": self.acked_writes, "error": self.error}
+
+    def text(self) -> str:
+        lines = [f"seed {self.seed}: {len(self.faults)} faults, {len(self.violations)} violations, "
+                 f"{self.acked_writes} acknowledged writes" + (f", ERROR {self.error}" if self.error else "")]
+        for f, r in zip(self.faults, self.recoveries, strict=False):
+            lines.append(f"  {f.describe()}  recovered {'never' if r is None else f'{r:.1f}s'} after its end")
+        lines += [f"  VIOLATION {v.invariant} at t={v.t:.1f}s: {v.message}" for v in self.violations]
+        lines += [f"  {s}" for s in self.skipped]
+        return "\n".join(lines)
+
+
+def recovery_times(faults: list[Fault], health: list[tuple[float, bool]]) -> list[float | None]:
+    """Per fault, the time from its end to the first healthy look at or after it (None: never)."""
+    return [next((t - f.end for t, ok in health if ok and t >= f.end), None) for f in faults]
+
+
+async def _wait_healthy(observer: Observer, timeout: float) -> bool:
+    start = observer.now()
+    while observer.now() - start < timeout:
+        if observer.health and observer.health[-1][1] and observer.health[-1][0] > start:
+            return True
+        await observer.clock.sleep(0.5)
+    return False
+
+
+async def run_one(seed: int, duration: float, workdir: Path) -> RunReport:
+    faults = generate(seed, duration, NODES)
+    report = RunReport(seed, duration, faults)
+    clock = RealClock()
+    run_id = f"chaos-{seed}-{int(clock.now())}"
+    cluster = Cluster(workdir, run_id, clock=clock)
+    tasks: list[asyncio.Task[None]] = []
+    client: ApiClient | None = None
+    try:
+        await cluster.start()
+        client = ApiClient.from_kubeconfig(cluster.kubeconfig)
+        observer = Observer(client, run_id, cluster.clock)
+        tasks = [asyncio.create_task(c) for c in (observer.sample_procs(), observer.list_pods())]
+        for path, obj in workload.manifests(run_id, cluster.shared):
+            await client.request("POST", path, obj)
+        if not await _wait_healthy(observer, READY_TIMEOUT):
+            report.error = f"the workload never became healthy before the faults (logs in {workdir})"
+            return report
+        # The schedule's times count from here: the workload is up, the faults start.
+        offset = observer.now()
+        tasks.append(asyncio.create_task(observer.write_acknowledged()))
+        shifted = [Fault(f.at + offset, f.kind, f.target, f.duration, f.delay) for f in faults]
+        observer.obs.faults = [Window(f.at, f.end, f.kind, f.target) for f in shifted]
+        injections = [asyncio.create_task(_at(observer, f.at, cluster.inject(f))) for f in shifted]
+        await clock.sleep(max(0.0, offset + duration - observer.now()))
+        await asyncio.gather(*injections)
+        tasks[-1].cancel()  # stop writing; what was acknowledged must survive
+        cluster.heal()
+        if not await _wait_healthy(observer, RECOVERY_TIMEOUT):
+            report.error = f"the workload did not recover within {RECOVERY_TIMEOUT:.0f} s of the last fault"
+        await observer.read_back()
+        observer.obs.files = workload.read_records(cluster.shared, observer.started)
+        capabilities = await observer.capabilities()
+        report.violations, report.skipped = run_checkers(observer.obs, capabilities)
+        report.recoveries = recovery_times(shifted, observer.health)
+        report.acked_writes = len(observer.obs.acked_writes)
+        return report
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if client is not None:
+            await client.close()
+        await cluster.stop()
+        (workdir / "report.json").write_text(json.dumps(report.to_json(), indent=1))
+
+
+async def _at(observer: Observer, when: float, action: Any) -> None:
+    await observer.clock.sleep(max(0.0, when - observer.now()))
+    try:
+        await action
+    except Exception:  # one failed injection must not end the run; the report still checks the rest
+        log.exception("fault injection failed")
+
+
+def percentile(values: list[float], q: float) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
