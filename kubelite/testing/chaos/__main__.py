@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import json
 import logging
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -17,14 +18,15 @@ from kubelite.testing.chaos.run import RunReport, percentile, run_one
 
 
 def summary(reports: list[RunReport]) -> dict[str, object]:
-    recoveries = [r for rep in reports for r in rep.recoveries if r is not None]
+    recoveries = [r.seconds for rep in reports for r in rep.recoveries if r.seconds is not None and r.disrupted]
     kinds: dict[str, int] = {}
     for rep in reports:
         for f in rep.faults:
             kinds[f.kind] = kinds.get(f.kind, 0) + 1
     return {"schedules": len(reports), "faults": sum(kinds.values()), "faults_by_kind": kinds,
             "violations": sum(len(r.violations) for r in reports), "errors": sum(1 for r in reports if r.error),
-            "unrecovered": sum(1 for rep in reports for r in rep.recoveries if r is None),
+            "disruptive_faults": sum(1 for rep in reports for r in rep.recoveries if r.disrupted),
+            "unrecovered": sum(1 for rep in reports for r in rep.recoveries if r.seconds is None),
             "recovery_p50_s": round(percentile(recoveries, 50), 2) if recoveries else None,
             "recovery_p99_s": round(percentile(recoveries, 99), 2) if recoveries else None,
             "acked_writes": sum(r.acked_writes for r in reports),
@@ -41,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
+    # SIGTERM as Ctrl-C: asyncio.run cancels the run, whose cleanup stops the cluster it started.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     base = args.workdir or Path(tempfile.mkdtemp(prefix="kubelite-chaos-"))
     reports = []
     for i in range(args.schedules):

@@ -36,7 +36,7 @@ def _reset(writer: asyncio.StreamWriter) -> None:
     writer.transport.abort()
 
 
-@dataclass
+@dataclass(eq=False)  # kept in a set by identity
 class _Conn:
     client: asyncio.StreamWriter
     server: asyncio.StreamWriter | None = None

@@ -18,12 +18,18 @@ from kubelite.testing.chaos.cluster import NODES, Cluster
 from kubelite.testing.chaos.invariants import Violation, run_checkers
 from kubelite.testing.chaos.observations import Window
 from kubelite.testing.chaos.observer import Observer
-from kubelite.testing.chaos.schedule import Fault, generate
+from kubelite.testing.chaos.schedule import POD_DELETE, Fault, generate
 
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 120.0
 RECOVERY_TIMEOUT = 90.0
+
+
+@dataclass(frozen=True)
+class Recovery:
+    seconds: float | None  # fault end -> workload healthy again; None: never within the run
+    disrupted: bool  # whether the workload was unhealthy at some point meanwhile
 
 
 @dataclass
@@ -33,7 +39,7 @@ class RunReport:
     faults: list[Fault]
     violations: list[Violation] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    recoveries: list[float | None] = field(default_factory=list)  # per fault: its end -> workload healthy
+    recoveries: list[Recovery] = field(default_factory=list)  # one per fault, in order
     acked_writes: int = 0
     error: str = ""
 
@@ -44,21 +50,30 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         return {"seed": self.seed, "duration": self.duration, "faults": [f.to_json() for f in self.faults],
                 "violations": [v.__dict__ for v in self.violations], "skipped": self.skipped,
-                "recoveries": self.recoveries, "acked_writes": self.acked_writes, "error": self.error}
+                "recoveries": [r.__dict__ for r in self.recoveries], "acked_writes": self.acked_writes,
+                "error": self.error}
 
     def text(self) -> str:
         lines = [f"seed {self.seed}: {len(self.faults)} faults, {len(self.violations)} violations, "
                  f"{self.acked_writes} acknowledged writes" + (f", ERROR {self.error}" if self.error else "")]
         for f, r in zip(self.faults, self.recoveries, strict=False):
-            lines.append(f"  {f.describe()}  recovered {'never' if r is None else f'{r:.1f}s'} after its end")
+            healed = "never recovered" if r.seconds is None else f"healthy {r.seconds:.1f}s after its end"
+            lines.append(f"  {f.describe()}  {healed}{'' if r.disrupted else ' (workload undisturbed)'}")
         lines += [f"  VIOLATION {v.invariant} at t={v.t:.1f}s: {v.message}" for v in self.violations]
         lines += [f"  {s}" for s in self.skipped]
         return "\n".join(lines)
 
 
-def recovery_times(faults: list[Fault], health: list[tuple[float, bool]]) -> list[float | None]:
-    """Per fault, the time from its end to the first healthy look at or after it (None: never)."""
-    return [next((t - f.end for t, ok in health if ok and t >= f.end), None) for f in faults]
+def recovery_times(faults: list[Fault], health: list[tuple[float, bool]]) -> list[Recovery]:
+    """Per fault, the time from its end to the first healthy look at or after it (None: never), and
+    whether the workload was unhealthy at all between its start and then."""
+    out = []
+    for f in faults:
+        healed = next((t for t, ok in health if ok and t >= f.end), None)
+        until = healed if healed is not None else float("inf")
+        out.append(Recovery(None if healed is None else round(healed - f.end, 2),
+                            any(not ok for t, ok in health if f.at <= t <= until)))
+    return out
 
 
 async def _wait_healthy(observer: Observer, timeout: float) -> bool:
@@ -71,7 +86,7 @@ async def _wait_healthy(observer: Observer, timeout: float) -> bool:
 
 
 async def run_one(seed: int, duration: float, workdir: Path) -> RunReport:
-    faults = generate(seed, duration, NODES)
+    faults = generate(seed, duration, NODES, workload.DELETE_TARGETS)
     report = RunReport(seed, duration, faults)
     clock = RealClock()
     run_id = f"chaos-{seed}-{int(clock.now())}"
@@ -91,9 +106,9 @@ async def run_one(seed: int, duration: float, workdir: Path) -> RunReport:
         # The schedule's times count from here: the workload is up, the faults start.
         offset = observer.now()
         tasks.append(asyncio.create_task(observer.write_acknowledged()))
-        shifted = [Fault(f.at + offset, f.kind, f.target, f.duration, f.delay) for f in faults]
-        observer.obs.faults = [Window(f.at, f.end, f.kind, f.target) for f in shifted]
-        injections = [asyncio.create_task(_at(observer, f.at, cluster.inject(f))) for f in shifted]
+        shifted = [f.shifted(offset) for f in faults]
+        observer.obs.faults = [Window(f.at, f.end, f.kind, f.target) for f in shifted if f.kind != POD_DELETE]
+        injections = [asyncio.create_task(_at(observer, f.at, _inject(cluster, client, f))) for f in shifted]
         await clock.sleep(max(0.0, offset + duration - observer.now()))
         await asyncio.gather(*injections)
         tasks[-1].cancel()  # stop writing; what was acknowledged must survive
@@ -104,6 +119,7 @@ async def run_one(seed: int, duration: float, workdir: Path) -> RunReport:
         observer.obs.files = workload.read_records(cluster.shared, observer.started)
         capabilities = await observer.capabilities()
         report.violations, report.skipped = run_checkers(observer.obs, capabilities)
+        report.error = report.error or _missing_evidence(observer)
         report.recoveries = recovery_times(shifted, observer.health)
         report.acked_writes = len(observer.obs.acked_writes)
         return report
@@ -115,6 +131,22 @@ async def run_one(seed: int, duration: float, workdir: Path) -> RunReport:
             await client.close()
         await cluster.stop()
         (workdir / "report.json").write_text(json.dumps(report.to_json(), indent=1))
+
+
+def _missing_evidence(observer: Observer) -> str:
+    """A run that saw nothing proves nothing: say so rather than pass it."""
+    obs = observer.obs
+    missing = [what for what, seen in (("workload processes in /proc", obs.procs), ("file records", obs.files),
+                                       ("acknowledged writes", obs.acked_writes), ("pod lists", obs.pod_list_times))
+               if not seen]
+    return f"no {', no '.join(missing)} observed" if missing else ""
+
+
+async def _inject(cluster: Cluster, client: ApiClient, fault: Fault) -> None:
+    if fault.kind == POD_DELETE:
+        await workload.delete_twice(client, cluster.clock, fault.target, fault.graces)
+    else:
+        await cluster.inject(fault)
 
 
 async def _at(observer: Observer, when: float, action: Any) -> None:

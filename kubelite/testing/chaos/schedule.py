@@ -4,12 +4,13 @@ violation is reproduced by rerunning its seed (`--seed S --schedules 1`)."""
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 LINK_FAULTS = ("cut", "drop", "up", "down", "half_open", "delay")
 AGENT_FAULTS = ("agent_kill", "agent_stop")
 SERVER_FAULTS = ("server_kill", "store_stall")
+POD_DELETE = "pod_delete"  # a client deleting a pod, then deleting it again with another grace period
 SERVER = "server"
 
 
@@ -26,6 +27,7 @@ class Fault:
     target: str
     duration: float
     delay: float = 0.0  # for "delay": how long each chunk is held
+    graces: tuple[int, ...] = ()  # for pod_delete: the grace period of each DELETE, in order
 
     @property
     def end(self) -> float:
@@ -33,24 +35,42 @@ class Fault:
 
     def describe(self) -> str:
         extra = f" ({self.delay:.1f}s per chunk)" if self.kind == "delay" else ""
+        extra += f" (grace {', then '.join(map(str, self.graces))})" if self.graces else ""
         return f"t={self.at:6.1f}s {self.kind:<11} {self.target:<8} for {self.duration:4.1f}s{extra}"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def shifted(self, offset: float) -> Fault:
+        return replace(self, at=self.at + offset)
 
-def generate(seed: int, duration: float, nodes: list[str], settle: float = 8.0, tail: float = 5.0) -> list[Fault]:
+
+def _length(rng: random.Random, kind: str) -> float:
+    """Server faults short; node faults mostly short, but a third long enough for the node to go Unknown
+    and its pods to be evicted (cluster.NODE_MONITOR_GRACE + workload.TOLERATION_SECONDS, plus margin)."""
+    if kind in SERVER_FAULTS:
+        return rng.uniform(1.0, 4.0)
+    return rng.uniform(20.0, 28.0) if rng.random() < 0.33 else rng.uniform(1.0, 12.0)
+
+
+def generate(seed: int, duration: float, nodes: list[str], pods: list[str], settle: float = 3.0,
+             tail: float = 3.0) -> list[Fault]:
     """Random faults in [settle, duration - tail): each target has at most one fault at a time, and the
-    server at most one fault in the whole cluster at a time (two overlapping server faults would be one)."""
+    server at most one fault in the whole cluster at a time (two overlapping server faults would be one).
+    `pods` are the targets of pod_delete (a pod name, or a workload name for "one of its pods")."""
     rng = random.Random(seed)
     busy: dict[str, float] = {}  # target -> when its current fault ends
     faults: list[Fault] = []
     t = settle + rng.uniform(0, 3)
     while t < duration - tail:
-        kind = rng.choice(LINK_FAULTS * 2 + AGENT_FAULTS + SERVER_FAULTS)
+        kind = rng.choice(LINK_FAULTS * 2 + AGENT_FAULTS + SERVER_FAULTS + (POD_DELETE,))
+        if kind == POD_DELETE:  # the second DELETE may ask for a longer grace period: it must not get it
+            faults.append(Fault(round(t, 1), kind, rng.choice(pods), 1.0,
+                                graces=(rng.randint(1, 8), rng.randint(1, 15))))
+            t += rng.uniform(1.0, 6.0)
+            continue
         target = SERVER if kind in SERVER_FAULTS else rng.choice(nodes)
-        length = round(rng.uniform(1.0, 4.0) if kind in SERVER_FAULTS else rng.uniform(1.0, 12.0), 1)
-        length = min(length, max(1.0, duration - tail - t))
+        length = round(min(_length(rng, kind), max(1.0, duration - tail - t)), 1)
         if busy.get(target, 0.0) <= t:
             delay = round(rng.uniform(0.2, 3.0), 1) if kind == "delay" else 0.0
             faults.append(Fault(round(t, 1), kind, target, length, delay))

@@ -5,20 +5,31 @@ the markers `procs.scan` finds them by."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
+from kubelite.api.errors import ApiError
+from kubelite.client.interface import Client
+from kubelite.clock import Clock
 from kubelite.testing.chaos.observations import FileRecord
 
 NAMESPACE = "default"
 STATEFULSET = "chaos-db"
 DEPLOYMENT = "chaos-web"
 REPLICAS = {STATEFULSET: 3, DEPLOYMENT: 2}
+DELETE_TARGETS = [*(f"{STATEFULSET}-{i}" for i in range(REPLICAS[STATEFULSET])), DEPLOYMENT]
 GRACE = 5
 WRITE_INTERVAL = 0.5
+# Tolerate an unreachable or not-ready node this long (not the default 300 s), so that a long enough
+# partition makes the taint manager delete the pods there within a run: a Deployment replaces them at once
+# (S6), a StatefulSet must not until the old pod's processes are confirmed dead (S1).
+TOLERATION_SECONDS = 3
 # bash (not sh): EPOCHREALTIME gives the time without forking; the loop is one long-lived bash process.
+# `$$$$` is the shell's `$$` after Kubernetes' $(VAR) expansion of the command, which turns `$$` into `$`.
 SCRIPT = ("trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); "
-          "echo \"$CHAOS_IDENTITY $CHAOS_POD_UID $CHAOS_NODE $$ $i $EPOCHREALTIME\" >> \"$DATA/$CHAOS_IDENTITY.log\"; "
+          "echo \"$CHAOS_IDENTITY $CHAOS_POD_UID $CHAOS_NODE $$$$ $i $EPOCHREALTIME\" "
+          ">> \"$DATA/$CHAOS_IDENTITY.log\"; "
           f"sleep {WRITE_INTERVAL}; done")
 
 
@@ -32,6 +43,8 @@ def _env(run_id: str, kind: str) -> list[dict[str, Any]]:
 def _pod_template(name: str, run_id: str, kind: str, data_dir: Path) -> dict[str, Any]:
     return {"metadata": {"labels": {"app": name}}, "spec": {
         "terminationGracePeriodSeconds": GRACE,
+        "tolerations": [{"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute",
+                         "tolerationSeconds": TOLERATION_SECONDS} for key in ("unreachable", "not-ready")],
         "containers": [{"name": "main", "image": "busybox", "command": ["bash", "-c", SCRIPT],
                         "env": _env(run_id, kind), "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
         "volumes": [{"name": "data", "hostPath": {"path": str(data_dir / kind), "type": "DirectoryOrCreate"}}]}}
@@ -48,6 +61,22 @@ def manifests(run_id: str, data_dir: Path) -> list[tuple[str, dict[str, Any]]]:
         "template": _pod_template(DEPLOYMENT, run_id, "deployment", data_dir)}}
     return [(f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets", sts),
             (f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments", deploy)]
+
+
+async def delete_twice(client: Client, clock: Clock, target: str, graces: tuple[int, ...]) -> None:
+    """DELETE pod `target` (or the first live pod of the workload of that name) with each grace period in
+    turn, half a second apart, as two clients racing would: a later, longer grace period must not stick."""
+    pods = (await client.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
+    names = sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")
+                   and (p["metadata"]["name"] == target or p["metadata"].get("labels", {}).get("app") == target))
+    if not names:
+        return
+    for i, grace in enumerate(graces):
+        if i:
+            await clock.sleep(0.5)
+        with contextlib.suppress(ApiError):  # gone already, or the server down: the next fault goes on
+            await client.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/{names[0]}",
+                                 {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": grace})
 
 
 def read_records(data_dir: Path, started: float) -> list[FileRecord]:
