@@ -54,6 +54,7 @@ class Cluster:
     agents: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     links: dict[str, LinkProxy] = field(default_factory=dict)
     clock: Clock = field(default_factory=RealClock)
+    nodes: list[str] = field(default_factory=lambda: list(NODES))
 
     @property
     def kubeconfig(self) -> Path:
@@ -67,7 +68,7 @@ class Cluster:
     async def start(self) -> None:
         self.shared.mkdir(parents=True, exist_ok=True)
         await self.start_server()
-        for node in NODES:
+        for node in self.nodes:
             link = LinkProxy(node, self.port, clock=self.clock)
             await link.start()
             self.links[node] = link

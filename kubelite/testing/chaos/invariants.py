@@ -19,6 +19,9 @@ from kubelite.testing.chaos.observations import Observations, ProcSample
 # A process sampled alive at t was alive somewhere in (t - interval, t]; allow for the sampling period
 # and for the 2 s minimum stop window (L12) when comparing against API times.
 KILL_SLACK = 3.0
+# A partitioned or stopped agent sees a deletion only once it is back: it then owes the kill within this
+# (reconnect and relist; the node lifecycle controller's grace period is the same order) plus the grace.
+RECONNECT_SLACK = 15.0
 # One file line per 0.5 s; two instances' lines interleaving by less than this are not evidence.
 FILE_OVERLAP_SLACK = 0.0
 
@@ -108,30 +111,34 @@ def grace_never_lengthened(obs: Observations) -> list[Violation]:
     return out
 
 
-def _node_disturbed(obs: Observations, node: str, start: float, end: float) -> bool:
-    return any(w.start <= end and w.end >= start and w.target in (node, "server") for w in obs.faults)
+def _last_disturbance(obs: Observations, node: str, start: float, end: float) -> float | None:
+    """When the last fault between `node`'s agent and the API server within [start, end] ended."""
+    ends = [w.end for w in obs.faults if w.start <= end and w.end >= start and w.target in (node, "server")]
+    return max(ends) if ends else None
 
 
 def killed_within_grace(obs: Observations) -> list[Violation]:
     """L12/L13: a deleted pod's processes are dead by its deletionTimestamp (request + grace) plus the
-    slack, when nothing stood between its agent and the API server during that window (a partitioned or
-    stopped agent cannot see the deletion; it restarts the grace period when it does)."""
-    deadline: dict[str, tuple[float, float, str, str]] = {}  # uid -> (first seen deleted, deadline, name, node)
+    slack. An agent cut off from the API server meanwhile cannot see the deletion; it restarts the grace
+    period when it does (seed 002), so its deadline moves to the fault's end + reconnect slack + grace."""
+    deleted: dict[str, tuple[float, float, int, str, str]] = {}  # uid -> (first seen, deadline, grace, name, node)
     for s in sorted(obs.pods, key=lambda s: s.t):
-        if s.deletion_timestamp is not None:
-            seen, dl, _, _ = deadline.get(s.uid, (s.t, s.deletion_timestamp, s.name, s.node))
-            deadline[s.uid] = (seen, min(dl, s.deletion_timestamp), s.name, s.node)
+        if s.deletion_timestamp is not None and s.grace is not None:
+            seen, dl, grace, _, _ = deleted.get(s.uid, (s.t, s.deletion_timestamp, s.grace, s.name, s.node))
+            deleted[s.uid] = (seen, min(dl, s.deletion_timestamp), min(grace, s.grace), s.name, s.node)
     out = []
     late: set[str] = set()
-    for p in obs.procs:
-        if p.pod_uid not in deadline or p.pod_uid in late:
+    for p in sorted(obs.procs, key=lambda p: p.t):
+        if p.pod_uid not in deleted or p.pod_uid in late:
             continue
-        seen, dl, name, node = deadline[p.pod_uid]
-        requested = seen - obs.pod_list_interval
-        if p.t > dl + KILL_SLACK and not _node_disturbed(obs, node, requested - 1.0, p.t):
+        seen, dl, grace, name, node = deleted[p.pod_uid]
+        healed = _last_disturbance(obs, node, dl - grace - obs.pod_list_interval, p.t)
+        due = dl if healed is None else max(dl, healed + RECONNECT_SLACK + grace)
+        if p.t > due + KILL_SLACK:
             late.add(p.pod_uid)
+            why = "" if healed is None else f", {p.t - healed:.1f}s after its node's last fault ended"
             out.append(Violation("killed-within-grace", p.t, f"{name} (uid {p.pod_uid[:8]}) on {node}: pid {p.pid} "
-                                 f"alive at t={p.t:.1f}, {p.t - dl:.1f}s past its deletion deadline t={dl:.1f}"))
+                                 f"alive at t={p.t:.1f}, {p.t - dl:.1f}s past its deletion deadline t={dl:.1f}{why}"))
     return out
 
 
