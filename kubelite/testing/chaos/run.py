@@ -30,6 +30,7 @@ RECOVERY_TIMEOUT = 90.0
 class Recovery:
     seconds: float | None  # fault end -> workload healthy again; None: never within the run
     disrupted: bool  # whether the workload was unhealthy at some point meanwhile
+    overlapped: bool = False  # another fault was active at its end or began before recovery: not its own time
 
 
 @dataclass
@@ -58,7 +59,8 @@ class RunReport:
                  f"{self.acked_writes} acknowledged writes" + (f", ERROR {self.error}" if self.error else "")]
         for f, r in zip(self.faults, self.recoveries, strict=False):
             healed = "never recovered" if r.seconds is None else f"healthy {r.seconds:.1f}s after its end"
-            lines.append(f"  {f.describe()}  {healed}{'' if r.disrupted else ' (workload undisturbed)'}")
+            note = (" (workload undisturbed)" if not r.disrupted else "") + (" (overlapped)" if r.overlapped else "")
+            lines.append(f"  {f.describe()}  {healed}{note}")
         lines += [f"  VIOLATION {v.invariant} at t={v.t:.1f}s: {v.message}" for v in self.violations]
         lines += [f"  {s}" for s in self.skipped]
         return "\n".join(lines)
@@ -71,8 +73,9 @@ def recovery_times(faults: list[Fault], health: list[tuple[float, bool]]) -> lis
     for f in faults:
         healed = next((t for t, ok in health if ok and t >= f.end), None)
         until = healed if healed is not None else float("inf")
+        others = [g for g in faults if g is not f and g.at <= until and g.end >= f.end]
         out.append(Recovery(None if healed is None else round(healed - f.end, 2),
-                            any(not ok for t, ok in health if f.at <= t <= until)))
+                            any(not ok for t, ok in health if f.at <= t <= until), bool(others)))
     return out
 
 
@@ -85,8 +88,8 @@ async def _wait_healthy(observer: Observer, timeout: float) -> bool:
     return False
 
 
-async def run_one(seed: int, duration: float, workdir: Path) -> RunReport:
-    faults = generate(seed, duration, NODES, workload.DELETE_TARGETS)
+async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[str] = frozenset()) -> RunReport:
+    faults = generate(seed, duration, NODES, workload.DELETE_TARGETS, exclude=exclude)
     report = RunReport(seed, duration, faults)
     clock = RealClock()
     run_id = f"chaos-{seed}-{int(clock.now())}"
@@ -144,6 +147,7 @@ def _missing_evidence(observer: Observer) -> str:
 
 async def _inject(cluster: Cluster, client: ApiClient, fault: Fault) -> None:
     if fault.kind == POD_DELETE:
+        log.info("fault: %s", fault.describe())
         await workload.delete_twice(client, cluster.clock, fault.target, fault.graces)
     else:
         await cluster.inject(fault)

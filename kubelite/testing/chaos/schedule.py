@@ -11,6 +11,7 @@ LINK_FAULTS = ("cut", "drop", "up", "down", "half_open", "delay")
 AGENT_FAULTS = ("agent_kill", "agent_stop")
 SERVER_FAULTS = ("server_kill", "store_stall")
 POD_DELETE = "pod_delete"  # a client deleting a pod, then deleting it again with another grace period
+KINDS = (*LINK_FAULTS, *AGENT_FAULTS, *SERVER_FAULTS, POD_DELETE)
 SERVER = "server"
 
 
@@ -54,26 +55,28 @@ def _length(rng: random.Random, kind: str) -> float:
 
 
 def generate(seed: int, duration: float, nodes: list[str], pods: list[str], settle: float = 3.0,
-             tail: float = 3.0) -> list[Fault]:
+             tail: float = 3.0, exclude: frozenset[str] = frozenset()) -> list[Fault]:
     """Random faults in [settle, duration - tail): each target has at most one fault at a time, and the
     server at most one fault in the whole cluster at a time (two overlapping server faults would be one).
-    `pods` are the targets of pod_delete (a pod name, or a workload name for "one of its pods")."""
+    `pods` are the targets of pod_delete (a pod name, or a workload name for "one of its pods"). Kinds in
+    `exclude` are drawn as usual (so the rest of the schedule stays that of the seed) and then left out."""
     rng = random.Random(seed)
     busy: dict[str, float] = {}  # target -> when its current fault ends
     faults: list[Fault] = []
     t = settle + rng.uniform(0, 3)
     while t < duration - tail:
+        at = round(t, 1)
+        # Every draw happens whatever is kept, so that excluding a kind changes nothing else of the seed's.
         kind = rng.choice(LINK_FAULTS * 2 + AGENT_FAULTS + SERVER_FAULTS + (POD_DELETE,))
-        if kind == POD_DELETE:  # the second DELETE may ask for a longer grace period: it must not get it
-            faults.append(Fault(round(t, 1), kind, rng.choice(pods), 1.0,
-                                graces=(rng.randint(1, 8), rng.randint(1, 15))))
-            t += rng.uniform(1.0, 6.0)
-            continue
-        target = SERVER if kind in SERVER_FAULTS else rng.choice(nodes)
-        length = round(min(_length(rng, kind), max(1.0, duration - tail - t)), 1)
-        if busy.get(target, 0.0) <= t:
-            delay = round(rng.uniform(0.2, 3.0), 1) if kind == "delay" else 0.0
-            faults.append(Fault(round(t, 1), kind, target, length, delay))
-            busy[target] = t + length
+        target = SERVER if kind in SERVER_FAULTS else rng.choice(pods if kind == POD_DELETE else nodes)
+        length = round(min(_length(rng, kind), max(1.0, duration - tail - at)), 1)
+        delay = round(rng.uniform(0.2, 3.0), 1)
+        # pod_delete: the second DELETE may ask for a longer grace period, which it must not get
+        graces = (rng.randint(1, 8), rng.randint(1, 15))
+        if kind == POD_DELETE and kind not in exclude:
+            faults.append(Fault(at, kind, target, 1.0, graces=graces))
+        elif kind not in exclude and busy.get(target, 0.0) <= at:
+            faults.append(Fault(at, kind, target, length, delay if kind == "delay" else 0.0))
+            busy[target] = faults[-1].end
         t += rng.uniform(1.0, 6.0)
     return faults
