@@ -4,6 +4,7 @@ from each fault's end."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -26,13 +27,13 @@ def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> Non
 def test_faults_stay_inside_the_run_and_never_overlap_on_one_target(seed: int) -> None:
     faults = generate(seed, 60, NODES, PODS)
     assert faults and all(f.kind in KINDS for f in faults)
-    assert all(3.0 <= f.at and f.end <= 60 for f in faults)
+    assert all(f.at >= 3.0 and f.end <= 60 for f in faults)
     by_target: dict[str, list[Fault]] = {}
     for f in faults:
         if f.kind != POD_DELETE:
             by_target.setdefault(f.target, []).append(f)
     for target, fs in by_target.items():
-        assert all(a.end <= b.at for a, b in zip(fs, fs[1:], strict=False)), target
+        assert all(a.end <= b.at for a, b in itertools.pairwise(fs)), target
     assert all(f.target == SERVER for f in faults if f.kind in SERVER_FAULTS)
     assert all(len(f.graces) == 2 and min(f.graces) >= 1 for f in faults if f.kind == POD_DELETE)
 
