@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="where runs keep their data and logs")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("kubelite.testing.chaos").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     # SIGTERM as Ctrl-C: asyncio.run cancels the run, whose cleanup stops the cluster it started.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     exclude = frozenset(k for k in args.exclude.split(",") if k)

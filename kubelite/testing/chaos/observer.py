@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api.errors import ApiError
@@ -13,6 +15,8 @@ from kubelite.client.http import ApiClient
 from kubelite.clock import Clock, parse_rfc3339
 from kubelite.testing.chaos import procs, workload
 from kubelite.testing.chaos.observations import Observations, PodSample
+
+log = logging.getLogger(__name__)
 
 CALL_TIMEOUT = 3.0
 WRITE_INTERVAL = 0.2
@@ -32,6 +36,7 @@ class Observer:
         self.run_id = run_id
         self.started = clock.now()
         self.obs = Observations()
+        self._written = 0
         self.health: list[tuple[float, bool]] = []  # (t, workload healthy) per successful look
 
     def now(self) -> float:
@@ -47,19 +52,31 @@ class Observer:
             self.obs.proc_sample_times.append(t)
             await self.clock.sleep(self.obs.sample_interval)
 
-    async def list_pods(self) -> None:
+    async def _every(self, interval: float, step: Callable[[], Awaitable[None]]) -> None:
+        """Run `step` every `interval` until cancelled. An unavailable or stalled server is what the run is
+        about and says nothing; anything else is logged, and the loop carries on regardless."""
         while True:
-            await self.clock.sleep(self.obs.pod_list_interval)
-            t = self.now()
-            with contextlib.suppress(ApiError, TimeoutError):
-                pods = (await self._call("GET", f"/api/v1/namespaces/{workload.NAMESPACE}/pods"))["items"]
-                self.obs.pod_list_times.append(t)
-                for p in pods:
-                    meta = p["metadata"]
-                    self.obs.pods.append(PodSample(t, meta["uid"], meta["name"], p["spec"].get("nodeName", ""),
-                                                   _ts(meta.get("deletionTimestamp"), self.started),
-                                                   meta.get("deletionGracePeriodSeconds")))
-                self.health.append((t, await self._healthy(pods)))
+            try:
+                await step()
+            except (ApiError, TimeoutError) as exc:
+                log.debug("observer step %s: %r", step.__name__, exc)
+            except Exception:
+                log.exception("observer step failed")
+            await self.clock.sleep(interval)
+
+    async def list_pods(self) -> None:
+        await self._every(self.obs.pod_list_interval, self._list_pods)
+
+    async def _list_pods(self) -> None:
+        t = self.now()
+        pods = (await self._call("GET", f"/api/v1/namespaces/{workload.NAMESPACE}/pods"))["items"]
+        self.obs.pod_list_times.append(t)
+        for p in pods:
+            meta = p["metadata"]
+            self.obs.pods.append(PodSample(t, meta["uid"], meta["name"], p["spec"].get("nodeName", ""),
+                                           _ts(meta.get("deletionTimestamp"), self.started),
+                                           meta.get("deletionGracePeriodSeconds")))
+        self.health.append((t, await self._healthy(pods)))
 
     async def _healthy(self, pods: list[dict[str, Any]]) -> bool:
         """Every replica Ready in the API and exactly one live process per StatefulSet identity."""
@@ -78,16 +95,15 @@ class Observer:
             len(uids) == 1 for uids in alive.values())
 
     async def write_acknowledged(self) -> None:
-        n = 0
-        while True:
-            n += 1
-            name = f"ack-{n:06d}"
-            body = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"n": str(n)},
-                    "metadata": {"name": name, "labels": {ACK_LABEL: self.run_id}}}
-            with contextlib.suppress(ApiError, TimeoutError):
-                await self._call("POST", f"/api/v1/namespaces/{workload.NAMESPACE}/configmaps", body)
-                self.obs.acked_writes.add(name)  # only an answered 201 counts; a timeout is not an ack
-            await self.clock.sleep(WRITE_INTERVAL)
+        await self._every(WRITE_INTERVAL, self._write_one)
+
+    async def _write_one(self) -> None:
+        self._written += 1
+        name = f"ack-{self._written:06d}"
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"n": str(self._written)},
+                "metadata": {"name": name, "labels": {ACK_LABEL: self.run_id}}}
+        await self._call("POST", f"/api/v1/namespaces/{workload.NAMESPACE}/configmaps", body)
+        self.obs.acked_writes.add(name)  # only an answered 201 counts; a timeout is not an acknowledgement
 
     async def read_back(self) -> None:
         """The acknowledged writes readable now (after recovery)."""
