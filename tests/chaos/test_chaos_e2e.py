@@ -16,7 +16,7 @@ from kubelite.testing.chaos.run import run_one
 pytestmark = pytest.mark.e2e
 
 SEEDS = range(1, 6)
-DURATION = 8.0
+DURATION = 12.0
 EXCLUDE = frozenset({"half_open"})
 
 

@@ -28,6 +28,7 @@ def test_faults_stay_inside_the_run_and_never_overlap_on_one_target(seed: int) -
     faults = generate(seed, 60, NODES, PODS)
     assert faults and all(f.kind in KINDS for f in faults)
     assert all(f.at >= 3.0 and f.end <= 60 for f in faults)
+
     by_target: dict[str, list[Fault]] = {}
     for f in faults:
         if f.kind != POD_DELETE:
@@ -36,6 +37,11 @@ def test_faults_stay_inside_the_run_and_never_overlap_on_one_target(seed: int) -
         assert all(a.end <= b.at for a, b in itertools.pairwise(fs)), target
     assert all(f.target == SERVER for f in faults if f.kind in SERVER_FAULTS)
     assert all(len(f.graces) == 2 and min(f.graces) >= 1 for f in faults if f.kind == POD_DELETE)
+
+
+def test_a_short_schedule_keeps_the_density_of_faults() -> None:
+    counts = [len(generate(seed, 12, NODES, PODS)) for seed in range(20)]
+    assert min(counts) >= 1 and sum(counts) >= 3 * len(counts), counts
 
 
 def test_excluding_a_kind_leaves_the_rest_of_the_seeds_schedule_as_it_was() -> None:

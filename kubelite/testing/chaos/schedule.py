@@ -54,16 +54,19 @@ def _length(rng: random.Random, kind: str) -> float:
     return rng.uniform(20.0, 28.0) if rng.random() < 0.33 else rng.uniform(1.0, 12.0)
 
 
-def generate(seed: int, duration: float, nodes: list[str], pods: list[str], settle: float = 3.0,
-             tail: float = 3.0, exclude: frozenset[str] = frozenset()) -> list[Fault]:
-    """Random faults in [settle, duration - tail): each target has at most one fault at a time, and the
+def generate(seed: int, duration: float, nodes: list[str], pods: list[str],
+             exclude: frozenset[str] = frozenset()) -> list[Fault]:
+    """Random faults over the duration but its first and last tenth (3 s at most): each target has at most one fault at a time, and the
     server at most one fault in the whole cluster at a time (two overlapping server faults would be one).
     `pods` are the targets of pod_delete (a pod name, or a workload name for "one of its pods"). Kinds in
     `exclude` are drawn as usual (so the rest of the schedule stays that of the seed) and then left out."""
+    # A 60 s schedule: faults from 3 s to 57 s, 1-6 s apart; a short one (CI's) keeps that density of faults.
+    settle = tail = min(3.0, duration / 10)
+    max_gap = min(6.0, max(1.5, duration / 4))
     rng = random.Random(seed)
     busy: dict[str, float] = {}  # target -> when its current fault ends
     faults: list[Fault] = []
-    t = settle + rng.uniform(0, 3)
+    t = settle + rng.uniform(0, settle)
     while t < duration - tail:
         at = round(t, 1)
         # Every draw happens whatever is kept, so that excluding a kind changes nothing else of the seed's.
@@ -78,5 +81,5 @@ def generate(seed: int, duration: float, nodes: list[str], pods: list[str], sett
         elif kind not in exclude and busy.get(target, 0.0) <= at:
             faults.append(Fault(at, kind, target, length, delay if kind == "delay" else 0.0))
             busy[target] = faults[-1].end
-        t += rng.uniform(1.0, 6.0)
+        t += rng.uniform(1.0, max_gap)
     return faults
