@@ -56,8 +56,9 @@ def _length(rng: random.Random, kind: str) -> float:
 
 def generate(seed: int, duration: float, nodes: list[str], pods: list[str],
              exclude: frozenset[str] = frozenset()) -> list[Fault]:
-    """Random faults over the duration but its first and last tenth (3 s at most): each target has at most one fault at a time, and the
-    server at most one fault in the whole cluster at a time (two overlapping server faults would be one).
+    """Random faults over the duration but its first and last tenth (3 s at most): each target has at most
+    one fault at a time, and the server at most one fault in the whole cluster at a time (two overlapping
+    server faults would be one).
     `pods` are the targets of pod_delete (a pod name, or a workload name for "one of its pods"). Kinds in
     `exclude` are drawn as usual (so the rest of the schedule stays that of the seed) and then left out."""
     # A 60 s schedule: faults from 3 s to 57 s, 1-6 s apart; a short one (CI's) keeps that density of faults.
