@@ -190,6 +190,8 @@ def test_checkers_missing_a_capability_are_skipped_with_their_reason_not_passed(
     assert any(s.startswith("rwo-single-node") and "skipped" in s for s in skipped)
     assert any(s.startswith("force-delete-needs-fence") for s in skipped)
     violations, skipped = run_checkers(violating, {STORAGE, FENCING})
+    assert not violations and all("nothing collects" in s for s in skipped), "an API alone is not observation"
+    violations, skipped = run_checkers(violating, {STORAGE, FENCING}, frozenset({STORAGE, FENCING}))
     assert [v.invariant for v in violations] == ["rwo-single-node"] and not skipped
 
 

@@ -72,7 +72,6 @@ class Window:
 @dataclass
 class Observations:
     procs: list[ProcSample] = field(default_factory=list)
-    proc_sample_times: list[float] = field(default_factory=list)
     pods: list[PodSample] = field(default_factory=list)
     pod_list_times: list[float] = field(default_factory=list)  # when a pod list succeeded
     files: list[FileRecord] = field(default_factory=list)

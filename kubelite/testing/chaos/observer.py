@@ -49,7 +49,6 @@ class Observer:
         while True:
             t = self.now()
             self.obs.procs += procs.scan(self.run_id, t)
-            self.obs.proc_sample_times.append(t)
             await self.clock.sleep(self.obs.sample_interval)
 
     async def _every(self, interval: float, step: Callable[[], Awaitable[None]]) -> None:
