@@ -43,6 +43,7 @@ class RunReport:
     recoveries: list[Recovery] = field(default_factory=list)  # one per fault, in order
     acked_writes: int = 0
     error: str = ""
+    offset: float = 0.0  # when the schedule started, on the observations' clock (the workload's start)
 
     @property
     def ok(self) -> bool:
@@ -52,7 +53,7 @@ class RunReport:
         return {"seed": self.seed, "duration": self.duration, "faults": [f.to_json() for f in self.faults],
                 "violations": [v.__dict__ for v in self.violations], "skipped": self.skipped,
                 "recoveries": [r.__dict__ for r in self.recoveries], "acked_writes": self.acked_writes,
-                "error": self.error}
+                "error": self.error, "offset": self.offset}
 
     def text(self) -> str:
         lines = [f"seed {self.seed}: {len(self.faults)} faults, {len(self.violations)} violations, "
@@ -61,6 +62,8 @@ class RunReport:
             healed = "never recovered" if r.seconds is None else f"healthy {r.seconds:.1f}s after its end"
             note = (" (workload undisturbed)" if not r.disrupted else "") + (" (overlapped)" if r.overlapped else "")
             lines.append(f"  {f.describe()}  {healed}{note}")
+        if self.violations:  # the checkers' times count from the workload's creation
+            lines.append(f"  (violation times below: fault time + {self.offset:.1f}s)")
         lines += [f"  VIOLATION {v.invariant} at t={v.t:.1f}s: {v.message}" for v in self.violations]
         lines += [f"  {s}" for s in self.skipped]
         return "\n".join(lines)
@@ -107,7 +110,7 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
             report.error = f"the workload never became healthy before the faults (logs in {workdir})"
             return report
         # The schedule's times count from here: the workload is up, the faults start.
-        offset = observer.now()
+        offset = report.offset = round(observer.now(), 1)
         tasks.append(asyncio.create_task(observer.write_acknowledged()))
         shifted = [f.shifted(offset) for f in faults]
         observer.obs.faults = [Window(f.at, f.end, f.kind, f.target) for f in shifted if f.kind != POD_DELETE]
