@@ -124,6 +124,9 @@ def killed_within_grace(obs: Observations) -> list[Violation]:
         if s.deletion_timestamp is not None and s.grace is not None:
             seen, dl, grace, _, _ = deleted.get(s.uid, (s.t, s.deletion_timestamp, s.grace, s.name, s.node))
             deleted[s.uid] = (seen, min(dl, s.deletion_timestamp), min(grace, s.grace), s.name, s.node)
+    last_alive: dict[str, float] = {}
+    for p in obs.procs:
+        last_alive[p.pod_uid] = max(last_alive.get(p.pod_uid, p.t), p.t)
     out = []
     late: set[str] = set()
     for p in sorted(obs.procs, key=lambda p: p.t):
@@ -136,7 +139,8 @@ def killed_within_grace(obs: Observations) -> list[Violation]:
             late.add(p.pod_uid)
             why = "" if healed is None else f", {p.t - healed:.1f}s after its node's last fault ended"
             out.append(Violation("killed-within-grace", p.t, f"{name} (uid {p.pod_uid[:8]}) on {node}: pid {p.pid} "
-                                 f"alive at t={p.t:.1f}, {p.t - dl:.1f}s past its deletion deadline t={dl:.1f}{why}"))
+                                 f"alive at t={p.t:.1f}, {p.t - dl:.1f}s past its deletion deadline t={dl:.1f}{why} "
+                                 f"(last seen alive at t={last_alive[p.pod_uid]:.1f})"))
     return out
 
 
