@@ -102,7 +102,7 @@ class Cluster:
 
     async def inject(self, fault: Fault) -> None:
         """Apply `fault`, hold it for its duration, then end it (heal, SIGCONT or restart)."""
-        log.info("fault: %s", fault.describe())
+        log.info("fault (run time): %s", fault.describe())
         if fault.target == SERVER:
             await self._server_fault(fault)
         elif fault.kind in ("agent_kill", "agent_stop"):

@@ -150,7 +150,7 @@ def _missing_evidence(observer: Observer) -> str:
 
 async def _inject(cluster: Cluster, client: ApiClient, fault: Fault) -> None:
     if fault.kind == POD_DELETE:
-        log.info("fault: %s", fault.describe())
+        log.info("fault (run time): %s", fault.describe())
         await workload.delete_twice(client, cluster.clock, fault.target, fault.graces)
     else:
         await cluster.inject(fault)
