@@ -11,7 +11,7 @@ import pytest
 
 from kubelite.testing.chaos import procs, workload
 from kubelite.testing.chaos.observations import ProcSample
-from kubelite.testing.chaos.run import Recovery, recovery_times
+from kubelite.testing.chaos.run import Recovery, episodes, recovery_times
 from kubelite.testing.chaos.schedule import KINDS, POD_DELETE, SERVER, SERVER_FAULTS, Fault, generate
 
 NODES = ["node-a", "node-b", "node-c"]
@@ -65,6 +65,13 @@ RECOVERY = [
 def test_recovery_is_measured_from_the_fault_end(name: str, health: list[tuple[float, bool]],
                                                   want: Recovery) -> None:
     assert recovery_times([Fault(10.0, "drop", "node-a", 5.0)], health) == [want]
+
+
+def test_episodes_merge_overlapping_faults_and_measure_recovery_from_the_last_end() -> None:
+    faults = [Fault(10.0, "drop", "node-a", 5.0), Fault(12.0, "cut", "node-b", 6.0), Fault(30.0, "up", "node-c", 2.0)]
+    got = episodes(faults, [(11.0, False), (19.0, True), (31.0, False), (33.5, True)])
+    assert [(e.start, e.end, e.recovery) for e in got] == [(10.0, 18.0, Recovery(1.0, True)),
+                                                          (30.0, 32.0, Recovery(1.5, True))]
 
 
 def test_a_recovery_confounded_by_another_fault_is_marked_overlapped() -> None:

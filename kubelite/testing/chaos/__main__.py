@@ -19,9 +19,10 @@ from kubelite.testing.chaos.schedule import KINDS
 
 
 def summary(reports: list[RunReport]) -> dict[str, object]:
-    # Recovery of the faults that disturbed the workload and ended alone (no other fault confounding it).
-    recoveries = [r.seconds for rep in reports for r in rep.recoveries
-                  if r.seconds is not None and r.disrupted and not r.overlapped]
+    # Recovery after each episode of overlapping faults that disturbed the workload, unless the next
+    # episode began before the workload was healthy again (then the time is not this episode's).
+    recoveries = [e.recovery.seconds for rep in reports for e in rep.episodes
+                  if e.recovery.seconds is not None and e.recovery.disrupted and not e.recovery.overlapped]
     kinds: dict[str, int] = {}
     for rep in reports:
         for f in rep.faults:
@@ -29,6 +30,7 @@ def summary(reports: list[RunReport]) -> dict[str, object]:
     return {"schedules": len(reports), "faults": sum(kinds.values()), "faults_by_kind": kinds,
             "violations": sum(len(r.violations) for r in reports), "errors": sum(1 for r in reports if r.error),
             "disruptive_faults": sum(1 for rep in reports for r in rep.recoveries if r.disrupted),
+            "episodes": sum(len(r.episodes) for r in reports),
             "recoveries_measured": len(recoveries),
             "unrecovered": sum(1 for rep in reports for r in rep.recoveries if r.seconds is None),
             "recovery_p50_s": round(percentile(recoveries, 50), 2) if recoveries else None,

@@ -41,6 +41,7 @@ class RunReport:
     violations: list[Violation] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     recoveries: list[Recovery] = field(default_factory=list)  # one per fault, in order
+    episodes: list[Episode] = field(default_factory=list)  # runs of overlapping faults, and their recovery
     acked_writes: int = 0
     error: str = ""
     offset: float = 0.0  # when the schedule started, on the observations' clock (the workload's start)
@@ -52,7 +53,9 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         return {"seed": self.seed, "duration": self.duration, "faults": [f.to_json() for f in self.faults],
                 "violations": [v.__dict__ for v in self.violations], "skipped": self.skipped,
-                "recoveries": [r.__dict__ for r in self.recoveries], "acked_writes": self.acked_writes,
+                "recoveries": [r.__dict__ for r in self.recoveries],
+                "episodes": [{"start": e.start, "end": e.end, **e.recovery.__dict__} for e in self.episodes],
+                "acked_writes": self.acked_writes,
                 "error": self.error, "offset": self.offset}
 
     def text(self) -> str:
@@ -62,11 +65,38 @@ class RunReport:
             healed = "never recovered" if r.seconds is None else f"healthy {r.seconds:.1f}s after its end"
             note = (" (workload undisturbed)" if not r.disrupted else "") + (" (overlapped)" if r.overlapped else "")
             lines.append(f"  {f.describe()}  {healed}{note}")
+        for e in self.episodes:
+            r = e.recovery
+            healed = "never recovered" if r.seconds is None else f"healthy {r.seconds:.1f}s after"
+            note = "" if r.disrupted else " (undisturbed)"
+            lines.append(f"  episode t={e.start:.1f}-{e.end:.1f}s: {healed}{note}")
         if self.violations:  # the checkers' times count from the workload's creation
             lines.append(f"  (violation times below: fault time + {self.offset:.1f}s)")
         lines += [f"  VIOLATION {v.invariant} at t={v.t:.1f}s: {v.message}" for v in self.violations]
         lines += [f"  {s}" for s in self.skipped]
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A maximal run of overlapping faults: the workload's recovery is measured from its end, when nothing
+    is broken any more (a fault's own end, inside an episode, says little)."""
+
+    start: float
+    end: float
+    recovery: Recovery
+
+
+def episodes(faults: list[Fault], health: list[tuple[float, bool]]) -> list[Episode]:
+    spans: list[list[float]] = []
+    for f in sorted(faults, key=lambda f: f.at):
+        if spans and f.at <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], f.end)
+        else:
+            spans.append([f.at, f.end])
+    merged = [Fault(start, "episode", "", end - start) for start, end in spans]
+    return [Episode(round(f.at, 2), round(f.end, 2), r) for f, r in zip(merged, recovery_times(merged, health),
+                                                                         strict=True)]
 
 
 def recovery_times(faults: list[Fault], health: list[tuple[float, bool]]) -> list[Recovery]:
@@ -127,6 +157,7 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
         report.violations, report.skipped = run_checkers(observer.obs, capabilities)
         report.error = report.error or _missing_evidence(observer)
         report.recoveries = recovery_times(shifted, observer.health)
+        report.episodes = episodes(shifted, observer.health)
         report.acked_writes = len(observer.obs.acked_writes)
         return report
     finally:
