@@ -23,14 +23,17 @@ from kubelite.agent.config import NodeConfig
 from kubelite.agent.eviction import wiring as eviction
 from kubelite.agent.eviction.host_stats import PodPaths
 from kubelite.agent.loops import forever
+from kubelite.agent.metrics import KubeletMetrics, census, metrics_routes, running_containers
 from kubelite.agent.node import NodeReporter, host_capacity
 from kubelite.agent.pod_sync import PodSync
 from kubelite.agent.pod_workers import PodWorkers
 from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.interface import Runtime
 from kubelite.agent.service_env import NodeEnv
+from kubelite.agent.stats import ResourceStats
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
+from kubelite.agent.volumes.claims import ClaimVolumes
 from kubelite.agent.volumes.manager import VolumeManager
 from kubelite.agent.volumes.objects import ObjectWatcher, Ref
 from kubelite.agent.volumes.tokens import TokenManager
@@ -82,6 +85,13 @@ class Agent:
                                                           self._pod_paths))
         self._background: set[asyncio.Future[Any]] = set()
         self.proxy = proxy  # the service proxy (kube-proxy's part), if this node runs one
+        self.metrics = KubeletMetrics(clock, lambda: census(self.syncers,
+                                                            self.pod_workers.could_have_running_containers))
+        self.pod_workers.on_sync = self.metrics.pod_synced
+        self.resource_stats = ResourceStats(clock, lambda: running_containers(self.runtime, self.syncers),
+                                            getattr(runtime, "cgroups", None), node_name)
+        self.claim_volumes = ClaimVolumes(client, node_name, data_dir,  # persistentVolumeClaim volumes (S5)
+                                          (data_dir, *config.protected_paths))
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 
@@ -98,7 +108,7 @@ class Agent:
 
     def _new_syncer(self, pod: Obj, wake: Any) -> PodSync:
         saved = self.checkpoints.pop(pod["metadata"]["uid"], None)
-        syncer = PodSync(self, pod, wake, saved[1] if saved else None)
+        syncer = PodSync(self, pod, wake, saved[1] if saved else None, self.claim_volumes)
         self.syncers[pod["metadata"]["uid"]] = syncer
         return syncer
 
@@ -110,6 +120,7 @@ class Agent:
                 syncer.wake()
 
     def _pod_seen(self, pod: Obj) -> None:
+        self.metrics.pod_seen(pod)
         uid = pod["metadata"]["uid"]
         finished = self.pod_workers.is_finished(uid)  # ran to its end on this node: never started again
         if uid in self.pod_workers.pods and not finished:
@@ -128,6 +139,7 @@ class Agent:
 
     def _pod_gone(self, pod: Obj) -> None:
         uid = pod["metadata"].get("uid", "")
+        self.metrics.pod_gone(uid)
         self.status.forget(uid)
         if self.pod_workers.could_have_running_containers(uid):
             self.pod_workers.remove_pod(uid)  # force-deleted: the processes still get stopped (short grace)
@@ -220,8 +232,10 @@ class Agent:
 
     async def run(self) -> None:
         cert, key = server.ensure_serving_cert(self.data_dir / "pki", self.host_ip)
-        endpoint = server.AgentServer(server.routes(self._running_pod, self.clock), self.host_ip, self.port,
-                                      server.tls_context(cert, key, self.client_ca))
+        routes = [*server.routes(self._running_pod, self.clock),
+                  *(server.Route("GET", path, handler)
+                    for path, handler in metrics_routes(self.metrics, self.resource_stats).items())]
+        endpoint = server.AgentServer(routes, self.host_ip, self.port, server.tls_context(cert, key, self.client_ca))
         await endpoint.start()
         self.port = endpoint.port
         tasks: list[asyncio.Task[None]] = []
@@ -231,7 +245,7 @@ class Agent:
                 ("node heartbeat", self.node.heartbeat), ("service informer", self.services.run),
                 ("pod informer", self._pods_after_services),
                 ("status manager", self.status.run), ("event sender", self.events.run),
-                ("eviction manager", self.eviction.run))]
+                ("eviction manager", self.eviction.run), ("resource stats", self.resource_stats.run))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
             if self.proxy is not None:
                 tasks.append(asyncio.create_task(forever(self.clock, "service proxy", self.proxy.run)))

@@ -7,6 +7,10 @@ conversion. A container the kernel's OOM killer ended in its cgroup is reported 
 Kubernetes supports both hierarchies; which one a host gives us decides the files written.
 Where neither is writable (an unprivileged agent, a container without delegation) limits are
 not enforced — `Cgroups.detect` returns None and the agent says so in its log.
+
+The same cgroups measure what a container uses (agent/stats.py): CPU time from cpu.stat
+(v2) or cpuacct.usage (v1, where the cpuacct controller may be mounted apart from cpu, so
+containers join it too), memory from memory.stat.
 """
 
 from __future__ import annotations
@@ -69,6 +73,8 @@ class Cgroups:
                 return cls(2, {"memory": base, "cpu": base})
             if (root / "memory" / "memory.limit_in_bytes").exists() and (root / "cpu" / "cpu.shares").exists():
                 dirs = {c: root / c / PREFIX for c in ("memory", "cpu")}
+                if (root / "cpuacct" / "cpuacct.usage").exists():  # CPU accounting (separate on some hosts)
+                    dirs["cpuacct"] = root / "cpuacct" / PREFIX
                 for d in dirs.values():
                     d.mkdir(exist_ok=True)
                 return cls(1, dirs)
@@ -99,7 +105,7 @@ class Cgroups:
                 files["cpu/cpu.cfs_quota_us"] = str(quota(limits.cpu))
             files["cpu/cpu.shares"] = str(shares(limits.cpu_request))
         procs: list[str] = []
-        for base in sorted(set(self.dirs.values())):  # v2: one directory; v1: one per controller
+        for base in self._bases():  # v2: one directory; v1: one per controller
             (base / name).mkdir(parents=True, exist_ok=True)
             procs.append(str(base / name / "cgroup.procs"))
         for key, value in files.items():
@@ -117,9 +123,29 @@ class Cgroups:
         counts = dict(line.split() for line in text.splitlines() if line.count(" ") == 1)
         return int(counts.get("oom_kill", "0")) > 0
 
+    def cpu_seconds(self, name: str) -> float | None:
+        """CPU time the processes of cgroup `name` have used (v2 cpu.stat usage_usec, v1 cpuacct.usage ns)."""
+        try:
+            if self.version == 2:
+                stat = dict(line.split() for line in (self.dirs["cpu"] / name / "cpu.stat").read_text().splitlines())
+                return int(stat["usage_usec"]) / 1e6
+            return int((self.dirs.get("cpuacct", self.dirs["cpu"]) / name / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def memory_dir(self, name: str) -> Path:
+        return self.dirs["memory"] / name
+
+    def _bases(self) -> list[Path]:
+        """Each hierarchy directory once (v1's cpu and cpuacct may be one directory under two names)."""
+        seen: dict[Path, Path] = {}
+        for d in sorted(set(self.dirs.values())):
+            seen.setdefault(d.resolve(), d)
+        return list(seen.values())
+
     def remove(self, name: str) -> None:
         """Remove a container's cgroup (after its processes ended) and its pod's when that is empty."""
-        for d in set(self.dirs.values()):
+        for d in self._bases():
             for path in (d / name, (d / name).parent):
                 with contextlib.suppress(OSError):
                     os.rmdir(path)

@@ -82,6 +82,7 @@ class PodWorkers:
         self.clock = clock
         self.new_syncer = new_syncer
         self.on_finished = on_finished  # called with the uid when a pod has been fully terminated
+        self.on_sync: Callable[[str, float], None] = lambda operation, seconds: None  # for kubelet's metrics
         self.pods: dict[str, PodSyncStatus] = {}
 
     # --- inputs ------------------------------------------------------------------------------------
@@ -168,9 +169,12 @@ class PodWorkers:
 
     async def _sync_until_terminating(self, st: PodSyncStatus) -> None:
         delay = RETRY_INITIAL
+        operation = "create"
         while st.termination is None:
             st.wake.clear()
+            operation = "update" if operation != "create" and st.pending is not None else operation
             pod = self._take(st)
+            started = self.clock.monotonic()
             try:
                 result = await st.syncer.sync_pod(pod)
                 delay = RETRY_INITIAL
@@ -178,6 +182,8 @@ class PodWorkers:
                 log.exception("pod %s: sync failed; retrying in %.0f s", pod["metadata"].get("name"), delay)
                 result = SyncResult(resync_at=self.clock.now() + delay)
                 delay = min(RETRY_MAX, delay * 2)
+            self.on_sync(operation, self.clock.monotonic() - started)
+            operation = "sync"
             if st.termination is not None:
                 return
             if result.stop is not None:

@@ -2,14 +2,15 @@
 
 Paths are parsed once by `request.parse_target` rather than registered route by route,
 so the resource catalogue alone decides what is served. Any exception that is not an
-ApiError is logged and answered as a Status, never as a traceback.
+ApiError is logged and answered as a Status, never as a traceback. Every request is
+authenticated by the chain in `kubelite.apiserver.auth` (its user is `request[USER]`) and
+then authorized on its RequestAttributes, as kube-apiserver's handler chain does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import ssl
 import uuid
@@ -22,9 +23,17 @@ from kubelite.api import errors
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import bootstrap, discovery, schema
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR
+from kubelite.apiserver.auth import authenticator, authorizer, endpoints, setup
+from kubelite.apiserver.auth.admission import ServiceAccountAdmission
+from kubelite.apiserver.auth.config import AuthConfig
+from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
+from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.handlers import ResourceHandlers, respond
+from kubelite.apiserver.metrics import ApiServerMetrics
+from kubelite.apiserver.metrics_api import MetricsApi
 from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry.pods import PODS, PodStrategy
 from kubelite.apiserver.registry.services import configure_services
 from kubelite.apiserver.request import parse_target
 from kubelite.apiserver.rest import Registry
@@ -34,6 +43,7 @@ from kubelite.store.interface import Store
 log = logging.getLogger("kubelite.apiserver")
 
 PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+USER = web.RequestKey("user", UserInfo)  # the authenticated user of a request: request[USER]
 COMPACTION_INTERVAL = 300.0
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -43,12 +53,14 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 class ApiServer:
     store: Store
     clock: Clock
-    tokens: frozenset[str] = frozenset()  # empty: no authentication (--insecure, loopback only)
+    tokens: frozenset[str] = frozenset()  # the admin tokens; with no authenticator at all: --insecure, loopback only
     server_address: str = "127.0.0.1:6443"
     service_cidr: str = DEFAULT_SERVICE_CIDR  # --service-cluster-ip-range
     agent_tls: ssl.SSLContext | None = None  # TLS with the client certificate towards node agents (logs, exec)
+    auth: AuthConfig = field(default_factory=AuthConfig)
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
+    authentication: setup.Authentication = field(init=False)
     ready: bool = field(default=False, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
 
@@ -57,6 +69,17 @@ class ApiServer:
         self.registry = Registry(self.store, self.caches, self.clock)
         self.handlers = ResourceHandlers(self.registry, self.agent_tls)
         configure_services(self.registry.strategies, self.clock, self.service_cidr)
+        self.metrics = ApiServerMetrics(self.clock, self.caches)
+        self.metrics_api = MetricsApi(self.registry, self.clock, self.agent_tls)
+        self._configure_auth()
+
+    def _configure_auth(self) -> None:
+        self.authentication = setup.build(self.auth, self.tokens, self.registry, self.clock)
+        admission = self.authentication.admission
+        if admission is not None:
+            pods = self.registry.strategies[PODS]
+            assert isinstance(pods, PodStrategy)
+            pods.plugins = (admission.admit,)
 
     async def start(self) -> None:
         for resource in self.registry.strategies:
@@ -97,9 +120,13 @@ class ApiServer:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        return await self.metrics.measure(request, self._guarded, handler)
+
+    async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            if self.tokens and request.path not in PUBLIC_PATHS:
-                self._authenticate(request)
+            request[USER] = user = self._authenticate(request)
+            if request.path not in PUBLIC_PATHS:
+                self._authorize(request, user)
             return await handler(request)
         except ApiError as exc:
             resp = respond(exc.status(), exc.code)
@@ -119,11 +146,25 @@ class ApiServer:
             resp.headers["Audit-Id"] = request_id  # kube-apiserver's per-request id header
             return resp
 
-    def _authenticate(self, request: web.Request) -> None:
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not any(hmac.compare_digest(token.strip(), t) for t in self.tokens):
-            raise errors.unauthorized()
+    def _authenticate(self, request: web.Request) -> UserInfo:
+        """The request's user; 401 when nothing authenticates it (the public health and version paths are served
+        to anyone, as upstream's anonymous conditions for them)."""
+        chain = self.authentication.chain
+        if chain is None:
+            return UNSECURED_USER
+        user = chain.authenticate(
+            authenticator.AuthRequest(request.headers, _peer_certificate(request), request.path))
+        if user is not None:
+            return user
+        if request.path in PUBLIC_PATHS:
+            return ANONYMOUS_USER
+        raise errors.unauthorized()
+
+    def _authorize(self, request: web.Request, user: UserInfo) -> None:
+        attributes = RequestAttributes(user, new_request_info(request.method, request.path, request.query))
+        decision, reason = self.auth.authorizer.authorize(attributes)
+        if decision is not authorizer.Decision.ALLOW:
+            raise authorizer.forbidden(attributes, reason)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -131,16 +172,27 @@ class ApiServer:
             if path == "/readyz" and not self.ready:
                 return web.Response(text="[-]informer-sync failed: not ready\nreadyz check failed", status=500)
             return web.Response(text="ok")
+        if path == "/metrics" and request.method == "GET":
+            return self.metrics.response()
         if request.method == "GET":
             doc = self._discovery(request, path)
             if doc is not None:
                 return doc
+        metrics = await self.metrics_api.handle(request, path)
+        if metrics is not None:
+            return metrics
         target = parse_target(path)
         if target is None:
             if path.startswith("/openapi/v2"):
                 raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource",
                                   {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
+        if endpoints.handles(target):
+            return await endpoints.serve(request, target, request[USER], self.registry,
+                                         self.authentication.service_account_tokens)
+        if self.authentication.admission is not None and target.resource is PODS and request.method == "POST" \
+                and not target.subresource:
+            await ServiceAccountAdmission.await_default(self.registry, self.clock, target.namespace)
         return await self.handlers.handle(request, target)
 
     def _discovery(self, request: web.Request, path: str) -> web.StreamResponse | None:
@@ -172,3 +224,13 @@ class ApiServer:
             rl = discovery.resource_list(f"{parts[1]}/{parts[2]}")
             return respond(rl) if rl is not None else None
         return None
+
+
+def _peer_certificate(request: web.Request) -> bytes | None:
+    """The client's certificate (DER), already verified against the cluster CA by the TLS handshake."""
+    transport = request.transport
+    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+    if ssl_object is None:
+        return None
+    der: bytes | None = ssl_object.getpeercert(binary_form=True)
+    return der

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from kubelite.apiserver import openapi
+from kubelite.apiserver import metrics_api, openapi
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Resource
 
@@ -31,11 +31,13 @@ _SUB_KIND = {"binding": ("", "v1", "Binding"), "eviction": ("policy", "v1", "Evi
 _SUB_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"], "eviction": ["create"],
               "log": ["get"], "scale": ["get", "patch", "update"], "finalize": ["update"],
               "exec": ["create", "get"], "attach": ["create", "get"], "portforward": ["create", "get"]}
+_SUB_KIND["token"] = ("authentication.k8s.io", "v1", "TokenRequest")  # serviceaccounts/token
+_SUB_VERBS["token"] = ["create"]
 
 
 def groups() -> dict[str, list[Resource]]:
     out: dict[str, list[Resource]] = {}
-    for r in RESOURCES:
+    for r in (*RESOURCES, *metrics_api.RESOURCES):  # metrics.k8s.io: served by metrics_api, not stored
         out.setdefault(r.group_version, []).append(r)
     return out
 

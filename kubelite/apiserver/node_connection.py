@@ -36,15 +36,22 @@ class Endpoint:
     port: int
 
 
+def node_endpoint(node: Obj) -> Endpoint | None:
+    """A node's agent endpoint from its status (None when the node reports none)."""
+    status = node.get("status") or {}
+    port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+    address = next((a["address"] for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), None)
+    if not port or not address:
+        return None
+    return Endpoint(node["metadata"]["name"], str(address), int(port))
+
+
 def endpoint(registry: Registry, pod: Obj, what: str) -> Endpoint:
     """The agent of the node `pod` is bound to; 400 for an unscheduled pod, 503 for a node without an agent."""
     node_name = pod["spec"].get("nodeName")
     if not node_name:
         raise errors.bad_request(f"{what} is waiting to start: ContainerCreating")
-    node = registry.caches[NODES].get("", node_name) or {}
-    status = node.get("status") or {}
-    port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
-    address = next((a["address"] for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), None)
-    if not port or not address:
+    found = node_endpoint(registry.caches[NODES].get("", node_name) or {"metadata": {"name": node_name}})
+    if found is None:
         raise errors.ApiError(503, "ServiceUnavailable", f'no node agent serves node "{node_name}"')
-    return Endpoint(node_name, str(address), int(port))
+    return found

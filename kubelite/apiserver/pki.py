@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 
@@ -76,6 +76,36 @@ def ensure_pki(pki: Path, hosts: list[str]) -> tuple[Path, Path, Path]:
     _write(srv_key, _pem_key(key), private=True)
     _write(srv_crt, cert.public_bytes(serialization.Encoding.PEM))
     return ca_crt, srv_crt, srv_key
+
+
+def ensure_service_account_key(pki: Path) -> Path:
+    """The service-account token signing key (`sa.key`), created on first start; its public half verifies the tokens
+    (--service-account-key-file defaults to it). RSA 2048 as kubeadm's: tokens are verified on every request and
+    signed once per token, and RS256 verifies in about a third of ES256's time (benchmarks/auth.py)."""
+    path = pki / "sa.key"
+    if not path.exists():
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        _write(path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()), private=True)
+    return path
+
+
+def sign_client_certificate(pki: Path, user: str, groups: list[str], days: int = 365) -> tuple[bytes, bytes]:
+    """A client certificate (PEM) and its key for `user` (CN) in `groups` (O), signed by the cluster CA: what the
+    x509 authenticator accepts. For administrators' kubeconfigs and the tests; joining nodes will use CSRs."""
+    ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = _key()
+    now = dt.datetime.now(dt.UTC)
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
+                        + [x509.NameAttribute(NameOID.COMMON_NAME, user)])
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=days))
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
 
 
 def ensure_token(path: Path) -> str:

@@ -239,12 +239,33 @@ def _pvc_cells(pvc: Obj, now: float) -> Cells:
             spec.get("volumeAttributesClassName") or "<unset>", _age(pvc, now), spec.get("volumeMode", "")]
 
 
+def _sc_cells(sc: Obj, now: float) -> Cells:
+    name = sc["metadata"]["name"]
+    annotations = sc["metadata"].get("annotations") or {}
+    if "true" in (annotations.get("storageclass.kubernetes.io/is-default-class"),
+                  annotations.get("storageclass.beta.kubernetes.io/is-default-class")):
+        name += " (default)"
+    return [name, sc.get("provisioner", ""), sc.get("reclaimPolicy", "Delete"),
+            sc.get("volumeBindingMode", "Immediate"), bool(sc.get("allowVolumeExpansion", False)), _age(sc, now)]
+
+
+def _va_cells(va: Obj, now: float) -> Cells:
+    spec = va.get("spec") or {}
+    return [va["metadata"]["name"], spec.get("attacher", ""), (spec.get("source") or {}).get("persistentVolumeName",
+                                                                                              ""),
+            spec.get("nodeName", ""), bool((va.get("status") or {}).get("attached", False)), _age(va, now)]
+
+
 def _ns_cells(ns: Obj, now: float) -> Cells:
     return [ns["metadata"]["name"], (ns.get("status") or {}).get("phase", ""), _age(ns, now)]
 
 
 def _lease_cells(lease: Obj, now: float) -> Cells:
     return [lease["metadata"]["name"], (lease.get("spec") or {}).get("holderIdentity", ""), _age(lease, now)]
+
+
+def _service_account_cells(sa: Obj, now: float) -> Cells:
+    return [sa["metadata"]["name"], len(sa.get("secrets") or []), _age(sa, now)]
 
 
 def _config_map_cells(cm: Obj, now: float) -> Cells:
@@ -391,8 +412,12 @@ PRINTERS: dict[str, Printer] = {
                                "StorageClass", "VolumeAttributesClass", "Reason", "Age", "+VolumeMode"), _pv_cells),
     "PersistentVolumeClaim": (_cols("Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass",
                                     "VolumeAttributesClass", "Age", "+VolumeMode"), _pvc_cells),
+    "StorageClass": (_cols("Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode",
+                           "AllowVolumeExpansion:boolean", "Age"), _sc_cells),
+    "VolumeAttachment": (_cols("Name", "Attacher", "PV", "Node", "Attached:boolean", "Age"), _va_cells),
     "Namespace": (_cols("Name", "Status", "Age"), _ns_cells),
     "Lease": (_cols("Name", "Holder", "Age"), _lease_cells),
+    "ServiceAccount": (_cols("Name", "Secrets:integer", "Age"), _service_account_cells),
     "ConfigMap": (_cols("Name", "Data:integer", "Age"), _config_map_cells),
     "Secret": (_cols("Name", "Type", "Data:integer", "Age"), _secret_cells),
     "StatefulSet": (_cols("Name", "Ready", "Age", "+Containers", "+Images"), _sts_cells),

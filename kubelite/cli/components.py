@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import uvloop
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from kubelite.agent import config as node_config
 from kubelite.agent import server
@@ -34,7 +36,9 @@ from kubelite.client.interface import Client
 from kubelite.clock import RealClock
 from kubelite.controllers.leaderelection import LeaderElector, LeadershipLost, identity
 from kubelite.controllers.manager import run_controllers
+from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.scheduler import config as scheduler_config
+from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.scheduler import Scheduler
 
 
@@ -76,25 +80,43 @@ def private_files() -> None:
     os.umask(0o077)
 
 
-def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, leader_elect: bool = False) -> int:
+def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, leader_elect: bool = False,
+                  metrics_address: str = "") -> int:
     """`kubelite scheduler`: the scheduler alone, as a client of a running API server."""
     cfg = scheduler_config.load(config_file)
+    metrics = SchedulerMetrics()
 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
-        return Scheduler(client, RealClock(), cfg, seed).run()
+        return Scheduler(client, RealClock(), cfg, seed, metrics).run()
 
     return uvloop.run(run_component(elected("kube-scheduler", start) if leader_elect else start,
-                                    ApiClient.from_kubeconfig(kubeconfig)))
+                                    ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))
 
 
-def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool) -> int:
+def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "") -> int:
     """`kubelite controller-manager`: the selected controllers, as a client of a running API server."""
+    metrics = WorkqueueMetrics(RealClock())
 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
-        return run_controllers(client, RealClock(), names)
+        return run_controllers(client, RealClock(), names, metrics)
 
     return uvloop.run(run_component(elected("kube-controller-manager", start) if leader_elect else start,
-                                    ApiClient.from_kubeconfig(kubeconfig)))
+                                    ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))
+
+
+async def serve_metrics(address: str, registry: CollectorRegistry) -> web.AppRunner:
+    """`/metrics` of `registry` on `address` (HOST:PORT, plain HTTP), as --metrics-bind-address asks."""
+    host, _, port = address.rpartition(":")
+
+    async def metrics(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host or "127.0.0.1", int(port)).start()
+    return runner
 
 
 def elected(lease: str, start: Callable[[ApiClient], Coroutine[Any, Any, None]]
@@ -108,10 +130,12 @@ def elected(lease: str, start: Callable[[ApiClient], Coroutine[Any, Any, None]]
     return run
 
 
-async def run_component(start: Callable[[ApiClient], Coroutine[Any, Any, None]], client: ApiClient) -> int:
+async def run_component(start: Callable[[ApiClient], Coroutine[Any, Any, None]], client: ApiClient,
+                        metrics_address: str = "", registry: CollectorRegistry | None = None) -> int:
     """Run until SIGINT/SIGTERM (exit 0), or until the component ends on its own — a lost leader
-    election — (exit 1)."""
+    election — (exit 1); with `metrics_address`, serve `registry` there meanwhile."""
     stop = stop_on_signals()
+    exposed = await serve_metrics(metrics_address, registry) if metrics_address and registry is not None else None
     task = asyncio.create_task(start(client))
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -125,6 +149,8 @@ async def run_component(start: Callable[[ApiClient], Coroutine[Any, Any, None]],
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, LeadershipLost):
             await task
+    if exposed is not None:
+        await exposed.cleanup()
     await client.close()
     return code
 

@@ -32,6 +32,22 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
+def _auth_flags(p: argparse.ArgumentParser) -> None:
+    """kube-apiserver's authentication flags, same names."""
+    p.add_argument("--token-auth-file", type=Path, help="static bearer tokens: CSV token,user,uid,\"group1,group2\"")
+    p.add_argument("--client-ca-file", type=Path, help="CA for client certificates (default: the cluster CA)")
+    p.add_argument("--anonymous-auth", action="store_true",
+                   help="serve unauthenticated requests as system:anonymous instead of refusing them (401)")
+    p.add_argument("--service-account-issuer", default="https://kubernetes.default.svc.cluster.local",
+                   help="the iss claim of service-account tokens")
+    p.add_argument("--service-account-signing-key-file", type=Path,
+                   help="private key (RSA or EC P-256) signing service-account tokens (default: DATA_DIR/pki/sa.key)")
+    p.add_argument("--service-account-key-file", type=Path, action="append", default=[],
+                   help="PEM file of public keys verifying service-account tokens (repeatable; default: the "
+                        "signing key's)")
+    p.add_argument("--api-audiences", default="", help="comma-separated audiences of the API (default: the issuer)")
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="kubelite", description="A Kubernetes-compatible pod orchestrator")
     sub = root.add_subparsers(dest="command", required=True)
@@ -40,6 +56,8 @@ def parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="run the control plane and a local node agent")
     _common(up)
     up.add_argument("--node-config", type=Path, help="KubeletConfiguration file for the local node")
+    for p in (server, up):
+        _auth_flags(p)
     for p in (server, up):
         p.add_argument("--scheduler-config", type=Path, help="KubeSchedulerConfiguration file")
         p.add_argument("--encryption-key-file", type=Path, default=None,
@@ -78,6 +96,9 @@ def parser() -> argparse.ArgumentParser:
     cm.add_argument("--leader-elect", action="store_true",
                     help="run only while holding the kube-system/kube-controller-manager Lease (several may run)")
     cm.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    for p in (sched, cm):
+        p.add_argument("--metrics-bind-address", default="", metavar="HOST:PORT",
+                       help="serve /metrics (Prometheus text, plain HTTP) there; default: not served")
     explain = sub.add_parser("explain", help="explain a pod's scheduling: per node, per plugin")
     explain.add_argument("kind", choices=["pod", "pods", "po"])
     explain.add_argument("name")
@@ -128,7 +149,8 @@ def _main(argv: list[str] | None) -> int:
         from kubelite.scheduler.config import ConfigError
 
         try:
-            return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect)
+            return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect,
+                                            args.metrics_bind_address)
         except ConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
@@ -141,7 +163,7 @@ def _main(argv: list[str] | None) -> int:
         except ValueError as exc:
             print(f"kubelite: --controllers: {exc}", file=sys.stderr)
             return 2
-        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect)
+        return components.run_controller_manager(args.kubeconfig, names, args.leader_elect, args.metrics_bind_address)
     disabled = {c for c in args.disable.split(",") if c}
     unknown = disabled - set(COMPONENTS)
     if unknown:
@@ -152,6 +174,13 @@ def _main(argv: list[str] | None) -> int:
     try:
         return serve.run(serve.Options(data_dir=args.data_dir, port=args.port, bind=args.bind_address,
                                        insecure=args.insecure, disabled=frozenset(disabled),
+                                       auth=serve.AuthOptions(
+                                           token_auth_file=args.token_auth_file, client_ca_file=args.client_ca_file,
+                                           anonymous=args.anonymous_auth,
+                                           service_account_issuer=args.service_account_issuer,
+                                           service_account_signing_key_file=args.service_account_signing_key_file,
+                                           service_account_key_files=tuple(args.service_account_key_file),
+                                           api_audiences=tuple(a for a in args.api_audiences.split(",") if a)),
                                        scheduler_config=args.scheduler_config,
                                        node_config=getattr(args, "node_config", None),
                                        local_node=args.command == "up",

@@ -18,19 +18,23 @@ import logging
 import socket
 import ssl
 import sys
-from collections.abc import Awaitable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import uvloop
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import encryption, node_connection, pki
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from kubelite.apiserver.app import ApiServer
+from kubelite.apiserver.auth import jwt, tokenfile
+from kubelite.apiserver.auth.config import AuthConfig, ServiceAccountConfig
+from kubelite.apiserver.auth.serviceaccount import DEFAULT_ISSUER
 from kubelite.apiserver.encryption import EncryptionConfigError, PrefixTransformer, TransformError
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import private_files, stop_on_signals
@@ -38,9 +42,12 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import registry
 from kubelite.controllers.manager import keep_running
+from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
+from kubelite.controllers.rootcacertpublisher import RootCACertPublisher
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
+from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.scheduler import Scheduler
 from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
@@ -53,12 +60,26 @@ UP_SHUTDOWN_GRACE = 10.0
 
 
 @dataclass(frozen=True)
+class AuthOptions:
+    """kube-apiserver's authentication flags (see README "Authentication and service accounts")."""
+
+    token_auth_file: Path | None = None
+    client_ca_file: Path | None = None  # default: the cluster CA
+    anonymous: bool = False
+    service_account_issuer: str = DEFAULT_ISSUER
+    service_account_signing_key_file: Path | None = None  # default: pki/sa.key
+    service_account_key_files: tuple[Path, ...] = ()  # default: the signing key's public half
+    api_audiences: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Options:
     data_dir: Path
     port: int
     bind: str = "127.0.0.1"
     insecure: bool = False
     disabled: frozenset[str] = frozenset()
+    auth: AuthOptions = field(default_factory=AuthOptions)
     scheduler_config: Path | None = None
     node_config: Path | None = None
     local_node: bool = False  # `up`: also run a node agent for this machine
@@ -128,7 +149,8 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         tokens: frozenset[str] = frozenset()
         ca = None
         token = None
-        # The CA also signs the API server's client certificate towards node agents, --insecure or not.
+        # The CA exists in --insecure mode too: the root-CA publisher hands it to pods (kube-root-ca.crt), and it
+        # signs the API server's client certificate towards node agents.
         cluster_ca, crt, key = pki.ensure_pki(data / "pki", [opts.bind, host, kubernetes_service_ip(opts.service_cidr)])
         agent_tls = node_connection.client_context(*pki.ensure_agent_client(data / "pki"))
         if not opts.insecure:
@@ -137,8 +159,15 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
             tokens = frozenset([token])
             ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ssl_ctx.load_cert_chain(crt, key)
+            # Client certificates are asked for, not required (CERT_OPTIONAL), and trusted only from the client CA.
+            ssl_ctx.verify_mode = ssl.CERT_OPTIONAL
+            try:
+                ssl_ctx.load_verify_locations(opts.auth.client_ca_file or cluster_ca)
+            except OSError as exc:  # ssl.SSLError too
+                raise ConfigError(f"--client-ca-file {opts.auth.client_ca_file}: {exc}") from None
+        auth = _auth_config(opts, data / "pki")
         server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", service_cidr=opts.service_cidr,
-                           agent_tls=agent_tls)
+                           agent_tls=agent_tls, auth=auth)
         await server.start()
         cleanup.push_async_callback(server.stop)
         runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
@@ -150,32 +179,55 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         pki.write_kubeconfig(kubeconfig, url, token, ca)
         print(f"kubelite: API server listening on {url}", flush=True)
         print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
-        components = _start_components(opts, sched, InProcessClient(server), kubeconfig)
+        components = _start_components(opts, sched, InProcessClient(server), kubeconfig, server.metrics.include,
+                                       cluster_ca.read_bytes())
         cleanup.push_async_callback(_stop_components, components)
         await stop.wait()
         log.info("shutting down")
 
 
+def _auth_config(opts: Options, pki_dir: Path) -> AuthConfig:
+    """Authentication from the flags: the token file, client certificates (over TLS), anonymous, and the
+    service-account signing and verification keys (by default a key generated into the PKI directory)."""
+    a = opts.auth
+    try:
+        static = tokenfile.load_token_file(a.token_auth_file) if a.token_auth_file else {}
+        signing = jwt.load_signing_key(a.service_account_signing_key_file or pki.ensure_service_account_key(pki_dir))
+        public = [k for f in a.service_account_key_files for k in jwt.load_public_keys(f)] or [signing.public_key()]
+    except (OSError, tokenfile.TokenFileError, jwt.KeyFileError) as exc:
+        raise ConfigError(str(exc)) from None
+    accounts = ServiceAccountConfig(signing, tuple(public), a.service_account_issuer, a.api_audiences)
+    return AuthConfig(static, client_certificates=not opts.insecure, anonymous=a.anonymous,
+                      service_accounts=accounts)
+
+
 def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | None, client: Client,
-                      kubeconfig: Path) -> list[asyncio.Task[None]]:
+                      kubeconfig: Path, expose: Callable[[CollectorRegistry], None],
+                      root_ca: bytes) -> list[asyncio.Task[None]]:
     """The scheduler and controllers over the in-process client; under `up`, the node agent as a child over HTTP.
 
     Components are clients like any other: they reach this server through its request handling,
-    never its memory or its store.
+    never its memory or its store. Their metrics registries are `expose`d on the server's /metrics.
     """
     components: list[asyncio.Task[None]] = []
     clock = RealClock()
     if sched is not None:
         config = sched
+        scheduler_metrics = SchedulerMetrics()
+        expose(scheduler_metrics.registry)
 
         def scheduler() -> Coroutine[Any, Any, None]:
-            return Scheduler(client, clock, config).run()
+            return Scheduler(client, clock, config, metrics=scheduler_metrics).run()
 
         components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
     if "controllers" not in opts.disabled:
         lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
-        configured = {"nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle)}
-        for name, start in registry.starters(client, clock, factories=configured).items():
+        configured: dict[str, registry.Factory] = {
+            "nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle),
+            "root-ca-cert-publisher": functools.partial(RootCACertPublisher, root_ca=root_ca)}
+        queue_metrics = WorkqueueMetrics(clock)
+        expose(queue_metrics.registry)
+        for name, start in registry.starters(client, clock, factories=configured, metrics=queue_metrics).items():
             components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
                                                   name=f"{name}-controller"))
     if opts.local_node:

@@ -17,6 +17,7 @@ from kubelite.client.interface import Client
 from kubelite.client.retry import Backoff
 from kubelite.clock import Clock
 from kubelite.controllers import registry
+from kubelite.controllers.metrics import WorkqueueMetrics
 
 log = logging.getLogger("kubelite")
 COMPONENT_BACKOFF = Backoff(duration=1.0, factor=2.0, jitter=0.1, cap=60.0)
@@ -55,8 +56,9 @@ async def keep_running(name: str, start: Callable[[], Coroutine[Any, Any, None]]
         await clock.sleep(next(delays))
 
 
-async def run_controllers(client: Client, clock: Clock, names: list[str] | None = None) -> None:
-    """Every selected controller, supervised, until cancelled."""
+async def run_controllers(client: Client, clock: Clock, names: list[str] | None = None,
+                          metrics: WorkqueueMetrics | None = None) -> None:
+    """Every selected controller, supervised, until cancelled (their work queues reporting to `metrics`)."""
     async with asyncio.TaskGroup() as tasks:
-        for name, start in registry.starters(client, clock, names).items():
+        for name, start in registry.starters(client, clock, names, metrics=metrics).items():
             tasks.create_task(keep_running(f"{name} controller", start, clock), name=f"{name}-controller")

@@ -25,6 +25,7 @@ from typing import Generic, TypeVar
 
 from kubelite.api.errors import ApiError
 from kubelite.clock import Clock
+from kubelite.controllers.metrics import PROVIDER, QueueMetrics
 
 log = logging.getLogger("kubelite.controllers")
 
@@ -68,6 +69,7 @@ class WorkQueue(Generic[K]):
         self._waiting: dict[K, float] = {}  # delayed keys → when they are due (monotonic)
         self._tasks: asyncio.TaskGroup | None = None
         self._early: list[tuple[K, float]] = []  # delayed adds made before the TaskGroup exists
+        self.metrics: QueueMetrics | None = None  # client-go's queue metrics, when the component measures them
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -78,6 +80,8 @@ class WorkQueue(Generic[K]):
     def add(self, key: K) -> None:
         if key in self._dirty:
             return
+        if self.metrics is not None:
+            self.metrics.add(key)
         self._dirty.add(key)
         if key in self._processing:
             return  # queued again by done()
@@ -89,11 +93,15 @@ class WorkQueue(Generic[K]):
             self._ready.clear()
             await self._ready.wait()
         key = self._queue.popleft()
+        if self.metrics is not None:
+            self.metrics.get(key)
         self._processing.add(key)
         self._dirty.discard(key)
         return key
 
     def done(self, key: K) -> None:
+        if self.metrics is not None:
+            self.metrics.done(key)
         self._processing.discard(key)
         if key in self._dirty:
             self._queue.append(key)
@@ -113,6 +121,8 @@ class WorkQueue(Generic[K]):
             self._tasks.create_task(self._add_when_due(key, due))
 
     def add_rate_limited(self, key: K) -> None:
+        if self.metrics is not None:
+            self.metrics.retry()
         self.add_after(key, self.limiter.when(key))
 
     def forget(self, key: K) -> None:
@@ -142,6 +152,9 @@ class Runner(Generic[K]):
         self.workers = workers
         self.queue: WorkQueue[K] = queue or WorkQueue(clock)
         self.failures = 0  # reconciles that raised (each logged and retried)
+        provider = PROVIDER.get()
+        if provider is not None:
+            self.queue.metrics = provider.queue(name)
 
     def enqueue(self, key: K) -> None:
         self.queue.add(key)
@@ -159,9 +172,12 @@ class Runner(Generic[K]):
                 await self.reconcile(key)
             except Exception as exc:
                 self.failures += 1
-                # API errors (unavailable, conflict) are routine: logged without a traceback.
-                log.warning("%s: reconciling %s failed (retry %d): %s", self.name, key,
-                            self.queue.limiter.num_requeues(key) + 1, exc, exc_info=not isinstance(exc, ApiError))
+                # A conflict only says the informer's copy was behind a newer write: the retry starts from the
+                # newer copy, so it is logged quietly (debug) — a PDB's status under churn conflicts all the time.
+                # Other API errors (unavailable) are warnings without a traceback; anything else is a bug.
+                level = logging.DEBUG if isinstance(exc, ApiError) and exc.code == 409 else logging.WARNING
+                log.log(level, "%s: reconciling %s failed (retry %d): %s", self.name, key,
+                        self.queue.limiter.num_requeues(key) + 1, exc, exc_info=not isinstance(exc, ApiError))
                 self.queue.add_rate_limited(key)
             else:
                 self.queue.forget(key)

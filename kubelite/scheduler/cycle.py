@@ -31,6 +31,7 @@ from kubelite.scheduler.binder import Binder
 from kubelite.scheduler.candidate import PreemptionResult
 from kubelite.scheduler.cycle_state import CycleState
 from kubelite.scheduler.framework import FilterOutcome, ScoreOutcome, fit_error_message, nodes_to_find, select_host
+from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.nodetable import NodeTable
 from kubelite.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from kubelite.scheduler.podinfo import PodInfo
@@ -56,7 +57,7 @@ class Attempt:
 class SchedulingCycle:
     def __init__(self, table: NodeTable, queue: SchedulingQueue, profiles: dict[str, Framework], binder: Binder,
                  current: Callable[[str, str], Obj | None], rng: random.Random, clock: Clock,
-                 percentage_of_nodes_to_score: int) -> None:
+                 percentage_of_nodes_to_score: int, metrics: SchedulerMetrics | None = None) -> None:
         self.table = table
         self.queue = queue
         self.profiles = profiles
@@ -67,10 +68,12 @@ class SchedulingCycle:
         self.percentage = percentage_of_nodes_to_score
         self.next_start = 0
         self.attempts: OrderedDict[str, Attempt] = OrderedDict()
+        self.metrics = metrics or SchedulerMetrics()
 
     def schedule_one(self, qp: QueuedPod) -> str | None:
         """One synchronous scheduling cycle; returns the chosen node (binding continues in the background)."""
         # 1. the pod as the informer sees it now, and its profile
+        started = self.clock.monotonic()
         pod = qp.info
         current = self.current(pod.namespace, pod.name)
         if current is None or current["metadata"].get("uid") != pod.uid or current["spec"].get("nodeName"):
@@ -84,7 +87,11 @@ class SchedulingCycle:
         state = CycleState()
         attempt = self.evaluate(fw, pod, state)
         self._remember(attempt)
+        profile = fw.config.scheduler_name
+        if attempt.preemption is not None:
+            self.metrics.preemption(attempt.preemption)
         if attempt.node is None:
+            self.metrics.attempt("unschedulable", profile, self.clock.monotonic() - started)
             # 3. unschedulable: act on the nomination PostFilter found, report, park
             self._nominate(current, pod, attempt.preemption)
             rejecting = {attempt.filters.plugins[i] for i in set(attempt.filters.failed_by.tolist()) if i >= 0}
@@ -107,10 +114,21 @@ class SchedulingCycle:
         if not status.ok:
             self.table.remove_pod(pod.uid)
             self.queue.error(qp)
+            self.metrics.attempt("error", profile, self.clock.monotonic() - started)
             return None
         # 7. the binding cycle, in the background
-        self.binder.spawn(self.binder.binding_cycle(fw, state, qp, current, node))
+        self.binder.spawn(self._bind(fw, state, qp, current, node, started))
         return node
+
+    async def _bind(self, fw: Framework, state: CycleState, qp: QueuedPod, pod: Obj, node: str,
+                    started: float) -> None:
+        """The binding cycle, counted as the attempt's end (upstream's PodScheduled / error metrics)."""
+        bound = await self.binder.binding_cycle(fw, state, qp, pod, node)
+        now = self.clock.monotonic()
+        if bound:
+            self.metrics.scheduled(fw.config.scheduler_name, now - started, qp.attempts + 1, now - qp.enqueued)
+        else:
+            self.metrics.attempt("error", fw.config.scheduler_name, now - started)
 
     def evaluate(self, fw: Framework, pod: PodInfo, state: CycleState | None = None) -> Attempt:
         """Filter, then post-filter or score, without side effects."""

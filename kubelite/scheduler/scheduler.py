@@ -15,13 +15,16 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from kubelite.api.selectors import LabelSelector, compile_label_selector
+from kubelite.client.events import EventSink
 from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.scheduler.binder import Binder
 from kubelite.scheduler.config import SchedulerConfig
 from kubelite.scheduler.cycle import Attempt, SchedulingCycle
+from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.nodetable import NodeTable
+from kubelite.scheduler.plugins.volume_cache import VolumeCache
 from kubelite.scheduler.podinfo import PodInfo, pod_info, status_start_time
 from kubelite.scheduler.profile import build
 from kubelite.scheduler.queue import Nominator, QueuedPod, SchedulingQueue
@@ -32,11 +35,12 @@ log = logging.getLogger("kubelite.scheduler")
 Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
 OWNER_KINDS = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}
+VOLUME_PATHS = ("/api/v1/persistentvolumeclaims", "/api/v1/persistentvolumes", "/apis/storage.k8s.io/v1/storageclasses")
 
 
 class Scheduler:
     def __init__(self, client: Client, clock: Clock, config: SchedulerConfig | None = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, metrics: SchedulerMetrics | None = None) -> None:
         self.client = client
         self.clock = clock
         self.config = config or SchedulerConfig()
@@ -45,8 +49,13 @@ class Scheduler:
         self.queue = SchedulingQueue(clock, self.config.initial_backoff, self.config.max_backoff)
         self._namespace_labels: dict[str, dict[str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.volume_informers = [Informer(client, path, clock, Handlers(lambda o: self.queue.move_all(),
+                                                                         lambda o, n: self.queue.move_all()))
+                                 for path in VOLUME_PATHS]  # claims, volumes, classes: the volume plugins' view
+        self.volume_cache = VolumeCache(*(i.store for i in self.volume_informers))
         self.profiles: dict[str, Framework] = {p.scheduler_name: build(p, self) for p in self.config.profiles}
-        self.binder = Binder(client, clock, self.table, self.queue, lambda coro: self._spawn(coro))
+        self.events = EventSink(client, clock)
+        self.binder = Binder(client, clock, self.table, self.queue, lambda coro: self._spawn(coro), self.events)
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_added, lambda old, new: self._pod_added(new), self._pod_deleted))
         self.nodes = Informer(client, "/api/v1/nodes", clock,
@@ -58,7 +67,8 @@ class Scheduler:
                        for kind, plural in OWNER_KINDS.items()}
         self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets", clock)
         self.cycle = SchedulingCycle(self.table, self.queue, self.profiles, self.binder, self.pods.get, self.rng,
-                                     clock, self.config.percentage_of_nodes_to_score)
+                                     clock, self.config.percentage_of_nodes_to_score, metrics)
+        self.cycle.metrics.watch_pending(self._pending_counts)
 
     # --- Handle (for plugins) --------------------------------------------------------------------
 
@@ -152,21 +162,25 @@ class Scheduler:
     @property
     def informers(self) -> list[Informer]:
         """In start order: what plugins read first, pods last."""
-        return [self.namespaces, *self.owners.values(), self.pdbs, self.nodes, self.pods]
+        return [self.namespaces, *self.owners.values(), self.pdbs, *self.volume_informers, self.nodes, self.pods]
 
     async def run(self) -> None:
         runners = [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in self.informers]
+        runners.append(asyncio.create_task(self.events.run(), name="scheduler events"))
         try:
             for i in self.informers:
                 await i.synced.wait()
             runners.append(asyncio.create_task(self._tick()))
             while True:
                 qp = await self.queue.pop()
+                started = self.clock.monotonic()
                 try:
                     self.schedule_one(qp)
                 except Exception:  # a bug in one cycle must not stop scheduling
                     log.exception("scheduling %s/%s", qp.info.namespace, qp.info.name)
                     self.queue.error(qp)
+                    self.cycle.metrics.attempt("error", qp.info.spec.get("schedulerName", "default-scheduler"),
+                                               self.clock.monotonic() - started)
                 await self.clock.sleep(0)  # let binds and informers run between cycles
         finally:
             for t in runners:
@@ -179,6 +193,16 @@ class Scheduler:
         while True:
             await self.clock.sleep(1.0)
             self.queue.flush()
+
+    def _pending_counts(self) -> dict[str, int]:
+        """scheduler_pending_pods: the queue's pods by where they wait, and the gated pods it never queues."""
+        counts = {"active": 0, "backoff": 0, "unschedulable": 0}
+        for qp in self.queue.pods.values():
+            if qp.where in counts:
+                counts[qp.where] += 1
+        counts["gated"] = sum(1 for p in self.pods.store.values() if (p.get("spec") or {}).get("schedulingGates")
+                              and not p["spec"].get("nodeName") and self._responsible(p))
+        return counts
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(coro)

@@ -9,6 +9,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
+from kubelite.apiserver import metrics_api
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.testing.builders import make_pod
 from tests.api.test_rest import PODS, call
@@ -89,7 +90,8 @@ async def test_discovery_documents(api: Client) -> None:
     assert by_name["pods/binding"]["verbs"] == ["create"] and by_name["nodes"]["namespaced"] is False
     groups = await call(api, "GET", "/apis", expect=200)
     assert {g["name"] for g in groups["groups"]} == {"apps", "batch", "coordination.k8s.io", "policy",
-                                                     "scheduling.k8s.io", "kubelite.io", "discovery.k8s.io"}
+                                                     "scheduling.k8s.io", "kubelite.io", "authentication.k8s.io",
+                                                     "discovery.k8s.io", "metrics.k8s.io", "storage.k8s.io"}
     resp = await api.get("/api", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;"
                                                     "as=APIGroupDiscoveryList,application/json"})
     assert resp.headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
@@ -97,7 +99,8 @@ async def test_discovery_documents(api: Client) -> None:
     assert set(index["paths"]) == {"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/policy/v1",
                                    "apis/scheduling.k8s.io/v1",
                                    "apis/coordination.k8s.io/v1", "apis/kubelite.io/v1alpha1",
-                                   "apis/discovery.k8s.io/v1"}
+                                   "apis/authentication.k8s.io/v1", "apis/discovery.k8s.io/v1",
+                                   "apis/metrics.k8s.io/v1beta1", "apis/storage.k8s.io/v1"}
     doc = await call(api, "GET", index["paths"]["api/v1"]["serverRelativeURL"], expect=200)
     patch = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert any(p["name"] == "fieldValidation" for p in patch["parameters"])
@@ -191,4 +194,4 @@ async def test_openapi_v3_has_a_schema_for_every_served_kind(api: Client) -> Non
         for component in doc["components"]["schemas"].values():
             gvks = component.get("x-kubernetes-group-version-kind", [])
             served |= {(g["group"], g["version"], g["kind"]) for g in gvks}
-    assert served == {(r.group, r.version, r.kind) for r in RESOURCES}
+    assert served == {(r.group, r.version, r.kind) for r in (*RESOURCES, *metrics_api.RESOURCES)}

@@ -117,6 +117,8 @@ def test_round_trip_with_every_field(group_version: str, kind: str) -> None:
     obj = {"apiVersion": group_version, "kind": kind, **sample(key, model, kind)}
     body = codec.encode_object(obj)
     assert codec.decode_object(body) == obj
+    if codec.message_for(group_version, f"{kind}List") is None:
+        return  # a create-only kind (SelfSubjectReview) has no List message
     items = [sample(key, model, kind) for _ in range(2)]
     listed = {"apiVersion": group_version, "kind": f"{kind}List",
               "metadata": {"resourceVersion": "7", "continue": "token", "remainingItemCount": 3}, "items": items}

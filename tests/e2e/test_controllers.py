@@ -86,7 +86,8 @@ def test_delete_with_cascade_orphan_leaves_pods(up: ServerProcess) -> None:
 
 def _controller_manager(server: ServerProcess, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "controller-manager", "--kubeconfig",
-                             str(server.kubeconfig), "--leader-elect", "--controllers", "replicaset,garbagecollector"],
+                             str(server.kubeconfig), "--leader-elect", "--controllers",
+                             "replicaset,garbagecollector,serviceaccount"],
                             stdout=subprocess.DEVNULL, stderr=log.open("wb"))
 
 

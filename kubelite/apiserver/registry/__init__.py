@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from kubelite.apiserver.registry import apps, batch, config, core, kubelite_io, policy, scheduling, services
+from kubelite.apiserver.registry import (
+    apps,
+    batch,
+    config,
+    core,
+    kubelite_io,
+    policy,
+    scheduling,
+    serviceaccounts,
+    services,
+    storage,
+)
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 
@@ -11,8 +22,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     core.NODES: core.NodeStrategy,
     PODS: PodStrategy,
     core.EVENTS: core.EventStrategy,
-    core.PERSISTENT_VOLUMES: core.VolumeStrategy,
-    core.PERSISTENT_VOLUME_CLAIMS: core.VolumeStrategy,
+    storage.PERSISTENT_VOLUMES: storage.PersistentVolumeStrategy,
+    storage.PERSISTENT_VOLUME_CLAIMS: storage.PersistentVolumeClaimStrategy,
     core.LEASES: core.LeaseStrategy,
     config.CONFIG_MAPS: config.ConfigMapStrategy,
     config.SECRETS: config.SecretStrategy,
@@ -24,8 +35,12 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     apps.CONTROLLER_REVISIONS: apps.ControllerRevisionStrategy,
     batch.JOBS: batch.JobStrategy,
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,
+    serviceaccounts.SERVICE_ACCOUNTS: serviceaccounts.ServiceAccountStrategy,
+    serviceaccounts.SELF_SUBJECT_REVIEWS: serviceaccounts.NotStoredStrategy,
     services.SERVICES: services.ServiceStrategy,
     services.ENDPOINT_SLICES: services.EndpointSliceStrategy,
     services.ENDPOINTS: services.EndpointsStrategy,
+    storage.STORAGE_CLASSES: storage.StorageClassStrategy,
+    storage.VOLUME_ATTACHMENTS: storage.VolumeAttachmentStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)

@@ -1,0 +1,194 @@
+"""kube-apiserver's metrics (k8s.io/apiserver/pkg/endpoints/metrics), served at `/metrics`.
+
+Every request passes `ApiServerMetrics.measure` (the server's middleware calls it, for HTTP and
+in-process requests alike): `apiserver_request_total` and `apiserver_request_duration_seconds`
+with upstream's labels and buckets, and `apiserver_current_inflight_requests{request_kind}` for
+requests that are not long-running (watches are not counted in flight, as upstream's
+max-in-flight filter). `apiserver_storage_objects{resource}` is read from the watch cache when
+scraped, so it costs nothing per request. Labels come from the path as upstream's
+RequestInfoFactory reads it; a path naming no served resource or subresource is labelled
+`other`, so no client can add series by inventing paths.
+
+The registry is the server's own (never prometheus_client's global one); under `kubelite
+server`/`up` the composition root may add the in-process components' registries (`include`), so
+one `/metrics` shows the scheduler's and controllers' metrics too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import disable_created_metrics as _disable_created_metrics
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kubelite.api.errors import ApiError
+from kubelite.apiserver import metrics_api
+from kubelite.apiserver.cache import Caches
+from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.request import APPLY_PATCH, media_type, parse_bool
+from kubelite.clock import Clock
+
+_disable_created_metrics()  # type: ignore[no-untyped-call]  # upstream exposes no `_created` series
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Inner = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+
+DURATION_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30,
+                    45, 60)
+COMPONENT = "apiserver"
+REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
+NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+NON_RESOURCE_PATHS = frozenset({"/", "/api", "/apis", "/healthz", "/livez", "/readyz", "/metrics", "/version",
+                                "/openapi/v2", "/openapi/v3"})
+_MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_SERVED = {(r.group, r.version, r.plural): r.subresources for r in (*RESOURCES, *metrics_api.RESOURCES)}
+_SERVED["", "v1", "bindings"] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What upstream's RequestInfoFactory makes of a request, reduced to what the metrics label."""
+
+    verb: str  # the metric's verb: GET, LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE
+    group: str = ""
+    version: str = ""
+    resource: str = ""
+    subresource: str = ""  # for a non-resource request: its (bounded) path
+    scope: str = ""  # resource | namespace | cluster, "" for non-resource requests
+    resource_request: bool = False
+    dry_run: str = ""
+
+
+def request_info(method: str, path: str, watch: bool = False, apply: bool = False, dry_run: str = "") -> RequestInfo:
+    """Labels for a request as upstream derives them (requestinfo.go, CleanScope, CanonicalVerb, cleanVerb)."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 3 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 4 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return RequestInfo(method, subresource=_non_resource_path(path), dry_run=dry_run)
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+    resource = rest[0]
+    subresources = _SERVED.get((group, version, resource))
+    if subresources is None:  # not a served resource: one label for all, so no path can add series
+        return RequestInfo(method, subresource="other", dry_run=dry_run)
+    name = rest[1] if len(rest) > 1 else ""
+    subresource = rest[2] if len(rest) > 2 else ""
+    if subresource and subresource not in subresources:
+        subresource = "other"
+    scope = "resource" if name or method == "POST" else "namespace" if namespace else "cluster"
+    verb = method
+    if method in ("GET", "HEAD"):
+        verb = "WATCH" if watch else "GET" if scope == "resource" else "LIST"
+    elif method == "PATCH" and apply:
+        verb = "APPLY"
+    return RequestInfo(verb, group, version, resource, subresource, scope, True, dry_run)
+
+
+def _non_resource_path(path: str) -> str:
+    """Non-resource paths keep their name when the set is bounded (discovery, health, OpenAPI); else `other`."""
+    path = path.rstrip("/") or "/"
+    if path in NON_RESOURCE_PATHS:
+        return path
+    if path.startswith("/openapi/v3/"):
+        return "/openapi/v3/*"
+    parts = path.split("/")
+    if (parts[1:2] == ["api"] and len(parts) == 3) or (parts[1:2] == ["apis"] and len(parts) <= 4):
+        return path  # /api/v1, /apis/GROUP, /apis/GROUP/VERSION: one per served group-version
+    return "other"
+
+
+def info_of(request: web.Request) -> RequestInfo:
+    q = request.query
+    try:
+        watch = parse_bool(q.get("watch"), "watch")
+    except ApiError:  # a malformed flag is the handler's 400; the metric need not know
+        watch = False
+    return request_info(request.method, request.path, watch, media_type(request) == APPLY_PATCH,
+                        "All" if q.get("dryRun") == "All" else "")
+
+
+class ApiServerMetrics:
+    def __init__(self, clock: Clock, caches: Caches) -> None:
+        self.clock = clock
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter("apiserver_request_total", "Counter of apiserver requests broken out for each verb, "
+                                "dry run value, group, version, resource, scope, component, and HTTP response code.",
+                                [*REQUEST_LABELS, "code"], registry=self.registry)
+        self.durations = Histogram("apiserver_request_duration_seconds", "Response latency distribution in seconds "
+                                   "for each verb, dry run value, group, version, resource, subresource, scope and "
+                                   "component.", REQUEST_LABELS, buckets=DURATION_BUCKETS, registry=self.registry)
+        self.inflight = Gauge("apiserver_current_inflight_requests", "Number of requests currently being served "
+                              "by this apiserver, per request kind.", ["request_kind"], registry=self.registry)
+        self._kinds = {kind: self.inflight.labels(kind) for kind in ("readOnly", "mutating")}
+        self.registry.register(_StorageObjects(caches))
+        self.included: list[CollectorRegistry] = []
+        # (labels, code) → its counter and histogram children: prometheus_client's labels() lookup costs more than
+        # the updates themselves, and a server sees few distinct label sets
+        self._children: dict[tuple[RequestInfo, int], tuple[Any, Any]] = {}
+
+    def include(self, registry: CollectorRegistry) -> None:
+        """Serve another in-process component's registry at this server's `/metrics` too."""
+        self.included.append(registry)
+
+    async def measure(self, request: web.Request, inner: Inner, handler: Handler) -> web.StreamResponse:
+        info = info_of(request)
+        gauge = None if info.verb == "WATCH" else self._kinds["mutating" if info.verb in _MUTATING or
+                                                             info.verb == "APPLY" else "readOnly"]
+        if gauge is not None:
+            gauge.inc()
+        started = self.clock.monotonic()
+        code = 0
+        try:
+            response = await inner(request, handler)
+            code = response.status
+            return response
+        except web.HTTPException as exc:
+            code = exc.status
+            raise
+        except (asyncio.CancelledError, ConnectionResetError):
+            code = 200 if info.verb == "WATCH" else 0  # a watch ends when its client goes; others did not finish
+            raise
+        finally:
+            if gauge is not None:
+                gauge.dec()
+            if code:
+                self.record(info, code, self.clock.monotonic() - started)
+
+    def record(self, info: RequestInfo, code: int, seconds: float) -> None:
+        children = self._children.get((info, code))
+        if children is None:
+            labels = (info.verb, info.dry_run, info.group, info.version, info.resource, info.subresource, info.scope,
+                      COMPONENT)
+            children = self._children[(info, code)] = (self.requests.labels(*labels, str(code)),
+                                                       self.durations.labels(*labels))
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def response(self) -> web.Response:
+        body = b"".join(generate_latest(r) for r in (self.registry, *self.included))
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+class _StorageObjects(Collector):
+    def __init__(self, caches: Caches) -> None:
+        self.caches = caches
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily("apiserver_storage_objects", "Number of stored objects at the time of last check "
+                                   "split by kind.", labels=["resource"])
+        for resource, cache in self.caches.by_resource.items():
+            name = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+            family.add_metric([name], cache.count())
+        yield family

@@ -1,0 +1,153 @@
+"""Token file parsing, x509 CN/O mapping, the union chain and the Forbidden message, as upstream's tests."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from kubelite.apiserver.auth.authenticator import AuthRequest, BearerToken, InvalidCredential, Union
+from kubelite.apiserver.auth.authorizer import forbidden
+from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
+from kubelite.apiserver.auth.tokenfile import StaticTokens, TokenFileError, parse_token_file
+from kubelite.apiserver.auth.user import UserInfo
+from kubelite.apiserver.auth.x509 import ClientCertificates, user_from_certificate
+
+# plugin/pkg/authenticator/token/tokenfile/tokenfile_test.go TestTokenFile
+TOKEN_FILE = '''token1,user1,uid1
+token2,user2,uid2
+token3,user3,uid3,"group1,group2"
+token4,user4,uid4,"group2"
+token5,user5,uid5,group5
+token6,user6,uid6,group5,otherdata
+token7,user7,uid7,"group1,group2",otherdata
+'''
+TOKEN_FILE_CASES = {
+    "plain": ("token1", UserInfo("user1", "uid1")),
+    "second line": ("token2", UserInfo("user2", "uid2")),
+    "quoted groups": ("token3", UserInfo("user3", "uid3", ("group1", "group2"))),
+    "one quoted group": ("token4", UserInfo("user4", "uid4", ("group2",))),
+    "unquoted group": ("token5", UserInfo("user5", "uid5", ("group5",))),
+    "extra columns ignored": ("token6", UserInfo("user6", "uid6", ("group5",))),
+    "quoted groups and extra columns": ("token7", UserInfo("user7", "uid7", ("group1", "group2"))),
+    "unknown token": ("token8", None),
+}
+
+
+@pytest.mark.parametrize(("token", "user"), TOKEN_FILE_CASES.values(), ids=TOKEN_FILE_CASES.keys())
+def test_token_file(token: str, user: UserInfo | None) -> None:
+    assert StaticTokens(parse_token_file(TOKEN_FILE, "tokens.csv")).authenticate_token(token) == user
+
+
+# TestBadTokenFile, TestInsufficientColumnsTokenFile
+BAD_TOKEN_FILES = {
+    "a line of two columns": "token1,user1,uid1\ntoken2,user2,uid2\ntoken3,user3\ntoken4\n",
+    "insufficient columns": "token4\n",
+}
+
+
+@pytest.mark.parametrize("text", BAD_TOKEN_FILES.values(), ids=BAD_TOKEN_FILES.keys())
+def test_bad_token_file(text: str) -> None:
+    with pytest.raises(TokenFileError, match=r"token file 'tokens.csv' must have at least 3 columns"):
+        parse_token_file(text, "tokens.csv")
+
+
+def test_token_file_skips_empty_tokens_and_keeps_the_last_duplicate() -> None:
+    tokens = parse_token_file(",user0,uid0\n\nt,first,1\nt,second,2\n", "tokens.csv")
+    assert tokens == {"t": UserInfo("second", "2")}
+
+
+def _certificate(*attributes: x509.NameAttribute[str]) -> x509.Certificate:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name(list(attributes))
+    now = dt.datetime.now(dt.UTC)
+    return (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + dt.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+
+
+CN, ORG = NameOID.COMMON_NAME, NameOID.ORGANIZATION_NAME
+# x509_test.go TestX509 (CommonNameUserConversion): CN is the user, each O a group; no CN, no user.
+X509_CASES = {
+    "cn only": ([x509.NameAttribute(CN, "alice")], UserInfo("alice")),
+    "cn and one organization": ([x509.NameAttribute(ORG, "devs"), x509.NameAttribute(CN, "alice")],
+                                UserInfo("alice", groups=("devs",))),
+    "several organizations in order": ([x509.NameAttribute(ORG, "system:nodes"), x509.NameAttribute(ORG, "b"),
+                                        x509.NameAttribute(CN, "system:node:n1")],
+                                       UserInfo("system:node:n1", groups=("system:nodes", "b"))),
+    "no common name": ([x509.NameAttribute(ORG, "devs")], None),
+}
+
+
+@pytest.mark.parametrize(("attributes", "user"), X509_CASES.values(), ids=X509_CASES.keys())
+def test_x509_user_conversion(attributes: list[x509.NameAttribute[str]], user: UserInfo | None) -> None:
+    cert = _certificate(*attributes)
+    assert user_from_certificate(cert) == user
+    der = cert.public_bytes(serialization.Encoding.DER)
+    assert ClientCertificates().authenticate(AuthRequest({}, der)) == user
+
+
+@dataclass(frozen=True)
+class UnionCase:
+    name: str
+    headers: dict[str, str]
+    anonymous: bool
+    expected: str | None  # user name; None: 401
+
+
+ADMIN = StaticTokens({"good": UserInfo("admin", groups=("system:masters",))})
+UNION_CASES = [
+    UnionCase("valid token, system:authenticated added", {"Authorization": "Bearer good"}, False, "admin"),
+    UnionCase("scheme is case-insensitive", {"Authorization": "bearer good"}, False, "admin"),
+    UnionCase("no credentials, anonymous off: 401", {}, False, None),
+    UnionCase("no credentials, anonymous on", {}, True, "system:anonymous"),
+    UnionCase("bad token is a 401 even with anonymous on", {"Authorization": "Bearer bad"}, True, None),
+    UnionCase("basic auth is no bearer token", {"Authorization": "Basic Zm9vOmJhcg=="}, False, None),
+    UnionCase("empty bearer token", {"Authorization": "Bearer "}, True, "system:anonymous"),
+]
+
+
+@pytest.mark.parametrize("case", UNION_CASES, ids=lambda c: c.name)
+def test_union(case: UnionCase) -> None:
+    user = Union([BearerToken([ADMIN])], case.anonymous).authenticate(AuthRequest(case.headers))
+    assert (user.name if user else None) == case.expected
+    if user is not None and case.expected == "admin":
+        assert user.groups == ("system:masters", "system:authenticated")
+    if user is not None and case.expected == "system:anonymous":
+        assert user.groups == ("system:unauthenticated",)
+
+
+class _Refuses:
+    def authenticate_token(self, token: str) -> UserInfo | None:
+        raise InvalidCredential("not this one")
+
+
+def test_a_later_token_authenticator_may_accept_what_an_earlier_refused() -> None:
+    user = Union([BearerToken([_Refuses(), ADMIN])]).authenticate(AuthRequest({"Authorization": "Bearer good"}))
+    assert user is not None and user.name == "admin"
+
+
+# responsewriters/errors_test.go TestForbidden
+FORBIDDEN_CASES = [
+    ("GET", "/api/v1/namespaces/ns/pods", 'pods is forbidden: User "u" cannot list resource "pods" in API group "" in '
+                                          'the namespace "ns"'),
+    ("GET", "/api/v1/namespaces/ns/pods/p/log", 'pods "p" is forbidden: User "u" cannot get resource "pods/log" in '
+                                                'API group "" in the namespace "ns"'),
+    ("GET", "/apis/apps/v1/deployments", 'deployments.apps is forbidden: User "u" cannot list resource "deployments" '
+                                         'in API group "apps" at the cluster scope'),
+    ("GET", "/healthz/ping", 'forbidden: User "u" cannot get path "/healthz/ping"'),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "message"), FORBIDDEN_CASES, ids=[c[1] for c in FORBIDDEN_CASES])
+def test_forbidden_message(method: str, path: str, message: str) -> None:
+    err = forbidden(RequestAttributes(UserInfo("u"), new_request_info(method, path, {})), "")
+    assert (err.code, err.reason, err.message) == (403, "Forbidden", message)
+    err = forbidden(RequestAttributes(UserInfo("u"), new_request_info(method, path, {})), "no RBAC policy matched")
+    assert re.fullmatch(re.escape(message) + ": no RBAC policy matched", err.message)
