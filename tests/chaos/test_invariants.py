@@ -189,7 +189,7 @@ def test_checkers_missing_a_capability_are_skipped_with_their_reason_not_passed(
     assert not [v for v in violations if v.invariant == "rwo-single-node"]
     assert any(s.startswith("rwo-single-node") and "skipped" in s for s in skipped)
     assert any(s.startswith("force-delete-needs-fence") for s in skipped)
-    violations, skipped = run_checkers(violating, {STORAGE, FENCING})
+    violations, skipped = run_checkers(violating, {STORAGE, FENCING}, frozenset())
     assert not violations and all("nothing collects" in s for s in skipped), "an API alone is not observation"
     violations, skipped = run_checkers(violating, {STORAGE, FENCING}, frozenset({STORAGE, FENCING}))
     assert [v.invariant for v in violations] == ["rwo-single-node"] and not skipped

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kubelite.testing.chaos import procs, workload
-from kubelite.testing.chaos.observations import ProcSample
+from kubelite.testing.chaos.observations import MountSample, ProcSample
 from kubelite.testing.chaos.run import Recovery, episodes, recovery_times
 from kubelite.testing.chaos.schedule import KINDS, POD_DELETE, SERVER, SERVER_FAULTS, Fault, generate
 
@@ -100,9 +100,21 @@ def test_scan_finds_the_runs_live_workload_processes_by_their_markers(tmp_path: 
     assert procs.scan("r1", 2.0, tmp_path) == [ProcSample(2.0, 10, "db-0", "u1", "node-a", True)]
 
 
+def test_the_volume_mounted_at_data_is_read_from_mountinfo(tmp_path: Path) -> None:
+    (tmp_path / "10").mkdir()
+    (tmp_path / "10" / "mountinfo").write_text(
+        "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+        "90 22 0:40 /run/chaos/volumes/pvc-1 /data rw - tmpfs tmpfs rw\n"
+        "91 22 0:40 /run/chaos/other /etc/x rw - tmpfs tmpfs rw\n")
+    sample = ProcSample(2.0, 10, "db-0", "u1", "node-a", True)
+    assert procs.data_volume(10, proc=tmp_path) == "pvc-1"
+    assert procs.mounts([sample], proc=tmp_path) == [MountSample(2.0, "pvc-1", "node-a")]
+    assert procs.mounts([ProcSample(2.0, 11, "db-0", "u1", "node-a", True)], proc=tmp_path) == []  # gone
+
+
 def test_file_records_skip_torn_lines_and_count_from_the_run_start(tmp_path: Path) -> None:
-    d = tmp_path / "statefulset"
-    d.mkdir()
+    d = tmp_path / workload.VOLUMES / "pvc-1"
+    d.mkdir(parents=True)
     (d / "db-0.log").write_text("db-0 u1 node-a 42 1 1000.5\ndb-0 u1 node-a 42 2 1001.0\ndb-0 u1 no")
     records = workload.read_records(tmp_path, 1000.0)
     assert [(r.pod_uid, r.pid, r.counter, r.t) for r in records] == [("u1", 42, 1, 0.5), ("u1", 42, 2, 1.0)]

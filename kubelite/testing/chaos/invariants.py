@@ -220,15 +220,15 @@ CHECKERS: list[Checker] = [
             skip_reason="no fencing controller yet (no NodeFence API); removed-only-when-dead covers the case"),
     Checker("rwo-single-node", "S5", "one ReadWriteOnce volume mounted on two nodes",
             rwo_single_node, needs=STORAGE,
-            skip_reason="no VolumeAttachment API yet (storage not merged); the workload uses a hostPath"),
+            skip_reason="the cluster serves no VolumeAttachments"),
 ]
 
 
-# Capabilities whose observations the observer collects (Observations.mounts for STORAGE, .fences for
-# FENCING). None yet: the storage and fencing work add their collectors to observer.py and their names
-# here. Until then their rows are skipped even on a cluster that has the API — an empty list of mounts
-# would otherwise pass the S5 row without having looked at anything.
-COLLECTED: frozenset[str] = frozenset()
+# Capabilities whose observations the observer collects: Observations.mounts for STORAGE (procs.mounts,
+# from each workload process's mountinfo). Not yet .fences for FENCING: the fencing work adds its
+# collector to observer.py and the name here. Until then its row is skipped even on a cluster that has
+# the API — an empty list of fences would otherwise look at nothing.
+COLLECTED: frozenset[str] = frozenset({STORAGE})
 
 
 def run_checkers(obs: Observations, capabilities: set[str],

@@ -48,7 +48,9 @@ class Observer:
     async def sample_procs(self) -> None:
         while True:
             t = self.now()
-            self.obs.procs += procs.scan(self.run_id, t)
+            found = procs.scan(self.run_id, t)
+            self.obs.procs += found
+            self.obs.mounts += procs.mounts(found)
             await self.clock.sleep(self.obs.sample_interval)
 
     async def _every(self, interval: float, step: Callable[[], Awaitable[None]]) -> None:

@@ -15,7 +15,7 @@ from kubelite.client.http import ApiClient
 from kubelite.clock import RealClock
 from kubelite.testing.chaos import workload
 from kubelite.testing.chaos.cluster import NODES, Cluster
-from kubelite.testing.chaos.invariants import Violation, run_checkers
+from kubelite.testing.chaos.invariants import STORAGE, Violation, run_checkers
 from kubelite.testing.chaos.observations import Window
 from kubelite.testing.chaos.observer import Observer
 from kubelite.testing.chaos.schedule import POD_DELETE, Fault, generate
@@ -155,7 +155,7 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
         observer.obs.files = workload.read_records(cluster.shared, observer.started)
         capabilities = await observer.capabilities()
         report.violations, report.skipped = run_checkers(observer.obs, capabilities)
-        report.error = report.error or _missing_evidence(observer)
+        report.error = report.error or _missing_evidence(observer, capabilities)
         report.recoveries = recovery_times(shifted, observer.health)
         report.episodes = episodes(shifted, observer.health)
         report.acked_writes = len(observer.obs.acked_writes)
@@ -170,12 +170,15 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
         (workdir / "report.json").write_text(json.dumps(report.to_json(), indent=1))
 
 
-def _missing_evidence(observer: Observer) -> str:
+def _missing_evidence(observer: Observer, capabilities: set[str]) -> str:
     """A run that saw nothing proves nothing: say so rather than pass it."""
     obs = observer.obs
-    missing = [what for what, seen in (("workload processes in /proc", obs.procs), ("file records", obs.files),
-                                       ("acknowledged writes", obs.acked_writes), ("pod lists", obs.pod_list_times))
-               if not seen]
+    needed: list[tuple[str, object]] = [
+        ("workload processes in /proc", obs.procs), ("file records", obs.files),
+        ("acknowledged writes", obs.acked_writes), ("pod lists", obs.pod_list_times)]
+    if STORAGE in capabilities:
+        needed.append(("volume mounts", obs.mounts))
+    missing = [what for what, seen in needed if not seen]
     return f"no {', no '.join(missing)} observed" if missing else ""
 
 

@@ -1,7 +1,8 @@
 """The workload under fault: a StatefulSet whose pods append "identity uid node pid counter time" to their
-identity's file every WRITE_INTERVAL — on a directory every node mounts (a hostPath standing for network
-storage, so a second instance on another node would write the same file) — and a Deployment. Both carry
-the markers `procs.scan` finds them by."""
+identity's file every WRITE_INTERVAL on their own ReadWriteOnce volume (a claim from the
+`kubelite.io/shared-path` provisioner: network storage any node can mount, so only the attach lock
+keeps it on one node, and a second instance on another node would write the same file), and a
+Deployment (on a hostPath). Both carry the markers `procs.scan` finds them by."""
 
 from __future__ import annotations
 
@@ -40,26 +41,37 @@ def _env(run_id: str, kind: str) -> list[dict[str, Any]]:
             *({"name": k, "valueFrom": {"fieldRef": {"fieldPath": v}}} for k, v in fields.items())]
 
 
+STORAGE_CLASS = "chaos-shared"
+VOLUMES = "volumes"  # under the shared dir: one directory per PersistentVolume
+
+
 def _pod_template(name: str, run_id: str, kind: str, data_dir: Path) -> dict[str, Any]:
+    volumes = [] if kind == "statefulset" else [  # the StatefulSet's "data" comes from its claim template
+        {"name": "data", "hostPath": {"path": str(data_dir / kind), "type": "DirectoryOrCreate"}}]
     return {"metadata": {"labels": {"app": name}}, "spec": {
         "terminationGracePeriodSeconds": GRACE,
         "tolerations": [{"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute",
                          "tolerationSeconds": TOLERATION_SECONDS} for key in ("unreachable", "not-ready")],
         "containers": [{"name": "main", "image": "busybox", "command": ["bash", "-c", SCRIPT],
                         "env": _env(run_id, kind), "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-        "volumes": [{"name": "data", "hostPath": {"path": str(data_dir / kind), "type": "DirectoryOrCreate"}}]}}
+        "volumes": volumes}}
 
 
 def manifests(run_id: str, data_dir: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(API collection path, object) for the StatefulSet and the Deployment."""
+    """(API collection path, object) for the StorageClass, the StatefulSet and the Deployment."""
+    storage_class = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": STORAGE_CLASS},
+                     "provisioner": "kubelite.io/shared-path", "parameters": {"path": str(data_dir / VOLUMES)}}
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": STORAGE_CLASS,
+                                                    "resources": {"requests": {"storage": "10Mi"}}}}
     sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": STATEFULSET}, "spec": {
         "replicas": REPLICAS[STATEFULSET], "serviceName": STATEFULSET,
-        "selector": {"matchLabels": {"app": STATEFULSET}},
+        "selector": {"matchLabels": {"app": STATEFULSET}}, "volumeClaimTemplates": [claim],
         "template": _pod_template(STATEFULSET, run_id, "statefulset", data_dir)}}
     deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": DEPLOYMENT}, "spec": {
         "replicas": REPLICAS[DEPLOYMENT], "selector": {"matchLabels": {"app": DEPLOYMENT}},
         "template": _pod_template(DEPLOYMENT, run_id, "deployment", data_dir)}}
-    return [(f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets", sts),
+    return [("/apis/storage.k8s.io/v1/storageclasses", storage_class),
+            (f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets", sts),
             (f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments", deploy)]
 
 
@@ -83,7 +95,7 @@ def read_records(data_dir: Path, started: float) -> list[FileRecord]:
     """The StatefulSet's file lines, with wall-clock times made relative to the run's start (a torn last
     line, from a process killed mid-write, is skipped)."""
     out = []
-    for path in sorted((data_dir / "statefulset").glob("*.log")):
+    for path in sorted((data_dir / VOLUMES).glob("*/*.log")):
         for line in path.read_text(errors="replace").splitlines():
             parts = line.split()
             if len(parts) != 6:
