@@ -120,7 +120,10 @@ class LinkProxy:
         conn.server = up_writer
         conn.tasks = [asyncio.create_task(self._pump(conn, reader, up_writer, UP)),
                       asyncio.create_task(self._pump(conn, up_reader, writer, DOWN))]
-        await asyncio.gather(*conn.tasks, return_exceptions=True)
+        try:
+            await asyncio.gather(*conn.tasks, return_exceptions=True)
+        except asyncio.CancelledError:
+            return  # the proxy is stopping (a half-open connection's pumps never end on their own)
         if conn in self._conns:
             self._close(conn)
 
