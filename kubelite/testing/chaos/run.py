@@ -23,6 +23,7 @@ from kubelite.testing.chaos.schedule import POD_DELETE, Fault, generate
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 120.0
+UNRECOVERED = "the workload did not recover"
 RECOVERY_TIMEOUT = 90.0
 
 
@@ -121,7 +122,8 @@ async def _wait_healthy(observer: Observer, timeout: float) -> bool:
     return False
 
 
-async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[str] = frozenset()) -> RunReport:
+async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[str] = frozenset(),
+                  recovery_timeout: float = RECOVERY_TIMEOUT) -> RunReport:
     faults = generate(seed, duration, NODES, workload.DELETE_TARGETS, exclude=exclude)
     report = RunReport(seed, duration, faults)
     clock = RealClock()
@@ -149,8 +151,8 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
         await asyncio.gather(*injections)
         tasks[-1].cancel()  # stop writing; what was acknowledged must survive
         cluster.heal()
-        if not await _wait_healthy(observer, RECOVERY_TIMEOUT):
-            report.error = f"the workload did not recover within {RECOVERY_TIMEOUT:.0f} s of the last fault"
+        if not await _wait_healthy(observer, recovery_timeout):
+            report.error = f"{UNRECOVERED} within {recovery_timeout:.0f} s of the last fault"
         await observer.read_back()
         observer.obs.files = workload.read_records(cluster.shared, observer.started)
         capabilities = await observer.capabilities()
