@@ -37,6 +37,7 @@ class Observer:
         self.started = clock.now()
         self.obs = Observations()
         self._written = 0
+        self.unhealthy = "not looked at yet"  # the last successful look's reason, for the report
         self.health: list[tuple[float, bool]] = []  # (t, workload healthy) per successful look
 
     def now(self) -> float:
@@ -77,10 +78,12 @@ class Observer:
             self.obs.pods.append(PodSample(t, meta["uid"], meta["name"], p["spec"].get("nodeName", ""),
                                            _ts(meta.get("deletionTimestamp"), self.started),
                                            meta.get("deletionGracePeriodSeconds")))
-        self.health.append((t, await self._healthy(pods)))
+        self.unhealthy = self._unhealthy(pods)
+        self.health.append((t, not self.unhealthy))
 
-    async def _healthy(self, pods: list[dict[str, Any]]) -> bool:
-        """Every replica Ready in the API and exactly one live process per StatefulSet identity."""
+    def _unhealthy(self, pods: list[dict[str, Any]]) -> str:
+        """What keeps the workload from being healthy ("" when it is): every replica Ready in the API and
+        exactly one live process per StatefulSet identity."""
         ready = {name: 0 for name in workload.REPLICAS}
         for p in pods:
             app = p["metadata"].get("labels", {}).get("app")
@@ -92,8 +95,13 @@ class Observer:
         for s in procs.scan(self.run_id, 0.0):
             if s.stateful:
                 alive.setdefault(s.identity, set()).add(s.pod_uid)
-        return ready == workload.REPLICAS and len(alive) == workload.REPLICAS[workload.STATEFULSET] and all(
-            len(uids) == 1 for uids in alive.values())
+        wrong = [f"{name}: {ready[name]}/{want} Ready in the API" for name, want in workload.REPLICAS.items()
+                 if ready[name] != want]
+        wrong += [f"{ident}: {len(uids)} live pods' processes" for ident, uids in sorted(alive.items())
+                  if len(uids) != 1]
+        if len(alive) != workload.REPLICAS[workload.STATEFULSET]:
+            wrong.append(f"{len(alive)} StatefulSet identities with live processes")
+        return "; ".join(wrong)
 
     async def write_acknowledged(self) -> None:
         await self._every(WRITE_INTERVAL, self._write_one)

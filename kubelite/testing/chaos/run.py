@@ -152,7 +152,8 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
         tasks[-1].cancel()  # stop writing; what was acknowledged must survive
         cluster.heal()
         if not await _wait_healthy(observer, recovery_timeout):
-            report.error = f"{UNRECOVERED} within {recovery_timeout:.0f} s of the last fault"
+            report.error = (f"{UNRECOVERED} within {recovery_timeout:.0f} s of the last fault "
+                            f"(last look: {observer.unhealthy})")
         await observer.read_back()
         observer.obs.files = workload.read_records(cluster.shared, observer.started)
         capabilities = await observer.capabilities()
