@@ -6,6 +6,7 @@ DATA_DIR ?= $(HOME)/.local/share/kubelite
 PORT ?= 6443
 
 .PHONY: up test install sandbox lint typecheck layers unit fuzz bench bench-scheduler bench-agent clean
+.PHONY: chaos
 
 $(BIN)/kubelite: pyproject.toml
 	@echo "==> [1/3] Creating a Python virtual environment in $(VENV)"
@@ -43,6 +44,12 @@ test: lint typecheck layers
 # A long fuzz campaign (CI runs a fixed-seed sample inside `make test`); figures go to RELIABILITY.md.
 fuzz: install
 	KUBELITE_FUZZ=campaign KUBELITE_FUZZ_EXAMPLES=50000 $(BIN)/pytest -s --timeout=0 tests/fuzz
+
+# Fault injection with checked invariants (README "Fault injection"): 50 seeded schedules of 60 s each
+# (CI runs 5 short ones inside `make test`). Reproduce one schedule: make chaos CHAOS_ARGS="--seed 7 --schedules 1".
+CHAOS_ARGS ?= --schedules 50 --duration 60 --seed 1
+chaos: install sandbox
+	$(BIN)/python -m kubelite.testing.chaos $(CHAOS_ARGS)
 
 bench: install
 	$(BIN)/python -m benchmarks.apiserver

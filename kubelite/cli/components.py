@@ -18,9 +18,8 @@ import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import uvloop
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
@@ -42,6 +41,15 @@ from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.scheduler import Scheduler
 
+T = TypeVar("T")
+
+
+def over_http(main: Coroutine[Any, Any, T]) -> T:
+    """Run a component that talks to the API server over HTTP, on the stock asyncio loop: under uvloop a
+    connection reset or a cancelled connect can leave a file descriptor "used by transport" for good, after
+    which every new connection fails and the component is cut off (MagicStack/uvloop#653, found by
+    `make chaos`). The API server itself keeps uvloop (it only accepts connections)."""
+    return asyncio.run(main)
 
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
               port: int, shutdown_grace: float | None = None, protect: Sequence[Path] = (),
@@ -59,7 +67,7 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
     data_dir.chmod(0o700)
     runtime = ProcessRuntime(RealClock(), Cgroups.detect())
     client_ca = client_ca_file.read_bytes() if client_ca_file else server.client_ca_from_kubeconfig(kubeconfig)
-    uvloop.run(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address,
+    over_http(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address,
                                                   port, proxy=service_proxy(proxy_mode, client),
                                                   client_ca=client_ca).run(),
                              ApiClient.from_kubeconfig(kubeconfig)))
@@ -93,7 +101,7 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
         return Scheduler(client, RealClock(), cfg, seed, metrics).run()
 
-    return uvloop.run(run_component(elected("kube-scheduler", start) if leader_elect else start,
+    return over_http(run_component(elected("kube-scheduler", start) if leader_elect else start,
                                     ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))
 
 
@@ -106,7 +114,7 @@ def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: boo
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
         return run_controllers(client, RealClock(), names, metrics, configured)
 
-    return uvloop.run(run_component(elected("kube-controller-manager", start) if leader_elect else start,
+    return over_http(run_component(elected("kube-controller-manager", start) if leader_elect else start,
                                     ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))
 
 

@@ -1,0 +1,60 @@
+"""The host's process table as the invariant checkers need it: the workload's containers are real
+processes, marked by their environment (CHAOS_RUN, and the pod's name, uid and node from the downward API)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kubelite.testing.chaos.observations import MountSample, ProcSample
+
+RUN_ENV = "CHAOS_RUN"
+WORKLOAD_COMM = "bash"  # the workload's loop; its `sleep` children carry the same markers and are not counted
+
+
+def _environ(pid_dir: Path) -> dict[str, str]:
+    raw = (pid_dir / "environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
+def data_volume(pid: int, mount_point: str = "/data", proc: Path = Path("/proc")) -> str | None:
+    """The volume (its directory's name: the PersistentVolume's) mounted at `mount_point` in the process's
+    mount namespace, from /proc/PID/mountinfo (field 4 is the mount's root within its filesystem, field 5
+    the mount point); None when nothing is mounted there or the process is gone."""
+    try:
+        lines = (proc / str(pid) / "mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    roots = [f[3] for f in (line.split() for line in lines) if len(f) > 4 and f[4] == mount_point]
+    return Path(roots[-1]).name if roots else None  # the last mount over a point is the visible one
+
+
+def mounts(samples: list[ProcSample], proc: Path = Path("/proc")) -> list[MountSample]:
+    """Which node holds which StatefulSet volume, as the live processes of one scan show it."""
+    out = []
+    for s in samples:
+        volume = data_volume(s.pid, proc=proc) if s.stateful else None
+        if volume is not None:
+            out.append(MountSample(s.t, volume, s.node))
+    return out
+
+
+def scan(run_id: str, t: float, proc: Path = Path("/proc")) -> list[ProcSample]:
+    """Every live (not zombie) workload process of run `run_id` at time `t`."""
+    out = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != WORKLOAD_COMM:
+                continue
+            stat = (entry / "stat").read_text()
+            if stat[stat.rindex(")") + 2] in "ZX":
+                continue
+            env = _environ(entry)
+        except (OSError, ValueError):
+            continue  # gone meanwhile, or not ours to read
+        if env.get(RUN_ENV) != run_id:
+            continue
+        out.append(ProcSample(t, int(entry.name), env.get("CHAOS_IDENTITY", ""), env.get("CHAOS_POD_UID", ""),
+                              env.get("CHAOS_NODE", ""), env.get("CHAOS_KIND") == "statefulset"))
+    return out
