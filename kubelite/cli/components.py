@@ -51,6 +51,7 @@ def over_http(main: Coroutine[Any, Any, T]) -> T:
     `make chaos`). The API server itself keeps uvloop (it only accepts connections)."""
     return asyncio.run(main)
 
+
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
               port: int, shutdown_grace: float | None = None, protect: Sequence[Path] = (),
               proxy_mode: str = "none", client_ca_file: Path | None = None,
