@@ -83,14 +83,14 @@ class ObjectWatcher:
         """The pod `uid` now references `refs` (and no longer what it referenced before)."""
         new, old = set(refs), self._by_pod.get(uid, set())
         self._by_pod[uid] = new
-        for ref in new - old:
+        for ref in sorted(new - old):  # watches start in one order, whatever the strings' hash seed
             watch = self._watches.get(ref) or self._start(ref)
             watch.users.add(uid)
-        for ref in old - new:
+        for ref in sorted(old - new):
             self._release(ref, uid)
 
     def unregister(self, uid: str) -> None:
-        for ref in self._by_pod.pop(uid, set()):
+        for ref in sorted(self._by_pod.pop(uid, set())):
             self._release(ref, uid)
 
     def users(self, ref: Ref) -> set[str]:
