@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
+from typing import cast
 
 import orjson
 import pytest
@@ -18,6 +19,9 @@ from kubelite.apiserver.auth.admission import ServiceAccountAdmission
 from kubelite.apiserver.cache import Caches, Watcher
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.client import events, retry
+from kubelite.client.informer import Handlers
+from kubelite.client.interface import Client
+from kubelite.controllers.informers import SharedInformerHandle, _Shared
 from kubelite.sim.runner import seeded
 from kubelite.store.interface import Event, EventType, KeyValue, Store
 
@@ -48,6 +52,22 @@ def test_watch_cache_fans_an_event_out_to_watchers_in_the_order_they_started() -
     caches.apply(Event(EventType.PUT, KeyValue("/registry/core/configmaps/default/c", value, 2, 2), None, 2))
     assert heard == [w.n for w in cache.watchers]
     assert heard == [w.n for w in random.Random(1).sample(watchers, len(watchers))]
+
+
+def test_shared_informer_calls_its_handlers_in_the_order_they_subscribed() -> None:
+    """A WeakSet of handles called the controllers' handlers in memory-address order: which controller
+    queued a change first changed from run to run."""
+
+    class _NoClient:  # never called: the informer is not run
+        pass
+
+    client = _NoClient()
+    shared = _Shared(cast(Client, client), "/api/v1/pods", _Sleeps())
+    heard: list[int] = []
+    order = random.Random(1).sample(range(200), 200)
+    handles = [SharedInformerHandle(shared, Handlers(on_add=lambda _, n=n: heard.append(n))) for n in order]
+    shared._added({"metadata": {"namespace": "default", "name": "p"}})
+    assert heard == order and len(handles) == 200
 
 
 class _Sleeps:
