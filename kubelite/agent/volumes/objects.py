@@ -119,7 +119,7 @@ class ObjectWatcher:
 
     async def wait_synced(self, refs: Iterable[Ref]) -> None:
         """Wait (a second at most) for the first list of each watch; those still unsynced then fail their reads."""
-        watches = [w for r in refs if (w := self._watches.get(r)) is not None]
+        watches = [w for r in sorted(refs) if (w := self._watches.get(r)) is not None]
         pending = [w.informer.synced.wait() for w in watches if not w.informer.synced.is_set()]
         if pending:
             await bounded(self.clock, asyncio.gather(*pending), SYNC_TIMEOUT)
