@@ -116,7 +116,7 @@ class Agent:
 
     def _object_changed(self, ref: Ref) -> None:
         """A ConfigMap or Secret some pods use changed (or appeared): their next sync rewrites volumes, retries env."""
-        for uid in self.objects.users(ref):
+        for uid in sorted(self.objects.users(ref)):  # pod workers wake in one order, whatever the hash seed
             syncer = self.syncers.get(uid)
             if syncer is not None:
                 syncer.wake()

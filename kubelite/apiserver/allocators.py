@@ -40,7 +40,7 @@ class RangeAllocator:
     high: int
     in_use: Callable[[], Iterable[int]]
     clock: Clock
-    rng: random.Random = field(default_factory=random.Random)
+    rng: random.Random = field(default_factory=lambda: random.Random(random.getrandbits(64)))  # a simulation seeds it
     _reserved: dict[int, float] = field(default_factory=dict)
 
     @property

@@ -89,7 +89,9 @@ class ResourceCache:
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
         self.by_ns: dict[str, dict[str, Obj]] = {}
-        self.watchers: set[Watcher] = set()
+        # Insertion-ordered (a dict, not a set of id-hashed objects): watchers hear each event in the
+        # order they started, the same from run to run (a simulation's replay depends on it).
+        self.watchers: dict[Watcher, None] = {}
 
     def get(self, namespace: str, name: str) -> Obj | None:
         return self.by_ns.get(namespace, {}).get(name)

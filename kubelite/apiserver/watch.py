@@ -95,7 +95,7 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
         initial = []
         for ev in backlog:
             watcher.offer(ev)
-    cache.watchers.add(watcher)
+    cache.watchers[watcher] = None
     pb = encoder is protobuf_event
     resp = web.StreamResponse(headers={"Content-Type": protobuf.WATCH_MEDIA_TYPE if pb else "application/json"})
     resp.enable_chunked_encoding()
@@ -125,7 +125,7 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
         pass
     finally:
         ticker.cancel()
-        cache.watchers.discard(watcher)
+        cache.watchers.pop(watcher, None)
     return resp
 
 

@@ -48,12 +48,10 @@ COMBINED_PREFIX = "(combined from similar events): "
 SEND_BACKOFF = Backoff(duration=0.5, factor=2.0, jitter=0.1, steps=12, cap=10.0)
 
 
-_names = random.Random()
-
-
 def _name(object_name: str) -> str:
-    """`<object>.<16 hex digits>`: unique without the OS entropy pool (secrets cost a syscall per event)."""
-    return f"{object_name}.{_names.getrandbits(64):016x}"
+    """`<object>.<16 hex digits>`: unique without the OS entropy pool (secrets cost a syscall per event);
+    from the process's generator, which a simulation seeds."""
+    return f"{object_name}.{random.getrandbits(64):016x}"
 
 
 def event_for(obj: Obj, reason: str, message: str, kind: str, component: str, now: float,

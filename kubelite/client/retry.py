@@ -68,8 +68,9 @@ async def on_error(fn: Callable[[], Awaitable[T]], *, clock: Clock, retriable: C
                    backoff: Backoff = DEFAULT_BACKOFF, rng: random.Random | None = None) -> T:
     """retry.OnError: call `fn` until it succeeds, an error is not `retriable`, or the steps run out
     (then the last error is raised)."""
-    delays: Iterator[float] | None = None  # made on the first failure: most calls succeed at once, and a
-    # fresh random.Random() seeds from the OS entropy pool (a syscall per event sent or status written)
+    # Made on the first failure (most calls succeed at once), from the process's generator: a simulation seeds
+    # it, where a fresh random.Random() would seed from the OS entropy pool (and a syscall per call).
+    delays: Iterator[float] | None = None
     while True:
         try:
             return await fn()
@@ -77,7 +78,7 @@ async def on_error(fn: Callable[[], Awaitable[T]], *, clock: Clock, retriable: C
             if not retriable(exc):
                 raise
             if delays is None:
-                delays = backoff.delays(rng or random.Random())
+                delays = backoff.delays(rng or random.Random(random.getrandbits(64)))
             delay = next(delays, None)
             if delay is None:
                 raise

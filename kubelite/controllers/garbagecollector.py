@@ -151,7 +151,7 @@ class GarbageCollector:
             owner = self.nodes.get(ref["uid"])
             if owner is not None and owner.deleting_dependents():
                 self.runner.enqueue(owner.uid)
-        for dep in self.dependents.get(uid, set()):
+        for dep in sorted(self.dependents.get(uid, ())):  # sorted: a set of strings iterates by hash seed
             self.runner.enqueue(dep)
         if not self.dependents.get(uid):
             self.dependents.pop(uid, None)
@@ -220,7 +220,7 @@ class GarbageCollector:
             else "solid"
 
     async def orphan_dependents(self, node: Node) -> None:
-        for dep_uid in list(self.dependents.get(node.uid, ())):
+        for dep_uid in sorted(self.dependents.get(node.uid, ())):
             dep = self.nodes.get(dep_uid)
             if dep is not None:
                 await self._patch(dep, remove_refs_patch(dep.uid, [node.uid]))
@@ -228,7 +228,7 @@ class GarbageCollector:
 
     async def process_deleting_dependents(self, node: Node) -> None:
         blocking = []
-        for dep_uid in list(self.dependents.get(node.uid, ())):
+        for dep_uid in sorted(self.dependents.get(node.uid, ())):
             dep = self.nodes.get(dep_uid)
             if dep is None:
                 continue

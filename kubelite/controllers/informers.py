@@ -46,7 +46,9 @@ class _Shared:
                                  Handlers(self._added, self._updated, self._deleted))
         # Weak: a handle lives as long as its controller holds it (or its run() is going), so a controller
         # that is dropped — or never ran — leaves nothing behind that keeps it or its client alive.
-        self.subscribers: weakref.WeakSet[SharedInformerHandle] = weakref.WeakSet()
+        # Keys of a weak dict rather than a WeakSet: handlers hear each change in the order they subscribed,
+        # not in the order of their objects' addresses (which differs from run to run: a simulation's replay).
+        self.subscribers: weakref.WeakKeyDictionary[SharedInformerHandle, None] = weakref.WeakKeyDictionary()
         self.running = 0
         self.task: asyncio.Task[None] | None = None
 
@@ -90,7 +92,7 @@ class SharedInformerHandle:
         # Made after the initial list: the cached objects are replayed to it as adds once it runs.
         self._replay = shared.informer.synced.is_set()
         if not self._replay:
-            shared.subscribers.add(self)
+            shared.subscribers[self] = None
 
     @property
     def path(self) -> str:
@@ -130,7 +132,7 @@ class SharedInformerHandle:
         shared = self._shared
         if self._replay:
             self._replay = False
-            shared.subscribers.add(self)
+            shared.subscribers[self] = None
             for obj in list(shared.informer.store.values()):
                 self._replay_one(obj)
         shared.start()
@@ -139,7 +141,7 @@ class SharedInformerHandle:
             self.synced.set()
             await asyncio.Event().wait()
         finally:
-            shared.subscribers.discard(self)
+            shared.subscribers.pop(self, None)
             shared.stop()
 
     def _replay_one(self, obj: Obj) -> None:

@@ -115,7 +115,7 @@ async def test_on_error_seeds_jitter_only_when_it_backs_off(monkeypatch: pytest.
     made: list[random.Random] = []
 
     class Counting(random.Random):
-        def __init__(self) -> None:
+        def __init__(self, seed: int | None = None) -> None:  # seeded from the process's generator
             super().__init__(0)
             made.append(self)
 

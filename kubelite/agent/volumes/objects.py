@@ -83,14 +83,14 @@ class ObjectWatcher:
         """The pod `uid` now references `refs` (and no longer what it referenced before)."""
         new, old = set(refs), self._by_pod.get(uid, set())
         self._by_pod[uid] = new
-        for ref in new - old:
+        for ref in sorted(new - old):  # watches start in one order, whatever the strings' hash seed
             watch = self._watches.get(ref) or self._start(ref)
             watch.users.add(uid)
-        for ref in old - new:
+        for ref in sorted(old - new):
             self._release(ref, uid)
 
     def unregister(self, uid: str) -> None:
-        for ref in self._by_pod.pop(uid, set()):
+        for ref in sorted(self._by_pod.pop(uid, set())):
             self._release(ref, uid)
 
     def users(self, ref: Ref) -> set[str]:
@@ -119,7 +119,7 @@ class ObjectWatcher:
 
     async def wait_synced(self, refs: Iterable[Ref]) -> None:
         """Wait (a second at most) for the first list of each watch; those still unsynced then fail their reads."""
-        watches = [w for r in refs if (w := self._watches.get(r)) is not None]
+        watches = [w for r in sorted(refs) if (w := self._watches.get(r)) is not None]
         pending = [w.informer.synced.wait() for w in watches if not w.informer.synced.is_set()]
         if pending:
             await bounded(self.clock, asyncio.gather(*pending), SYNC_TIMEOUT)

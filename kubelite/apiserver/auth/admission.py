@@ -48,7 +48,8 @@ def should_automount(sa: Obj, pod: Obj) -> bool:
 @dataclass
 class ServiceAccountAdmission:
     mount_tokens: bool = True
-    rng: random.Random = field(default_factory=random.Random)  # volume names need uniqueness, not secrecy
+    rng: random.Random = field(default_factory=lambda: random.Random(random.getrandbits(64)))  # uniqueness,
+    # not secrecy, is what volume names need; from the process's generator, which a simulation seeds
 
     def admit(self, pod: Obj, lookup: Lookup) -> list[str]:
         """Mutate a pod being created; the refusals (403) when its service account does not exist."""
