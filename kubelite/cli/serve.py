@@ -60,6 +60,8 @@ AGENT_STOP_TIMEOUT = 30.0
 UP_SHUTDOWN_GRACE = 10.0
 
 
+REQUEST_DRAIN = 3.0  # seconds a request in flight may take to finish when the server stops
+
 @dataclass(frozen=True)
 class AuthOptions:
     """kube-apiserver's authentication flags (see README "Authentication and service accounts")."""
@@ -181,7 +183,10 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
                            agent_tls=agent_tls, auth=auth)
         await server.start()
         cleanup.push_async_callback(server.stop)
-        runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+        # On stop, requests in flight get REQUEST_DRAIN seconds and are then cancelled: watches never end by
+        # themselves, and aiohttp's default (60 s per connection) kept a server with open watches alive for a minute.
+        runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None,
+                               shutdown_timeout=REQUEST_DRAIN)
         await runner.setup()
         cleanup.push_async_callback(_quietly, runner.cleanup())
         site = web.TCPSite(runner, opts.bind, opts.port, ssl_context=ssl_ctx, backlog=4096)
