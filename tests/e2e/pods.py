@@ -78,7 +78,13 @@ def group_alive(pgid: int) -> bool:
 def agent_pid(up_pid: int) -> int:
     """The `kubelite agent` child process of `kubelite up`."""
     for pid, fields in proc_stats().items():
-        if int(fields[1]) == up_pid and b"agent" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+        if int(fields[1]) != up_pid:
+            continue
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except FileNotFoundError:  # exited between the scan and now
+            continue
+        if b"agent" in argv:
             return pid
     raise LookupError(f"no agent process under {up_pid}")
 
