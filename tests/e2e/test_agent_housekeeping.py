@@ -44,7 +44,7 @@ def test_previous_log_of_a_signalled_container_has_only_its_output(cluster: tupl
                                                                    ) -> None:
     """kubectl logs -p after a liveness kill (SIGTERM ends the container): only what the container wrote."""
     server, _ = cluster
-    liveness = {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1,
+    liveness = {"exec": {"command": ["false"]}, "initialDelaySeconds": 2, "periodSeconds": 1, "failureThreshold": 1,
                 "terminationGracePeriodSeconds": 1}
     apply_pod(server, "signalled", [sh("main", "echo started; sleep 30", livenessProbe=liveness)], nodeName=NODE)
     assert wait_for(lambda: container_status(server, "signalled", "main").get("restartCount", 0) >= 1, 30)
