@@ -129,7 +129,8 @@ async def test_a_half_open_link_does_not_blind_the_pod_informer(name: str, close
     clock = FakeClock()
     client = HalfOpenLink(clock, [[], [{"type": "DELETED", "object": pod("a", 2, node="n1")}]])
     deleted: list[float] = []
-    informer = Informer(client, "/api/v1/pods", clock, Handlers(on_delete=lambda obj: deleted.append(clock.monotonic())))
+    informer = Informer(client, "/api/v1/pods", clock,
+                        Handlers(on_delete=lambda obj: deleted.append(clock.monotonic())))
 
     async def half_open_at_5() -> None:
         await clock.sleep(5)
