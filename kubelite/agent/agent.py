@@ -40,6 +40,7 @@ from kubelite.agent.volumes.objects import ObjectWatcher, Ref
 from kubelite.agent.volumes.tokens import TokenManager
 from kubelite.api.podresources import pod_requests, quantity_units
 from kubelite.client.events import EventSink, event_for
+from kubelite.client.http import ApiClient
 from kubelite.client.informer import Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, bounded
@@ -70,7 +71,8 @@ class Agent:
         self.client_ca = client_ca  # who may call the agent's endpoint (server.py): the API server's CA
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
-                                 lambda: self.eviction.conditions(), self.fence_gate)
+                                 lambda: self.eviction.conditions(), self.fence_gate,
+                                 client.close_connections if isinstance(client, ApiClient) else None)
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),

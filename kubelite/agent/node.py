@@ -1,7 +1,9 @@
 """The node's own objects: registering the Node, renewing its Lease, posting its status.
 
 Kubelet's node status and NodeLease heartbeats. A failed call (server down, stalled, refusing)
-is logged and tried again at the next interval: nothing here ever touches a pod.
+is logged and tried again soon: nothing here ever touches a pod. A heartbeat that fails for want
+of an answer also closes every connection of the agent's client (`close_connections`, kubelet's
+closeAllConns): a half-open connection would otherwise blind the pod watch until its read timeout.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import platform
 import shutil
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from kubelite.agent.eviction.node_status import pressure_condition
 from kubelite.agent.loops import timed
 from kubelite.agent.self_fence import ANNOTATION as SELF_FENCE_ANNOTATION
 from kubelite.agent.self_fence import FenceGate
-from kubelite.api.errors import ApiError
+from kubelite.api.errors import ApiError, Unavailable
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
@@ -31,6 +33,7 @@ log = logging.getLogger("kubelite.agent")
 Obj = dict[str, Any]
 LEASE_SECONDS = 40
 RENEW_INTERVAL = 10.0
+RETRY_DELAY = 1.0  # after a failed heartbeat, doubling up to the renew interval (the lease controller backs off)
 STATUS_REPORT_INTERVAL = 300.0  # kubelet's nodeStatusReportFrequency: with leases, a full status every 5 min
 LEASES = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
 NODE_FENCES = resource_path("nodefences", group_version="kubelite.io/v1alpha1")
@@ -50,7 +53,8 @@ def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
 class NodeReporter:
     def __init__(self, client: Client, clock: Clock, name: str, host_ip: str, capacity: dict[str, str],
                  port: Callable[[], int], pressure: Callable[[], list[Obj]] | None = None,
-                 gate: FenceGate | None = None) -> None:
+                 gate: FenceGate | None = None,
+                 close_connections: Callable[[], Awaitable[None]] | None = None) -> None:
         self.client = client
         self.clock = clock
         self.name = name
@@ -62,6 +66,7 @@ class NodeReporter:
         self.gate = gate or FenceGate(clock, None)  # told of each accepted renewal and of the Node's Fenced condition
         # a self-fencing node renews at least 4 times per D, so one slow renewal does not trip it
         self.renew_interval = min(RENEW_INTERVAL, self.gate.after / 4) if self.gate.after else RENEW_INTERVAL
+        self._close_connections = close_connections  # the client's, when it has connections to close
 
     def node_object(self) -> Obj:
         now = rfc3339(self.clock.now())
@@ -119,19 +124,36 @@ class NodeReporter:
         """Renew the node's Lease in kube-node-lease every 10 s (NodeLease heartbeats) and post the full
         node status every 5 minutes, as kubelet does when leases carry the liveness signal."""
         reported = self.clock.now()
+        retry = RETRY_DELAY
         while True:
+            delay = self.renew_interval
             try:
                 stale = await self.marked_not_ready()  # always read: it also feeds the fence gate
                 if self.clock.now() - reported >= STATUS_REPORT_INTERVAL or stale:
                     reported = self.clock.now()
                     await self.post_status()
                 await self.renew_lease()
+                retry = RETRY_DELAY
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("node heartbeat failed (%s: %s); trying again in %.0f s", type(exc).__name__, exc,
-                            self.renew_interval)
-            await self.clock.sleep(self.renew_interval)
+                delay, retry = min(retry, self.renew_interval), retry * 2
+                log.warning("node heartbeat failed (%s: %s); trying again in %.0f s", type(exc).__name__, exc, delay)
+                if isinstance(exc, Unavailable):
+                    await self.reset_connections()
+            await self.clock.sleep(delay)
+
+    async def reset_connections(self) -> None:
+        """Close every connection of the client after a heartbeat got no answer (kubelet's closeAllConns on a
+        failed node status update): the watches on them fail at once and their informers resume, through
+        their own back-off, on fresh connections, instead of waiting out their read timeouts."""
+        if self._close_connections is None:
+            return
+        log.warning("node %s: the API server did not answer a heartbeat; closing every connection", self.name)
+        try:
+            await self._close_connections()
+        except Exception as exc:  # closing is best effort: the retry opens fresh connections regardless
+            log.warning("closing the client's connections failed (%s: %s)", type(exc).__name__, exc)
 
     async def marked_not_ready(self) -> bool:
         """Whether the API shows this node not Ready (the node lifecycle controller marks a silent node
@@ -140,6 +162,9 @@ class NodeReporter:
         try:
             node = await timed(self.clock, self.client.get(f"/api/v1/nodes/{self.name}"))
             phase = await self.fence_phase() if self.gate.needs_fence_state() else None
+        except Unavailable:
+            await self.reset_connections()  # the Lease renewal below goes ahead, on a fresh connection
+            return False
         except ApiError:
             return False  # the Lease renewal below still goes ahead
         self.gate.node_seen(node, phase, asked)

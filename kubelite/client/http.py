@@ -83,6 +83,7 @@ class ApiClient(RestVerbs):
                 self._ssl = ssl.create_default_context(cafile=f.name)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
+        self._reading: set[aiohttp.ClientResponse] = set()  # responses whose bodies are being read
 
     @classmethod
     def from_kubeconfig(cls, path: Path | str, connections: int = 100) -> ApiClient:
@@ -107,9 +108,30 @@ class ApiClient(RestVerbs):
         return self._session
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self.close_connections()
+
+    async def close_connections(self) -> None:
+        """Close every connection of this client, idle or in flight, as kubelet's closeAllConns does when a
+        heartbeat fails: a half-open connection (the server's side gone, ours never told) is otherwise found
+        out only by its read timeout, 150 s for a watch. In-flight requests and watches fail at once with
+        Unavailable, so their callers back off and retry; the next request opens a fresh connection."""
+        session, self._session = self._session, None
+        for resp in self._reading:
+            # aiohttp's close detaches a connection's body reader before the connection is lost, so a
+            # body being read would wait on forever: fail it here (a request still awaiting its
+            # headers does fail, when its connection is lost)
+            resp.content.set_exception(aiohttp.ClientConnectionError("connection closed by the client"))
+        if session is not None:
+            await session.close()
+
+    @contextlib.contextmanager
+    def _read(self, resp: aiohttp.ClientResponse) -> Iterator[aiohttp.ClientResponse]:
+        """Register `resp` while its body is read, so that close_connections can fail the read."""
+        self._reading.add(resp)
+        try:
+            yield resp
+        finally:
+            self._reading.discard(resp)
 
     async def request(self, method: str, path: str, body: Any = None, content_type: str = JSON,
                       params: Mapping[str, str] | None = None) -> Any:
@@ -118,7 +140,8 @@ class ApiClient(RestVerbs):
         with map_exceptions():
             async with self.session.request(method, self.server + path, data=data, headers=headers,
                                             params=params) as resp:
-                payload = await resp.read()
+                with self._read(resp):
+                    payload = await resp.read()
                 out = orjson.loads(payload) if payload and resp.content_type == JSON else payload
         if resp.status >= 400:
             raise status_error(resp.status, out)
@@ -138,16 +161,17 @@ class ApiClient(RestVerbs):
                 if resp.status >= 400:
                     raise status_error(resp.status, orjson.loads(await resp.read() or b"{}"))
                 buffer = b""
-                async for chunk in resp.content.iter_any():
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if not line:
-                            continue
-                        event: Obj = orjson.loads(line)
-                        if event.get("type") == "ERROR":
-                            raise status_error(int(event["object"].get("code", 500)), event["object"])
-                        yield event
+                with self._read(resp):
+                    async for chunk in resp.content.iter_any():
+                        buffer += chunk
+                        *lines, buffer = buffer.split(b"\n")
+                        for line in lines:
+                            if not line:
+                                continue
+                            event: Obj = orjson.loads(line)
+                            if event.get("type") == "ERROR":
+                                raise status_error(int(event["object"].get("code", 500)), event["object"])
+                            yield event
                 if buffer.strip():
                     raise unavailable("the server ended the watch stream mid-event")
 

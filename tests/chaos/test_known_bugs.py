@@ -1,5 +1,5 @@
-"""Agent bugs the chaos suite found, each pinned by a focused reproduction (strict xfail: when the agent
-is fixed the test passes, xfail turns it into a failure, and the marker is to be removed).
+"""Agent bugs the chaos suite found, each pinned by a focused reproduction (a strict xfail while the bug
+is open; the marker is removed with the fix, and the test stays as its regression test).
 
 Half-open connection (chaos seed 7, `--duration 60`): a link goes half-open for 1.8 s — the server's side
 of every connection closed, the agent's side never told, as after a NAT/conntrack reset. The agent's
@@ -8,7 +8,9 @@ pod watch sits on the dead connection until its 150 s watch read timeout, and it
 pod deleted meanwhile keeps running ~150 s past its grace period. Upstream closes every connection of the
 client when a heartbeat fails (kubelet's closeAllConns on repeated heartbeat failure), gives the heartbeat
 client a timeout of the status update frequency (10 s), and detects dead HTTP/2 connections by ping
-(client-go ReadIdleTimeout 30 s).
+(client-go ReadIdleTimeout 30 s). Fixed the kubelet way: a heartbeat that gets no answer within its 10 s
+deadline closes every connection of the agent's client (`ApiClient.close_connections`), so the blind watch
+fails at once and its informer resumes; the deletion is now seen within ~20 s of the link going half-open.
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ async def _until(clock: RealClock, seconds: float, predicate: Callable[[], Await
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(strict=True, reason="agent: no dead-connection detection after a half-open link (see module doc)")
 async def test_a_pod_deleted_after_a_healed_half_open_link_terminates_within_its_grace(tmp_path: Path) -> None:
     clock = RealClock()
     cluster = Cluster(tmp_path, "known-bugs", clock=clock, nodes=[NODE])
