@@ -23,8 +23,10 @@ from kubelite.api import errors
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import bootstrap, discovery, schema
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR
-from kubelite.apiserver.auth import authenticator, authorizer, endpoints, setup
+from kubelite.apiserver.auth import accessreview, authenticator, authorization, authorizer, endpoints, setup
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
+from kubelite.apiserver.auth.bootstrappolicy import ensure_bootstrap_policy
+from kubelite.apiserver.auth.context import serving_as
 from kubelite.apiserver.auth.config import AuthConfig
 from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
@@ -34,6 +36,7 @@ from kubelite.apiserver.metrics import ApiServerMetrics
 from kubelite.apiserver.metrics_api import MetricsApi
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
+from kubelite.apiserver.registry.rbac import Escalation, RBACStrategy
 from kubelite.apiserver.registry.services import configure_services
 from kubelite.apiserver.request import parse_target
 from kubelite.apiserver.rest import Registry
@@ -61,6 +64,7 @@ class ApiServer:
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
     authentication: setup.Authentication = field(init=False)
+    authorization: authorization.Authorization = field(init=False)
     ready: bool = field(default=False, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
 
@@ -80,6 +84,14 @@ class ApiServer:
             pods = self.registry.strategies[PODS]
             assert isinstance(pods, PodStrategy)
             pods.plugins = (admission.admit,)
+        modes = self.auth.authorization_modes
+        self.authorization = authorization.build(modes, self.registry) if modes \
+            else authorization.Authorization(self.auth.authorizer, None)
+        if self.authorization.rbac is not None:  # RBAC's escalation checks on writes of roles and bindings
+            escalation = Escalation(self.authorization.authorizer, self.authorization.rbac)
+            for strategy in self.registry.strategies.values():
+                if isinstance(strategy, RBACStrategy):
+                    strategy.escalation = escalation
 
     async def start(self) -> None:
         for resource in self.registry.strategies:
@@ -87,6 +99,8 @@ class ApiServer:
         await self.caches.start()
         await bootstrap.ensure_defaults(self.registry)
         await bootstrap.ensure_kubernetes_service(self.registry, self.server_address)
+        if self.authorization.rbac is not None:
+            await ensure_bootstrap_policy(self.registry)
         self._tasks.append(asyncio.create_task(self._compact_loop(), name="compaction"))
         self.ready = True
 
@@ -127,7 +141,8 @@ class ApiServer:
             request[USER] = user = self._authenticate(request)
             if request.path not in PUBLIC_PATHS:
                 self._authorize(request, user)
-            return await handler(request)
+            with serving_as(user):
+                return await handler(request)
         except ApiError as exc:
             resp = respond(exc.status(), exc.code)
             resp.headers.update(exc.headers)
@@ -162,7 +177,7 @@ class ApiServer:
 
     def _authorize(self, request: web.Request, user: UserInfo) -> None:
         attributes = RequestAttributes(user, new_request_info(request.method, request.path, request.query))
-        decision, reason = self.auth.authorizer.authorize(attributes)
+        decision, reason = self.authorization.authorizer.authorize(attributes)
         if decision is not authorizer.Decision.ALLOW:
             raise authorizer.forbidden(attributes, reason)
 
@@ -190,6 +205,9 @@ class ApiServer:
         if endpoints.handles(target):
             return await endpoints.serve(request, target, request[USER], self.registry,
                                          self.authentication.service_account_tokens)
+        if accessreview.handles(target):
+            return await accessreview.serve(request, target, request[USER], self.authorization.authorizer,
+                                            self.authorization.rbac)
         if self.authentication.admission is not None and target.resource is PODS and request.method == "POST" \
                 and not target.subresource:
             await ServiceAccountAdmission.await_default(self.registry, self.clock, target.namespace)

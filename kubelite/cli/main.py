@@ -46,6 +46,9 @@ def _auth_flags(p: argparse.ArgumentParser) -> None:
                    help="PEM file of public keys verifying service-account tokens (repeatable; default: the "
                         "signing key's)")
     p.add_argument("--api-audiences", default="", help="comma-separated audiences of the API (default: the issuer)")
+    p.add_argument("--authorization-mode", default="AlwaysAllow",
+                   help="comma-separated authorizers in order: AlwaysAllow, AlwaysDeny, RBAC (system:masters, the "
+                        "admin kubeconfig's group, is always allowed)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -180,7 +183,8 @@ def _main(argv: list[str] | None) -> int:
                                            service_account_issuer=args.service_account_issuer,
                                            service_account_signing_key_file=args.service_account_signing_key_file,
                                            service_account_key_files=tuple(args.service_account_key_file),
-                                           api_audiences=tuple(a for a in args.api_audiences.split(",") if a)),
+                                           api_audiences=tuple(a for a in args.api_audiences.split(",") if a),
+                                           authorization_mode=args.authorization_mode),
                                        scheduler_config=args.scheduler_config,
                                        node_config=getattr(args, "node_config", None),
                                        local_node=args.command == "up",

@@ -32,7 +32,7 @@ from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import encryption, node_connection, pki
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from kubelite.apiserver.app import ApiServer
-from kubelite.apiserver.auth import jwt, tokenfile
+from kubelite.apiserver.auth import authorization, jwt, tokenfile
 from kubelite.apiserver.auth.config import AuthConfig, ServiceAccountConfig
 from kubelite.apiserver.auth.serviceaccount import DEFAULT_ISSUER
 from kubelite.apiserver.encryption import EncryptionConfigError, PrefixTransformer, TransformError
@@ -70,6 +70,7 @@ class AuthOptions:
     service_account_signing_key_file: Path | None = None  # default: pki/sa.key
     service_account_key_files: tuple[Path, ...] = ()  # default: the signing key's public half
     api_audiences: tuple[str, ...] = ()
+    authorization_mode: str = "AlwaysAllow"
 
 
 @dataclass(frozen=True)
@@ -196,9 +197,13 @@ def _auth_config(opts: Options, pki_dir: Path) -> AuthConfig:
         public = [k for f in a.service_account_key_files for k in jwt.load_public_keys(f)] or [signing.public_key()]
     except (OSError, tokenfile.TokenFileError, jwt.KeyFileError) as exc:
         raise ConfigError(str(exc)) from None
+    try:
+        modes = authorization.parse_modes(a.authorization_mode)
+    except ValueError as exc:
+        raise ConfigError(f"--authorization-mode: {exc}") from None
     accounts = ServiceAccountConfig(signing, tuple(public), a.service_account_issuer, a.api_audiences)
     return AuthConfig(static, client_certificates=not opts.insecure, anonymous=a.anonymous,
-                      service_accounts=accounts)
+                      service_accounts=accounts, authorization_modes=modes)
 
 
 def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | None, client: Client,

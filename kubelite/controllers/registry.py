@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.endpoints import EndpointsController
@@ -49,6 +50,7 @@ CONTROLLERS: dict[str, Factory] = {
     "serviceaccount": ServiceAccountsController,
     "endpointslice": EndpointSliceController,
     "endpoint": EndpointsController,
+    "clusterrole-aggregation": ClusterRoleAggregationController,
 }
 
 

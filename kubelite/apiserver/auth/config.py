@@ -38,3 +38,4 @@ class AuthConfig:
     anonymous: bool = False  # --anonymous-auth
     service_accounts: ServiceAccountConfig | None = None
     authorizer: Authorizer = field(default_factory=AlwaysAllow)
+    authorization_modes: tuple[str, ...] = ()  # --authorization-mode; when set, replaces `authorizer`

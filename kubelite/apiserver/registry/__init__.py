@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from kubelite.apiserver.registry import (
     apps,
+    authorization,
     batch,
     config,
     core,
     kubelite_io,
     policy,
+    rbac,
     scheduling,
     serviceaccounts,
     services,
@@ -39,5 +41,10 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     services.SERVICES: services.ServiceStrategy,
     services.ENDPOINT_SLICES: services.EndpointSliceStrategy,
     services.ENDPOINTS: services.EndpointsStrategy,
+    rbac.ROLES: rbac.RoleStrategy,
+    rbac.CLUSTER_ROLES: rbac.RoleStrategy,
+    rbac.ROLE_BINDINGS: rbac.BindingStrategy,
+    rbac.CLUSTER_ROLE_BINDINGS: rbac.BindingStrategy,
+    **{review: serviceaccounts.NotStoredStrategy for review in authorization.REVIEWS},
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
