@@ -115,8 +115,8 @@ class BindingStrategy(RBACStrategy):
         meta, ref = obj["metadata"], obj.get("roleRef") or {}
         namespace = meta.get("namespace", "") if self.resource.namespaced else ""
         role_resource = "clusterroles" if ref.get("kind") == "ClusterRole" else "roles"
-        role_namespace = namespace if role_resource == "roles" else ""
-        if self.escalation.allowed(user, "bind", role_resource, role_namespace, ref.get("name", "")):
+        # BindingAuthorized asks in the binding's namespace, whatever the role's kind
+        if self.escalation.allowed(user, "bind", role_resource, namespace, ref.get("name", "")):
             return []
         rules = self.escalation.resolver.role_rules(ref, namespace)
         if rules is None:
