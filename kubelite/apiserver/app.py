@@ -26,8 +26,9 @@ from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR
 from kubelite.apiserver.auth import accessreview, authenticator, authorization, authorizer, endpoints, setup
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
 from kubelite.apiserver.auth.bootstrappolicy import ensure_bootstrap_policy
-from kubelite.apiserver.auth.context import serving_as
 from kubelite.apiserver.auth.config import AuthConfig
+from kubelite.apiserver.auth.context import serving_as
+from kubelite.apiserver.auth.node import RestrictedNodes, admit_pod_create, restrict_request
 from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
 from kubelite.apiserver.cache import Caches
@@ -35,6 +36,7 @@ from kubelite.apiserver.handlers import ResourceHandlers, respond
 from kubelite.apiserver.metrics import ApiServerMetrics
 from kubelite.apiserver.metrics_api import MetricsApi
 from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry.core import NODES
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 from kubelite.apiserver.registry.rbac import Escalation, RBACStrategy
 from kubelite.apiserver.registry.services import configure_services
@@ -92,6 +94,11 @@ class ApiServer:
             for strategy in self.registry.strategies.values():
                 if isinstance(strategy, RBACStrategy):
                     strategy.escalation = escalation
+        if self.authorization.node_restriction:  # NodeRestriction's checks of bodies (requests: _authorize)
+            pods = self.registry.strategies[PODS]
+            assert isinstance(pods, PodStrategy)
+            pods.plugins = (*pods.plugins, admit_pod_create)
+            self.registry.strategies[NODES] = RestrictedNodes(NODES)
 
     async def start(self) -> None:
         for resource in self.registry.strategies:
@@ -180,6 +187,9 @@ class ApiServer:
         decision, reason = self.authorization.authorizer.authorize(attributes)
         if decision is not authorizer.Decision.ALLOW:
             raise authorizer.forbidden(attributes, reason)
+        refusal = restrict_request(attributes, self.registry) if self.authorization.node_restriction else None
+        if refusal is not None:
+            raise authorizer.admission_forbidden(attributes, refusal)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"

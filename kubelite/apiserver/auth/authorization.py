@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kubelite.apiserver.auth.authorizer import AlwaysAllow, Authorizer, Decision, Union
+from kubelite.apiserver.auth.node import NodeAuthorizer, NodeGraph
 from kubelite.apiserver.auth.rbac import PrivilegedGroups, RBACAuthorizer, RuleResolver
 from kubelite.apiserver.auth.requestinfo import RequestAttributes
 from kubelite.apiserver.registry.base import Lookup
 
-MODES = ("AlwaysAllow", "AlwaysDeny", "RBAC")  # Node: not yet (see README "Many machines")
+MODES = ("AlwaysAllow", "AlwaysDeny", "Node", "RBAC")
 
 
 class AlwaysDeny:
@@ -26,6 +27,7 @@ class AlwaysDeny:
 class Authorization:
     authorizer: Authorizer
     rbac: RuleResolver | None  # the rule resolver, when RBAC is a mode (rules reviews, escalation checks)
+    node_restriction: bool = False  # with the Node mode, NodeRestriction admission as kubeadm enables it
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -47,7 +49,9 @@ def build(modes: Sequence[str], lookup: Lookup) -> Authorization:
             chain.append(AlwaysAllow())
         elif mode == "AlwaysDeny":
             chain.append(AlwaysDeny())
+        elif mode == "Node":
+            chain.append(NodeAuthorizer(NodeGraph(lookup)))
         elif mode == "RBAC":
             assert resolver is not None
             chain.append(RBACAuthorizer(resolver))
-    return Authorization(Union(chain), resolver)
+    return Authorization(Union(chain), resolver, "Node" in modes)

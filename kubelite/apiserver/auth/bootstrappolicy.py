@@ -71,6 +71,31 @@ def _aggregated_into(*names: str) -> dict[str, str]:
     return {AGGREGATE_TO + n: "true" for n in names}
 
 
+def node_rules() -> list[Obj]:
+    """NodeRules(): what any node may do; the Node authorizer narrows reads and writes to the node's own objects."""
+    return [
+        rule(["create"], [AUTHN], ["tokenreviews"]),
+        rule(["create"], [AUTHZ], ["subjectaccessreviews", "localsubjectaccessreviews"]),
+        rule(READ, [LEGACY], ["services"]),
+        rule(["create", "get", "list", "watch"], [LEGACY], ["nodes"]),
+        rule(["update", "patch"], [LEGACY], ["nodes/status"]),
+        rule(["update", "patch"], [LEGACY], ["nodes"]),
+        *event_rules(),
+        rule(READ, [LEGACY], ["pods"]),
+        rule(["create", "delete"], [LEGACY], ["pods"]),
+        rule(["update", "patch"], [LEGACY], ["pods/status"]),
+        rule(["create"], [LEGACY], ["pods/eviction"]),
+        rule(["get"], [LEGACY], ["secrets", "configmaps"]),
+        rule(["get"], [LEGACY], ["persistentvolumeclaims", "persistentvolumes"]),
+        rule(["get"], [LEGACY], ["endpoints"]),
+        rule(["create", "get", "list", "watch"], [CERTIFICATES], ["certificatesigningrequests"]),
+        rule(["get", "create", "update", "patch", "delete"], [COORDINATION], ["leases"]),
+        rule(READ, [STORAGE], ["csidrivers", "csinodes"]),
+        rule(["create"], [LEGACY], ["serviceaccounts/token"]),
+        rule(READ, ["node.k8s.io"], ["runtimeclasses"]),
+        rule(["list", "watch"], [DISCOVERY], ["endpointslices"])]  # kubelite: the agent's service proxy
+
+
 def cluster_roles() -> list[Obj]:
     """ClusterRoles(): the default ClusterRoles, in upstream's order."""
     return [
@@ -124,26 +149,7 @@ def cluster_roles() -> list[Obj]:
             rule(READ, [COORDINATION], ["leases"])], _aggregated_into("view")),
         _role("system:heapster", [rule(READ, [LEGACY], ["events", "pods", "nodes", "namespaces"]),
                                   rule(READ, [APPS], ["deployments"])]),
-        _role("system:node", [
-            rule(["create"], [AUTHN], ["tokenreviews"]),
-            rule(["create"], [AUTHZ], ["subjectaccessreviews", "localsubjectaccessreviews"]),
-            rule(READ, [LEGACY], ["services"]),
-            rule(["create", "get", "list", "watch"], [LEGACY], ["nodes"]),
-            rule(["update", "patch"], [LEGACY], ["nodes/status"]),
-            rule(["update", "patch"], [LEGACY], ["nodes"]),
-            *event_rules(),
-            rule(READ, [LEGACY], ["pods"]),
-            rule(["create", "delete"], [LEGACY], ["pods"]),
-            rule(["update", "patch"], [LEGACY], ["pods/status"]),
-            rule(["create"], [LEGACY], ["pods/eviction"]),
-            rule(["get"], [LEGACY], ["secrets", "configmaps"]),
-            rule(["get"], [LEGACY], ["persistentvolumeclaims", "persistentvolumes"]),
-            rule(["get"], [LEGACY], ["endpoints"]),
-            rule(["create", "get", "list", "watch"], [CERTIFICATES], ["certificatesigningrequests"]),
-            rule(["get", "create", "update", "patch", "delete"], [COORDINATION], ["leases"]),
-            rule(READ, [STORAGE], ["csidrivers", "csinodes"]),
-            rule(["create"], [LEGACY], ["serviceaccounts/token"]),
-            rule(READ, ["node.k8s.io"], ["runtimeclasses"])]),
+        _role("system:node", node_rules()),
         _role("system:node-proxier", [
             rule(["list", "watch"], [LEGACY], ["services", "endpoints"]),
             rule(["get", "list", "watch"], [LEGACY], ["nodes"]),

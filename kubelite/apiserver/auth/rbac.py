@@ -205,7 +205,7 @@ def rule_covers(owner: Obj, sub: Obj) -> bool:
             and all(_resource_covers(owner.get("resources") or [], r) for r in sub.get("resources") or [])
             and all(_url_covers(owner.get("nonResourceURLs") or [], u) for u in sub.get("nonResourceURLs") or [])
             # stricter than upstream's hasAll: names granted never cover an unnamed (all-names) rule
-            and (not owner_names or bool(sub.get("resourceNames")) and set(sub["resourceNames"]) <= set(owner_names)))
+            and (not owner_names or (bool(sub.get("resourceNames")) and set(sub["resourceNames"]) <= set(owner_names))))
 
 
 def breakdown(rule: Obj) -> list[Obj]:
