@@ -23,7 +23,15 @@ from kubelite.api import errors
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import bootstrap, discovery, schema
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR
-from kubelite.apiserver.auth import accessreview, authenticator, authorization, authorizer, endpoints, setup
+from kubelite.apiserver.auth import (
+    accessreview,
+    authenticator,
+    authorization,
+    authorizer,
+    csrapproval,
+    endpoints,
+    setup,
+)
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
 from kubelite.apiserver.auth.bootstrappolicy import ensure_bootstrap_policy
 from kubelite.apiserver.auth.config import AuthConfig
@@ -215,6 +223,9 @@ class ApiServer:
         if endpoints.handles(target):
             return await endpoints.serve(request, target, request[USER], self.registry,
                                          self.authentication.service_account_tokens)
+        if csrapproval.handles(target):
+            return await csrapproval.serve(request, target, request[USER], self.registry,
+                                           self.authorization.authorizer)
         if accessreview.handles(target):
             return await accessreview.serve(request, target, request[USER], self.authorization.authorizer,
                                             self.authorization.rbac)

@@ -203,7 +203,7 @@ def _auth_config(opts: Options, pki_dir: Path) -> AuthConfig:
         raise ConfigError(f"--authorization-mode: {exc}") from None
     accounts = ServiceAccountConfig(signing, tuple(public), a.service_account_issuer, a.api_audiences)
     return AuthConfig(static, client_certificates=not opts.insecure, anonymous=a.anonymous,
-                      service_accounts=accounts, authorization_modes=modes)
+                      service_accounts=accounts, bootstrap_tokens=not opts.insecure, authorization_modes=modes)
 
 
 def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | None, client: Client,

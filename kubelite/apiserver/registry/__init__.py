@@ -6,6 +6,7 @@ from kubelite.apiserver.registry import (
     apps,
     authorization,
     batch,
+    certificates,
     config,
     core,
     kubelite_io,
@@ -46,5 +47,6 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     rbac.ROLE_BINDINGS: rbac.BindingStrategy,
     rbac.CLUSTER_ROLE_BINDINGS: rbac.BindingStrategy,
     **{review: serviceaccounts.NotStoredStrategy for review in authorization.REVIEWS},
+    certificates.CERTIFICATE_SIGNING_REQUESTS: certificates.CertificateSigningRequestStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
