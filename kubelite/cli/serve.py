@@ -40,7 +40,7 @@ from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import private_files, stop_on_signals
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
-from kubelite.controllers import registry
+from kubelite.controllers import csrsigning, registry
 from kubelite.controllers.manager import keep_running
 from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
@@ -229,7 +229,8 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
         configured: dict[str, registry.Factory] = {
             "nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle),
-            "root-ca-cert-publisher": functools.partial(RootCACertPublisher, root_ca=root_ca)}
+            "root-ca-cert-publisher": functools.partial(RootCACertPublisher, root_ca=root_ca),
+            "csrsigning": csrsigning.factory(root_ca, (opts.data_dir / "pki" / "ca.key").read_bytes())}
         queue_metrics = WorkqueueMetrics(clock)
         expose(queue_metrics.registry)
         for name, start in registry.starters(client, clock, factories=configured, metrics=queue_metrics).items():

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.clusterroleaggregation import ClusterRoleAggregationController
+from kubelite.controllers.csrapproving import CSRApprovingController
 from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.endpoints import EndpointsController
@@ -51,6 +52,7 @@ CONTROLLERS: dict[str, Factory] = {
     "endpointslice": EndpointSliceController,
     "endpoint": EndpointsController,
     "clusterrole-aggregation": ClusterRoleAggregationController,
+    "csrapproving": CSRApprovingController,
 }
 
 

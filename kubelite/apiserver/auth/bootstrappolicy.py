@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 from kubelite.api.errors import ApiError
+from kubelite.apiserver.auth.bootstraptoken import DEFAULT_NODE_GROUP
 from kubelite.apiserver.registry.base import Resource
 from kubelite.apiserver.registry.rbac import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES
 from kubelite.apiserver.rest import Registry
@@ -225,6 +226,13 @@ def cluster_role_bindings() -> list[Obj]:
         _binding("system:kube-controller-manager", [user("system:kube-controller-manager")]),
         _binding("system:kube-scheduler", [user("system:kube-scheduler")]),
         _binding("system:node", []),
+        # kubeadm's bindings for join tokens (`kubelite token create` puts them in DEFAULT_NODE_GROUP): they may
+        # ask for node client certificates, which the csrapproving controller then approves; nodes may renew
+        _binding("system:node-bootstrapper", [group(DEFAULT_NODE_GROUP)], "kubeadm:kubelet-bootstrap"),
+        _binding("system:certificates.k8s.io:certificatesigningrequests:nodeclient", [group(DEFAULT_NODE_GROUP)],
+                 "kubeadm:node-autoapprove-bootstrap"),
+        _binding("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", [group("system:nodes")],
+                 "kubeadm:node-autoapprove-certificate-rotation"),
     ]
 
 
