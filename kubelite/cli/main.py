@@ -112,6 +112,7 @@ def parser() -> argparse.ArgumentParser:
     token_create.add_argument("--description", default="kubelite join token")
     token_create.add_argument("--print-join-command", action="store_true",
                               help="print the whole `kubelite join` command, not just the token")
+    token_create.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     join = sub.add_parser("join", help="join this machine to a cluster as a node (bootstrap token + CSR)")
     join.add_argument("--server", required=True, help="the API server's URL, e.g. https://10.0.0.1:6443")
     join.add_argument("--token", required=True, help="a bootstrap token from `kubelite token create`")
@@ -123,6 +124,7 @@ def parser() -> argparse.ArgumentParser:
     join.add_argument("--address", default="127.0.0.1", help="this node's address (pods use the host network)")
     join.add_argument("--node-config", type=Path, help="KubeletConfiguration file")
     join.add_argument("--proxy-mode", choices=["nftables", "none"], default="nftables")
+    join.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     explain = sub.add_parser("explain", help="explain a pod's scheduling: per node, per plugin")
     explain.add_argument("kind", choices=["pod", "pods", "po"])
     explain.add_argument("name")
