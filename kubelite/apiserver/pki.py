@@ -179,3 +179,20 @@ def node_certificate_request(node_name: str) -> tuple[bytes, bytes]:
                          x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node_name}")])
     csr = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
     return _pem_key(key), csr.public_bytes(serialization.Encoding.PEM)
+
+
+# Partial: no controller-manager.kubeconfig. kubelite's controllers share one client (no per-controller service
+# accounts, whose system:controller:* roles are not ported), so a separate controller-manager needs the admin's.
+COMPONENT_IDENTITIES: dict[str, tuple[str, list[str]]] = {"scheduler.kubeconfig": ("system:kube-scheduler", [])}
+
+
+def write_component_kubeconfigs(pki: Path, server: str, node_name: str) -> None:
+    """Kubeconfigs with client certificates for the components run as their own processes (`kubelite scheduler
+    --kubeconfig PKI/scheduler.kubeconfig`) and for this machine's node agent
+    (`node.kubeconfig`: system:node:NAME in system:nodes), as kubeadm writes scheduler.conf and kubelet.conf.
+    Written once; delete them to reissue."""
+    identities = {**COMPONENT_IDENTITIES, "node.kubeconfig": (f"system:node:{node_name}", ["system:nodes"])}
+    for name, (user, groups) in identities.items():
+        path = pki / name
+        if not path.exists():
+            write_kubeconfig(path, server, None, pki / "ca.crt", sign_client_certificate(pki, user, groups))

@@ -46,8 +46,8 @@ def _auth_flags(p: argparse.ArgumentParser) -> None:
                    help="PEM file of public keys verifying service-account tokens (repeatable; default: the "
                         "signing key's)")
     p.add_argument("--api-audiences", default="", help="comma-separated audiences of the API (default: the issuer)")
-    p.add_argument("--authorization-mode", default="AlwaysAllow",
-                   help="comma-separated authorizers in order: AlwaysAllow, AlwaysDeny, RBAC (system:masters, the "
+    p.add_argument("--authorization-mode", default="Node,RBAC",
+                   help="comma-separated authorizers in order: AlwaysAllow, AlwaysDeny, Node, RBAC (system:masters, the "
                         "admin kubeconfig's group, is always allowed)")
 
 

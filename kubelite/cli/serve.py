@@ -70,7 +70,7 @@ class AuthOptions:
     service_account_signing_key_file: Path | None = None  # default: pki/sa.key
     service_account_key_files: tuple[Path, ...] = ()  # default: the signing key's public half
     api_audiences: tuple[str, ...] = ()
-    authorization_mode: str = "AlwaysAllow"
+    authorization_mode: str = "Node,RBAC"
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,8 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         await site.start()
         kubeconfig = data / "kubeconfig"
         pki.write_kubeconfig(kubeconfig, url, token, ca)
+        if ca is not None:  # the components' own identities (README "Many machines: identities, RBAC ...")
+            pki.write_component_kubeconfigs(data / "pki", url, socket.gethostname().lower())
         print(f"kubelite: API server listening on {url}", flush=True)
         print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
         components = _start_components(opts, sched, InProcessClient(server), kubeconfig, server.metrics.include,
@@ -237,7 +239,10 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
             components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
                                                   name=f"{name}-controller"))
     if opts.local_node:
-        argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
+        node_kubeconfig = opts.data_dir / "pki" / "node.kubeconfig"  # system:node:NAME, unless --insecure
+        agent_kubeconfig = node_kubeconfig if node_kubeconfig.exists() and not opts.insecure else kubeconfig
+        argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(agent_kubeconfig),
+                "--node-name",
                 socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1",
                 "--protect-path", str(opts.data_dir),  # admin token, CA key, state.db: never in a container
                 "--client-ca-file", str(opts.data_dir / "pki" / "ca.crt"),  # only the API server may call it
