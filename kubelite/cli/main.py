@@ -47,8 +47,8 @@ def _auth_flags(p: argparse.ArgumentParser) -> None:
                         "signing key's)")
     p.add_argument("--api-audiences", default="", help="comma-separated audiences of the API (default: the issuer)")
     p.add_argument("--authorization-mode", default="Node,RBAC",
-                   help="comma-separated authorizers in order: AlwaysAllow, AlwaysDeny, Node, RBAC (system:masters, the "
-                        "admin kubeconfig's group, is always allowed)")
+                   help="comma-separated authorizers in order: AlwaysAllow, AlwaysDeny, Node, RBAC "
+                        "(system:masters, the admin kubeconfig's group, is always allowed)")
 
 
 def parser() -> argparse.ArgumentParser:
