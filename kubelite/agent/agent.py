@@ -33,6 +33,7 @@ from kubelite.agent.service_env import NodeEnv
 from kubelite.agent.stats import ResourceStats
 from kubelite.agent.status_manager import StatusManager
 from kubelite.agent.termination import MIN_STOP_WINDOW
+from kubelite.agent.volumes.claims import ClaimVolumes
 from kubelite.agent.volumes.manager import VolumeManager
 from kubelite.agent.volumes.objects import ObjectWatcher, Ref
 from kubelite.agent.volumes.tokens import TokenManager
@@ -89,6 +90,8 @@ class Agent:
         self.pod_workers.on_sync = self.metrics.pod_synced
         self.resource_stats = ResourceStats(clock, lambda: running_containers(self.runtime, self.syncers),
                                             getattr(runtime, "cgroups", None), node_name)
+        self.claim_volumes = ClaimVolumes(client, node_name, data_dir,  # persistentVolumeClaim volumes (S5)
+                                          (data_dir, *config.protected_paths))
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 
@@ -105,7 +108,7 @@ class Agent:
 
     def _new_syncer(self, pod: Obj, wake: Any) -> PodSync:
         saved = self.checkpoints.pop(pod["metadata"]["uid"], None)
-        syncer = PodSync(self, pod, wake, saved[1] if saved else None)
+        syncer = PodSync(self, pod, wake, saved[1] if saved else None, self.claim_volumes)
         self.syncers[pod["metadata"]["uid"]] = syncer
         return syncer
 

@@ -27,7 +27,9 @@ from kubelite.agent.pod_workers import SyncResult
 from kubelite.agent.records import records_for
 from kubelite.agent.services import NodeServices
 from kubelite.agent.termination import Termination
+from kubelite.agent.volumes.claims import ClaimVolumes
 from kubelite.agent.volumes.projection import MountError
+from kubelite.api.volumes import claim_names
 from kubelite.clock import parse_rfc3339
 
 log = logging.getLogger("kubelite.agent")
@@ -36,11 +38,17 @@ Obj = dict[str, Any]
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
 MOUNT_RETRY_INITIAL, MOUNT_RETRY_MAX = 1.0, 32.0  # a failed volume set-up is retried (and on any object change)
 CONFIG_RETRY = 10.0  # a CreateContainerConfigError is retried (and on any change of the objects it names)
+# checks of a pod's claim volumes while they are not usable here: soon (the attach usually follows the
+# scheduling within milliseconds), then backing off to a few seconds for a volume held elsewhere
+VOLUME_RETRY_FIRST, VOLUME_RETRY_MAX = 0.1, 4.0
 
 
 class PodSync:
-    def __init__(self, node: NodeServices, pod: Obj, wake: Callable[[], None], saved: Obj | None = None) -> None:
+    def __init__(self, node: NodeServices, pod: Obj, wake: Callable[[], None], saved: Obj | None = None,
+                 claims: ClaimVolumes | None = None) -> None:
         self.node = node
+        self.claims = claims  # None: no API to ask (hollow nodes), claim volumes are left to the sandbox
+        self._volume_retry = VOLUME_RETRY_FIRST
         self.pod = pod
         self.wake = wake  # a referenced ConfigMap or Secret changed: sync again (volumes, env)
         self.uid = pod["metadata"]["uid"]
@@ -90,6 +98,14 @@ class PodSync:
             pending.append(now + CONFIG_RETRY)
         return SyncResult(terminal=terminal, resync_at=min(pending) if pending else None)
 
+    async def _claims_ready(self) -> None:
+        """Before anything starts: every claim volume attached to this node and mounted (S5); MountError else."""
+        if self.claims is None or not claim_names(self.pod) or all(r.running for r in self.records):
+            return
+        problem = await self.claims.prepare(self.pod, self.logs_dir / "volumes")
+        if problem:
+            raise MountError(f"Unable to attach or mount volumes: {problem}")
+
     async def _start_what_should_run(self) -> None:
         policy = self.pod["spec"].get("restartPolicy", "Always")
         initializing = False
@@ -127,14 +143,19 @@ class PodSync:
 
     async def _set_up_volumes(self, now: float) -> tuple[bool, float | None]:
         """kubelet's WaitForAttachAndMount before any container starts, and the rewrite of API-data volumes
-        on every sync: (set up, when to sync again for a retry or a token refresh)."""
+        on every sync: (set up, when to sync again for a retry or a token refresh). Meanwhile containers not
+        started wait as ContainerCreating with the reason, and a FailedMount event says why."""
+        try:
+            await self._claims_ready()
+        except MountError as exc:  # soon again: the attach usually follows the scheduling within milliseconds
+            self._mount_failed(str(exc))
+            retry, self._volume_retry = self._volume_retry, min(self._volume_retry * 2, VOLUME_RETRY_MAX)
+            return False, now + retry
+        self._volume_retry = VOLUME_RETRY_FIRST
         try:
             refresh = await self.node.volumes.set_up(self.pod, self.logs_dir / "volumes")
         except MountError as exc:
-            self.containers.event("FailedMount", str(exc), "Warning")
-            for r in self.records:
-                if r.waiting == "ContainerCreating":
-                    r.waiting_message = str(exc)
+            self._mount_failed(str(exc))
             retry_at, self._mount_retry = now + self._mount_retry, min(MOUNT_RETRY_MAX, self._mount_retry * 2)
             return False, retry_at
         self._mount_retry = MOUNT_RETRY_INITIAL
@@ -142,6 +163,13 @@ class PodSync:
             if r.waiting == "ContainerCreating":
                 r.waiting_message = ""
         return True, refresh
+
+    def _mount_failed(self, message: str) -> None:
+        waiting = [r for r in self.records if r.waiting == "ContainerCreating"]
+        if any(r.waiting_message != message for r in waiting):  # one event per new reason
+            self.containers.event("FailedMount", message, "Warning")
+        for r in waiting:
+            r.waiting_message = message
 
     def _active_deadline(self) -> float | None:
         seconds = self.pod["spec"].get("activeDeadlineSeconds")

@@ -14,6 +14,8 @@ downwardAPI and projected volumes are the directories the volume manager wrote u
 `volume_root` (volumes/manager.py), always bound read-only as upstream mounts them; the
 directory is bound, so its `..data` swap reaches the container, while a `subPath` binds the one
 file as it is at the start, which later updates do not change (as upstream).
+persistentVolumeClaim volumes are bound from the directory the agent's volumes/claims.py
+linked once the volume may be used here.
 
 securityContext, as far as a process runtime running as root can honour it (see README,
 "What is enforced where"): capabilities through bwrap's --cap-drop/--cap-add from containerd's
@@ -98,9 +100,14 @@ def _volume_source(vol: Obj, volume_root: Path, protected: list[Path]) -> Path:
         if not source.exists():
             raise ConfigError(f"hostPath {source} does not exist")
         return source
+    if "persistentVolumeClaim" in vol:  # mounted by volumes/claims.py as a symlink once usable on this node
+        link = volume_root / str(vol["name"])
+        if not link.is_symlink():
+            raise ConfigError(f'volume "{vol["name"]}" (persistentVolumeClaim) is not mounted on this node')
+        return link.resolve()
     kinds = ", ".join(k for k in vol if k != "name")
     raise ConfigError(f'volume "{vol["name"]}" of type {kinds} is not supported (emptyDir, hostPath, configMap, '
-                      'secret, downwardAPI and projected are)')
+                      'secret, downwardAPI, projected and persistentVolumeClaim are)')
 
 
 def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) -> list[str]:
@@ -123,7 +130,7 @@ def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) 
                 source.mkdir(parents=True, exist_ok=True)
         target = _mount_target(str(m.get("mountPath", "")))
         binds += ["--ro-bind" if m.get("readOnly") or api_data else "--bind", str(source), target]
-        if "hostPath" in vol:  # e.g. hostPath "/": the protected dirs stay hidden under the mount too
+        if "hostPath" in vol or "persistentVolumeClaim" in vol:  # e.g. "/": protected dirs stay hidden under it
             real = source.resolve()
             masks += [a for p in protected if real in p.parents
                       for a in ("--tmpfs", str(Path(target) / p.relative_to(real)))]

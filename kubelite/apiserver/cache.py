@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,6 +128,9 @@ class Caches:
         self.start_revision = 0
         self.revision = 0
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
+        # The revisions waited for, smallest first: each event wakes its waiters without scanning every pending
+        # revision (with hundreds of writes in flight, that scan was an eighth of a create's cost).
+        self._waited: list[int] = []
         self._task: asyncio.Task[None] | None = None
 
     def __getitem__(self, resource: Resource) -> ResourceCache:
@@ -176,8 +180,8 @@ class Caches:
             for w in cache.watchers:
                 w.offer(cev)
         self.revision = ev.revision
-        for rev in [r for r in self._waiters if r <= ev.revision]:
-            for fut in self._waiters.pop(rev):
+        while self._waited and self._waited[0] <= ev.revision:
+            for fut in self._waiters.pop(heapq.heappop(self._waited)):
                 if not fut.done():
                     fut.set_result(None)
 
@@ -185,6 +189,8 @@ class Caches:
         if revision <= self.revision:
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if revision not in self._waiters:
+            heapq.heappush(self._waited, revision)
         self._waiters.setdefault(revision, []).append(fut)
         await fut
 

@@ -15,6 +15,7 @@ from kubelite.api.errors import Cause
 from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 from kubelite.apiserver import (
     logs,
+    nesting,
     node_connection,
     patch,
     protobuf,
@@ -37,8 +38,7 @@ from kubelite.apiserver.request import (
     PROTOBUF,
     YAML,
     Target,
-    check_depth,
-    decode_body,
+    decode_request_body,
     media_type,
     parse_bool,
     parse_int,
@@ -56,7 +56,7 @@ _OBJECT: web.ResponseKey[Any] = web.ResponseKey("object")  # what a JSON answer 
 
 
 def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    resp = web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+    resp = web.Response(body=nesting.dumps(data), status=status, content_type="application/json")
     resp[_OBJECT] = data
     for w in warnings or []:  # control characters become spaces, as Go writes header values
         escaped = _CONTROL.sub(" ", w).replace("\\", "\\\\").replace('"', '\\"')
@@ -97,7 +97,7 @@ class ResourceHandlers:
         if target.subresource == "finalize":
             if method != "PUT":
                 raise errors.method_not_allowed(method, f"{r.plural}/finalize")
-            body = decode_body(await read_body(request), media_type(request))
+            body = await decode_request_body(await read_body(request), media_type(request))
             return respond(await subresources.finalize(self.registry, target.name, body, _dry_run(request)))
         if not target.name:
             if method == "GET":
@@ -174,7 +174,7 @@ class ResourceHandlers:
         """Body → object with GVK defaulted from the URL and unknown fields handled per fieldValidation."""
         body = await read_body(request)
         ctype = media_type(request)
-        obj = decode_body(body, ctype)
+        obj = await decode_request_body(body, ctype)
         if not isinstance(obj, dict):
             raise errors.bad_request(f"the body of the request must be a {r.kind} object")
         kind, api_version = obj.get("kind"), obj.get("apiVersion")
@@ -230,7 +230,7 @@ class ResourceHandlers:
         assert r is not None
         ctype = media_type(request)
         body = await read_body(request)
-        patch_doc = decode_body(body, ctype, PATCH_TYPES)
+        patch_doc = await decode_request_body(body, ctype, PATCH_TYPES)
         dry_run = _dry_run(request)
         if ctype == APPLY_PATCH:
             return await self._apply(request, target, patch_doc, dry_run)
@@ -244,7 +244,7 @@ class ResourceHandlers:
             else:
                 out = patch.strategic_merge_patch(cur, patch_doc, r.kind)
             try:
-                check_depth(out)  # operations on nested paths may build what no single document could
+                nesting.check_depth(out)  # operations on nested paths may build what no single document could
             except ValueError as exc:
                 raise errors.bad_request(f"the patched object could not be stored: {exc}") from None
             warnings[:] = self._field_validation(request, r, out, None)
@@ -280,7 +280,7 @@ class ResourceHandlers:
         body = await read_body(request)
         options: Obj = {}
         if body.strip():
-            decoded = decode_body(body, media_type(request), (JSON, YAML, PROTOBUF))
+            decoded = await decode_request_body(body, media_type(request), (JSON, YAML, PROTOBUF))
             if not isinstance(decoded, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
             _check_types(decoded, "V1DeleteOptions", "DeleteOptions")
@@ -305,7 +305,7 @@ class ResourceHandlers:
     # --- subresources ----------------------------------------------------------------------------
 
     async def _binding(self, request: web.Request, namespace: str, name: str | None) -> web.StreamResponse:
-        binding = decode_body(await read_body(request), media_type(request))
+        binding = await decode_request_body(await read_body(request), media_type(request))
         if not isinstance(binding, dict):
             raise errors.bad_request("the body must be a Binding")
         _check_types(binding, "V1Binding", "Binding")
@@ -319,7 +319,7 @@ class ResourceHandlers:
                        201)
 
     async def _eviction(self, request: web.Request, target: Target) -> web.StreamResponse:
-        eviction = decode_body(await read_body(request), media_type(request))
+        eviction = await decode_request_body(await read_body(request), media_type(request))
         if not isinstance(eviction, dict):
             raise errors.bad_request("the body must be an Eviction")
         _check_types(eviction, "V1Eviction", "Eviction")

@@ -69,6 +69,8 @@ def _property(t: FieldType) -> Obj:
         return {"type": "string", "format": "byte"}
     if t.kind == "any":
         return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    if t.kind == "int32":
+        return {"type": "integer", "format": "int32"}
     return {"type": t.kind, "format": "int64"} if t.kind == "integer" else {"type": t.kind}
 
 

@@ -7,6 +7,8 @@ protobuf envelopes of any kind with an upstream message, YAML bodies.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,14 +19,15 @@ from aiohttp import web
 
 from kubelite.api import errors
 from kubelite.apiserver import protobuf
+from kubelite.apiserver.nesting import MAX_DEPTH, TooDeep, check_depth, headroom
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Resource
 
 MAX_BODY = 3 * 1024 * 1024
-MAX_DEPTH = 100  # nesting of decoded bodies; built-in kinds need about 20 levels
+DECODE_INLINE = 64 * 1024  # bodies above this are decoded in a worker thread
 YAML_EXPANSION = 10  # nodes a YAML document may have per byte once its aliases are expanded (plus 10,000)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_SURROGATE_ESCAPE = re.compile(rb"\\[uU]0{0,4}[dD][89a-fA-F]")  # \ud800-\udfff in JSON, also \U0000d800 in YAML
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # \ud800-\udfff in JSON (YAML refuses them, as go-yaml)
 JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -33,6 +36,8 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (MERGE_PATCH, STRATEGIC_PATCH, JSON_PATCH, APPLY_PATCH)
+BODY_TYPES = (JSON, YAML, PROTOBUF)
+_OPERATION_LEVELS = 2  # a JSON patch holds its values two levels down (the list, the operation)
 
 _BY_GV_PLURAL = {(r.group_version, r.plural): r for r in RESOURCES}
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
@@ -130,29 +135,52 @@ async def read_body(request: web.Request) -> bytes:
     return b"".join(chunks)
 
 
-def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = (JSON, YAML, PROTOBUF)) -> Any:
+async def decode_request_body(body: bytes, content_type: str, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
+    """`decode_body`, off the event loop for a large body: decoding 3 MiB of YAML takes seconds of Python
+    (PyYAML resolves and constructs every node in Python even with libyaml), and no request may stall the
+    others that long. Small bodies, nearly all of them, are decoded inline (a thread costs ~100 us)."""
+    if len(body) <= DECODE_INLINE:
+        return decode_body(body, content_type, allowed)
+    return await asyncio.to_thread(decode_body, body, content_type, allowed)
+
+
+def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
     """Decode by media type; malformed input is a 400, an unknown type a 415."""
     if content_type not in allowed:
         raise errors.unsupported_media_type(content_type, list(allowed))
     try:
         if content_type == PROTOBUF:
-            doc = protobuf.decode(body)  # RawExtension fields carry JSON: bounded like any body below
-        elif content_type in (YAML, APPLY_PATCH):
-            doc = yaml.safe_load(body)
-            expanded_size(doc, YAML_EXPANSION * len(body) + 10_000)
-        else:
-            doc = orjson.loads(body)
-        check_depth(doc)
+            doc = protobuf.decode(body)  # RawExtension fields carry JSON: bounded like any body
+            check_depth(doc)
+            return doc
+        if content_type in (YAML, APPLY_PATCH):
+            doc = _load_yaml(body)
+            measure(doc, YAML_EXPANSION * len(body) + 10_000)
+            return doc
+        doc = _load_json(body)
+        check_depth(doc, MAX_DEPTH + (_OPERATION_LEVELS if content_type == JSON_PATCH else 0))
         return _without_surrogates(doc) if _SURROGATE_ESCAPE.search(body) else doc
     except protobuf.UnsupportedKind as exc:
         raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
     except protobuf.ProtobufError as exc:
         raise errors.bad_request(f"the body of the request could not be decoded as protobuf: {exc}") from None
-    except RecursionError:  # PyYAML composes recursively
-        raise errors.bad_request(f"the body of the request could not be decoded: exceeded max depth {MAX_DEPTH}") \
-            from None
     except (ValueError, yaml.YAMLError) as exc:  # JSON and UTF-8 errors are ValueErrors, as are 5,000-digit ints
         raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from None
+
+
+def _load_json(body: bytes) -> Any:
+    """orjson (which refuses beyond 1,024 levels itself); a lone UTF-16 surrogate, which orjson refuses and Go's
+    decoder takes, through the standard library."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        if not _SURROGATE_ESCAPE.search(body):
+            raise
+    try:
+        with headroom():
+            return json.loads(body)
+    except RecursionError:
+        raise TooDeep(f"exceeded max depth {MAX_DEPTH}") from None
 
 
 def _without_surrogates(doc: Any) -> Any:
@@ -178,42 +206,62 @@ def _without_surrogates(doc: Any) -> Any:
     return doc
 
 
-def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
-    """Refuse documents nested deeper than `limit` (iteratively: the check itself must not recurse)."""
-    stack = [(doc, 1)]
-    while stack:
-        value, depth = stack.pop()
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth + 1 > limit:
-                    raise ValueError(f"exceeded max depth {limit}")
-                stack.append((child, depth + 1))
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it: 4x faster
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-def expanded_size(doc: Any, limit: int) -> int:
-    """Nodes of `doc` with every shared (aliased) node counted at each use: a YAML alias bomb is a small DAG with
-    a huge expansion, refused as go-yaml does. Memoized per node, so the count costs the DAG, not the expansion."""
+def _load_yaml(body: bytes) -> Any:
+    """A YAML document as plain data (safe loader), refused past MAX_DEPTH before it is composed.
+
+    Composition recurses once per level (in C with libyaml, where no recursion limit applies: a million
+    levels crash the process), so the depth is first counted over the parser's events, which need no
+    recursion, stopping at the first level too many.
+    """
+    depth = 0
+    for event in yaml.parse(body, Loader=_LOADER):
+        if isinstance(event, _OPEN):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise TooDeep(f"exceeded max depth {MAX_DEPTH}")
+        elif isinstance(event, _CLOSE):
+            depth -= 1
+    with headroom():  # the pure-Python composer, when libyaml is missing, recurses in Python frames
+        return yaml.load(body, Loader=_LOADER)
+
+
+def measure(doc: Any, limit: int) -> None:
+    """Refuse a decoded YAML document whose expansion exceeds `limit` nodes or MAX_DEPTH levels.
+
+    Aliases make a document a DAG (or a cycle): a small one can expand hugely (an alias bomb, refused
+    as go-yaml does) or nest far deeper than its text. Sizes and heights are memoized per node, so the
+    walk costs the DAG, not its expansion, and it is iterative, so no depth can exhaust the stack.
+    """
     sizes: dict[int, int] = {}
-    active: set[int] = set()
-
-    def size(value: Any) -> int:
+    heights: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        value, finished = stack.pop()
         if not isinstance(value, (dict, list)):
-            return 1
+            continue
         key = id(value)
-        if key in sizes:
-            return sizes[key]
-        if key in active:
+        children = [c for c in (value.values() if isinstance(value, dict) else value) if isinstance(c, (dict, list))]
+        if finished:
+            on_path.discard(key)
+            scalars = len(value) - len(children)
+            sizes[key] = size = 1 + scalars + sum(sizes[id(c)] for c in children)
+            heights[key] = height = 1 + max((heights[id(c)] for c in children), default=0)
+            if size > limit:
+                raise ValueError("yaml: document contains excessive aliasing")
+            if height > MAX_DEPTH:
+                raise TooDeep(f"exceeded max depth {MAX_DEPTH}")
+        elif key in on_path:
             raise ValueError("yaml: document contains a recursive alias")
-        active.add(key)
-        total = 1 + sum(size(v) for v in (value.values() if isinstance(value, dict) else value))
-        active.discard(key)
-        if total > limit:
-            raise ValueError("yaml: document contains excessive aliasing")
-        sizes[key] = total
-        return total
-
-    return size(doc)
+        elif key not in sizes:
+            on_path.add(key)
+            stack.append((value, True))
+            stack.extend((c, False) for c in children)
 
 
 def wants_table(request: web.Request) -> bool:

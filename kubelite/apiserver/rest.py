@@ -19,7 +19,7 @@ import orjson
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
-from kubelite.apiserver import deletion, typecheck
+from kubelite.apiserver import deletion, nesting, typecheck
 from kubelite.apiserver.cache import Caches, decode
 from kubelite.apiserver.registry import STRATEGIES
 from kubelite.apiserver.registry.base import Obj, Resource, Strategy
@@ -43,7 +43,7 @@ def _generated_suffix() -> str:
 
 def copy_obj(obj: Obj) -> Obj:
     """A deep copy at orjson speed (about 10x faster than copy.deepcopy for a pod)."""
-    out: Obj = orjson.loads(orjson.dumps(obj))
+    out: Obj = orjson.loads(nesting.dumps(obj))
     return out
 
 
@@ -55,7 +55,7 @@ def encode(obj: Obj) -> bytes:
     meta = obj["metadata"]
     rv = meta.pop("resourceVersion", None)
     try:
-        data = orjson.dumps(obj)
+        data = nesting.dumps(obj)
     finally:
         if rv is not None:
             meta["resourceVersion"] = rv
@@ -181,7 +181,7 @@ class Registry:
         if mismatch is None:
             return
         if patch:  # apiserver/pkg/endpoints/handlers/patch.go: field.Invalid(field.NewPath("patch"), patchedObjJS, err)
-            shown = orjson.dumps(orjson.dumps(obj).decode()).decode()
+            shown = orjson.dumps(nesting.dumps(obj).decode()).decode()
             raise errors.invalid("", "", [Cause("FieldValueInvalid", f"Invalid value: {shown}: {mismatch.error}",
                                                 "patch")])
         raise errors.cannot_decode(resource.kind, resource.version,

@@ -16,7 +16,16 @@ from kubelite.api import errors
 from kubelite.api.errors import Cause
 from kubelite.apiserver import patch
 from kubelite.apiserver.registry.base import Obj
-from kubelite.apiserver.request import APPLY_PATCH, JSON_PATCH, PATCH_TYPES, Target, decode_body, media_type, read_body
+from kubelite.apiserver.request import (
+    APPLY_PATCH,
+    BODY_TYPES,
+    JSON_PATCH,
+    PATCH_TYPES,
+    Target,
+    decode_request_body,
+    media_type,
+    read_body,
+)
 from kubelite.apiserver.rest import Registry
 
 
@@ -70,7 +79,7 @@ async def handle(request: web.Request, registry: Registry, target: Target, dry_r
     if method == "PATCH" and ctype == APPLY_PATCH:
         raise errors.unsupported_media_type(ctype, [t for t in PATCH_TYPES if t != APPLY_PATCH])
     raw = await read_body(request)
-    body = decode_body(raw, ctype, PATCH_TYPES) if method == "PATCH" else decode_body(raw, ctype)
+    body = await decode_request_body(raw, ctype, PATCH_TYPES if method == "PATCH" else BODY_TYPES)
 
     def apply(cur: Obj) -> Obj:
         view = to_scale(cur)

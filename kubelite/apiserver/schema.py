@@ -10,7 +10,8 @@ rather than a hand-written schema. Built-in kinds drop unknown fields on decode 
 The client flattens two upstream types: `resource.Quantity` becomes `str` (upstream also
 accepts a JSON number there) and `intstr.IntOrString` becomes `object`. IntOrString is
 recovered from the model's annotation (`int | str`); Quantity fields are named in
-`QUANTITY_FIELDS`, the one correction made to the generated schema.
+`QUANTITY_FIELDS`. Every integer becomes `int` too: the int32 ones are named in `INT32_FIELDS`,
+generated from upstream's OpenAPI document (`scripts/gen_int32_fields.py`); the rest are int64.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from typing import Any, Literal
 
 from kubernetes.client import models
 
-Kind = Literal["string", "integer", "boolean", "number", "time", "bytes", "quantity", "int-or-string", "any",
-               "model", "list", "map"]
+from kubelite.apiserver.int32_fields import INT32_FIELDS
+
+Kind = Literal["string", "integer", "int32", "boolean", "number", "time", "bytes", "quantity", "int-or-string",
+               "any", "model", "list", "map"]
 
 _LIST = re.compile(r"^(?:List|list)\[(.+)\]$")
 _DICT = re.compile(r"^(?:Dict|dict)\((?:str), ?(.+)\)$|^(?:Dict|dict)\[str, ?(.+)\]$")
@@ -59,15 +62,17 @@ class Field:
     required: bool
 
 
-def _parse(typ: str, quantity: bool, int_or_string: bool) -> FieldType:
+def _parse(typ: str, quantity: bool, int_or_string: bool, int32: bool) -> FieldType:
     m = _LIST.match(typ)
     if m:
-        return FieldType("list", _parse(m.group(1), quantity, int_or_string))
+        return FieldType("list", _parse(m.group(1), quantity, int_or_string, int32))
     m = _DICT.match(typ)
     if m:
-        return FieldType("map", _parse(m.group(1) or m.group(2), quantity, int_or_string))
+        return FieldType("map", _parse(m.group(1) or m.group(2), quantity, int_or_string, int32))
     if typ == "str" and quantity:
         return FieldType("quantity")
+    if typ == "int" and int32:
+        return FieldType("int32")
     if typ == "object":
         return FieldType("int-or-string" if int_or_string else "any")
     if typ in _SCALARS:
@@ -95,8 +100,8 @@ def fields(model: str) -> dict[str, Field]:
     for attr, typ in types.items():
         name = names[attr]
         info = infos[name]
-        out[name] = Field(_parse(typ, (model, name) in QUANTITY_FIELDS, _is_int_or_string(info.annotation)),
-                          info.description or "", info.is_required())
+        out[name] = Field(_parse(typ, (model, name) in QUANTITY_FIELDS, _is_int_or_string(info.annotation),
+                                 (model, name) in INT32_FIELDS), info.description or "", info.is_required())
     return out
 
 

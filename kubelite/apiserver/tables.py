@@ -239,6 +239,23 @@ def _pvc_cells(pvc: Obj, now: float) -> Cells:
             spec.get("volumeAttributesClassName") or "<unset>", _age(pvc, now), spec.get("volumeMode", "")]
 
 
+def _sc_cells(sc: Obj, now: float) -> Cells:
+    name = sc["metadata"]["name"]
+    annotations = sc["metadata"].get("annotations") or {}
+    if "true" in (annotations.get("storageclass.kubernetes.io/is-default-class"),
+                  annotations.get("storageclass.beta.kubernetes.io/is-default-class")):
+        name += " (default)"
+    return [name, sc.get("provisioner", ""), sc.get("reclaimPolicy", "Delete"),
+            sc.get("volumeBindingMode", "Immediate"), bool(sc.get("allowVolumeExpansion", False)), _age(sc, now)]
+
+
+def _va_cells(va: Obj, now: float) -> Cells:
+    spec = va.get("spec") or {}
+    return [va["metadata"]["name"], spec.get("attacher", ""), (spec.get("source") or {}).get("persistentVolumeName",
+                                                                                              ""),
+            spec.get("nodeName", ""), bool((va.get("status") or {}).get("attached", False)), _age(va, now)]
+
+
 def _ns_cells(ns: Obj, now: float) -> Cells:
     return [ns["metadata"]["name"], (ns.get("status") or {}).get("phase", ""), _age(ns, now)]
 
@@ -395,6 +412,9 @@ PRINTERS: dict[str, Printer] = {
                                "StorageClass", "VolumeAttributesClass", "Reason", "Age", "+VolumeMode"), _pv_cells),
     "PersistentVolumeClaim": (_cols("Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass",
                                     "VolumeAttributesClass", "Age", "+VolumeMode"), _pvc_cells),
+    "StorageClass": (_cols("Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode",
+                           "AllowVolumeExpansion:boolean", "Age"), _sc_cells),
+    "VolumeAttachment": (_cols("Name", "Attacher", "PV", "Node", "Attached:boolean", "Age"), _va_cells),
     "Namespace": (_cols("Name", "Status", "Age"), _ns_cells),
     "Lease": (_cols("Name", "Holder", "Age"), _lease_cells),
     "ServiceAccount": (_cols("Name", "Secrets:integer", "Age"), _service_account_cells),

@@ -8,8 +8,9 @@ hand-written schema. Nulls decode to nothing, as into a Go pointer, slice or map
 field is dropped (a time stays null, as a `metav1.Time` is written back), a null list
 element of a struct type becomes an empty object and a null quantity in a map "0".
 
-Not modelled: int32 versus int64 ranges (every integer is checked against int64) and
-enum values (left to validation).
+Integers are checked against their Go type's range (int32 or int64, from `schema`), as
+Go's decoder refuses `2147483648` for an int32 with the same error as a string. Enum values
+are validation's business (`enums`), as upstream.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from kubelite.api.quantity import QuantityError, parse_quantity
 from kubelite.apiserver import schema
 from kubelite.apiserver.schema import FieldType
 
-_INT64 = (-(2**63), 2**63 - 1)
-_SCALAR_GO = {"string": "string", "integer": "int64", "boolean": "bool", "number": "float64", "time": "v1.Time",
-              "bytes": "[]uint8", "quantity": "resource.Quantity", "int-or-string": "intstr.IntOrString",
-              "any": "interface {}"}
+_RANGES = {"integer": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
+_SCALAR_GO = {"string": "string", "integer": "int64", "int32": "int32", "boolean": "bool", "number": "float64",
+              "time": "v1.Time", "bytes": "[]uint8", "quantity": "resource.Quantity",
+              "int-or-string": "intstr.IntOrString", "any": "interface {}"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,23 +126,33 @@ def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> No
     elif _scalar_fits(value, kind):
         return
     elif kind == "int-or-string":
-        raise _Found(Mismatch(path, f"json: cannot unmarshal {_json_type(value)} into Go value of type int32"))
-    elif kind == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        shown = f"number {value}" if _is_number(value) else _json_type(value)
+        raise _Found(Mismatch(path, f"json: cannot unmarshal {shown} into Go value of type int32"))
+    elif kind in _RANGES and _is_number(value):
         raise _Found(Mismatch(path, f"json: cannot unmarshal number {value} into Go struct field {struct}.{go_path} "
-                                    "of type int64"))
+                                    f"of type {_SCALAR_GO[kind]}"))
     raise _Found(Mismatch(path, f"json: cannot unmarshal {_json_type(value)} into Go struct field {struct}.{go_path} "
                                 f"of type {go_type(t)}"))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int_in(value: Any, kind: str) -> bool:
+    low, high = _RANGES[kind]
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 def _scalar_fits(value: Any, kind: str) -> bool:
     if kind in ("string", "time", "bytes"):
         return isinstance(value, str)
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool) and _INT64[0] <= value <= _INT64[1]
+    if kind in _RANGES:
+        return _is_int_in(value, kind)
     if kind == "boolean":
         return isinstance(value, bool)
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == "int-or-string":
-        return isinstance(value, (str, int)) and not isinstance(value, bool)
+    if kind == "int-or-string":  # intstr.IntOrString holds an int32
+        return isinstance(value, str) or _is_int_in(value, "int32")
     return kind == "any"

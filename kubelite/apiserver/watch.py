@@ -17,7 +17,7 @@ import orjson
 from aiohttp import web
 
 from kubelite.api import errors
-from kubelite.apiserver import protobuf, tables
+from kubelite.apiserver import nesting, protobuf, tables
 from kubelite.apiserver.cache import CachedEvent, Caches, Watcher
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.clock import Clock, bounded
@@ -32,7 +32,7 @@ def json_encoder() -> Encoder:
     def enc(ev: CachedEvent) -> bytes:
         line = ev.encoded.get("json")
         if line is None:
-            line = orjson.dumps({"type": ev.type, "object": ev.obj}) + b"\n"
+            line = nesting.dumps({"type": ev.type, "object": ev.obj}) + b"\n"
             ev.encoded["json"] = line
         return line
 
@@ -59,7 +59,7 @@ def table_encoder(kind: str, include: str, clock: Clock) -> Encoder:
         line = ev.encoded.get(key)
         if line is None:
             obj = tables.table(kind, [ev.obj], now, include, ev.obj["metadata"]["resourceVersion"])
-            line = orjson.dumps({"type": ev.type, "object": obj}) + b"\n"
+            line = nesting.dumps({"type": ev.type, "object": obj}) + b"\n"
             ev.encoded[key] = line
         return line
 

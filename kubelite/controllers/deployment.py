@@ -30,12 +30,19 @@ from kubelite.api.errors import ApiError
 from kubelite.api.selectors import compile_label_selector
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Informer, Key, by_owner_uid, key_of
+from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Key, by_owner_uid, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339
 from kubelite.controllers import rollout as ro
-from kubelite.controllers.ownership import RefManager, controller_of, controller_ref, recheck_owner
-from kubelite.controllers.replicaset import ORPHAN_INDEX, orphans_by_namespace
+from kubelite.controllers.informers import shared_informer
+from kubelite.controllers.ownership import (
+    ORPHAN_INDEX,
+    RefManager,
+    controller_of,
+    controller_ref,
+    orphans_by_namespace,
+    recheck_owner,
+)
 from kubelite.controllers.revisions import (
     compute_hash,
     equal_ignore_hash,
@@ -56,13 +63,13 @@ class DeploymentController:
         self.clock = clock
         self.events = EventSink(client, clock)
         self.runner: Runner[Key] = Runner("deployment", self.sync, clock, workers)
-        self.deployments = Informer(client, "/apis/apps/v1/deployments", clock,
-                                    Handlers(self._enqueue, lambda o, n: self._enqueue(n)))
-        self.replicasets = Informer(client, "/apis/apps/v1/replicasets", clock,
-                                    Handlers(self._rs_changed, lambda o, n: self._rs_updated(o, n), self._rs_changed))
+        self.deployments = shared_informer(client, clock, "/apis/apps/v1/deployments",
+                                           Handlers(self._enqueue, lambda o, n: self._enqueue(n)))
+        self.replicasets = shared_informer(client, clock, "/apis/apps/v1/replicasets",
+                                           Handlers(self._rs_changed, self._rs_updated, self._rs_changed))
         self.replicasets.add_index(OWNER_UID_INDEX, by_owner_uid)
         self.replicasets.add_index(ORPHAN_INDEX, orphans_by_namespace)
-        self.pods = Informer(client, "/api/v1/pods", clock, Handlers(on_delete=self._pod_deleted))
+        self.pods = shared_informer(client, clock, "/api/v1/pods", Handlers(on_delete=self._pod_deleted))
         self.pods.add_index(OWNER_UID_INDEX, by_owner_uid)
 
     async def run(self) -> None:

@@ -19,9 +19,10 @@ from typing import Any
 
 from kubelite.api import disruption
 from kubelite.client.http import resource_path
-from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer, Key, key_of
+from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.runner import Runner
 
 log = logging.getLogger("kubelite.controllers")
@@ -73,10 +74,10 @@ class DisruptionController:
         self.runner: Runner[Key] = Runner("disruption", self.reconcile, clock)
         self.expected: dict[Key, dict[str, bool]] = {}  # PDB → its expected pods → ready
         self.selectors: dict[Key, Any] = {}  # PDB → the selector `expected` was built with
-        self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets", clock,
-                             Handlers(self._pdb_changed, lambda o, n: self._pdb_changed(n), self._pdb_deleted))
-        self.pods = Informer(client, "/api/v1/pods", clock,
-                             Handlers(lambda p: self._pod_changed(None, p), self._pod_changed,
+        self.pdbs = shared_informer(client, clock, "/apis/policy/v1/poddisruptionbudgets",
+                                    Handlers(self._pdb_changed, lambda o, n: self._pdb_changed(n), self._pdb_deleted))
+        self.pods = shared_informer(client, clock, "/api/v1/pods",
+                                    Handlers(lambda p: self._pod_changed(None, p), self._pod_changed,
                                       lambda p: self._pod_changed(p, None)))
 
     def _mark(self, key: Key) -> None:

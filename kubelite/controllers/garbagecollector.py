@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubelite.api.errors import ApiError
-from kubelite.client.informer import Handlers, Informer
+from kubelite.client.informer import Handlers
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.discovery import ApiResource, deletable_resources
+from kubelite.controllers.informers import SharedInformerHandle, shared_informer
 from kubelite.controllers.ownership import STRATEGIC, remove_refs_patch
 from kubelite.controllers.runner import Runner
 
@@ -77,7 +78,7 @@ class GarbageCollector:
         self.nodes: dict[str, Node] = {}
         self.dependents: dict[str, set[str]] = {}  # owner uid → dependents (the owner may not exist)
         self.kinds: dict[tuple[str, str], ApiResource] = {}  # (apiVersion, kind) → resource
-        self.informers: list[Informer] = []
+        self.informers: list[SharedInformerHandle] = []
         self.runner: Runner[str] = Runner("garbagecollector", self.process, clock, workers)
 
     async def run(self) -> None:
@@ -85,7 +86,7 @@ class GarbageCollector:
         async with asyncio.TaskGroup() as tasks:
             for r in resources:
                 self.kinds[(r.group_version, r.kind)] = r
-                informer = Informer(self.client, r.collection(), self.clock, self._handlers(r))
+                informer = shared_informer(self.client, self.clock, r.collection(), self._handlers(r))
                 self.informers.append(informer)
                 tasks.create_task(informer.run())
             for informer in self.informers:

@@ -12,11 +12,15 @@ fails the Job at once. Replacements wait out the back-off (10 s doubling to 6 mi
 has met its success criteria gets `SuccessCriteriaMet` and then `Complete` once no pod of it is
 left running; a failing one `FailureTarget` and then `Failed` (reasons BackoffLimitExceeded,
 DeadlineExceeded, PodFailurePolicy), its remaining pods deleted gracefully — never forced.
+Indexed Jobs may instead give each index its own failure budget (`backoffLimitPerIndex`, failing
+the Job once more than `maxFailedIndexes` indexes failed, or with FailedIndexes when every index
+is done or failed; job_index_failures.py) and may succeed early under a `successPolicy`
+(job_success_policy.py).
 
 Expectations, as upstream's ControllerExpectations: pods created or deleted and not yet seen
 by the informer hold back further creation, so watch lag never over-creates.
 
-Not done: orphan adoption by selector, backoffLimitPerIndex, successPolicy, managedBy.
+Not done: orphan adoption by selector, managedBy.
 """
 
 from __future__ import annotations
@@ -30,13 +34,21 @@ from typing import Any
 from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import OWNER_UID_INDEX, Handlers, Informer, Key, by_owner_uid, key_of
+from kubelite.client.informer import OWNER_UID_INDEX, Handlers, Key, by_owner_uid, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.controllers import ownership
 from kubelite.controllers import podcontrol as pc
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.job_backoff import BackoffRecord, new_backoff_record
 from kubelite.controllers.job_failure_policy import match_pod_failure_policy
+from kubelite.controllers.job_index_failures import (
+    calculate_failed_indexes,
+    has_backoff_limit_per_index,
+    index_failure_annotations,
+    pods_with_delayed_deletion_per_index,
+    remaining_time_per_index,
+)
 from kubelite.controllers.job_indexes import (
     add_completion_index,
     completion_index,
@@ -45,6 +57,8 @@ from kubelite.controllers.job_indexes import (
     parse_indexes,
     pod_generate_name_with_index,
 )
+from kubelite.controllers.job_success_policy import REASON as SUCCESS_POLICY
+from kubelite.controllers.job_success_policy import match_success_policy
 from kubelite.controllers.podutil import is_pod_active, is_pod_ready
 from kubelite.controllers.runner import Runner
 
@@ -83,6 +97,13 @@ def is_pod_failed(pod: Obj, job: Obj) -> bool:
     return bool(pod["metadata"].get("deletionTimestamp")) and phase != "Succeeded"
 
 
+def tracked_pods(pods: list[Obj], released: set[str]) -> list[Obj]:
+    """The pods whose outcome is not counted yet: they still carry the tracking finalizer, and no removal of
+    it is on its way (getValidPodsWithFilter)."""
+    return [p for p in pods if TRACKING_FINALIZER in (p["metadata"].get("finalizers") or [])
+            and p["metadata"]["uid"] not in released]
+
+
 def finish_condition(job: Obj) -> Obj | None:
     for kind in ("Complete", "Failed"):
         c = pc.condition(job, kind)
@@ -102,10 +123,10 @@ class JobController:
         self.backoff: dict[str, BackoffRecord] = {}  # job uid →
         self.owner_uids: dict[Key, set[str]] = {}  # Job key → uids its tracked pods name as owner
         self.written: dict[Key, Obj] = {}  # each Job as our last status write returned it
-        self.jobs = Informer(client, "/apis/batch/v1/jobs", clock,
-                             Handlers(self._job_changed, lambda o, n: self._job_changed(n), self._job_deleted))
-        self.pods = Informer(client, "/api/v1/pods", clock,
-                             Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.jobs = shared_informer(client, clock, "/apis/batch/v1/jobs",
+                                    Handlers(self._job_changed, lambda o, n: self._job_changed(n), self._job_deleted))
+        self.pods = shared_informer(client, clock, "/api/v1/pods",
+                                    Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
         self.pods.add_index(OWNER_UID_INDEX, by_owner_uid)
 
     # --- event handlers ---------------------------------------------------------------------------
@@ -222,6 +243,11 @@ class JobSync:
         self.uid: str = job["metadata"]["uid"]
         self.key = key_of(job)
         self.fail_message: str | None = None  # from a FailJob rule of the pod failure policy
+        self.per_index = _is_indexed(job) and has_backoff_limit_per_index(job)
+        self.completions = int(self.spec.get("completions") or 0)
+        self.failed_indexes = parse_indexes(self.status.get("failedIndexes") or "", self.completions) \
+            if self.per_index else set()
+        self.delayed: dict[int, Obj] = {}  # index → its last failed pod, kept uncounted until replaced
         self.verdict_event: tuple[str, str, str] | None = None  # sent once the final condition is written
 
     async def run(self) -> None:
@@ -235,7 +261,7 @@ class JobSync:
             deleted = await self._delete(active)
             active = []
             terminating += deleted
-            if not terminating and not self._uncounted():
+            if not terminating and not self._uncounted() and not self.delayed:
                 self._finish(target)
         elif self.ctl.expectations.get(self.uid, Expectations()).satisfied(self.now):
             active = await self._manage(active, terminating)
@@ -248,6 +274,20 @@ class JobSync:
         self._requeue_for_deadline()
 
     # --- accounting -------------------------------------------------------------------------------
+
+    def _index_failures(self, tracked: list[Obj], done: set[int]) -> None:
+        """calculateFailedIndexes and getPodsWithDelayedDeletionPerIndex over the pods not counted yet. Once the
+        Job is finishing, neither: every pod is counted, delayed or not, and the pods it deletes then are no index
+        failures (upstream removes their finalizers before deleting them, so it never sees them fail)."""
+        if any(pc.condition({"status": self.status}, kind) for kind in ("FailureTarget", "SuccessCriteriaMet")):
+            return
+        self.failed_indexes = calculate_failed_indexes(self.job, tracked, lambda p: is_pod_failed(p, self.job),
+                                                       self.failed_indexes)
+        succeeded = done | {i for p in tracked if (p.get("status") or {}).get("phase") == "Succeeded"
+                            and (i := completion_index(p)) is not None}
+        self.delayed = pods_with_delayed_deletion_per_index(
+            self.job, tracked, lambda p: is_pod_failed(p, self.job), succeeded, self.failed_indexes,
+            [p for p in self.pods if is_pod_active(p)])
 
     def _uncounted(self) -> bool:
         u = self.status.get("uncountedTerminatedPods") or {}
@@ -264,11 +304,15 @@ class JobSync:
         release: list[Obj] = []
         new_succeeded: list[Obj] = []
         new_failed: list[Obj] = []
-        for pod in self.pods:
+        tracked = tracked_pods(self.pods, self.ctl.released)
+        if self.per_index:
+            self._index_failures(tracked, done)
+        for pod in tracked:
             meta = pod["metadata"]
             puid = meta["uid"]
-            if TRACKING_FINALIZER not in (meta.get("finalizers") or []) or puid in self.ctl.released:
-                continue
+            index = completion_index(pod)
+            if index is not None and self.delayed.get(index) is pod:
+                continue  # canRemoveFinalizer: counted once its replacement exists, which takes its failure count
             if puid in succ or puid in fail:
                 release.append(pod)  # recorded before, its finalizer removal failed: retry it
                 continue
@@ -298,6 +342,8 @@ class JobSync:
         if indexed:
             self.status["completedIndexes"] = format_indexes(done)
             self.status["succeeded"] = len(done)
+        if self.per_index:
+            self.status["failedIndexes"] = format_indexes(self.failed_indexes)
         if release:
             self.status["uncountedTerminatedPods"] = {"succeeded": sorted(succ), "failed": sorted(fail)}
             await self._write()  # recorded first: a crash from here on loses no count
@@ -337,12 +383,29 @@ class JobSync:
             verdict = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
         elif deadline is not None and started and self.now - parse_rfc3339(started) >= deadline:
             verdict = ("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
-        elif self._complete():
-            verdict = ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")
+        else:
+            verdict = self._indexed_verdict()
+            if verdict is None and self._complete():
+                verdict = ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")
         if verdict is not None:
             interim = "FailureTarget" if verdict[0] == "Failed" else "SuccessCriteriaMet"
             pc.set_condition(self.status, interim, "True", verdict[1], verdict[2], self.now)
         return verdict
+
+    def _indexed_verdict(self) -> tuple[str, str, str] | None:
+        """Failed indexes beyond maxFailedIndexes, or none left to run with some failed; else a met successPolicy."""
+        if not _is_indexed(self.job):
+            return None
+        done = parse_indexes(self.status.get("completedIndexes", ""), self.completions)
+        if self.per_index:
+            most = self.spec.get("maxFailedIndexes")
+            if most is not None and len(self.failed_indexes) > most:
+                return ("Failed", "MaxFailedIndexesExceeded",
+                        "Job has exceeded the specified maximal number of failed indexes")
+            if self.failed_indexes and len(self.failed_indexes) + len(done) >= self.completions:
+                return "Failed", "FailedIndexes", "Job has failed indexes"
+        message = match_success_policy(self.spec.get("successPolicy"), self.completions, done)
+        return ("Complete", SUCCESS_POLICY, message) if message is not None else None
 
     def _uncounted_list(self, kind: str) -> list[str]:
         return list((self.status.get("uncountedTerminatedPods") or {}).get(kind) or [])
@@ -391,10 +454,11 @@ class JobSync:
         missing = want - busy
         if missing <= 0:
             return active
-        wait = self.ctl.backoff.get(self.uid, BackoffRecord()).remaining(self.now)
-        if wait > 0:
-            self.ctl.runner.queue.add_after(self.key, wait)
-            return active
+        if not self.per_index:  # per-index back-off is the index's own, when its pods are created
+            wait = self.ctl.backoff.get(self.uid, BackoffRecord()).remaining(self.now)
+            if wait > 0:
+                self.ctl.runner.queue.add_after(self.key, wait)
+                return active
         return active + await self._create(missing, active)
 
     def _suspend_condition(self) -> None:
@@ -407,7 +471,7 @@ class JobSync:
 
     def _misplaced_indexes(self, active: list[Obj]) -> list[Obj]:
         """Active pods of an Indexed Job with no valid index, an index already done, or a duplicate index."""
-        done = parse_indexes(self.status.get("completedIndexes", ""), self.spec.get("completions") or 0)
+        done = parse_indexes(self.status.get("completedIndexes", ""), self.completions) | self.failed_indexes
         seen: set[int] = set()
         out = []
         for pod in sorted(active, key=_deletion_rank, reverse=True):  # keep the best pod of each index
@@ -422,8 +486,12 @@ class JobSync:
         """Create `count` pods in slow-start batches (1, 2, 4, …); a failed batch stops the rest."""
         indexes: list[int | None] = [None] * count
         if _is_indexed(self.job):
-            done = parse_indexes(self.status.get("completedIndexes", ""), self.spec.get("completions") or 0)
-            indexes = list(first_pending_indexes(active, done, count, self.spec.get("completions") or 0))
+            done = parse_indexes(self.status.get("completedIndexes", ""), self.completions)
+            indexes = list(first_pending_indexes(active, done | self.failed_indexes, count, self.completions))
+            if self.per_index:
+                indexes = self._indexes_out_of_backoff(indexes)
+        if not indexes:
+            return []
         exp = self.ctl.expectations.setdefault(self.uid, Expectations())
         exp.adds, exp.since = len(indexes), self.now
         created: list[Obj] = []
@@ -440,6 +508,21 @@ class JobSync:
             batch *= 2
         return created
 
+    def _indexes_out_of_backoff(self, indexes: list[int | None]) -> list[int | None]:
+        """getPodCreationInfoForIndependentIndexes: of the pending indexes, those whose own back-off is over
+        (the Job is synced again when the next one's ends)."""
+        ready: list[int | None] = []
+        waits: list[float] = []
+        for index in indexes:
+            wait = remaining_time_per_index(self.delayed.get(index) if index is not None else None, self.now)
+            if wait > 0:
+                waits.append(wait)
+            else:
+                ready.append(index)
+        if waits:
+            self.ctl.runner.queue.add_after(self.key, min(waits))
+        return ready
+
     async def _create_one(self, index: int | None) -> Obj:
         name = self.job["metadata"]["name"]
         ref = ownership.controller_ref(self.job, "batch/v1", "Job")
@@ -448,6 +531,9 @@ class JobSync:
         pod["metadata"].setdefault("finalizers", []).append(TRACKING_FINALIZER)
         if index is not None:
             add_completion_index(pod, index)
+            if self.per_index:
+                pod["metadata"].setdefault("annotations", {}).update(
+                    index_failure_annotations(self.job, self.delayed.get(index)))
         out = await self.ctl.client.create(resource_path("pods", self.key[0]), pod)
         self.ctl._event(self.job, "SuccessfulCreate", f"Created pod: {out['metadata']['name']}")
         return out

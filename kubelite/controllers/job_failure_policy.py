@@ -3,9 +3,9 @@
 Rules are tried in order; the first whose requirement matches decides: `FailJob` fails the Job
 at once with a message naming the container and exit code (or the pod condition), `Ignore`
 does not count the failure against `backoffLimit` (the pod is replaced), `Count` counts it as
-usual. A rule with an unknown action or operator is skipped, as upstream does, so a newer
-policy never breaks an older controller. `FailIndex` needs backoffLimitPerIndex, which kubelite
-does not implement: such rules are skipped, as upstream does with that feature disabled.
+usual, and `FailIndex` counts it and fails the pod's index at once (with backoffLimitPerIndex,
+job_index_failures.py). A rule with an unknown action or operator is skipped, as upstream does,
+so a newer policy never breaks an older controller.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 Obj = dict[str, Any]
-KNOWN_ACTIONS = ("Ignore", "Count", "FailJob")
+KNOWN_ACTIONS = ("Ignore", "Count", "FailJob", "FailIndex")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def match_pod_failure_policy(policy: Obj | None, pod: Obj) -> Match:
             continue
         if action == "Ignore":
             return Match(None, False, "Ignore")
-        if action == "Count":
-            return Match(None, True, "Count")
+        if action in ("Count", "FailIndex"):
+            return Match(None, True, action)
         return Match(message, True, "FailJob")
     return NO_MATCH

@@ -38,19 +38,14 @@ def parse_indexes(text: str, completions: int) -> set[int]:
 
 
 def format_indexes(indexes: set[int]) -> str:
-    """orderedIntervals.String: "1,3-5,7"."""
-    parts: list[str] = []
-    run: list[int] = []
+    """orderedIntervals.String: "1,3-5,7"; a run of two is listed ("3,4"), only longer runs become ranges."""
+    parts: list[tuple[int, int]] = []
     for i in sorted(indexes):
-        if run and i == run[-1] + 1:
-            run.append(i)
-            continue
-        if run:
-            parts.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
-        run = [i]
-    if run:
-        parts.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
-    return ",".join(parts)
+        if parts and parts[-1][1] == i - 1:
+            parts[-1] = (parts[-1][0], i)
+        else:
+            parts.append((i, i))
+    return ",".join(str(lo) if lo == hi else f"{lo},{hi}" if hi == lo + 1 else f"{lo}-{hi}" for lo, hi in parts)
 
 
 def completion_index(pod: Obj) -> int | None:

@@ -16,10 +16,11 @@ import logging
 from typing import Any
 
 from kubelite.api.errors import ApiError
-from kubelite.client.informer import Handlers, Informer, Key, key_of
+from kubelite.client.informer import Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.discovery import deletable_resources
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.runner import Runner
 
 log = logging.getLogger("kubelite.controllers.namespace")
@@ -40,8 +41,8 @@ class NamespaceController:
         self.client = client
         self.clock = clock
         self.runner: Runner[Key] = Runner("namespace", self.sync, clock, workers)
-        self.namespaces = Informer(client, "/api/v1/namespaces", clock,
-                                   Handlers(self._changed, lambda old, new: self._changed(new)))
+        self.namespaces = shared_informer(client, clock, "/api/v1/namespaces",
+                                          Handlers(self._changed, lambda old, new: self._changed(new)))
 
     def _changed(self, ns: Obj) -> None:
         if terminating(ns):

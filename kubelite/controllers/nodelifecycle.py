@@ -35,11 +35,12 @@ from typing import Any
 from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
-from kubelite.client.informer import NODE_NAME_INDEX, Handlers, Informer, by_node_name, key_of
+from kubelite.client.informer import NODE_NAME_INDEX, Handlers, by_node_name, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.controllers import node_health as nh
 from kubelite.controllers import taints as tt
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.runner import Runner
 
 log = logging.getLogger("kubelite.controllers.nodelifecycle")
@@ -84,11 +85,11 @@ class NodeLifecycleController:
         self.tainters: dict[str, nh.ZoneTainter] = {}
         self.nodes_to_retry: set[str] = set()
         self._kick = asyncio.Event()
-        self.nodes = Informer(client, "/api/v1/nodes", clock, Handlers(
+        self.nodes = shared_informer(client, clock, "/api/v1/nodes", Handlers(
             lambda n: self.no_schedule.enqueue(n["metadata"]["name"]), self._node_updated))
-        self.leases = Informer(client, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", clock,
-                               Handlers(self._lease_renewed, lambda old, new: self._lease_renewed(new)))
-        self.pods = Informer(client, "/api/v1/pods", clock, Handlers(
+        self.leases = shared_informer(client, clock, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                                      Handlers(self._lease_renewed, lambda old, new: self._lease_renewed(new)))
+        self.pods = shared_informer(client, clock, "/api/v1/pods", Handlers(
             lambda p: self._pod_updated(None, p), self._pod_updated))
         self.pods.add_index(NODE_NAME_INDEX, by_node_name)
         self.no_schedule: Runner[str] = Runner("node-lifecycle-noschedule", self.reconcile_no_schedule, clock)

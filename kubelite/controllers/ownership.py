@@ -20,11 +20,17 @@ from kubelite.client.interface import Client
 
 Obj = dict[str, Any]
 STRATEGIC = "application/strategic-merge-patch+json"
+ORPHAN_INDEX = "orphan"  # objects without a controller, by namespace: candidates for adoption
 
 
 def controller_of(obj: Obj) -> Obj | None:
     """metav1.GetControllerOf."""
     return next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+
+
+def orphans_by_namespace(obj: Obj) -> list[str]:
+    """An informer index: objects without a controller reference, under their namespace."""
+    return [obj["metadata"].get("namespace", "")] if controller_of(obj) is None else []
 
 
 def controller_ref(owner: Obj, api_version: str = "", kind: str = "") -> Obj:
@@ -53,17 +59,20 @@ class RefManager:
 
     `path_of(obj)` is the object's API path; `can_adopt()` re-reads the owner from the API (not
     the cache) once before the first adoption, as RecheckDeletionTimestamp, so an owner deleted
-    meanwhile adopts nothing.
+    meanwhile adopts nothing. `belongs(obj)` narrows the selector as ClaimPods' filter (a
+    StatefulSet claims only pods named after it).
     """
 
     def __init__(self, client: Client, owner: Obj, selector: LabelSelector, path_of: Callable[[Obj], str],
-                 can_adopt: Callable[[], Awaitable[bool]]) -> None:
+                 can_adopt: Callable[[], Awaitable[bool]], belongs: Callable[[Obj], bool] = lambda obj: True
+                 ) -> None:
         self.client = client
         self.owner = owner
         self.uid = owner["metadata"]["uid"]
         self.selector = selector
         self.path_of = path_of
         self._can_adopt = can_adopt
+        self._belongs = belongs
         self._adopt_checked: bool | None = None
 
     async def claim(self, candidates: list[Obj]) -> list[Obj]:
@@ -71,7 +80,7 @@ class RefManager:
         claimed: list[Obj] = []
         for obj in candidates:
             ref = controller_of(obj)
-            matches = self.selector.matches(obj["metadata"].get("labels"))
+            matches = self.selector.matches(obj["metadata"].get("labels")) and self._belongs(obj)
             deleting = bool(obj["metadata"].get("deletionTimestamp"))
             if ref is not None:
                 if ref.get("uid") != self.uid:

@@ -26,10 +26,11 @@ from typing import Any
 
 from kubelite.api.errors import ApiError
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
-from kubelite.client.informer import Handlers, Informer, key_of
+from kubelite.client.informer import Handlers, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import taints as tt
+from kubelite.controllers.informers import shared_informer
 
 log = logging.getLogger("kubelite.controllers.podgc")
 
@@ -61,8 +62,8 @@ class PodGCController:
         self.client = client
         self.clock = clock
         self.options = options or PodGCOptions()
-        self.pods = Informer(client, "/api/v1/pods", clock, Handlers())
-        self.nodes = Informer(client, "/api/v1/nodes", clock, Handlers())
+        self.pods = shared_informer(client, clock, "/api/v1/pods", Handlers())
+        self.nodes = shared_informer(client, clock, "/api/v1/nodes", Handlers())
         self.quarantine: dict[str, float] = {}  # missing node -> when (monotonic) to look it up
 
     async def run(self) -> None:

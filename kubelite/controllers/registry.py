@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.attachdetach import AttachDetachController
 from kubelite.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from kubelite.controllers.csrapproving import CSRApprovingController
 from kubelite.controllers.deployment import DeploymentController
@@ -22,12 +23,15 @@ from kubelite.controllers.job import JobController
 from kubelite.controllers.metrics import PROVIDER, WorkqueueMetrics
 from kubelite.controllers.namespace import NamespaceController
 from kubelite.controllers.nodelifecycle import NodeLifecycleController
+from kubelite.controllers.persistentvolume import PersistentVolumeController
 from kubelite.controllers.podgc import PodGCController
+from kubelite.controllers.provisioner import ProvisionerController
 from kubelite.controllers.replicaset import ReplicaSetController
 from kubelite.controllers.serviceaccount import ServiceAccountsController
 from kubelite.controllers.statefulset import StatefulSetController
 from kubelite.controllers.taint_eviction import TaintEvictionController
 from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
+from kubelite.controllers.volume_protection import PVCProtectionController, PVProtectionController
 
 
 class Controller(Protocol):
@@ -51,6 +55,11 @@ CONTROLLERS: dict[str, Factory] = {
     "serviceaccount": ServiceAccountsController,
     "endpointslice": EndpointSliceController,
     "endpoint": EndpointsController,
+    "persistentvolume-binder": PersistentVolumeController,
+    "pvc-protection": PVCProtectionController,
+    "pv-protection": PVProtectionController,
+    "attachdetach": AttachDetachController,
+    "kubelite-provisioner": ProvisionerController,
     "clusterrole-aggregation": ClusterRoleAggregationController,
     "csrapproving": CSRApprovingController,
 }

@@ -28,12 +28,20 @@ from kubelite.api.errors import ApiError
 from kubelite.api.selectors import LabelSelector, compile_label_selector
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Informer, Key, by_owner_uid, key_of
+from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Key, by_owner_uid, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import podutil
 from kubelite.controllers.expectations import Expectations
-from kubelite.controllers.ownership import RefManager, controller_of, controller_ref, recheck_owner
+from kubelite.controllers.informers import shared_informer
+from kubelite.controllers.ownership import (
+    ORPHAN_INDEX,
+    RefManager,
+    controller_of,
+    controller_ref,
+    orphans_by_namespace,
+    recheck_owner,
+)
 from kubelite.controllers.runner import Runner
 
 log = logging.getLogger("kubelite.controllers.replicaset")
@@ -43,13 +51,6 @@ BURST_REPLICAS = 500  # BurstReplicas: the most pods one sync creates or deletes
 SLOW_START_INITIAL_BATCH = 1
 WORKERS = 5  # --concurrent-replicaset-syncs
 COMPONENT = "replicaset-controller"
-ORPHAN_INDEX = "orphan"  # pods without a controller, by namespace: candidates for adoption
-
-
-def orphans_by_namespace(pod: Obj) -> list[str]:
-    return [pod["metadata"].get("namespace", "")] if controller_of(pod) is None else []
-
-
 def pod_key(pod: Obj) -> str:
     return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
 
@@ -116,11 +117,11 @@ class ReplicaSetController:
         self.expectations = Expectations(clock)
         self.events = EventSink(client, clock)
         self.runner: Runner[Key] = Runner("replicaset", self.sync, clock, workers)
-        self.replicasets = Informer(client, "/apis/apps/v1/replicasets", clock,
-                                    Handlers(self._rs_added, self._rs_updated, self._rs_deleted))
+        self.replicasets = shared_informer(client, clock, "/apis/apps/v1/replicasets",
+                                           Handlers(self._rs_added, self._rs_updated, self._rs_deleted))
         self.replicasets.add_index(OWNER_UID_INDEX, by_owner_uid)
-        self.pods = Informer(client, "/api/v1/pods", clock,
-                             Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.pods = shared_informer(client, clock, "/api/v1/pods",
+                                    Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
         self.pods.add_index(OWNER_UID_INDEX, by_owner_uid)
         self.pods.add_index(ORPHAN_INDEX, orphans_by_namespace)
 

@@ -16,12 +16,20 @@ _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def compute_hash(template: Obj, collision_count: int | None) -> str:
-    """ComputeHash: a 32-bit hash of the template (and the collision count), spelled with rand's safe
-    alphabet. (Upstream hashes Go's spew dump of the template; this hashes its canonical JSON, so the
-    values differ from upstream's but are just as stable.)"""
+    """ComputeHash: FNV-32a of the template, then (when set) the collision count as upstream writes it (uint32,
+    little-endian, in 8 bytes), the decimal sum spelled in rand's safe alphabet.
+
+    Upstream hashes go-spew's dump of the Go struct (`DeepHashObject`); that dump spells Go type names, pointer
+    nesting and every zero-valued field of the typed PodTemplateSpec, which a dict-based server does not have, so
+    byte-for-byte parity is not practical. This hashes the canonical JSON (sorted keys) of the stored template
+    instead: the same template always gives the same value (the server stores templates defaulted, so two
+    spellings of one template agree), and values merely differ from upstream's — nothing outside the controller
+    reads them, it only compares them with the label on its own ReplicaSets. A hash that clashes with a
+    ReplicaSet of another template or owner is handled as upstream: collisionCount is bumped and the next sync
+    hashes anew (DeploymentController._collision)."""
     data = orjson.dumps(template, option=orjson.OPT_SORT_KEYS)
     if collision_count is not None:
-        data += str(collision_count).encode()
+        data += (collision_count & 0xFFFFFFFF).to_bytes(4, "little") + bytes(4)
     value = str(_fnv32a(data))
     return "".join(_ALPHANUMS[ord(c) % len(_ALPHANUMS)] for c in value)
 

@@ -172,9 +172,12 @@ class Runner(Generic[K]):
                 await self.reconcile(key)
             except Exception as exc:
                 self.failures += 1
-                # API errors (unavailable, conflict) are routine: logged without a traceback.
-                log.warning("%s: reconciling %s failed (retry %d): %s", self.name, key,
-                            self.queue.limiter.num_requeues(key) + 1, exc, exc_info=not isinstance(exc, ApiError))
+                # A conflict only says the informer's copy was behind a newer write: the retry starts from the
+                # newer copy, so it is logged quietly (debug) — a PDB's status under churn conflicts all the time.
+                # Other API errors (unavailable) are warnings without a traceback; anything else is a bug.
+                level = logging.DEBUG if isinstance(exc, ApiError) and exc.code == 409 else logging.WARNING
+                log.log(level, "%s: reconciling %s failed (retry %d): %s", self.name, key,
+                        self.queue.limiter.num_requeues(key) + 1, exc, exc_info=not isinstance(exc, ApiError))
                 self.queue.add_rate_limited(key)
             else:
                 self.queue.forget(key)

@@ -1,7 +1,9 @@
 """The StatefulSet controller: stable identities, ordered start, rolling updates (pkg/controller/statefulset).
 
-Each sync reads the set's pods (by owner uid), its ControllerRevisions and claims from indexed
-informers, works out the current and update revisions (creating a ControllerRevision for a new
+Each sync claims the set's pods and ControllerRevisions (ownership.RefManager, as upstream's
+ControllerRefManager: orphans that match the selector — and, for pods, are named after the set —
+are adopted, owned ones that no longer match are released), reads its claims from an indexed
+informer, works out the current and update revisions (creating a ControllerRevision for a new
 template, reusing an equal older one, bumping `collisionCount` on a hash clash), runs
 `StatefulSetControl` (statefulset_control.py: the decisions and the S1 rule) with the API as its
 pod control, writes the status through the status subresource and trims the revision history to
@@ -10,8 +12,7 @@ pod control, writes the status through the status subresource and trims the revi
 Writes are plain creates and graceful deletes. A create refused with AlreadyExists means a pod
 of that name still exists in the API — the replacement simply waits for it to be gone.
 
-Not done: adopting orphan pods that match the selector (only pods this controller created are
-managed), `maxUnavailable` for rolling updates, stale-claim detection (PodClaimIsStale).
+Not done: stale-claim detection (PodClaimIsStale).
 """
 
 from __future__ import annotations
@@ -19,16 +20,20 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kubelite.api.errors import ApiError
+from kubelite.api.selectors import LabelSelector, compile_label_selector
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import OWNER_UID_INDEX, Handlers, Informer, Key, by_owner_uid, key_of
+from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Key, by_owner_uid, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers import podcontrol as pc
 from kubelite.controllers import statefulset_utils as su
+from kubelite.controllers.informers import SharedInformerHandle, shared_informer
+from kubelite.controllers.ownership import ORPHAN_INDEX, RefManager, controller_of, orphans_by_namespace, recheck_owner
 from kubelite.controllers.runner import Runner
 from kubelite.controllers.statefulset_control import StatefulSetControl
 
@@ -39,6 +44,13 @@ COMPONENT = "statefulset-controller"
 WORKERS = 5  # --concurrent-statefulset-syncs
 ALREADY_EXISTS_RETRY = 1.0
 MERGE = "application/merge-patch+json"
+
+
+def _selector_matches(set_: Obj, pod: Obj) -> bool:
+    try:
+        return compile_label_selector(set_["spec"].get("selector")).matches(pod["metadata"].get("labels"))
+    except ApiError:
+        return False
 
 
 def _is_already_exists(exc: ApiError) -> bool:
@@ -144,14 +156,15 @@ class StatefulSetController:
         self.clock = clock
         self.runner: Runner[Key] = Runner("statefulset", self.reconcile, clock, workers=WORKERS)
         self.events = EventSink(client, clock)
-        self.sets = Informer(client, "/apis/apps/v1/statefulsets", clock,
-                             Handlers(self._set_changed, lambda o, n: self._set_changed(n)))
-        self.pods = Informer(client, "/api/v1/pods", clock,
-                             Handlers(self._pod_changed, lambda o, n: self._pod_changed(n), self._pod_changed))
-        self.pods.add_index(OWNER_UID_INDEX, by_owner_uid)
-        self.revisions = Informer(client, "/apis/apps/v1/controllerrevisions", clock)
-        self.revisions.add_index(OWNER_UID_INDEX, by_owner_uid)
-        self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock)
+        self.sets = shared_informer(client, clock, "/apis/apps/v1/statefulsets",
+                                    Handlers(self._set_changed, lambda o, n: self._set_changed(n)))
+        self.pods = shared_informer(client, clock, "/api/v1/pods",
+                                    Handlers(self._pod_changed, self._pod_updated, self._pod_changed))
+        self.revisions = shared_informer(client, clock, "/apis/apps/v1/controllerrevisions")
+        for informer in (self.pods, self.revisions):
+            informer.add_index(OWNER_UID_INDEX, by_owner_uid)
+            informer.add_index(ORPHAN_INDEX, orphans_by_namespace)
+        self.claims = shared_informer(client, clock, "/api/v1/persistentvolumeclaims")
         self.control = StatefulSetControl(ApiPodControl(self))
         self.written: dict[Key, Obj] = {}  # each set as our last status write returned it
 
@@ -159,9 +172,22 @@ class StatefulSetController:
         self.runner.enqueue(key_of(set_))
 
     def _pod_changed(self, pod: Obj) -> None:
+        """The owning set; for an orphan, every set whose selector matches it (getStatefulSetsForPod), to adopt it."""
+        ns = pod["metadata"].get("namespace", "")
         name = pc.controller_of(pod, "StatefulSet")
         if name:
-            self.runner.enqueue((pod["metadata"].get("namespace", ""), name))
+            self.runner.enqueue((ns, name))
+        elif controller_of(pod) is None and not pod["metadata"].get("deletionTimestamp"):
+            for set_ in self.sets.by_index(NAMESPACE_INDEX, ns):
+                if _selector_matches(set_, pod):
+                    self.runner.enqueue(key_of(set_))
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        """Also the set a pod was released from (its labels or references changed), as upstream's updatePod."""
+        if old["metadata"].get("labels") != new["metadata"].get("labels") or \
+                controller_of(old) != controller_of(new):
+            self._pod_changed(old)
+        self._pod_changed(new)
 
     async def run(self) -> None:
         informers = (self.sets, self.pods, self.revisions, self.claims)
@@ -173,17 +199,33 @@ class StatefulSetController:
                 await informer.synced.wait()
             tasks.create_task(self.runner.run())
 
-    def _owned(self, informer: Informer, uid: str) -> list[Obj]:
-        return [o for o in informer.by_index(OWNER_UID_INDEX, uid) if pc.controller_uid(o) == uid]
+    async def _claim(self, set_: Obj, selector: LabelSelector, informer: SharedInformerHandle, resource: str,
+                     belongs: Callable[[Obj], bool] = lambda obj: True) -> list[Obj]:
+        """getPodsForStatefulSet / adoptOrphanRevisions: what the set owns once matching orphans are adopted and
+        owned objects that no longer match (or, for pods, are not named after it) are released."""
+        ns, uid = set_["metadata"].get("namespace", ""), set_["metadata"]["uid"]
+        group_version = "apps/v1" if resource == "controllerrevisions" else "v1"
+        candidates = {key_of(o): o for o in (*informer.by_index(OWNER_UID_INDEX, uid),
+                                            *informer.by_index(ORPHAN_INDEX, ns))}
+        set_path = resource_path("statefulsets", ns, set_["metadata"]["name"], group_version="apps/v1")
+        manager = RefManager(self.client, {**set_, "apiVersion": "apps/v1", "kind": "StatefulSet"}, selector,
+                             lambda o: resource_path(resource, ns, o["metadata"]["name"], group_version=group_version),
+                             recheck_owner(self.client, set_path, uid), belongs)
+        return await manager.claim(list(candidates.values()))
 
     async def reconcile(self, key: Key) -> None:
         set_ = pc.newest(self.sets.store.get(key), self.written.get(key))
         if set_ is None:
             self.written.pop(key, None)
             return
-        uid = set_["metadata"]["uid"]
-        pods = [p for p in self._owned(self.pods, uid) if su.is_member_of(set_, p)]
-        revisions = sorted(self._owned(self.revisions, uid), key=lambda r: r.get("revision", 0))
+        try:
+            selector = compile_label_selector(set_["spec"].get("selector"))
+        except ApiError as exc:  # validation refuses such a set; one stored before that is left alone
+            log.warning("statefulset %s/%s: invalid selector: %s", key[0], key[1], exc)
+            return
+        pods = await self._claim(set_, selector, self.pods, "pods", lambda p: su.is_member_of(set_, p))
+        revisions = sorted(await self._claim(set_, selector, self.revisions, "controllerrevisions"),
+                           key=lambda r: r.get("revision", 0))
         current, update = await self._revisions(set_, revisions)
         status = await self.control.update(set_, current, update, pods, self.clock.now())
         await self._write_status(set_, status)

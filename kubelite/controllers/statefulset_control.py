@@ -5,8 +5,9 @@ range) and condemned ones; missing replicas are created at the right revision; w
 `OrderedReady` ("monotonic") the sync stops at the first pod that is not yet Running and Ready
 (or is terminating), so web-1 is created only once web-0 is Ready, and scale-down removes the
 highest ordinal first, one at a time; `Parallel` does each step for all pods at once. A
-RollingUpdate deletes the highest-ordinal pod not at the update revision, down to `partition`,
-waiting for each to come back healthy; OnDelete leaves replacement to the user.
+RollingUpdate deletes pods not at the update revision from the highest ordinal down to
+`partition`, as many at a time as `maxUnavailable` (default 1) leaves room for besides the pods
+already unavailable; OnDelete leaves replacement to the user.
 
 **At most one pod per identity (seed 002, S1).** A replica is (re)created only when no pod
 object of that name exists: a pod that is terminating is waited for, never replaced, however
@@ -152,7 +153,8 @@ class _Sync:
         strategy = self.spec.get("updateStrategy") or {}
         if strategy.get("type", "RollingUpdate") == "OnDelete":
             return self._status()
-        await self._rolling_update(int((strategy.get("rollingUpdate") or {}).get("partition", 0)))
+        await self._rolling_update(int((strategy.get("rollingUpdate") or {}).get("partition", 0)),
+                                   su.max_unavailable(self.set))
         return self._status()
 
     async def _process_replica(self, i: int) -> bool:
@@ -209,14 +211,29 @@ class _Sync:
         await self.control.delete_pod(self.set, pod)
         return True
 
-    async def _rolling_update(self, partition: int) -> None:
-        """Delete the highest-ordinal pod not at the update revision, down to the partition; one at a time."""
-        for target in range(len(self.replicas) - 1, partition - 1, -1):
-            pod = self.replicas[target]
-            assert pod is not None
-            if su.pod_revision(pod) != self.update_name and not su.is_terminating(pod):
-                await self.control.delete_pod(self.set, pod)
-                pod["metadata"]["deletionTimestamp"] = "requested"  # no longer current (status.currentReplicas--)
-                return
-            if not su.is_healthy(pod):
-                return
+    async def _rolling_update(self, partition: int, max_unavailable: int) -> None:
+        """updateStatefulSetAfterInvariantEstablished: count the unavailable replicas; delete old-revision pods from
+        the highest ordinal down to the partition while fewer than maxUnavailable are unavailable. Under Parallel,
+        old pods that are unavailable anyway go first and do not use up the budget (upstream's two phases), so a
+        few broken pods at low ordinals cannot make the update take down many good ones."""
+        unavailable = [p for p in self.replicas if p is not None and su.is_unavailable(p, self.min_ready, self.now)]
+        old_and_unavailable = [p for p in unavailable if not self.monotonic and self._outdated(p)]
+        if len(unavailable) >= max_unavailable and not old_and_unavailable:
+            return
+        # A pod created in this very sync is left alone (upstream would delete it again at once).
+        targets = [p for p in reversed(self.replicas[partition:])
+                   if p is not None and su.is_created(p) and self._outdated(p)]
+        if not self.monotonic:
+            for pod in targets:
+                if not su.is_running_and_available(pod, self.min_ready, self.now):
+                    await self._delete_for_update(pod)
+            targets = [p for p in targets if su.is_running_and_available(p, self.min_ready, self.now)]
+        for pod in targets[:max(0, max_unavailable - len(unavailable))]:
+            await self._delete_for_update(pod)
+
+    def _outdated(self, pod: Obj) -> bool:
+        return su.pod_revision(pod) != self.update_name and not su.is_terminating(pod)
+
+    async def _delete_for_update(self, pod: Obj) -> None:
+        await self.control.delete_pod(self.set, pod)
+        pod["metadata"]["deletionTimestamp"] = "requested"  # no longer current (status.currentReplicas--)

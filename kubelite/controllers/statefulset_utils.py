@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from kubelite.clock import parse_rfc3339
-from kubelite.controllers import ownership
+from kubelite.controllers import ownership, rollout
 from kubelite.controllers import podcontrol as pc
 from kubelite.controllers.podutil import is_pod_ready
 
@@ -186,6 +186,18 @@ def is_running_and_available(pod: Obj, min_ready: int, now: float) -> bool:
 
 def is_healthy(pod: Obj) -> bool:
     return is_running_and_ready(pod) and not is_terminating(pod)
+
+
+def is_unavailable(pod: Obj, min_ready: int, now: float) -> bool:
+    """isUnavailable: not available (Ready for minReadySeconds), or terminating."""
+    return not is_running_and_available(pod, min_ready, now) or is_terminating(pod)
+
+
+def max_unavailable(set_: Obj) -> int:
+    """getStatefulSetMaxUnavailable: `rollingUpdate.maxUnavailable` (default 1) of the replicas, a percentage
+    rounded down, and never below 1 (a small percentage would otherwise stop the update)."""
+    value = ((set_["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {}).get("maxUnavailable")
+    return max(1, rollout.scaled_value(1 if value is None else value, int(set_["spec"].get("replicas", 1)), False))
 
 
 # --- revisions --------------------------------------------------------------------------------------

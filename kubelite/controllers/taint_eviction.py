@@ -28,10 +28,11 @@ from typing import Any
 from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
-from kubelite.client.informer import NODE_NAME_INDEX, Handlers, Informer, Key, by_node_name, key_of
+from kubelite.client.informer import NODE_NAME_INDEX, Handlers, Key, by_node_name, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import taints as tt
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.runner import Runner
 
 log = logging.getLogger("kubelite.controllers.tainteviction")
@@ -57,9 +58,9 @@ class TaintEvictionController:
         self.tainted: dict[str, list[Obj]] = {}  # node → its NoExecute taints (taintedNodes)
         self.scheduled: dict[Key, Scheduled] = {}  # pods waiting out a tolerationSeconds
         self.runner: Runner[Key] = Runner("taint-eviction", self.reconcile, clock, workers=WORKERS)
-        self.nodes = Informer(client, "/api/v1/nodes", clock, Handlers(
+        self.nodes = shared_informer(client, clock, "/api/v1/nodes", Handlers(
             lambda n: self.node_updated(None, n), self.node_updated, lambda n: self.node_updated(n, None)))
-        self.pods = Informer(client, "/api/v1/pods", clock, Handlers(
+        self.pods = shared_informer(client, clock, "/api/v1/pods", Handlers(
             self._pod_changed, lambda old, new: self._pod_changed(new), self._pod_changed))
         self.pods.add_index(NODE_NAME_INDEX, by_node_name)
 

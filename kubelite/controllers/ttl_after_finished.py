@@ -13,9 +13,10 @@ from typing import Any
 
 from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
-from kubelite.client.informer import Handlers, Informer, Key, key_of
+from kubelite.client.informer import Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.job import finish_condition
 from kubelite.controllers.runner import Runner
 
@@ -37,8 +38,8 @@ class TTLAfterFinishedController:
         self.client = client
         self.clock = clock
         self.runner: Runner[Key] = Runner("ttl-after-finished", self.reconcile, clock)
-        self.jobs = Informer(client, "/apis/batch/v1/jobs", clock,
-                             Handlers(self._changed, lambda o, n: self._changed(n)))
+        self.jobs = shared_informer(client, clock, "/apis/batch/v1/jobs",
+                                    Handlers(self._changed, lambda o, n: self._changed(n)))
 
     def _changed(self, job: Obj) -> None:
         if expires_at(job) is not None:

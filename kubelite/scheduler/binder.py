@@ -5,7 +5,10 @@ runBindingCycle in schedule_one.go: PreBind, Bind (the profile's Bind plugins: D
 posts pods/binding), then PostBind's `Scheduled` event; on failure the assumed pod is forgotten
 and Reserve undone, and the pod is retried after backoff, or dropped when it is gone or already
 bound. Writes about unschedulable pods are deduplicated: the same verdict twice writes nothing.
-No write failure escapes: every one is logged or ignored, so the scheduling loop never stops.
+Events go through the scheduler's `EventSink`, as upstream's recorder: correlated (a repeated
+FailedScheduling becomes a count on one event, many differing ones are combined, a spamming
+pod is rate limited) and sent in the background, in order per pod. No write failure escapes:
+every one is logged or ignored, so the scheduling loop never stops.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from kubelite.api.errors import ApiError
-from kubelite.client.events import event_for
+from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
@@ -34,8 +37,10 @@ Spawn = Callable[[Coroutine[Any, Any, Any]], None]
 
 
 class Binder:
-    def __init__(self, client: Client, clock: Clock, table: NodeTable, queue: SchedulingQueue, spawn: Spawn) -> None:
+    def __init__(self, client: Client, clock: Clock, table: NodeTable, queue: SchedulingQueue, spawn: Spawn,
+                 events: EventSink) -> None:
         self.client = client
+        self.events = events
         self.clock = clock
         self.table = table
         self.queue = queue
@@ -71,7 +76,7 @@ class Binder:
             return False
         self.queue.done(info.uid)
         self._reported.pop(info.uid, None)
-        await self.event(pod, "Scheduled", f"Successfully assigned {info.namespace}/{info.name} to {node}",
+        self.event(pod, "Scheduled", f"Successfully assigned {info.namespace}/{info.name} to {node}",
                          "Normal", "Binding")
         return True
 
@@ -94,7 +99,7 @@ class Binder:
         if self._reported.get(uid) == message:
             return
         self._reported[uid] = message
-        self.spawn(self.event(pod, "FailedScheduling", message, "Warning", "Scheduling"))
+        self.event(pod, "FailedScheduling", message, "Warning", "Scheduling")
         self.spawn(self._condition(pod, message))
         self.spawn(self.record(explanation()))
 
@@ -119,11 +124,9 @@ class Binder:
             await self.client.patch(resource_path("pods", meta["namespace"], meta["name"], "status"), patch,
                                     STRATEGIC_PATCH)
 
-    async def event(self, pod: Obj, reason: str, message: str, kind: str, action: str) -> None:
+    def event(self, pod: Obj, reason: str, message: str, kind: str, action: str) -> None:
         name = (pod.get("spec") or {}).get("schedulerName", "default-scheduler")
-        ev = event_for(pod, reason, message, "Pod", name, self.clock.now(), kind, action=action)
-        with contextlib.suppress(ApiError):
-            await self.client.create(resource_path("events", pod["metadata"]["namespace"]), ev)
+        self.events.post(event_for(pod, reason, message, "Pod", name, self.clock.now(), kind, action=action))
 
     # --- preemption (P4, P5) ---------------------------------------------------------------------
 
@@ -148,8 +151,8 @@ class Binder:
                      "lastTransitionTime": rfc3339(self.clock.now())}
         try:
             await self.client.patch(f"{path}/status", {"status": {"conditions": [condition]}}, STRATEGIC_PATCH)
-            await self.event(victim.obj, "Preempted", f"Preempted by pod {pmeta['namespace']}/{pmeta['name']} "
-                                                      f"({pmeta['uid']}) on node {node}", "Normal", "Preempting")
+            self.event(victim.obj, "Preempted", f"Preempted by pod {pmeta['namespace']}/{pmeta['name']} "
+                                                f"({pmeta['uid']}) on node {node}", "Normal", "Preempting")
             await self.client.delete(path, {"preconditions": {"uid": meta["uid"]}})
         except ApiError as exc:
             if exc.code != 404:

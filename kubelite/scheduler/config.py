@@ -16,6 +16,7 @@ API_VERSION = "kubescheduler.config.k8s.io/v1"
 DEFAULT_SCHEDULER = "default-scheduler"
 
 FILTERS = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+           "VolumeRestrictions", "VolumeBinding", "VolumeZone",
            "PodTopologySpread", "InterPodAffinity"]
 SCORES = [("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
           ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1)]

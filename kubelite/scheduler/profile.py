@@ -21,6 +21,10 @@ from kubelite.scheduler.plugins.node_resources import FitArgs, NodeResourcesBala
 from kubelite.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from kubelite.scheduler.plugins.pod_topology_spread import SYSTEM_DEFAULTS, PodTopologySpread
 from kubelite.scheduler.plugins.taint_toleration import TaintToleration
+from kubelite.scheduler.plugins.volume_binding import VolumeBinding
+from kubelite.scheduler.plugins.volume_cache import VolumeCache
+from kubelite.scheduler.plugins.volume_restrictions import VolumeRestrictions
+from kubelite.scheduler.plugins.volume_zone import VolumeZone
 from kubelite.scheduler.podinfo import PodInfo
 from kubelite.scheduler.runtime import Framework
 
@@ -64,6 +68,12 @@ def _fit(args: Obj, handle: Any) -> Plugin:
         raise ConfigError(f"pluginConfig[NodeResourcesFit].args.{exc}") from None
 
 
+def _volumes(handle: Any) -> VolumeCache:
+    """The scheduler's claims/volumes/classes view; a handle without one (a test's) knows no claims."""
+    cache = getattr(handle, "volume_cache", None)
+    return cache if isinstance(cache, VolumeCache) else VolumeCache({}, {}, {})
+
+
 REGISTRY: dict[str, Callable[[Obj, Any], Plugin]] = {
     "NodeUnschedulable": lambda a, h: NodeUnschedulable(),
     "NodeName": lambda a, h: NodeName(),
@@ -77,6 +87,9 @@ REGISTRY: dict[str, Callable[[Obj, Any], Plugin]] = {
     "InterPodAffinity": lambda a, h: InterPodAffinity(int(a.get("hardPodAffinityWeight", 1)), h.namespace_labels),
     "DefaultPreemption": lambda a, h: DefaultPreemption(h),
     DEFAULT_BINDER: lambda a, h: DefaultBinder(h.client),
+    "VolumeRestrictions": lambda a, h: VolumeRestrictions(_volumes(h)),
+    "VolumeBinding": lambda a, h: VolumeBinding(_volumes(h), h, float(a.get("bindTimeoutSeconds", 600))),
+    "VolumeZone": lambda a, h: VolumeZone(_volumes(h)),
 }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from kubelite.api.selectors import LabelSelector, compile_label_selector
+from kubelite.client.events import EventSink
 from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
@@ -23,6 +24,7 @@ from kubelite.scheduler.config import SchedulerConfig
 from kubelite.scheduler.cycle import Attempt, SchedulingCycle
 from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.nodetable import NodeTable
+from kubelite.scheduler.plugins.volume_cache import VolumeCache
 from kubelite.scheduler.podinfo import PodInfo, pod_info, status_start_time
 from kubelite.scheduler.profile import build
 from kubelite.scheduler.queue import Nominator, QueuedPod, SchedulingQueue
@@ -33,6 +35,7 @@ log = logging.getLogger("kubelite.scheduler")
 Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
 OWNER_KINDS = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}
+VOLUME_PATHS = ("/api/v1/persistentvolumeclaims", "/api/v1/persistentvolumes", "/apis/storage.k8s.io/v1/storageclasses")
 
 
 class Scheduler:
@@ -46,8 +49,13 @@ class Scheduler:
         self.queue = SchedulingQueue(clock, self.config.initial_backoff, self.config.max_backoff)
         self._namespace_labels: dict[str, dict[str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.volume_informers = [Informer(client, path, clock, Handlers(lambda o: self.queue.move_all(),
+                                                                         lambda o, n: self.queue.move_all()))
+                                 for path in VOLUME_PATHS]  # claims, volumes, classes: the volume plugins' view
+        self.volume_cache = VolumeCache(*(i.store for i in self.volume_informers))
         self.profiles: dict[str, Framework] = {p.scheduler_name: build(p, self) for p in self.config.profiles}
-        self.binder = Binder(client, clock, self.table, self.queue, lambda coro: self._spawn(coro))
+        self.events = EventSink(client, clock)
+        self.binder = Binder(client, clock, self.table, self.queue, lambda coro: self._spawn(coro), self.events)
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_added, lambda old, new: self._pod_added(new), self._pod_deleted))
         self.nodes = Informer(client, "/api/v1/nodes", clock,
@@ -154,10 +162,11 @@ class Scheduler:
     @property
     def informers(self) -> list[Informer]:
         """In start order: what plugins read first, pods last."""
-        return [self.namespaces, *self.owners.values(), self.pdbs, self.nodes, self.pods]
+        return [self.namespaces, *self.owners.values(), self.pdbs, *self.volume_informers, self.nodes, self.pods]
 
     async def run(self) -> None:
         runners = [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in self.informers]
+        runners.append(asyncio.create_task(self.events.run(), name="scheduler events"))
         try:
             for i in self.informers:
                 await i.synced.wait()

@@ -5,6 +5,7 @@ One table per group; each row is a request that answered 500, or blocked the ser
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 from typing import Any
@@ -20,6 +21,7 @@ from tests.api.test_rest import PODS, call
 Client = TestClient  # type: ignore[type-arg]
 YAML = "application/yaml"
 JSON_PATCH = "application/json-patch+json"
+STALL_BOUND = 1.0  # the fuzz aim; each row stalled the server for 0.3 to 60 s before
 
 
 def _qty(value: Any) -> dict[str, Any]:
@@ -105,9 +107,13 @@ async def test_control_characters_and_lone_surrogates_are_stored_safely(api: Cli
     resp = await api.post(PODS, data=body, headers={"Content-Type": "application/json"})
     assert resp.status == 201 and resp.headers.getall("Warning") == ['299 - "unknown field \\"spec.bad  Set-Cookie: '
                                                                      'x\\""']
-    out = await call(api, "POST", PODS, b'metadata: {name: s, annotations: {a: "\\ud800x"}}\n'
-                                        b"spec: {containers: [{name: c, image: i}]}\n", "application/yaml", expect=201)
+    out = await call(api, "POST", PODS, b'{"metadata": {"name": "s", "annotations": {"a": "\\ud800x"}}, '
+                                        b'"spec": {"containers": [{"name": "c", "image": "i"}]}}', expect=201)
     assert out["metadata"]["annotations"]["a"] == "\ufffdx"
+    # YAML refuses the escape itself, as go-yaml (a port of libyaml, which kubelite now uses) does
+    out = await call(api, "POST", PODS, b'metadata: {name: y, annotations: {a: "\\ud800x"}}\n'
+                                        b"spec: {containers: [{name: c, image: i}]}\n", "application/yaml", expect=400)
+    assert "found invalid Unicode character escape code" in out["message"]
 
 
 async def test_huge_termination_grace_period_deletes_without_error(api: Client) -> None:
@@ -177,8 +183,8 @@ COSTS = [
                  id="recursive yaml alias"),
     pytest.param("POST", PODS, b"metadata: " + b"[" * 10_000 + b"]" * 10_000, YAML, 400, "could not be decoded",
                  id="10000-deep yaml"),
-    pytest.param("POST", PODS, b'{"metadata": {"name": "deep"}, "spec": ' + b"[" * 300 + b"]" * 300 + b"}",
-                 "application/json", 400, "exceeded max depth", id="300-deep json"),
+    pytest.param("POST", PODS, b'{"metadata": {"name": "deep"}, "spec": ' + b"[" * 400 + b"]" * 400 + b"}",
+                 "application/json", 400, "exceeded max depth 400", id="401-deep json"),
     pytest.param("PATCH", f"{PODS}/p/status", {"status": {"message": "x" * (1600 * 1024)}},
                  "application/merge-patch+json", 413, "etcdserver: request is too large",
                  id="patch growing the object past the storage limit"),
@@ -203,3 +209,62 @@ def test_json_patch_copy_of_an_integer_beyond_64_bits() -> None:
            {"op": "copy", "from": "/metadata/labels", "path": "/metadata/annotations"}]
     out = patch.json_patch(make_pod("p").obj(), ops)
     assert out["metadata"]["annotations"] == -(2**63) - 1
+
+
+SX = "/apis/kubelite.io/v1alpha1/namespaces/default/schedulingexplanations"
+SMP = "application/strategic-merge-patch+json"
+N_REFS = 10_000  # within the 1.5 MiB object limit
+
+
+def _owned(name: str, refs: int) -> dict[str, Any]:
+    body = make_pod(name).obj()
+    body["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": f"o{i}", "uid": f"u{i}"}
+                                           for i in range(refs)]
+    body["metadata"]["finalizers"] = [f"example.com/f{i}" for i in range(refs)]
+    return body
+
+
+# Requests that once held the event loop for seconds, so that every other client waited (the fuzz aim: no request
+# stalls the server over 1 s). (setup body, method, path, body, content type, status)
+STALLS = [
+    pytest.param(None, "POST", SX, b"metadata: {name: ints}\nspec: [" + b", ".join([b"1"] * 300_000) + b"]\n", YAML,
+                 201, id="yaml of 300,000 integers (58 s of PyYAML before)"),
+    pytest.param(None, "POST", PODS, ("metadata:\n  name: l\n  labels:\n" + "".join(
+        f"    k{i}: {'v' * 20}\n" for i in range(40_000)) + "spec: {containers: [{name: c, image: i}]}\n").encode(),
+                 YAML, 201, id="yaml of 40,000 labels (2 s before)"),
+    pytest.param(_owned("o", N_REFS), "PATCH", f"{PODS}/o", {"metadata": {
+        "ownerReferences": [{"uid": f"u{i}", "apiVersion": "v1", "kind": "ConfigMap", "name": "x"}
+                            for i in range(N_REFS)]}}, SMP, 200,
+                 id="strategic merge of 10,000 owner references with 10,000 (16 s before)"),
+    pytest.param(_owned("o", N_REFS), "PATCH", f"{PODS}/o", {"metadata": {
+        "finalizers": [f"example.com/g{i}" for i in range(N_REFS)],
+        "$deleteFromPrimitiveList/finalizers": [f"example.com/f{i}" for i in range(N_REFS)]}}, SMP, 200,
+                 id="strategic merge and delete of 10,000 finalizers against 10,000 (4 s before)"),
+    pytest.param(None, "POST", PODS, {"metadata": {"name": "a." * 500_000 + "!"}}, "application/json", 422,
+                 id="a name of 1 MB"),
+]
+
+
+@pytest.mark.parametrize(("setup", "method", "path", "body", "ctype", "status"), STALLS)
+async def test_no_request_stalls_the_server(api: Client, setup: Any, method: str, path: str, body: Any, ctype: str,
+                                            status: int) -> None:
+    if setup is not None:
+        await call(api, "POST", PODS, setup, expect=201)
+    waits: list[float] = []
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            assert (await api.get("/readyz")).status == 200
+            waits.append(time.perf_counter() - started)
+            await asyncio.sleep(0.02)
+
+    prober = asyncio.create_task(probe())
+    await asyncio.sleep(0.05)
+    try:
+        await call(api, method, path, body, ctype, expect=status)
+    finally:
+        done.set()
+        await prober
+    assert len(waits) >= 2 and max(waits) < STALL_BOUND, f"readyz waited {max(waits):.2f} s"

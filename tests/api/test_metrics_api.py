@@ -14,6 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubelite.agent.server import ensure_serving_cert, tls_context
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.metrics_api import cpu_quantity, memory_quantity
 from kubelite.clock import FakeClock
@@ -56,8 +57,8 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     agent = FakeAgent()
     app = web.Application()
     app.router.add_get("/stats/summary", agent.handle)
-    agent_server = TestServer(app)
-    await agent_server.start_server()
+    agent_server = TestServer(app)  # the agent serves TLS (its self-signed certificate, as kubelet's)
+    await agent_server.start_server(ssl=tls_context(*ensure_serving_cert(tmp_path / "agent", "127.0.0.1"), None))
     assert agent_server.port is not None
     yield Cluster(api, clock, agent, agent_server.port)
     await agent_server.close()

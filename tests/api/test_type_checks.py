@@ -8,6 +8,7 @@ apiserver/pkg/endpoints/handlers/patch.go does.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,13 @@ from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.registry.pods import PODS as POD_RESOURCE
 from kubelite.clock import RealClock
 from kubelite.store.sqlite import SQLiteStore
-from kubelite.testing.builders import make_pod
+from kubelite.testing.builders import make_node, make_pod
 from tests.api.test_rest import PODS, call
 
 Client = TestClient  # type: ignore[type-arg]
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
+NODES = "/api/v1/nodes"
 MERGE = "application/merge-patch+json"
 
 
@@ -169,3 +172,142 @@ async def test_get_table_renders_a_row_for_an_object_its_printer_cannot_read(
     rows = {r["cells"][0]: r["cells"] for r in table["rows"]}
     assert set(rows) == {"good", "bad"} and rows["bad"][1:3] == ["<unknown>", "<unknown>"]
     assert rows["good"][2] == "Pending"
+
+
+def _deployment(replicas: Any = 1, **container: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "d"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "d"}},
+                     "template": {"metadata": {"labels": {"app": "d"}},
+                                  "spec": {"containers": [{"name": "c", "image": "i", **container}]}}}}
+
+
+def _port(**port: Any) -> dict[str, Any]:
+    return _container(ports=[{"containerPort": 80, **port}])
+
+
+# Integer ranges: upstream's OpenAPI types each integer int32 or int64 (scripts/gen_int32_fields.py), and Go's
+# decoder refuses a number outside the field's type like any other mismatch.
+# (kind, path, body, field in details.causes, Go's error)
+INT32_CASES = [
+    pytest.param("Pod", PODS, _port(containerPort=2**31), "spec.containers[0].ports[0].containerPort",
+                 "json: cannot unmarshal number 2147483648 into Go struct field ContainerPort.spec.containers.ports."
+                 "containerPort of type int32", id="containerPort 2^31"),
+    pytest.param("Pod", PODS, _pod(priority=-(2**31) - 1), "spec.priority",
+                 "json: cannot unmarshal number -2147483649 into Go struct field PodSpec.spec.priority of type int32",
+                 id="priority below int32"),
+    pytest.param("Pod", PODS, _container(readinessProbe={"httpGet": {"port": 2**31}}),
+                 "spec.containers[0].readinessProbe.httpGet.port",
+                 "json: cannot unmarshal number 2147483648 into Go value of type int32", id="int-or-string 2^31"),
+    pytest.param("Deployment", DEPLOYS, _deployment(replicas=2**31), "spec.replicas",
+                 "json: cannot unmarshal number 2147483648 into Go struct field DeploymentSpec.spec.replicas of type "
+                 "int32", id="Deployment replicas 2^31"),
+    pytest.param("Pod", PODS, _pod(terminationGracePeriodSeconds=2**63), "spec.terminationGracePeriodSeconds",
+                 "json: cannot unmarshal number 9223372036854775808 into Go struct field PodSpec.spec."
+                 "terminationGracePeriodSeconds of type int64", id="int64 field 2^63"),
+]
+
+
+@pytest.mark.parametrize(("kind", "path", "body", "field", "error"), INT32_CASES)
+async def test_integer_out_of_its_go_type_is_refused(api: Client, kind: str, path: str, body: Any, field: str,
+                                                     error: str) -> None:
+    out = await call(api, "POST", path, json.dumps(body).encode(), expect=400)  # orjson stops at 64 bits
+    assert out["message"] == f'{kind} in version "v1" cannot be handled as a {kind}: {error}'
+    assert out["details"]["causes"] == [{"reason": "FieldValueInvalid", "message": error, "field": field}]
+
+
+IN_RANGE_CASES = [
+    pytest.param(PODS, _port(containerPort=65535, hostPort=65535), id="port at its largest"),
+    pytest.param(PODS, _pod(terminationGracePeriodSeconds=2**31), id="int64 field beyond int32"),
+    pytest.param(DEPLOYS, _deployment(replicas=2**31 - 1), id="Deployment replicas 2^31-1"),
+    pytest.param(PODS, _container(readinessProbe={"httpGet": {"port": 2**31 - 1}}), id="int-or-string 2^31-1"),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), IN_RANGE_CASES)
+async def test_integer_within_its_go_type_decodes(api: Client, path: str, body: Any) -> None:
+    out = await call(api, "POST", path, body)
+    assert out.get("reason") != "BadRequest", out
+
+
+async def test_int32_out_of_range_after_a_patch_is_invalid(api: Client) -> None:
+    await call(api, "POST", DEPLOYS, _deployment(), expect=201)
+    out = await call(api, "PATCH", f"{DEPLOYS}/d", {"spec": {"replicas": 2**31}}, MERGE, expect=422)
+    assert out["message"].endswith("json: cannot unmarshal number 2147483648 into Go struct field "
+                                   "DeploymentSpec.spec.replicas of type int32")
+    assert [c["field"] for c in out["details"]["causes"]] == ["patch"]
+
+
+async def test_int32_out_of_range_on_update_is_refused(api: Client) -> None:
+    created = await call(api, "POST", DEPLOYS, _deployment(), expect=201)
+    created["spec"]["replicas"] = 2**31
+    out = await call(api, "PUT", f"{DEPLOYS}/d", created, expect=400)
+    assert out["details"]["causes"][0]["field"] == "spec.replicas"
+
+
+def _supported(*values: str) -> str:
+    return "supported values: " + ", ".join(f'"{v}"' for v in values)
+
+
+def _tainted(effect: str) -> dict[str, Any]:
+    node = make_node("n")
+    node["spec"] = {"taints": [{"key": "k", "effect": effect}]}
+    return node
+
+
+# Enumerated fields upstream's validation refuses outside their values (kubelite/apiserver/enums.py).
+# (path, body, field, message)
+ENUM_CASES = [
+    pytest.param(PODS, _pod(restartPolicy="Sometimes"), "spec.restartPolicy",
+                 'Unsupported value: "Sometimes": ' + _supported("Always", "OnFailure", "Never"),
+                 id="pod restartPolicy"),
+    pytest.param(PODS, _pod(dnsPolicy="Maybe"), "spec.dnsPolicy",
+                 'Unsupported value: "Maybe": ' + _supported("ClusterFirstWithHostNet", "ClusterFirst", "Default",
+                                                             "None"), id="dnsPolicy"),
+    pytest.param(PODS, _container(imagePullPolicy="Sometimes"), "spec.containers[0].imagePullPolicy",
+                 'Unsupported value: "Sometimes": ' + _supported("Always", "IfNotPresent", "Never"),
+                 id="imagePullPolicy"),
+    pytest.param(PODS, _container(terminationMessagePolicy="Stdout"), "spec.containers[0].terminationMessagePolicy",
+                 'Unsupported value: "Stdout": ' + _supported("File", "FallbackToLogsOnError"),
+                 id="terminationMessagePolicy"),
+    pytest.param(PODS, _port(protocol="ICMP"), "spec.containers[0].ports[0].protocol",
+                 'Unsupported value: "ICMP": ' + _supported("SCTP", "TCP", "UDP"), id="port protocol"),
+    pytest.param(PODS, _container(readinessProbe={"httpGet": {"port": 80, "scheme": "FTP"}}),
+                 "spec.containers[0].readinessProbe.httpGet.scheme",
+                 'Unsupported value: "FTP": ' + _supported("HTTP", "HTTPS"), id="httpGet scheme"),
+    pytest.param(PODS, _pod(tolerations=[{"key": "k", "operator": "Exists", "effect": "NoEntry"}]),
+                 "spec.tolerations[0].effect",
+                 'Unsupported value: "NoEntry": ' + _supported("NoSchedule", "PreferNoSchedule", "NoExecute"),
+                 id="toleration effect"),
+    pytest.param(PODS, _pod(tolerations=[{"key": "k", "operator": "In"}]), "spec.tolerations[0].operator",
+                 'Unsupported value: "In": ' + _supported("Equal", "Exists"), id="toleration operator"),
+    pytest.param(DEPLOYS, _deployment(imagePullPolicy="Sometimes"),
+                 "spec.template.spec.containers[0].imagePullPolicy",
+                 'Unsupported value: "Sometimes": ' + _supported("Always", "IfNotPresent", "Never"),
+                 id="imagePullPolicy in a Deployment's template"),
+    pytest.param(NODES, _tainted("NoEntry"), "spec.taints[0].effect",
+                 'Unsupported value: "NoEntry": ' + _supported("NoSchedule", "PreferNoSchedule", "NoExecute"),
+                 id="node taint effect"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field", "message"), ENUM_CASES)
+async def test_enum_value_outside_upstreams_values_is_invalid(api: Client, path: str, body: Any, field: str,
+                                                              message: str) -> None:
+    out = await call(api, "POST", path, body, expect=422)
+    assert out["reason"] == "Invalid"
+    assert {"reason": "FieldValueNotSupported", "message": message, "field": field} in out["details"]["causes"]
+    assert [c["field"] for c in out["details"]["causes"]].count(field) == 1, out  # one table, no second check
+
+
+async def test_enum_value_after_a_patch_is_invalid(api: Client) -> None:
+    await call(api, "POST", DEPLOYS, _deployment(), expect=201)
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "imagePullPolicy": "Sometimes"}]}}}}
+    out = await call(api, "PATCH", f"{DEPLOYS}/d", patch, "application/strategic-merge-patch+json", expect=422)
+    assert [c["field"] for c in out["details"]["causes"]] == ["spec.template.spec.containers[0].imagePullPolicy"]
+
+
+async def test_enum_value_on_update_is_invalid(api: Client) -> None:
+    node = await call(api, "POST", NODES, make_node("n"), expect=201)
+    node["spec"] = {"taints": [{"key": "k", "effect": "NoEntry"}]}
+    out = await call(api, "PUT", f"{NODES}/n", node, expect=422)
+    assert [c["field"] for c in out["details"]["causes"]] == ["spec.taints[0].effect"]

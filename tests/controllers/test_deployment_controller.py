@@ -13,6 +13,7 @@ from kubelite.clock import FakeClock, rfc3339
 from kubelite.controllers import rollout as ro
 from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.replicaset import ReplicaSetController
+from kubelite.controllers.revisions import compute_hash
 from tests.controllers.conftest import eventually, running
 
 Obj = dict[str, Any]
@@ -175,3 +176,22 @@ async def test_progress_deadline_exceeded(client: InProcessClient) -> None:
             return (cond.get("status"), cond.get("reason")) == ("False", ro.TIMED_OUT)
 
         await eventually(timed_out, clock=clock, step=1.0, timeout=20)
+
+
+async def test_hash_collision_bumps_collision_count_and_rehashes(client: InProcessClient) -> None:
+    """TestGetNewReplicaSet's hash-collision path (sync.go getNewReplicaSet): a ReplicaSet of another template
+    already has the new one's name, so collisionCount goes up and the next sync names the ReplicaSet anew."""
+    clock = FakeClock()
+    stored = await client.create(DEPLOYS, deployment(replicas=1))
+    taken = f"web-{compute_hash(stored['spec']['template'], None)}"
+    await client.create(RSS, {"metadata": {"name": taken, "labels": {"app": "other"}}, "spec": {
+        "replicas": 0, "selector": {"matchLabels": {"app": "other"}},
+        "template": {"metadata": {"labels": {"app": "other"}},
+                     "spec": {"containers": [{"name": "c", "image": "other"}]}}}})
+    async with cluster(client, clock):
+        await eventually(lambda: rolled_out(client, "1", 1), clock=clock, timeout=20)
+    d = await client.get(f"{DEPLOYS}/web")
+    assert d["status"]["collisionCount"] == 1
+    names = {rs["metadata"]["name"]: rs for rs in await replicasets(client)}
+    assert set(names) == {taken, f"web-{compute_hash(stored['spec']['template'], 1)}"}
+    assert not names[taken]["metadata"].get("ownerReferences")  # the other ReplicaSet is left alone

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kubelite.api.errors import ApiError
 from kubelite.clock import rfc3339
 from kubelite.controllers.job import TRACKING_FINALIZER, JobController
 from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
@@ -251,3 +252,115 @@ async def test_pods_of_a_job_that_no_longer_exists_are_released(cluster: Cluster
     async def released() -> bool:
         return not (await cluster.client.get(f"{PODS}/left-behind"))["metadata"].get("finalizers")
     await cluster.until(released, "the finalizer removed")
+
+
+INDEX = "batch.kubernetes.io/job-completion-index"
+FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
+
+
+async def by_index(cluster: Cluster, name: str) -> dict[str, Obj]:
+    """The active pod of each index."""
+    return {p["metadata"]["annotations"][INDEX]: p for p in await cluster.active(name)}
+
+
+async def until_finished(cluster: Cluster, name: str, step: float = 0.005) -> Obj:
+    async def finished() -> bool:
+        return bool({"Complete", "Failed"} & set(conditions(await cluster.job(name))))
+    await cluster.until(finished, f"{name} to finish", step=step)
+    return await cluster.job(name)
+
+
+async def test_backoff_limit_per_index_fails_only_its_index(cluster: Cluster) -> None:
+    """TestJobBackoffLimitPerIndex's "job with some indexes failed": index 1 fails beyond its own limit of 1 and is
+    not run again, the other indexes finish, and the Job fails with FailedIndexes (backoffLimit stays untouched)."""
+    await cluster.client.create(JOBS, job("per", completions=3, parallelism=3, completionMode="Indexed",
+                                          backoffLimitPerIndex=1))
+
+    async def three() -> bool:
+        return len(await cluster.active("per")) == 3
+    await cluster.until(three, "three pods")
+    pods = await by_index(cluster, "per")
+    assert {i: p["metadata"]["annotations"][FAILURE_COUNT] for i, p in pods.items()} == {"0": "0", "1": "0", "2": "0"}
+    await cluster.finish(pods["1"], "Failed", exit_code=1)
+    await cluster.clock.advance(5)
+    assert sorted(await by_index(cluster, "per")) == ["0", "2"]  # index 1 waits out its own 10 s back-off
+    first = next(p for p in await cluster.pods("per") if p["metadata"]["name"] == pods["1"]["metadata"]["name"])
+    assert TRACKING_FINALIZER in first["metadata"]["finalizers"]  # uncounted until its index is replaced
+    assert (await cluster.job("per"))["status"].get("failed", 0) == 0
+
+    async def index_1_again() -> bool:
+        return "1" in await by_index(cluster, "per")
+    await cluster.until(index_1_again, "a new pod for index 1", step=0.5, rounds=60)
+    second = (await by_index(cluster, "per"))["1"]
+    assert second["metadata"]["annotations"][FAILURE_COUNT] == "1"
+
+    async def first_counted() -> bool:
+        return (await cluster.job("per"))["status"].get("failed") == 1
+    await cluster.until(first_counted, "the first failure counted once its index was replaced")
+    await cluster.finish(second, "Failed", exit_code=1)
+
+    async def index_1_failed() -> bool:
+        return (await cluster.job("per"))["status"].get("failedIndexes") == "1"
+    await cluster.until(index_1_failed, "index 1 failed")
+    await cluster.clock.advance(30)
+    assert sorted(await by_index(cluster, "per")) == ["0", "2"]  # a failed index is not run again
+    for pod in (await by_index(cluster, "per")).values():
+        await cluster.finish(pod, "Succeeded")
+    done = await until_finished(cluster, "per")
+    assert conditions(done) == {"FailureTarget": "FailedIndexes", "Failed": "FailedIndexes"}
+    st = done["status"]
+    assert (st["completedIndexes"], st["failedIndexes"], st["failed"], st["succeeded"]) == ("0,2", "1", 2, 2)
+
+
+@pytest.mark.parametrize(("spec", "exit_code", "want_reason", "want_failed_indexes"), [
+    pytest.param({"backoffLimitPerIndex": 0, "maxFailedIndexes": 1}, 1, "MaxFailedIndexesExceeded", "0,1",
+                 id="more failed indexes than maxFailedIndexes fail the Job at once"),
+    pytest.param({"backoffLimitPerIndex": 5, "maxFailedIndexes": 1, "podFailurePolicy": {"rules": [
+        {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [42]}}]}}, 42,
+        "MaxFailedIndexesExceeded", "0,1", id="a FailIndex rule fails the index without retries"),
+])
+async def test_failed_indexes_fail_the_job(cluster: Cluster, spec: Obj, exit_code: int, want_reason: str,
+                                           want_failed_indexes: str) -> None:
+    await cluster.client.create(JOBS, job("many", completions=4, parallelism=4, completionMode="Indexed", **spec))
+
+    async def four() -> bool:
+        return len(await cluster.active("many")) == 4
+    await cluster.until(four, "four pods")
+    pods = await by_index(cluster, "many")
+    await cluster.finish(pods["0"], "Failed", exit_code=exit_code)
+
+    async def index_0_failed() -> bool:
+        return (await cluster.job("many"))["status"].get("failedIndexes") == "0"
+    await cluster.until(index_0_failed, "index 0 failed")
+    assert "Failed" not in conditions(await cluster.job("many"))  # one failed index is within maxFailedIndexes
+    await cluster.finish(pods["1"], "Failed", exit_code=exit_code)
+
+    async def rest_deleted() -> bool:
+        return await cluster.active("many") == []
+    await cluster.until(rest_deleted, "the remaining indexes' pods deleted")
+    for pod in await cluster.pods("many"):  # the agent ends them (with a pod failure policy the Job waits for it)
+        if pod["metadata"].get("deletionTimestamp"):
+            try:
+                await cluster.finish(pod, "Failed", exit_code=137)
+            except ApiError as exc:
+                assert exc.code == 404  # counted and gone meanwhile (no pod failure policy: deleted is failed)
+    done = await until_finished(cluster, "many")
+    assert conditions(done)["Failed"] == want_reason
+    assert done["status"]["failedIndexes"] == want_failed_indexes  # pods the Job deleted are no failed indexes
+
+
+async def test_success_policy_completes_the_job_early(cluster: Cluster) -> None:
+    """An Indexed Job whose leader (index 0) succeeded is done: the other pods are deleted, reason SuccessPolicy."""
+    await cluster.client.create(JOBS, job("leader", completions=3, parallelism=3, completionMode="Indexed",
+                                          successPolicy={"rules": [{"succeededIndexes": "0"}]}))
+
+    async def three() -> bool:
+        return len(await cluster.active("leader")) == 3
+    await cluster.until(three, "three pods")
+    await cluster.finish((await by_index(cluster, "leader"))["0"], "Succeeded")
+    done = await until_finished(cluster, "leader")
+    assert conditions(done) == {"SuccessCriteriaMet": "SuccessPolicy", "Complete": "SuccessPolicy"}
+    assert next(c for c in done["status"]["conditions"] if c["type"] == "Complete")["message"] == \
+        "Matched rules at index 0"
+    assert (done["status"]["completedIndexes"], done["status"]["succeeded"]) == ("0", 1)
+    assert await cluster.active("leader") == []

@@ -68,8 +68,8 @@ DISRUPTED = [{"type": "DisruptionTarget", "status": "True"}]
                          {"name": "main-container", "state": {"terminated": {"exitCode": 111}}},
                          {"name": "suppport-container", "state": {"terminated": {"exitCode": 0}}}]}},
                  None, True, None, id="successful containers are skipped by the rules"),
-    pytest.param({"rules": [rule("FailIndex", "In", [1, 2, 3])]}, failed_pod(("", 2)), None, True, None,
-                 id="FailIndex rule matched for exit codes; JobBackoffLimitPerIndex disabled"),
+    pytest.param({"rules": [rule("FailIndex", "In", [1, 2, 3])]}, failed_pod(("", 2)), None, True, "FailIndex",
+                 id="FailIndex rule matched for exit codes; JobBackoffLimitPerIndex enabled"),
     pytest.param({"rules": [rule("FailJob", "NotIn", [0])]},
                  failed_pod(("main-container", 1), ("suppport-container", 0)),
                  "Container main-container for pod default/mypod failed with exit code 1 matching FailJob rule at "
@@ -81,7 +81,7 @@ DISRUPTED = [{"type": "DisruptionTarget", "status": "True"}]
     pytest.param({"rules": [rule("Count", "In", [1, 2, 3])]}, failed_pod(("foo", None), ("bar", 2)), None, True,
                  "Count", id="count rule matched for exit codes"),
     pytest.param({"rules": [rule("FailIndex", conditions=DISRUPTED)]}, failed_pod(conditions=DISRUPTED), None, True,
-                 None, id="FailIndex rule matched for pod conditions; JobBackoffLimitPerIndex disabled"),
+                 "FailIndex", id="FailIndex rule matched for pod conditions; JobBackoffLimitPerIndex enabled"),
     pytest.param({"rules": [rule("Ignore", conditions=DISRUPTED)]}, failed_pod(conditions=DISRUPTED), None, False,
                  "Ignore", id="ignore rule matched for pod conditions"),
     pytest.param({"rules": [rule("Ignore", conditions=[{"type": "DisruptionTarget", "status": "False"}])]},
@@ -213,9 +213,11 @@ def test_first_pending_indexes(active: list[Obj], succeeded: set[int], count: in
 # The status half of TestCalculateSucceededIndexes: completedIndexes read back, clipped to completions.
 @pytest.mark.parametrize(("text", "completions", "want"), [
     pytest.param("0-5,8-10", 8, "0-5", id="prev interval out of range"),
-    pytest.param("0-5,8-10", 10, "0-5,8-9", id="prev interval partially out of range"),
-    pytest.param("0,4,5,10-12", 13, "0,4-5,10-12", id="prev and new separate"),
-    pytest.param("3,4,6", 9, "3-4,6", id="prev between new"),
+    pytest.param("0-5,8-10", 10, "0-5,8,9", id="prev interval partially out of range"),
+    pytest.param("0,4,5,10-12", 13, "0,4,5,10-12", id="prev and new separate"),
+    pytest.param("3,4,6", 9, "3,4,6", id="prev between new"),
+    pytest.param("2-7", 10, "2-7", id="new within prev"),
+    pytest.param("0-1", 2, "0,1", id="a run of two is listed, as orderedIntervals.String"),
     pytest.param("0,1-foo,bar", 4, "0", id="corrupted interval"),
 ])
 def test_completed_indexes_round_trip(text: str, completions: int, want: str) -> None:

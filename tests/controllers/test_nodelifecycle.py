@@ -7,6 +7,7 @@ The pure health and zone functions are tested as tables; the controller is stepp
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
@@ -62,12 +63,14 @@ NEVER = [_unknown(k, "NodeStatusNeverUpdated", "Kubelet never posted node status
 ])
 def test_monitor_node_health_update_status(node: Obj, time_to_pass: float, expected: list[Obj] | None) -> None:
     """TestMonitorNodeHealthUpdateStatus: a first look at fakeNow, a second `time_to_pass` later."""
+    cached = copy.deepcopy(node)
     first = nh.try_update_node_health(node, None, None, T0, GRACE, STARTUP_GRACE)
     update = first
     if time_to_pass:
         update = nh.try_update_node_health(node, None, first.health, T0 + time_to_pass, GRACE, STARTUP_GRACE)
     written = update.write["status"]["conditions"] if update.write is not None else None
     assert written == expected
+    assert node == cached  # the informer's object is never changed: the write is a copy
 
 
 @pytest.mark.parametrize(("lease_renewed", "expect_unknown"), [

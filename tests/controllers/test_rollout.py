@@ -8,6 +8,7 @@ import pytest
 
 from kubelite.clock import rfc3339
 from kubelite.controllers import rollout as ro
+from kubelite.controllers.revisions import compute_hash
 
 Obj = dict[str, Any]
 
@@ -149,3 +150,26 @@ def test_deployment_timed_out() -> None:
     status = {"conditions": [ro.new_condition("Progressing", "True", "ReplicaSetUpdated", "", 1_700_000_000)]}
     assert not ro.timed_out(d, status, 1_700_000_020)
     assert ro.timed_out(d, status, 1_700_000_031)
+
+
+TEMPLATE = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}}
+
+
+@pytest.mark.parametrize(("template", "count", "other_count"), [
+    pytest.param({}, 1, 2, id="TestComputeHash: simple"),
+    pytest.param({}, None, 2**31 - 1, id="TestComputeHash: using math.MaxInt64"),
+    pytest.param(TEMPLATE, None, 0, id="a collision count of 0 differs from none"),
+])
+def test_compute_hash_differs_by_collision_count(template: Obj, count: int | None, other_count: int) -> None:
+    assert compute_hash(template, count) != compute_hash(template, other_count)
+
+
+@pytest.mark.parametrize(("template", "count", "want"), [
+    pytest.param(TEMPLATE, None, "67f786fd6f", id="pinned: a template"),
+    pytest.param(TEMPLATE, 1, "578f567456", id="pinned: the same template after one collision"),
+    pytest.param({"spec": TEMPLATE["spec"], "metadata": TEMPLATE["metadata"]}, None, "67f786fd6f",
+                 id="key order does not matter"),
+])
+def test_compute_hash_is_stable(template: Obj, count: int | None, want: str) -> None:
+    """The value must never change between releases: a changed hash would make every Deployment roll out anew."""
+    assert compute_hash(template, count) == want

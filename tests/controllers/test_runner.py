@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections import Counter
 
 import pytest
@@ -120,6 +121,26 @@ async def test_failures_retry_with_exponential_back_off_then_forget(error: Excep
     assert gaps == [0.005, 0.01, 0.02]  # 5 ms doubling
     assert runner.failures == 3
     assert runner.queue.limiter.num_requeues("a") == 0  # forgotten on success
+
+
+@pytest.mark.parametrize(("error", "level"), [
+    pytest.param(conflict("poddisruptionbudgets", "b", "modified"), logging.DEBUG, id="a conflict is retried quietly"),
+    pytest.param(unavailable("refused"), logging.WARNING, id="an unavailable server is a warning"),
+    pytest.param(KeyError("status"), logging.WARNING, id="a bug is a warning with its traceback"),
+])
+async def test_failure_log_level(error: Exception, level: int, caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+
+    async def reconcile(key: str) -> None:
+        raise error
+
+    runner = Runner("t", reconcile, clock)
+    runner.enqueue("a")
+    with caplog.at_level(logging.DEBUG, logger="kubelite.controllers"):
+        await _run(runner, clock, 0.004, step=0.001)
+    (record,) = [r for r in caplog.records if r.name == "kubelite.controllers"]
+    assert record.levelno == level
+    assert bool(record.exc_info) == isinstance(error, KeyError)
 
 
 @pytest.mark.parametrize(("delays", "due"), [

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kubelite.controllers import statefulset_utils as su
-from kubelite.controllers.statefulset_control import StatefulSetControl
+from kubelite.controllers.statefulset_control import StatefulSetControl, _Sync
 
 Obj = dict[str, Any]
 NOW = 1_700_000_000.0
@@ -332,3 +332,70 @@ async def test_volume_claim_templates_create_claims_per_ordinal() -> None:
     assert h.control.claims["data-web-0"]["metadata"]["labels"] == {"app": "web"}
     assert h.control.pods["web-1"]["spec"]["volumes"] == [{"name": "data", "persistentVolumeClaim": {
         "claimName": "data-web-1"}}]
+
+
+# --- TestStatefulSetControlRollingUpdateWithMaxUnavailable -----------------------------------------------
+
+
+def _unavailable(h: Harness, replicas: int) -> int:
+    """Replicas missing, not Running and Ready, or terminating."""
+    return sum(1 for i in range(replicas) if (p := h.control.pods.get(f"web-{i}")) is None
+               or not su.is_running_and_ready(p) or su.is_terminating(p))
+
+
+MAX_2_FROM_3 = {"type": "RollingUpdate", "rollingUpdate": {"partition": 3, "maxUnavailable": 2}}
+
+
+@pytest.mark.parametrize("policy", ["OrderedReady", "Parallel"])
+async def test_rolling_update_with_max_unavailable(policy: str) -> None:
+    """6 pods, partition 3, maxUnavailable 2: pods 5 and 4 are deleted together, then 3 once they are back; never
+    more than 2 replicas unavailable, and the pods below the partition are left at the old revision."""
+    h = Harness(new_set(6, policy, image="nginx:1", updateStrategy=MAX_2_FROM_3))
+    await h.settle()
+    h.set["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"
+    await h.sync()
+    assert h.verbs("delete") == ["web-5", "web-4"]
+    for _ in range(30):
+        h.control.agent_tick()
+        await h.sync()
+        assert _unavailable(h, 6) <= 2
+    assert h.verbs("delete") == ["web-5", "web-4", "web-3"]
+    assert h.images() == {"web-0": "nginx:1", "web-1": "nginx:1", "web-2": "nginx:1",
+                          "web-3": "nginx:2", "web-4": "nginx:2", "web-5": "nginx:2"}
+
+
+@pytest.mark.parametrize("terminating", [
+    pytest.param([], id="terminating pod at ordinal []"),
+    pytest.param([5], id="terminating pod at ordinal [5]"),
+    pytest.param([3], id="terminating pod at ordinal [3]"),
+    pytest.param([4], id="terminating pod at ordinal [4]"),
+    pytest.param([5, 4], id="terminating pod at ordinal [5 4]"),
+    pytest.param([5, 3], id="terminating pod at ordinal [5 3]"),
+    pytest.param([4, 3], id="terminating pod at ordinal [4 3]"),
+    pytest.param([5, 4, 3], id="terminating pod at ordinal [5 4 3]"),
+    pytest.param([2], id="terminating pod at ordinal [2]"),
+    pytest.param([1], id="terminating pod at ordinal [1]"),
+])
+async def test_rolling_update_with_max_unavailable_in_ordered_mode_verify_invariant(terminating: list[int]) -> None:
+    """TestStatefulSetControlRollingUpdateWithMaxUnavailableInOrderedModeVerifyInvariant: with some pods already
+    terminating (below the partition too), the update deletes only as many as maxUnavailable leaves room for."""
+    h = Harness(new_set(6, image="nginx:1", updateStrategy=MAX_2_FROM_3))
+    await h.settle()
+    for ordinal in terminating:
+        h.control.pods[f"web-{ordinal}"]["metadata"]["deletionTimestamp"] = "2023-11-14T22:13:20Z"
+    current, _ = h._revs()
+    update = {"metadata": {"name": ""}, "data": current["data"]}  # upstream's empty ControllerRevision
+    await _Sync(h.control, h.set, current, update, list(h.control.pods.values()), NOW)._rolling_update(3, 2)
+    assert len(h.verbs("delete")) == max(0, 2 - len(terminating))
+
+
+async def test_parallel_rolling_update_replaces_broken_old_pods_without_spending_the_budget() -> None:
+    """Upstream's two phases under Parallel: old pods that are unavailable anyway (web-1 here, not Ready) are
+    replaced at once, and healthy ones only within maxUnavailable beside them."""
+    h = Harness(new_set(6, "Parallel", image="nginx:1",
+                        updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}))
+    await h.settle()
+    h.control.pods["web-1"]["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+    h.set["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"
+    await h.sync()
+    assert h.verbs("delete") == ["web-1", "web-5"]  # 1 unavailable + 1 healthy = maxUnavailable 2

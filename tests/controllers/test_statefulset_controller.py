@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from kubelite.api.selectors import compile_label_selector
+from kubelite.controllers import statefulset_utils as su
 from kubelite.controllers.statefulset import StatefulSetController
 from tests.controllers.harness import Harness, running
 
@@ -114,3 +116,71 @@ async def test_rolling_update_creates_a_revision_and_replaces_highest_first(clus
     await cluster.until(web1_deleting, "web-1 deleted for update")
     assert not (await cluster.pods())["web-0"]["metadata"].get("deletionTimestamp")  # one at a time
     assert len((await cluster.client.get(REVS))["items"]) == 2
+
+
+# --- ownership: TestGetPodsForStatefulSetAdopt / Release, TestAdoptOrphanRevisions -----------------------
+
+
+def _pod(name: str, labels: dict[str, str] | None, owner: Obj | None) -> Obj:
+    meta: Obj = {"name": name, "labels": labels or {}}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner["metadata"]["name"],
+                                    "uid": owner["metadata"]["uid"], "controller": True}]
+    return {"metadata": meta, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+
+APP = {"app": "web"}
+
+
+@pytest.mark.parametrize(("pods", "want_claimed", "want_owned"), [
+    pytest.param([("web-1", APP, True), ("web-2", APP, False), ("web-3", None, False), ("xweb-4", APP, False)],
+                 ["web-1", "web-2"], ["web-1", "web-2"],
+                 id="TestGetPodsForStatefulSetAdopt: an orphan with matching labels and name is adopted; wrong labels "
+                    "or a wrong name are ignored"),
+    pytest.param([("web-1", APP, True), ("xweb-2", APP, True), ("web-3", None, True), ("web-4", None, False)],
+                 ["web-1"], ["web-1"],
+                 id="TestGetPodsForStatefulSetRelease: owned pods with a wrong name or wrong labels are released, a "
+                    "non-matching orphan ignored"),
+])
+async def test_get_pods_for_stateful_set(tmp_path: Path, pods: list[tuple[str, dict[str, str] | None, bool]],
+                                         want_claimed: list[str], want_owned: list[str]) -> None:
+    async with running(tmp_path) as h:
+        set_ = await h.client.create(STS, sts(5))
+        ctl = StatefulSetController(h.client, h.clock)
+        for name, labels, owned in pods:
+            ctl.pods.add(await h.client.create(PODS, _pod(name, labels, set_ if owned else None)))
+        selector = compile_label_selector(set_["spec"]["selector"])
+        claimed = await ctl._claim(set_, selector, ctl.pods, "pods", lambda p: su.is_member_of(set_, p))
+        assert sorted(p["metadata"]["name"] for p in claimed) == want_claimed
+        uid = set_["metadata"]["uid"]
+        owned_now = sorted(p["metadata"]["name"] for p in (await h.client.get(PODS))["items"]
+                           if any(r["uid"] == uid for r in p["metadata"].get("ownerReferences") or []))
+        assert owned_now == want_owned
+
+
+async def test_adopt_orphan_revisions(tmp_path: Path) -> None:
+    """TestAdoptOrphanRevisions: a ControllerRevision matching the set's selector, without a controller, is adopted."""
+    async with running(tmp_path) as h:
+        set_ = await h.client.create(STS, sts(1))
+        ctl = StatefulSetController(h.client, h.clock)
+        orphan = su.new_revision(set_, 2, None)
+        orphan["metadata"].pop("ownerReferences", None)
+        ctl.revisions.add(await h.client.create(REVS, orphan))
+        selector = compile_label_selector(set_["spec"]["selector"])
+        (adopted,) = await ctl._claim(set_, selector, ctl.revisions, "controllerrevisions")
+        assert adopted["metadata"]["ownerReferences"][0]["uid"] == set_["metadata"]["uid"]
+
+
+async def test_orphaned_pod_is_adopted_not_duplicated(cluster: Cluster) -> None:
+    """A pod left by `kubectl delete sts --cascade=orphan` is adopted by the set created again: web-0 keeps running
+    under its new owner and no second web-0 is attempted beside it (S1)."""
+    orphan = await cluster.client.create(PODS, _pod("web-0", APP, None))
+    await cluster.run_and_ready("web-0")
+    set_ = await cluster.client.create(STS, sts(1))
+
+    async def adopted() -> bool:
+        pod = (await cluster.pods()).get("web-0") or {"metadata": {}}
+        refs = pod["metadata"].get("ownerReferences") or []
+        return any(r["uid"] == set_["metadata"]["uid"] and r.get("controller") for r in refs)
+    await cluster.until(adopted, "web-0 adopted")
+    assert (await cluster.pods())["web-0"]["metadata"]["uid"] == orphan["metadata"]["uid"]

@@ -151,3 +151,24 @@ def test_update_claim_owner_ref_for_set_and_pod(when_deleted: str, when_scaled: 
         su.update_claim_owner_refs(claim, set_, pod)
         assert {r["uid"] for r in claim["metadata"]["ownerReferences"]} == want
         assert not su.update_claim_owner_refs(claim, set_, pod)  # already matching: no update needed
+
+
+@pytest.mark.parametrize(("max_unavailable", "replicas", "want"), [
+    pytest.param(None, 10, 1, id="case 0: unset is 1"),
+    pytest.param(3, 10, 3, id="case 1: 3 of 10"),
+    pytest.param(3, 0, 3, id="case 2: 3 of 0"),
+    pytest.param(0, 0, 1, id="case 3: 0 is raised to 1"),
+    pytest.param("10%", 25, 2, id="case 4: 10% of 25 rounds down"),
+    pytest.param("100%", 5, 5, id="case 5: 100% of 5"),
+    pytest.param("50%", 5, 2, id="case 6: 50% of 5 rounds down"),
+    pytest.param("10%", 5, 1, id="case 7: 10% of 5 is raised to 1"),
+    pytest.param("1%", 0, 1, id="case 8: 1% of 0"),
+    pytest.param("0%", 0, 1, id="case 9: 0% of 0"),
+])
+def test_get_stateful_set_max_unavailable(max_unavailable: int | str | None, replicas: int, want: int) -> None:
+    """TestGetStatefulSetMaxUnavailable."""
+    set_ = new_set(replicas)
+    set_["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    if max_unavailable is not None:
+        set_["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = max_unavailable
+    assert su.max_unavailable(set_) == want

@@ -44,18 +44,19 @@ def ready_nodes(server: ServerProcess) -> set[str]:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("join")
     server = start_server(base / "data", base / "home", extra=["--authorization-mode", "Node,RBAC"])
-    created = kubelite("token", "create", "--print-join-command", "--kubeconfig", str(server.kubeconfig))
-    assert created.returncode == 0, created.stderr
-    command = created.stdout.split()
-    assert command[:2] == ["kubelite", "join"] and "--ca-cert-hash" in command
-    agents, dirs = [], {}
-    for node in NODES:
-        dirs[node] = base / node
-        log = (base / f"{node}.log").open("wb")
-        agents.append(subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", *command[1:], "--node-name",
-                                        node, "--data-dir", str(dirs[node]), "--proxy-mode", "none"],
-                                       stdout=log, stderr=subprocess.STDOUT))
+    agents: list[subprocess.Popen[bytes]] = []
+    dirs: dict[str, Path] = {}
     try:
+        created = kubelite("token", "create", "--print-join-command", "--kubeconfig", str(server.kubeconfig))
+        assert created.returncode == 0, created.stderr
+        command = created.stdout.split()
+        assert command[:2] == ["kubelite", "join"] and "--ca-cert-hash" in command
+        for node in NODES:
+            dirs[node] = base / node
+            with (base / f"{node}.log").open("wb") as log:
+                agents.append(subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", *command[1:],
+                                                "--node-name", node, "--data-dir", str(dirs[node]),
+                                                "--proxy-mode", "none"], stdout=log, stderr=subprocess.STDOUT))
         ready = wait_for(lambda: ready_nodes(server) >= set(NODES), timeout=60)
         logs = "\n".join((base / f"{n}.log").read_text(errors="replace")[-3000:] for n in NODES)
         assert ready, f"the joined nodes never became Ready:\n{logs}"

@@ -56,6 +56,8 @@ def _fitting(schemas: Obj, schema: Obj, depth: int, confuse: float) -> st.Search
                   for k, v in sorted(props.items())}
         return st.fixed_dictionaries({k: v for k, v in fields.items() if k in required},
                                      optional={k: v for k, v in fields.items() if k not in required})
+    if kind == "integer" and schema.get("format") == "int32":
+        return st.integers(-(2**31), 2**31 - 1) | st.integers(-(2**40), 2**40)
     if kind == "integer":
         return st.integers(-(2**40), 2**40)
     if kind == "boolean":

@@ -7,6 +7,7 @@ for some inputs; these properties keep every parser total and cheap.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from fractions import Fraction
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubelite.api import validation
 from kubelite.api.errors import ApiError
 from kubelite.api.quantity import QuantityError, parse_quantity
 from kubelite.api.selectors import COMMON_FIELDS, parse_field_selector, parse_label_selector
@@ -96,3 +98,19 @@ def test_body_decoder_is_total(body: bytes, ctype: str) -> None:
 def test_type_check_is_total(obj: dict[str, Any], model: str) -> None:
     mismatch = typecheck.check(obj, model)
     assert mismatch is None or mismatch.error
+
+
+# Upstream's regular expressions, anchored as Go's MatchString of `^...$` is (Python's `$` also matches before a
+# final newline, so fullmatch): kubelite checks them without backtracking and must agree on every string.
+_UPSTREAM_NAME_RES = [
+    (validation.is_dns1123_label, re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"), 63),
+    (validation.is_dns1123_subdomain, re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"),
+     253),
+    (validation.is_label_value, re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"), 63),
+]
+
+
+@given(st.text(alphabet="aZ09-._/\n é", max_size=12))
+def test_name_checks_agree_with_upstreams_regular_expressions(text: str) -> None:
+    for check, upstream, max_len in _UPSTREAM_NAME_RES:
+        assert (check(text) == []) == (bool(upstream.fullmatch(text)) and len(text) <= max_len), (check, text)

@@ -46,6 +46,8 @@ LOOKUP = FakeLookup({
                                             {"name": "p", "projected": {"sources": [
                                                 {"secret": {"name": "shared-secret"}}]}}]),
     ],
+    ("volumeattachments", ""): [{"metadata": {"name": "va-node0"}, "spec": {"nodeName": "node0"}},
+                                {"metadata": {"name": "va-node1"}, "spec": {"nodeName": "node1"}}],
     ("persistentvolumeclaims", "ns0"): [{"metadata": {"name": "pvc0-pod0-node0", "namespace": "ns0"},
                                          "spec": {"volumeName": "pv0-pod0-node0"}}],
 })
@@ -97,6 +99,9 @@ AUTHORIZER = [  # TestAuthorizer
     ("allowed by node rules: patch pod status", req("PATCH", f"{NS}/pods/pod0-node0/status"), True),
     ("allowed by node rules: get nodes", req("GET", "/api/v1/nodes/node1"), True),
     ("disallowed by node rules: create deployments", req("POST", "/apis/apps/v1/namespaces/ns0/deployments"), False),
+    ("allowed volumeattachment of the node", req("GET", "/apis/storage.k8s.io/v1/volumeattachments/va-node0"), True),
+    ("disallowed volumeattachment of another node",
+     req("GET", "/apis/storage.k8s.io/v1/volumeattachments/va-node1"), False),
     ("no opinion for non-nodes", req("GET", f"{NS}/secrets/secret0-pod0-node0", user=UserInfo("alice")), False),
 ]
 

@@ -176,8 +176,7 @@ VALIDATION_CASES = [
     ValidationCase("duplicate container names", _spec(containers=[{"name": "c", "image": "i"},
                                                                   {"name": "c", "image": "i"}]),
                    ("spec.containers[1].name",)),
-    ValidationCase("bad restart policy", _spec(restartPolicy="Sometimes"), ("spec.restartPolicy",)),
-    ValidationCase("bad dns policy", _spec(dnsPolicy="Maybe"), ("spec.dnsPolicy",)),
+    # restartPolicy, dnsPolicy and the other enumerated fields: tests/api/test_type_checks.py (ENUM_CASES)
     ValidationCase("zero active deadline", _spec(activeDeadlineSeconds=0), ("spec.activeDeadlineSeconds",)),
     ValidationCase("port out of range", _spec(containers=[{"name": "c", "image": "i",
                                                            "ports": [{"containerPort": 70000}]}]),

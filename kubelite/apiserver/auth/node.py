@@ -125,6 +125,8 @@ class NodeAuthorizer:
                 return self._token(node, attributes)
         if info.is_resource_request and info.api_group == "coordination.k8s.io" and info.resource == "leases":
             return self._lease(node, attributes)
+        if info.is_resource_request and info.api_group == "storage.k8s.io" and info.resource == "volumeattachments":
+            return self._attachment(node, attributes)
         if any(rule_allows(attributes, rule) for rule in NODE_RULES):
             return Decision.ALLOW, ""
         return Decision.NO_OPINION, ""
@@ -143,6 +145,15 @@ class NodeAuthorizer:
         if attributes.verb != "create" or not attributes.name:
             return Decision.NO_OPINION, "can only create tokens for individual service accounts"
         if not self.graph.reachable(node, "serviceaccounts", attributes.namespace, attributes.name):
+            return Decision.NO_OPINION, f"no relationship found between node '{node}' and this object"
+        return Decision.ALLOW, ""
+
+    def _attachment(self, node: str, attributes: RequestAttributes) -> tuple[Decision, str]:
+        """authorizeGet of a VolumeAttachment: the graph's edge from an attachment to the node it names."""
+        if attributes.verb != "get" or not attributes.name:
+            return Decision.NO_OPINION, "can only get individual resources of this type"
+        attachment = self.graph.lookup.get("volumeattachments", "", attributes.name)
+        if attachment is None or (attachment.get("spec") or {}).get("nodeName") != node:
             return Decision.NO_OPINION, f"no relationship found between node '{node}' and this object"
         return Decision.ALLOW, ""
 

@@ -15,6 +15,7 @@ from kubelite.apiserver.registry import (
     scheduling,
     serviceaccounts,
     services,
+    storage,
 )
 from kubelite.apiserver.registry.base import Resource, Strategy
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
@@ -24,8 +25,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     core.NODES: core.NodeStrategy,
     PODS: PodStrategy,
     core.EVENTS: core.EventStrategy,
-    core.PERSISTENT_VOLUMES: core.VolumeStrategy,
-    core.PERSISTENT_VOLUME_CLAIMS: core.VolumeStrategy,
+    storage.PERSISTENT_VOLUMES: storage.PersistentVolumeStrategy,
+    storage.PERSISTENT_VOLUME_CLAIMS: storage.PersistentVolumeClaimStrategy,
     core.LEASES: core.LeaseStrategy,
     config.CONFIG_MAPS: config.ConfigMapStrategy,
     config.SECRETS: config.SecretStrategy,
@@ -42,6 +43,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     services.SERVICES: services.ServiceStrategy,
     services.ENDPOINT_SLICES: services.EndpointSliceStrategy,
     services.ENDPOINTS: services.EndpointsStrategy,
+    storage.STORAGE_CLASSES: storage.StorageClassStrategy,
+    storage.VOLUME_ATTACHMENTS: storage.VolumeAttachmentStrategy,
     rbac.ROLES: rbac.RoleStrategy,
     rbac.CLUSTER_ROLES: rbac.RoleStrategy,
     rbac.ROLE_BINDINGS: rbac.BindingStrategy,

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import COMMON_FIELDS, FieldGetter
 from kubelite.api.validation import is_dns1123_subdomain, validate_object_meta
+from kubelite.apiserver import enums
 
 Obj = dict[str, Any]
 
@@ -76,7 +77,8 @@ class Strategy:
         return []
 
     def validate(self, obj: Obj) -> list[Cause]:
-        return validate_object_meta(obj.get("metadata", {}), self.resource.namespaced, self.name_validator)
+        return validate_object_meta(obj.get("metadata", {}), self.resource.namespaced, self.name_validator) + \
+            enums.causes(obj, self.resource.model)
 
     def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
         """WarningsOnCreate / WarningsOnUpdate (`old` set): accepted but suspicious values, sent as Warning headers."""

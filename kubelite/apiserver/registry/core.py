@@ -1,4 +1,4 @@
-"""Strategies for the core/v1 types other than pods: namespaces, nodes, events, volumes."""
+"""Strategies for the core/v1 types other than pods: namespaces, nodes, events (volumes: storage.py)."""
 
 from __future__ import annotations
 
@@ -54,9 +54,8 @@ class NodeStrategy(Strategy):
         for i, t in enumerate((obj.get("spec") or {}).get("taints") or []):
             if not t.get("key"):
                 causes.append(v.required(f"spec.taints[{i}].key"))
-            if t.get("effect") not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-                causes.append(v.not_supported(f"spec.taints[{i}].effect", t.get("effect"),
-                                              ["NoExecute", "NoSchedule", "PreferNoSchedule"]))
+            if not t.get("effect"):  # a value outside the enum: the table in `enums`
+                causes.append(v.required(f"spec.taints[{i}].effect"))
         return causes
 
 
@@ -65,22 +64,6 @@ class EventStrategy(Strategy):
         causes = super().validate(obj)
         if not obj.get("involvedObject"):
             causes.append(v.required("involvedObject"))
-        return causes
-
-
-class VolumeStrategy(Strategy):
-    """PersistentVolumes and claims: status starts Pending, as upstream's PrepareForCreate."""
-
-    has_status = True
-
-    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
-        super().prepare_create(obj, lookup)
-        obj["status"] = {"phase": "Pending"}
-
-    def validate(self, obj: Obj) -> list[Cause]:
-        causes = super().validate(obj)
-        if not (obj.get("spec") or {}).get("accessModes"):
-            causes.append(v.required("spec.accessModes"))
         return causes
 
 
@@ -94,9 +77,4 @@ NODES = Resource("", "v1", "nodes", "node", "Node", False, "V1Node", short_names
                  subresources=("status",), fields=_NODE_FIELDS)
 EVENTS = Resource("", "v1", "events", "event", "Event", True, "CoreV1Event", short_names=("ev",),
                   fields=_EVENT_FIELDS)
-PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", False,
-                              "V1PersistentVolume", short_names=("pv",), subresources=("status",))
-PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "persistentvolumeclaim",
-                                    "PersistentVolumeClaim", True, "V1PersistentVolumeClaim", short_names=("pvc",),
-                                    subresources=("status",))
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease", True, "V1Lease")

@@ -136,8 +136,6 @@ def _qty(q: Any) -> Any:
 # --- validation ----------------------------------------------------------------------------------
 
 _RESTART = ["Always", "OnFailure", "Never"]
-_DNS = ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]
-_EFFECTS = ["NoExecute", "NoSchedule", "PreferNoSchedule"]
 
 
 def _validate_container(c: Obj, path: str) -> list[Cause]:
@@ -157,9 +155,6 @@ def _validate_container(c: Obj, path: str) -> list[Cause]:
         if not isinstance(cp, int) or not 1 <= cp <= 65535:
             causes.append(v.invalid(f"{path}.ports[{i}].containerPort", cp, "must be between 1 and 65535, "
                                                                             "inclusive"))
-        if port.get("protocol") not in ("TCP", "UDP", "SCTP"):
-            causes.append(v.not_supported(f"{path}.ports[{i}].protocol", port.get("protocol"),
-                                          ["SCTP", "TCP", "UDP"]))
     res = c.get("resources") or {}
     for section in ("requests", "limits"):
         for rname, q in (res.get(section) or {}).items():
@@ -192,10 +187,6 @@ def validate_pod_spec(spec: Obj, path: str = "spec") -> list[Cause]:
         if name in seen:
             causes.append(v.duplicate(f"{cpath}.name", name))
         seen.add(name)
-    if spec.get("restartPolicy") not in _RESTART:
-        causes.append(v.not_supported(f"{path}.restartPolicy", spec.get("restartPolicy"), _RESTART))
-    if spec.get("dnsPolicy") not in _DNS:
-        causes.append(v.not_supported(f"{path}.dnsPolicy", spec.get("dnsPolicy"), _DNS))
     grace = spec.get("terminationGracePeriodSeconds")
     if not isinstance(grace, int) or isinstance(grace, bool):
         causes.append(v.invalid(f"{path}.terminationGracePeriodSeconds", grace, "must be an integer"))
@@ -213,14 +204,10 @@ def validate_pod_spec(spec: Obj, path: str = "spec") -> list[Cause]:
         vol_names.add(name)
     for i, t in enumerate(spec.get("tolerations") or []):
         tpath = f"{path}.tolerations[{i}]"
-        op = t.get("operator", "Equal")
-        if op not in ("Equal", "Exists"):
-            causes.append(v.not_supported(f"{tpath}.operator", op, ["Equal", "Exists"]))
+        op = t.get("operator", "Equal")  # its values and the effect's are checked from the table in `enums`
         if op == "Exists" and t.get("value"):
             causes.append(v.invalid(f"{tpath}.operator", t.get("value"),
                                     "value must be empty when `operator` is 'Exists'"))
-        if t.get("effect") and t["effect"] not in _EFFECTS:
-            causes.append(v.not_supported(f"{tpath}.effect", t["effect"], _EFFECTS))
         if not t.get("key") and op != "Exists":
             causes.append(v.invalid(f"{tpath}.operator", op, "operator must be Exists when `key` is empty, which "
                                                             "means \"match all values and all keys\""))
@@ -234,9 +221,8 @@ def validate_pod_spec(spec: Obj, path: str = "spec") -> list[Cause]:
             causes.append(v.invalid(f"{tpath}.maxSkew", skew, "must be greater than zero"))
         if not tsc.get("topologyKey"):
             causes.append(v.required(f"{tpath}.topologyKey", "can not be empty"))
-        when = tsc.get("whenUnsatisfiable")
-        if when not in ("DoNotSchedule", "ScheduleAnyway"):
-            causes.append(v.not_supported(f"{tpath}.whenUnsatisfiable", when, ["DoNotSchedule", "ScheduleAnyway"]))
+        if not tsc.get("whenUnsatisfiable"):
+            causes.append(v.required(f"{tpath}.whenUnsatisfiable"))
         min_domains = tsc.get("minDomains")
         if min_domains is not None and (not isinstance(min_domains, int) or min_domains <= 0):
             causes.append(v.invalid(f"{tpath}.minDomains", min_domains, "must be greater than 0"))

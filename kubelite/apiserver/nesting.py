@@ -1,0 +1,66 @@
+"""How deeply nested a document may be, and room on the stack to walk one that deep (issue 10, defect 3).
+
+Request documents (bodies in every media type, patch documents and patched objects) may nest up to
+MAX_DEPTH levels; deeper is a 400 BadRequest. The bound is checked without recursion, before any
+recursive walker (YAML composition, patches, deep copies, the JSON writer) sees the document, and
+those walkers run with `headroom()`: a document MAX_DEPTH deep takes two to three Python frames per
+level in them (800-1,200 frames), close to or beyond Python's default limit of 1,000 once the
+server's own stack is counted, so a depth the bound admits would otherwise end in RecursionError
+depending on how deep the caller happened to be.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import orjson
+
+MAX_DEPTH = 400
+_FRAMES_PER_LEVEL = 4  # the deepest walkers (copy.deepcopy, PyYAML's Python composer) take two: room to spare
+_RECURSION_LIMIT = 1000 + _FRAMES_PER_LEVEL * MAX_DEPTH
+
+
+class TooDeep(ValueError):
+    """A document nested deeper than the bound: the message is the client's."""
+
+
+def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse documents nested deeper than `limit` (iteratively: the check itself must not recurse)."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    raise TooDeep(f"exceeded max depth {limit}")
+                stack.append((child, depth + 1))
+
+
+@contextmanager
+def headroom() -> Iterator[None]:
+    """Make sure the recursion limit allows walking a document of MAX_DEPTH levels, for the block's duration.
+
+    The limit is raised once for the process and never lowered again: it is shared by every thread (large
+    bodies are decoded in worker threads), and restoring it under another thread's walk would fail that
+    walk. Python 3.11 runs Python-to-Python calls without growing the C stack, so the higher limit costs
+    frame memory only, a few hundred KiB at worst.
+    """
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    yield
+
+
+def dumps(value: Any) -> bytes:
+    """JSON as orjson writes it; what orjson refuses (deeper than its 254 levels, integers beyond 64 bits)
+    is written by the standard library instead, so an object the server accepted can always be stored,
+    listed and watched."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        with headroom():
+            return json.dumps(value, separators=(",", ":")).encode()
