@@ -30,6 +30,7 @@ from kubelite.controllers.replicaset import ReplicaSetController
 from kubelite.controllers.serviceaccount import ServiceAccountsController
 from kubelite.controllers.statefulset import StatefulSetController
 from kubelite.controllers.taint_eviction import TaintEvictionController
+from kubelite.controllers.tokencleaner import TokenCleaner
 from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
 from kubelite.controllers.volume_protection import PVCProtectionController, PVProtectionController
 
@@ -62,6 +63,7 @@ CONTROLLERS: dict[str, Factory] = {
     "kubelite-provisioner": ProvisionerController,
     "clusterrole-aggregation": ClusterRoleAggregationController,
     "csrapproving": CSRApprovingController,
+    "tokencleaner": TokenCleaner,
 }
 
 
