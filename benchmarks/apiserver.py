@@ -25,6 +25,7 @@ import orjson
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import store as store_option
 from tests.conftest import start_server
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "", "namespace": "default", "labels": {"app": "bench"}},
@@ -117,9 +118,10 @@ async def main() -> None:
     p.add_argument("--watchers", type=int, default=100)
     p.add_argument("--watch-events", type=int, default=5000)
     p.add_argument("--tls", action="store_true", help="HTTPS with a bearer token instead of --insecure")
+    store_option.add_argument(p)
     args = p.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        server = start_server(Path(tmp) / "data", Path(tmp) / "home", insecure=not args.tls)
+    with tempfile.TemporaryDirectory() as tmp, store_option.server_args(args.store, Path(tmp)) as extra:
+        server = start_server(Path(tmp) / "data", Path(tmp) / "home", insecure=not args.tls, extra=extra)
         try:
             token = ca = None
             scheme = "http"

@@ -31,6 +31,7 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import store as store_option
 from tests.conftest import start_server
 
 Obj = dict[str, Any]
@@ -327,15 +328,17 @@ async def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workloads", default="", help="comma-separated name prefixes (default: all)")
     p.add_argument("--scale", type=float, default=1.0)
+    store_option.add_argument(p)
     args = p.parse_args()
     wanted = [w for w in WORKLOADS if not args.workloads or any(w.name.startswith(x)
                                                                   for x in args.workloads.split(","))]
     for w in wanted:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, store_option.server_args(args.store, Path(tmp)) as store_extra:
             # Bare nodes have no agent to renew their Leases: a day's grace keeps the node lifecycle controller
             # from declaring them lost mid-run (upstream's scheduler_perf runs no controller manager at all).
             server = start_server(Path(tmp) / "data", Path(tmp) / "home", insecure=True,
-                                  extra=["--disable", "scheduler", "--node-monitor-grace-period", "86400"])
+                                  extra=["--disable", "scheduler", "--node-monitor-grace-period", "86400",
+                                         *store_extra])
             kubeconfig = Path(tmp) / "data" / "kubeconfig"
             profile = ["-m", "cProfile", "-o", os.environ["PROFILE_SCHEDULER"]] \
                 if os.environ.get("PROFILE_SCHEDULER") else []

@@ -230,14 +230,19 @@ class Agent:
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        cert, key = server.ensure_serving_cert(self.data_dir / "pki", self.host_ip)
-        routes = [*server.routes(self._running_pod, self.clock),
-                  *(server.Route("GET", path, handler)
-                    for path, handler in metrics_routes(self.metrics, self.resource_stats).items())]
-        endpoint = server.AgentServer(routes, self.host_ip, self.port, server.tls_context(cert, key, self.client_ca))
-        await endpoint.start()
-        self.port = endpoint.port
+    async def run(self, http: bool = True) -> None:
+        """Run until cancelled. Without `http` (the hollow nodes of a simulation) no endpoint is served and no
+        resource usage is sampled: nobody could read it, and it would read the real host."""
+        endpoint: server.AgentServer | None = None
+        if http:
+            cert, key = server.ensure_serving_cert(self.data_dir / "pki", self.host_ip)
+            routes = [*server.routes(self._running_pod, self.clock),
+                      *(server.Route("GET", path, handler)
+                        for path, handler in metrics_routes(self.metrics, self.resource_stats).items())]
+            endpoint = server.AgentServer(routes, self.host_ip, self.port,
+                                          server.tls_context(cert, key, self.client_ca))
+            await endpoint.start()
+            self.port = endpoint.port
         tasks: list[asyncio.Task[None]] = []
         try:
             await self.node.register()
@@ -245,7 +250,8 @@ class Agent:
                 ("node heartbeat", self.node.heartbeat), ("service informer", self.services.run),
                 ("pod informer", self._pods_after_services),
                 ("status manager", self.status.run), ("event sender", self.events.run),
-                ("eviction manager", self.eviction.run), ("resource stats", self.resource_stats.run))]
+                ("eviction manager", self.eviction.run),
+                *([("resource stats", self.resource_stats.run)] if http else []))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
             if self.proxy is not None:
                 tasks.append(asyncio.create_task(forever(self.clock, "service proxy", self.proxy.run)))
@@ -267,7 +273,8 @@ class Agent:
             if self.proxy is not None:
                 await self.proxy.cleanup()
             await self.objects.close()
-            await endpoint.stop()
+            if endpoint is not None:
+                await endpoint.stop()
 
     async def _pods_after_services(self) -> None:
         """Pods start only once the Services are listed, so their service links are complete (as kubelet)."""

@@ -76,9 +76,10 @@ def stale(resource: str, name: str, group: str = "") -> ApiError:
 
 
 def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> ApiError:
-    parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    parts = [f"{c.field}: {c.message}" for c in causes]  # Go prints ": msg" for the whole object (path "")
     detail = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {detail}',
+    qualified = f"{kind}.{group}" if group and kind else kind  # schema.GroupKind.String(), as NewInvalid prints it
+    return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {detail}',
                     {"name": name, "group": group, "kind": kind, "causes": [c.to_dict() for c in causes]})
 
 

@@ -40,7 +40,7 @@ from kubelite.apiserver.auth.node import RestrictedNodes, admit_pod_create, rest
 from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
 from kubelite.apiserver.cache import Caches
-from kubelite.apiserver.handlers import ResourceHandlers, respond
+from kubelite.apiserver.handlers import ResourceHandlers, negotiate, respond
 from kubelite.apiserver.metrics import ApiServerMetrics
 from kubelite.apiserver.metrics_api import MetricsApi
 from kubelite.apiserver.registry import RESOURCES
@@ -212,8 +212,8 @@ class ApiServer:
             if doc is not None:
                 return doc
         metrics = await self.metrics_api.handle(request, path)
-        if metrics is not None:
-            return metrics
+        if metrics is not None:  # NodeMetrics/PodMetrics have messages: protobuf for `kubectl top`, as metrics-server
+            return negotiate(request, metrics)
         target = parse_target(path)
         if target is None:
             if path.startswith("/openapi/v2"):
@@ -221,14 +221,14 @@ class ApiServer:
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource",
                                   {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
         if endpoints.handles(target):
-            return await endpoints.serve(request, target, request[USER], self.registry,
-                                         self.authentication.service_account_tokens)
+            return negotiate(request, await endpoints.serve(request, target, request[USER], self.registry,
+                                                            self.authentication.service_account_tokens))
         if csrapproval.handles(target):
-            return await csrapproval.serve(request, target, request[USER], self.registry,
-                                           self.authorization.authorizer)
+            return negotiate(request, await csrapproval.serve(request, target, request[USER], self.registry,
+                                                              self.authorization.authorizer))
         if accessreview.handles(target):
-            return await accessreview.serve(request, target, request[USER], self.authorization.authorizer,
-                                            self.authorization.rbac)
+            return negotiate(request, await accessreview.serve(request, target, request[USER],
+                                                               self.authorization.authorizer, self.authorization.rbac))
         if self.authentication.admission is not None and target.resource is PODS and request.method == "POST" \
                 and not target.subresource:
             await ServiceAccountAdmission.await_default(self.registry, self.clock, target.namespace)

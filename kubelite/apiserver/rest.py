@@ -33,12 +33,12 @@ MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries unpinned conflicts witho
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Mutate = Callable[[Obj], Obj]
-_names = random.Random()  # names need uniqueness, not secrecy: upstream's SimpleNameGenerator uses math/rand
 
 
 def _generated_suffix() -> str:
-    """Five characters for generateName (one getrandbits, not five reads of the OS entropy pool)."""
-    return "".join(_names.choices(_NAME_CHARS, k=5))
+    """Five characters for generateName from the process's generator (a simulation seeds it): names need
+    uniqueness, not secrecy, as upstream's SimpleNameGenerator uses math/rand."""
+    return "".join(random.choices(_NAME_CHARS, k=5))
 
 
 def copy_obj(obj: Obj) -> Obj:

@@ -14,6 +14,8 @@ import socket
 import sys
 from pathlib import Path
 
+from kubelite.sim import cli as sim_cli
+
 COMPONENTS = ("scheduler", "controllers")
 
 
@@ -69,6 +71,11 @@ def parser() -> argparse.ArgumentParser:
                        help="how long a node may go without a heartbeat before it is marked Unknown and tainted")
         p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", metavar="CIDR",
                        help="IPv4 range Service ClusterIPs are allocated from (the kubernetes Service gets the first)")
+        p.add_argument("--store", default="sqlite", metavar="sqlite|etcd://HOST:PORT[,HOST:PORT...]",
+                       help="where objects live: a SQLite file in the data directory (default) or an etcd cluster")
+        p.add_argument("--etcd-cafile", type=Path, help="CA bundle that signed the etcd members' certificates")
+        p.add_argument("--etcd-certfile", type=Path, help="client certificate for etcd (with --etcd-keyfile)")
+        p.add_argument("--etcd-keyfile", type=Path, help="client key for etcd")
     agent = sub.add_parser("agent", help="run a node agent, as a client of an API server")
     agent.add_argument("--kubeconfig", type=Path, required=True)
     agent.add_argument("--node-name", default=socket.gethostname().lower())
@@ -133,6 +140,7 @@ def parser() -> argparse.ArgumentParser:
                          help="default: $KUBECONFIG, else the local cluster's kubeconfig")
     explain.add_argument("--config", type=Path, help="KubeSchedulerConfiguration to evaluate with")
     explain.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sim_cli.add_parser(sub)
     return root
 
 
@@ -148,6 +156,8 @@ def _main(argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kubelite").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    if args.command == "sim":
+        return sim_cli.main(args)
     if args.command == "explain":
         from kubelite.api.errors import ApiError
         from kubelite.cli import explain
@@ -208,6 +218,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"kubelite: unknown component(s) for --disable: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
     from kubelite.cli import serve
+    from kubelite.store import StoreSpec
 
     try:
         return serve.run(serve.Options(data_dir=args.data_dir, port=args.port, bind=args.bind_address,
@@ -225,7 +236,9 @@ def _main(argv: list[str] | None) -> int:
                                        local_node=args.command == "up",
                                        node_monitor_grace_period=args.node_monitor_grace_period,
                                        service_cidr=args.service_cluster_ip_range,
-                                       encryption_key_file=args.encryption_key_file))
+                                       encryption_key_file=args.encryption_key_file,
+                                       store=StoreSpec(args.store, args.etcd_cafile, args.etcd_certfile,
+                                                       args.etcd_keyfile)))
     except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2

@@ -49,8 +49,8 @@ from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.config import ConfigError
 from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.scheduler import Scheduler
+from kubelite.store import StoreConfigError, StoreSpec
 from kubelite.store.interface import Store
-from kubelite.store.sqlite import SQLiteStore
 
 __all__ = ["ConfigError", "EncryptionConfigError", "NodeConfigError", "Options", "TransformError", "run"]
 log = logging.getLogger("kubelite")
@@ -87,6 +87,7 @@ class Options:
     node_monitor_grace_period: float = 40.0
     service_cidr: str = DEFAULT_SERVICE_CIDR
     encryption_key_file: Path | None = None  # an EncryptionConfiguration: Secrets encrypted at rest
+    store: StoreSpec = field(default_factory=StoreSpec)  # --store: SQLite under data_dir, or etcd://
 
 
 def _is_loopback(address: str) -> bool:
@@ -107,10 +108,17 @@ def run(opts: Options) -> int:
         kubernetes_service_ip(opts.service_cidr)
     except ValueError as exc:
         raise ConfigError(f"--service-cluster-ip-range: {exc}") from None
+    try:
+        opts.store.check()
+    except StoreConfigError as exc:
+        raise ConfigError(str(exc)) from None
     if opts.local_node:
         node_config.load(opts.node_config)  # a bad file fails `up` now, not its agent in a restart loop
     transformers = encryption.load_config(opts.encryption_key_file) if opts.encryption_key_file else {}
-    uvloop.run(_serve(opts, sched, transformers))
+    try:
+        uvloop.run(_serve(opts, sched, transformers))
+    except StoreConfigError as exc:  # e.g. no etcd member answered
+        raise ConfigError(str(exc)) from None
     return 0
 
 
@@ -140,9 +148,9 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
     data.mkdir(parents=True, exist_ok=True)
     data.chmod(0o700)
     async with contextlib.AsyncExitStack() as cleanup:  # undone in reverse order on the way out
-        sqlite = await SQLiteStore.open(data / "state.db")
-        cleanup.push_async_callback(sqlite.close)
-        store: Store = encryption.EncryptingStore(sqlite, transformers) if transformers else sqlite
+        raw = await opts.store.open(data)
+        cleanup.push_async_callback(raw.close)
+        store: Store = encryption.EncryptingStore(raw, transformers) if transformers else raw
         host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
         scheme = "http" if opts.insecure else "https"
         url = f"{scheme}://{host}:{opts.port}"

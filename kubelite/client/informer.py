@@ -151,7 +151,7 @@ class Informer:
     # --- list and watch --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        rng = random.Random()
+        rng = random.Random(random.getrandbits(64))  # from the process's generator: a simulation seeds it
         delays = self.backoff.delays(rng)
         while True:
             self._progress = False

@@ -13,10 +13,11 @@ from typing import Any
 
 from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
-from kubelite.client.informer import Handlers, Informer, Key
+from kubelite.client.informer import Handlers, Key
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers import endpointslice_utils as u
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.podutil import is_pod_ready
 from kubelite.controllers.service_pods import ServicePodsController
 
@@ -72,9 +73,9 @@ class EndpointsController(ServicePodsController):
 
     def __init__(self, client: Client, clock: Clock) -> None:
         super().__init__(client, clock)
-        self.endpoints = Informer(client, "/api/v1/endpoints", clock,
-                                  Handlers(on_delete=lambda ep: self.runner.enqueue((ep["metadata"]["namespace"],
-                                                                                     ep["metadata"]["name"]))))
+        self.endpoints = shared_informer(client, clock, "/api/v1/endpoints",
+                                         Handlers(on_delete=lambda ep: self.runner.enqueue(
+                                             (ep["metadata"]["namespace"], ep["metadata"]["name"]))))
         self.informers.append(self.endpoints)
 
     async def reconcile(self, key: Key) -> None:

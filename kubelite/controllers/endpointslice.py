@@ -23,10 +23,11 @@ from typing import Any
 
 from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
-from kubelite.client.informer import Handlers, Informer, Key, key_of
+from kubelite.client.informer import Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers import endpointslice_utils as u
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.ownership import controller_ref
 from kubelite.controllers.service_pods import ServicePodsController
 
@@ -36,6 +37,7 @@ Obj = dict[str, Any]
 MAX_ENDPOINTS_PER_SLICE = 100  # kube-controller-manager's --max-endpoints-per-slice default
 GROUP_VERSION = "discovery.k8s.io/v1"
 NodeLookup = Callable[[str], Obj | None]  # node name → Node (for the endpoint's zone)
+MANAGED_SLICES_INDEX = "endpointslice-controller/service"  # shared cache: a name of its own
 STALE_RETRY = 0.05  # seconds before a Service whose slices the informer has not caught up with is retried
 
 
@@ -210,24 +212,37 @@ class EndpointSliceController(ServicePodsController):
         super().__init__(client, clock)
         self.max_endpoints = max_endpoints
         self.tracker = SliceTracker()
-        self.slices = Informer(client, "/apis/discovery.k8s.io/v1/endpointslices", clock,
-                               Handlers(self._slice_changed, lambda o, n: self._slice_changed(n), self._slice_deleted),
-                               params={"labelSelector": f"{u.MANAGED_BY_LABEL}={u.CONTROLLER_NAME}"})
-        self.slices.add_index(u.SERVICE_NAME_LABEL, _slice_service)
-        self.nodes = Informer(client, "/api/v1/nodes", clock)  # zones; like upstream, a node change alone
+        # Every slice (the shared informer; the garbage collector watches them too), this controller's picked
+        # out by their managed-by label as upstream's handlers and lister do.
+        self.slices = shared_informer(client, clock, "/apis/discovery.k8s.io/v1/endpointslices",
+                                      Handlers(self._slice_changed, self._slice_updated, self._slice_deleted))
+        self.slices.add_index(MANAGED_SLICES_INDEX, _managed_slice_service)
+        self.nodes = shared_informer(client, clock, "/api/v1/nodes")  # zones; like upstream, a node change alone
         self.informers += [self.slices, self.nodes]  # does not resync Services
 
     def service_deleted(self, svc: Obj) -> None:
         self.tracker.forget(key_of(svc))
 
+    def _slice_updated(self, old: Obj, new: Obj) -> None:
+        """onEndpointSliceUpdate: a slice that stopped being this controller's is re-synced too (its Service may
+        need a replacement)."""
+        if _managed(old) and not _managed(new):
+            self._slice_deleted(old)
+        else:
+            self._slice_changed(new)
+
     def _slice_deleted(self, es: Obj) -> None:
         """HandleDeletion: a deleted slice is nothing to wait for, whoever deleted it."""
+        if not _managed(es):
+            return
         service = (es["metadata"].get("labels") or {}).get(u.SERVICE_NAME_LABEL)
         if service:
             self.tracker.gone((es["metadata"].get("namespace", ""), service), es["metadata"]["name"])
         self._slice_changed(es)
 
     def _slice_changed(self, es: Obj) -> None:
+        if not _managed(es):
+            return
         service = (es["metadata"].get("labels") or {}).get(u.SERVICE_NAME_LABEL)
         if service:
             self.runner.enqueue((es["metadata"].get("namespace", ""), service))
@@ -236,7 +251,7 @@ class EndpointSliceController(ServicePodsController):
         svc = self.services.get(*key)
         if svc is None or u.selects(svc) is None:
             return  # deleted: the garbage collector removes owned slices; selector-less: the user's slices
-        existing = [es for es in self.slices.by_index(u.SERVICE_NAME_LABEL, f"{key[0]}/{key[1]}")
+        existing = [es for es in self.slices.by_index(MANAGED_SLICES_INDEX, f"{key[0]}/{key[1]}")
                     if not es["metadata"].get("deletionTimestamp")]
         if self.tracker.stale(key, {es["metadata"]["name"]: es for es in existing}):
             self.runner.queue.add_after(key, STALE_RETRY)
@@ -266,6 +281,11 @@ def _path(namespace: str, name: str = "") -> str:
     return resource_path("endpointslices", namespace, name, group_version=GROUP_VERSION)
 
 
-def _slice_service(es: Obj) -> list[str]:
+def _managed(es: Obj) -> bool:
+    return (es["metadata"].get("labels") or {}).get(u.MANAGED_BY_LABEL) == u.CONTROLLER_NAME
+
+
+def _managed_slice_service(es: Obj) -> list[str]:
+    """The index of this controller's slices by "namespace/service"."""
     name = (es["metadata"].get("labels") or {}).get(u.SERVICE_NAME_LABEL)
-    return [f"{es['metadata'].get('namespace', '')}/{name}"] if name else []
+    return [f"{es['metadata'].get('namespace', '')}/{name}"] if name and _managed(es) else []

@@ -42,7 +42,7 @@ def select(spec: str) -> list[str]:
 async def keep_running(name: str, start: Callable[[], Coroutine[Any, Any, None]], clock: Clock) -> None:
     """Run a component until cancelled; if it ever fails, log it and start a fresh one after a back-off
     (1 s doubling to 60 s, afresh once a run lasted a minute), as `up` restarts its node agent."""
-    rng = random.Random()
+    rng = random.Random(random.getrandbits(64))  # from the process's generator: a simulation seeds it
     delays = COMPONENT_BACKOFF.delays(rng)
     while True:
         started = clock.monotonic()

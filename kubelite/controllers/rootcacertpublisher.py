@@ -13,9 +13,10 @@ import asyncio
 from typing import Any
 
 from kubelite.api.errors import ApiError
-from kubelite.client.informer import Handlers, Informer
+from kubelite.client.informer import Handlers
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.runner import Runner
 
 Obj = dict[str, Any]
@@ -32,18 +33,20 @@ class RootCACertPublisher:
         self.client = client
         self.data = {"ca.crt": root_ca.decode()}
         self.runner: Runner[str] = Runner("root-ca-cert-publisher", self.sync, clock, WORKERS)
-        self.namespaces = Informer(client, "/api/v1/namespaces", clock,
-                                   Handlers(self._namespace, lambda old, new: self._namespace(new)))
-        self.configmaps = Informer(client, "/api/v1/configmaps", clock,
-                                   Handlers(on_update=lambda old, new: self._configmap(new),
-                                            on_delete=self._configmap),
-                                   params={"fieldSelector": f"metadata.name={NAME}"})
+        self.namespaces = shared_informer(client, clock, "/api/v1/namespaces",
+                                          Handlers(self._namespace, lambda old, new: self._namespace(new)))
+        # Every ConfigMap (the shared informer, which the garbage collector watches anyway), filtered by name in
+        # the handlers as upstream's publisher does.
+        self.configmaps = shared_informer(client, clock, "/api/v1/configmaps",
+                                          Handlers(on_update=lambda old, new: self._configmap(new),
+                                                   on_delete=self._configmap))
 
     def _namespace(self, ns: Obj) -> None:
         self.runner.enqueue(ns["metadata"]["name"])
 
     def _configmap(self, cm: Obj) -> None:
-        self.runner.enqueue(cm["metadata"]["namespace"])
+        if cm["metadata"]["name"] == NAME:
+            self.runner.enqueue(cm["metadata"]["namespace"])
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tasks:

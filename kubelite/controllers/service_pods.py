@@ -1,16 +1,19 @@
 """What the EndpointSlice and Endpoints controllers share: Services and pods in informers, and a
 Service queued whenever it or a pod it selects (before or after the change) changes in a way its
-endpoints depend on (upstream's podEndpointsChanged)."""
+endpoints depend on (upstream's podEndpointsChanged). Every informer is the controller manager's
+shared one for its collection (kubelite.controllers.informers), as upstream's controllers take theirs
+from the SharedInformerFactory: a pod write is decoded and cached once for all controllers."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer, Key, key_of
+from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers import endpointslice_utils as u
+from kubelite.controllers.informers import SharedInformerHandle, shared_informer
 from kubelite.controllers.podutil import is_pod_ready
 from kubelite.controllers.runner import Runner
 
@@ -34,13 +37,13 @@ class ServicePodsController:
         self.client = client
         self.clock = clock
         self.runner: Runner[Key] = Runner(self.name, self.reconcile, clock)
-        self.services = Informer(client, "/api/v1/services", clock,
-                                 Handlers(self.service_changed, lambda o, n: self.service_changed(n),
-                                          self.service_deleted))
-        self.pods = Informer(client, "/api/v1/pods", clock,
-                             Handlers(lambda p: self._pod_changed(None, p), self._pod_changed,
-                                      lambda p: self._pod_changed(p, None)))
-        self.informers = [self.services, self.pods]
+        self.services = shared_informer(client, clock, "/api/v1/services",
+                                        Handlers(self.service_changed, lambda o, n: self.service_changed(n),
+                                                 self.service_deleted))
+        self.pods = shared_informer(client, clock, "/api/v1/pods",
+                                    Handlers(lambda p: self._pod_changed(None, p), self._pod_changed,
+                                             lambda p: self._pod_changed(p, None)))
+        self.informers: list[SharedInformerHandle] = [self.services, self.pods]
 
     def service_changed(self, svc: Obj) -> None:
         self.runner.enqueue(key_of(svc))

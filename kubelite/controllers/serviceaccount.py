@@ -2,7 +2,8 @@
 
 A port of pkg/controller/serviceaccount/serviceaccounts_controller.go: a namespace added or
 changed, or a `default` account deleted, queues its namespace; the sync creates what is missing
-(AlreadyExists and a terminating namespace's Forbidden are expected, not failures).
+(AlreadyExists and a terminating namespace's Forbidden are expected, not failures). Its informers
+are the controller manager's shared ones (kubelite.controllers.informers).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import asyncio
 from typing import Any
 
 from kubelite.api.errors import ApiError
-from kubelite.client.informer import Handlers, Informer
+from kubelite.client.informer import Handlers
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.runner import Runner
 
 Obj = dict[str, Any]
@@ -25,10 +27,10 @@ class ServiceAccountsController:
     def __init__(self, client: Client, clock: Clock) -> None:
         self.client = client
         self.runner: Runner[str] = Runner("serviceaccount", self.sync, clock, WORKERS)
-        self.namespaces = Informer(client, "/api/v1/namespaces", clock,
-                                   Handlers(self._namespace, lambda old, new: self._namespace(new)))
-        self.accounts = Informer(client, "/api/v1/serviceaccounts", clock,
-                                 Handlers(on_delete=self._account_deleted))
+        self.namespaces = shared_informer(client, clock, "/api/v1/namespaces",
+                                          Handlers(self._namespace, lambda old, new: self._namespace(new)))
+        self.accounts = shared_informer(client, clock, "/api/v1/serviceaccounts",
+                                        Handlers(on_delete=self._account_deleted))
 
     def _namespace(self, ns: Obj) -> None:
         self.runner.enqueue(ns["metadata"]["name"])

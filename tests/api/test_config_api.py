@@ -77,6 +77,13 @@ async def test_config_map_invalid(api: Client, body: dict[str, Any], field: str,
     assert any(f == field and message in m for f, m in _causes(out)), _causes(out)
 
 
+async def test_whole_object_error_message_as_go_prints_it(api: Client) -> None:
+    """The size limit's path is "" (the whole object): Go's field.Error still prints "<path>: ", so the message reads
+    `is invalid: : Too long…` — what kubectl shows against a real API server."""
+    out = await call(api, "POST", CMS, cm("big", data={"k": "x" * (1024 * 1024 + 1)}), expect=422)
+    assert out["message"] == 'ConfigMap "big" is invalid: : Too long: may not be more than 1048576 bytes'
+
+
 # TestValidateSecret's cases plus TestValidateTLSSecret / TestValidateDockerConfigSecret / basic-auth / ssh-auth.
 SECRET_VALID = [
     pytest.param(secret(data={"key": b64("v")}), id="valid"),

@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubelite.agent.server import ensure_serving_cert, tls_context
+from kubelite.apiserver import protobuf
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.metrics_api import cpu_quantity, memory_quantity
 from kubelite.clock import FakeClock
@@ -154,6 +155,23 @@ async def test_node_and_pod_metrics_from_the_agents_summary(cluster: Cluster) ->
     assert [p["metadata"]["name"] for p in (await call(c.api, "GET", f"{GV}/pods"))["items"]] == ["busy", "idle"]
     assert (await call(c.api, "GET", f"{GV}/namespaces/other/pods"))["items"] == []
     assert c.agent.scrapes == 1  # every request above was served from one scrape (resolution 15 s)
+
+
+@pytest.mark.parametrize("path", [f"{GV}/nodes", f"{GV}/nodes/n1", f"{GV}/namespaces/default/pods",
+                                  f"{GV}/namespaces/default/pods/busy", f"{GV}/pods"])
+async def test_protobuf_answers_when_accept_prefers_it(cluster: Cluster, path: str) -> None:
+    """`kubectl top` asks `application/vnd.kubernetes.protobuf, */*` (metrics-server answers protobuf): the same
+    object as the JSON answer, in its upstream message (list items carry no kind, as Go's)."""
+    c = cluster
+    await add_node(c, "n1", c.agent_port)
+    busy = await add_running_pod(c, "busy", "n1", {"app": "spin"})
+    c.agent.summary = summary(1_500_000_000, [("busy", busy, 990_000_000, 8192)])
+    as_json = await call(c.api, "GET", path)
+    for item in as_json.get("items", []):
+        del item["kind"], item["apiVersion"]
+    resp = await c.api.get(path, headers={"Accept": f"{protobuf.MEDIA_TYPE}, */*"})
+    assert (resp.status, resp.content_type) == (200, protobuf.MEDIA_TYPE)
+    assert protobuf.decode(await resp.read()) == as_json
 
 
 async def test_scrapes_are_cached_for_the_resolution(cluster: Cluster) -> None:

@@ -95,8 +95,8 @@ TOKEN_CASES = [
     TokenCase("defaults: an hour, the API audience", {}, 201),
     TokenCase("ten minutes is the least", {"expirationSeconds": 600}, 201),
     TokenCase("under ten minutes", {"expirationSeconds": 599}, 422,
-              'TokenRequest "" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration '
-              "less than 10 minutes"),
+              'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 599: '
+              "may not specify a duration less than 10 minutes"),
     TokenCase("over 2^32 seconds", {"expirationSeconds": 2**32 + 1}, 422,
               "may not specify a duration larger than 2^32 seconds"),
     TokenCase("bound to its pod", {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web"}}, 201),

@@ -1,6 +1,7 @@
 """The store contract: every backend must pass this suite unchanged.
 
-Add a backend by adding a factory to BACKENDS (etcd joins here when it lands).
+Add a backend by adding a factory to BACKENDS. etcd runs as a real single member and as a real
+3-member cluster on loopback (tests/etcd_cluster.py, one of each per session, emptied per test).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kubelite.apiserver.encryption import EncryptingStore, parse_config
+from kubelite.apiserver.encryption import EncryptingStore, PrefixTransformer, parse_config
+from kubelite.store.etcd import EtcdStore, parse_url
 from kubelite.store.interface import (
     Compacted,
     EventType,
@@ -22,6 +24,7 @@ from kubelite.store.interface import (
     Store,
 )
 from kubelite.store.sqlite import SQLiteStore
+from tests import etcd_cluster
 
 BackendFactory = Callable[[Path], Awaitable[Store]]
 
@@ -32,13 +35,31 @@ async def _sqlite(tmp: Path) -> Store:
 
 async def _sqlite_encrypted(tmp: Path) -> Store:
     """Every key encrypted at rest (the API server encrypts only Secrets' keys; the contract must hold either way)."""
+    return EncryptingStore(await SQLiteStore.open(tmp / "state.db"), {"/": _aesgcm()})
+
+
+def _aesgcm() -> PrefixTransformer:
     providers = [{"aesgcm": {"keys": [{"name": "k", "secret": base64.b64encode(bytes(32)).decode()}]}}]
     config = {"kind": "EncryptionConfiguration", "resources": [{"resources": ["secrets"], "providers": providers}]}
-    transformer = next(iter(parse_config(config).values()))
-    return EncryptingStore(await SQLiteStore.open(tmp / "state.db"), {"/": transformer})
+    return next(iter(parse_config(config).values()))
 
 
-BACKENDS: dict[str, BackendFactory] = {"sqlite": _sqlite, "sqlite+aesgcm": _sqlite_encrypted}
+def _etcd(members: int) -> BackendFactory:
+    async def factory(tmp: Path) -> Store:
+        cluster = etcd_cluster.shared(members)
+        etcd_cluster.wipe(cluster)
+        return await EtcdStore.open(parse_url(cluster.url))
+
+    return factory
+
+
+async def _etcd_encrypted(tmp: Path) -> Store:
+    """Encryption at rest wraps any Store: over etcd unchanged."""
+    return EncryptingStore(await _etcd(1)(tmp), {"/": _aesgcm()})
+
+
+BACKENDS: dict[str, BackendFactory] = {"sqlite": _sqlite, "sqlite+aesgcm": _sqlite_encrypted, "etcd": _etcd(1),
+                                       "etcd-3members": _etcd(3), "etcd+aesgcm": _etcd_encrypted}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

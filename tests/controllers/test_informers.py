@@ -5,13 +5,22 @@ Against a real API server through the in-process client."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.client.informer import Handlers
 from kubelite.clock import FakeClock
+from kubelite.controllers.endpoints import EndpointsController
+from kubelite.controllers.endpointslice import EndpointSliceController
+from kubelite.controllers.garbagecollector import GarbageCollector
 from kubelite.controllers.informers import shared_informer
+from kubelite.controllers.namespace import NamespaceController
+from kubelite.controllers.replicaset import ReplicaSetController
+from kubelite.controllers.rootcacertpublisher import RootCACertPublisher
+from kubelite.controllers.serviceaccount import ServiceAccountsController
 from tests.controllers.conftest import eventually, running
 
 Obj = dict[str, Any]
@@ -19,12 +28,17 @@ PODS = "/api/v1/namespaces/default/pods"
 
 
 class CountingClient(InProcessClient):
-    """The in-process client, counting the watches opened."""
+    """The in-process client, counting the watches opened (and recording their paths)."""
 
     watches = 0
 
+    def __init__(self, server: ApiServer) -> None:
+        super().__init__(server)
+        self.paths: list[str] = []
+
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Obj]:
         self.watches += 1
+        self.paths.append(path)
         async for event in super().watch(path, params):
             yield event
 
@@ -101,3 +115,29 @@ async def test_a_stopped_handle_is_unsubscribed_and_the_last_one_stops_the_watch
     keep.cancel()
     await asyncio.gather(keep, return_exceptions=True)
     assert shared.task is None and len(shared.subscribers) == 0
+
+
+SHARED = ["/api/v1/pods", "/api/v1/services", "/api/v1/endpoints", "/apis/discovery.k8s.io/v1/endpointslices",
+          "/api/v1/nodes", "/api/v1/namespaces", "/api/v1/serviceaccounts", "/api/v1/configmaps"]
+
+
+async def test_service_and_account_controllers_use_the_shared_watches(client: InProcessClient) -> None:
+    """The EndpointSlice, Endpoints, serviceaccount and root-CA controllers beside the garbage collector (which
+    watches every collection), the ReplicaSet and namespace controllers: one watch per collection in all."""
+    counting = CountingClient(client.server)
+    clock = FakeClock()
+    controllers = [EndpointSliceController(counting, clock), EndpointsController(counting, clock),
+                   ServiceAccountsController(counting, clock), RootCACertPublisher(counting, clock, b"ca"),
+                   ReplicaSetController(counting, clock), NamespaceController(counting, clock),
+                   GarbageCollector(counting, clock)]
+    async with running(*(c.run() for c in controllers)):
+        await counting.create("/api/v1/namespaces", {"metadata": {"name": "fresh"}})
+
+        async def account_and_ca_published() -> bool:
+            accounts = (await counting.get("/api/v1/namespaces/fresh/serviceaccounts"))["items"]
+            configmaps = (await counting.get("/api/v1/namespaces/fresh/configmaps"))["items"]
+            return [a["metadata"]["name"] for a in accounts] == ["default"] and \
+                [c["metadata"]["name"] for c in configmaps] == ["kube-root-ca.crt"]
+        await eventually(account_and_ca_published)
+        watched = Counter(counting.paths)
+        assert {path: watched[path] for path in SHARED} == dict.fromkeys(SHARED, 1), watched

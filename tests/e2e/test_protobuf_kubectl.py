@@ -8,6 +8,7 @@ before it prints "created".
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any
@@ -66,11 +67,69 @@ def test_create_namespace_priorityclass_pdb(server: ServerProcess) -> None:
         "maxUnavailable": 1, "selector": {"matchLabels": {"app": "x"}}}
 
 
-def test_create_configmap(server: ServerProcess) -> None:
-    if "configmaps" not in server.kubectl("api-resources", "--api-group=", "-o", "name").stdout.split():
-        pytest.skip("this server does not serve configmaps yet")
-    _sent_protobuf(server, "create", "configmap", "cm", "--from-literal=a=1", "--from-literal=b=two")
-    assert _get(server, "configmap", "cm")["data"] == {"a": "1", "b": "two"}
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+# Issue 11's imperative creates, each sent as protobuf and read back both ways: (id, kubectl create arguments —
+# {pki} is the server's pki dir —, the object to get, fields it must have, lines `kubectl describe` prints).
+CREATES = [
+    ("configmap from literals", ["configmap", "cm", "--from-literal=a=1", "--from-literal=b=two"], ("cm", "cm"),
+     {"data": {"a": "1", "b": "two"}}, ["a:\n----\n1", "b:\n----\ntwo"]),
+    ("generic secret", ["secret", "generic", "gen", "--from-literal=pw=hunter2"], ("secret", "gen"),
+     {"type": "Opaque", "data": {"pw": _b64("hunter2")}}, ["Type:  Opaque", "pw:  7 bytes"]),
+    ("tls secret", ["secret", "tls", "tls", "--cert={pki}/server.crt", "--key={pki}/server.key"], ("secret", "tls"),
+     {"type": "kubernetes.io/tls"}, ["Type:  kubernetes.io/tls", "tls.crt:", "tls.key:"]),
+    ("docker-registry secret", ["secret", "docker-registry", "reg", "--docker-server=r.io", "--docker-username=u",
+                                "--docker-password=p"], ("secret", "reg"),
+     {"type": "kubernetes.io/dockerconfigjson"}, ["Type:  kubernetes.io/dockerconfigjson", ".dockerconfigjson:"]),
+    ("clusterip service", ["service", "clusterip", "cip", "--tcp=80:8080"], ("svc", "cip"),
+     {"spec": {"type": "ClusterIP", "selector": {"app": "cip"}}},
+     ["Type:                     ClusterIP", "TargetPort:               8080/TCP"]),
+    ("nodeport service", ["service", "nodeport", "np", "--tcp=80:8080", "--node-port=30111"], ("svc", "np"),
+     {"spec": {"type": "NodePort"}}, ["NodePort:                 80-8080  30111/TCP"]),
+    ("headless service", ["service", "clusterip", "hl", "--clusterip=None"], ("svc", "hl"),
+     {"spec": {"clusterIP": "None"}}, ["IP: None", "IPs: None"]),
+    ("serviceaccount", ["serviceaccount", "robot"], ("sa", "robot"), {"metadata": {"name": "robot"}},
+     ["Name:                robot", "Tokens:              <none>"]),
+]
+
+
+def _contains(got: Any, want: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(_contains(got.get(k), v) for k, v in want.items())
+    return bool(got == want)
+
+
+@pytest.mark.parametrize("args,target,fields,described", [c[1:] for c in CREATES], ids=[c[0] for c in CREATES])
+def test_create_issue_11_kinds(server: ServerProcess, args: list[str], target: tuple[str, str], fields: Any,
+                               described: list[str]) -> None:
+    pki = str(server.data_dir / "pki")
+    out = _sent_protobuf(server, "create", *[a.replace("{pki}", pki) for a in args])
+    assert " created" in out, out
+    obj = _get(server, *target)
+    assert _contains(obj, fields), obj
+    text = server.kubectl("describe", *target).stdout
+    for line in described:  # whitespace-insensitive: kubectl's tabwriter aligns each block by its widest line
+        assert " ".join(line.split()) in " ".join(text.split()), text
+
+
+def test_create_token_is_protobuf_both_ways(server: ServerProcess) -> None:
+    """TokenRequest is answered by the API server itself (no storage), still in its upstream message."""
+    server.kubectl("create", "serviceaccount", "bot")
+    token = _sent_protobuf(server, "create", "token", "bot", "--duration=10m").strip()
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert claims["sub"] == "system:serviceaccount:default:bot" and claims["exp"] - claims["iat"] == 600
+
+
+@pytest.mark.parametrize("args", [["cronjob", "cj", "--image=busybox", "--schedule=* * * * *"],
+                                  ["quota", "q", "--hard=pods=1"]], ids=["cronjob", "quota"])
+def test_create_of_a_kind_not_served_is_a_clean_not_found(server: ServerProcess, args: list[str]) -> None:
+    """Kinds kubelite does not serve (batch/v1 CronJob, core/v1 ResourceQuota): upstream's 404 Status, not a 415."""
+    res = server.kubectl("-v=8", "create", *args, check=False)
+    assert res.returncode == 1 and "the server could not find the requested resource" in res.stderr, res.stderr
+    assert "Response Status: 404 Not Found" in res.stderr and '\\"reason\\":\\"NotFound\\"' in res.stderr
 
 
 DEPLOYMENT = client.V1Deployment(

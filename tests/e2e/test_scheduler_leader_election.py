@@ -53,6 +53,7 @@ def cluster(tmp_path: Path) -> Iterator[ServerProcess]:
     try:
         for name in ("bare-1", "bare-2"):
             server.kubectl("create", "-f", "-", stdin=_node(name))
+        server.kubectl("create", "serviceaccount", "default")  # no controllers here to make it (admission needs it)
         yield server
     finally:
         server.stop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -176,15 +177,47 @@ def test_in_pod_client_reaches_the_api_server_through_kubernetes_service(
 
 
 def test_create_service_clusterip(cluster: tuple[ServerProcess, str, Path]) -> None:
-    """`kubectl create service` sends protobuf; it must work once the server decodes Service protobuf (skipped
-    while it answers 415)."""
+    """`kubectl create service` sends protobuf: the server decodes the Service and answers in protobuf."""
     c, _, _ = cluster
-    res = c.kubectl("create", "service", "clusterip", "made", "--tcp=8080:80", "-v=6", check=False)
-    if res.returncode != 0 and "/services?fieldManager=kubectl-create" in res.stderr and " 415 " in res.stderr:
-        pytest.skip("the server does not decode Service protobuf yet (415)")
-    assert res.returncode == 0, res.stderr
+    res = c.kubectl("create", "service", "clusterip", "made", "--tcp=8080:80", "-v=6")
+    assert re.search(r"POST \S+/services\?fieldManager=kubectl-create\S* 201 Created", res.stderr), res.stderr
     row = c.kubectl("get", "svc", "made", "--no-headers").stdout.split()
     assert row[1] == "ClusterIP" and row[4] == "8080/TCP"
+
+
+IN_CLUSTER = """
+from kubernetes import client, config
+config.load_incluster_config()
+pods = client.CoreV1Api().list_namespaced_pod(open("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read())
+print("pods:", sorted(p.metadata.name for p in pods.items), "server:", client.Configuration.get_default_copy().host)
+"""
+
+
+def test_one_pod_with_config_env_account_token_service_links_exec_and_top(
+        cluster: tuple[ServerProcess, str, Path]) -> None:
+    """Issue 11's parts meeting in one pod: env from a ConfigMap, the projected service-account token, service
+    links; `kubectl exec` sees them all, the in-cluster client reaches the API through KUBERNETES_SERVICE_HOST
+    with the token, and `kubectl top` measures the pod."""
+    c, _, _ = cluster
+    c.kubectl("create", "configmap", "seam-config", "--from-literal=greeting=hello")
+    c.kubectl("create", "service", "clusterip", "backend", "--tcp=80:8080")
+    c.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "seam"},
+        "spec": {"containers": [{
+            "name": "main", "image": "python", "command": ["sleep", "300"],
+            "env": [{"name": "GREETING", "valueFrom": {"configMapKeyRef": {"name": "seam-config", "key": "greeting"}}}],
+            "envFrom": [{"configMapRef": {"name": "seam-config"}, "prefix": "CM_"}]}]}}))
+    c.kubectl("wait", "--for=condition=Ready", "pod/seam", "--timeout=60s")
+    backend = c.kubectl("get", "svc", "backend", "-o", "jsonpath={.spec.clusterIP}").stdout
+    kubernetes = c.kubectl("get", "svc", "kubernetes", "-o", "jsonpath={.spec.clusterIP}").stdout
+    out = c.kubectl("exec", "seam", "--", "sh", "-c",
+                    "echo $GREETING $CM_greeting $BACKEND_SERVICE_HOST:$BACKEND_SERVICE_PORT $KUBERNETES_SERVICE_HOST; "
+                    "cd /var/run/secrets/kubernetes.io/serviceaccount && ls && cat namespace").stdout.split()
+    assert out == ["hello", "hello", f"{backend}:80", kubernetes, "ca.crt", "namespace", "token", "default"], out
+    listed = c.kubectl("exec", "seam", "--", sys.executable, "-c", IN_CLUSTER).stdout
+    assert "'seam'" in listed and f"server: https://{kubernetes}:443" in listed, listed
+    assert wait_for(lambda: c.kubectl("top", "pod", "seam", "--no-headers", check=False).stdout.startswith("seam"),
+                    30), c.kubectl("top", "pod", "seam", check=False)
 
 
 def _agent_pid(up: subprocess.Popen[bytes]) -> int:

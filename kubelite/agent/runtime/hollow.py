@@ -2,10 +2,12 @@
 
 For the simulator and for testing the pod worker's state machine on a fake clock. A
 hollow container's command says what it does: `hollow [--run SECONDS] [--exit CODE]
-[--exits CODE,CODE,…] [--ignore-term] [--term-after SECONDS]` — run for a while (forever without
---run), exit with a code (with --exits, the n-th run of the container exits with the n-th code,
-the last one repeating), and on the stop signal either exit at once (code 143), after a delay, or not
-at all (then only SIGKILL ends it, code 137).
+[--exits CODE,CODE,…] [--start-after SECONDS] [--ignore-term] [--term-after SECONDS]` — take a while to
+start (as a slow image pull or container creation would), run for a while (forever without --run; `--run`
+also takes a distribution, `exp:MEAN` or `uniform:LOW:HIGH`, drawn per run from the runtime's seeded
+random source so a simulation is reproducible), exit with a code (with --exits, the n-th run of the
+container exits with the n-th code, the last one repeating), and on the stop signal either exit at once
+(code 143), after a delay, or not at all (then only SIGKILL ends it, code 137).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import random
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,17 +26,29 @@ from kubelite.agent.cgroups import Limits
 from kubelite.agent.runtime.interface import KILLED, Exit, Handle
 from kubelite.clock import Clock
 
-_pids = itertools.count(100_000)
-
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hollow", add_help=False)
-    p.add_argument("--run", type=float, default=None)
+    p = argparse.ArgumentParser(prog="hollow", add_help=False, exit_on_error=False)
+    p.add_argument("--run", type=_run_spec, default=None)
+    p.add_argument("--start-after", type=float, default=0.0)
     p.add_argument("--exit", type=int, default=0)
     p.add_argument("--exits", default="")
     p.add_argument("--ignore-term", action="store_true")
     p.add_argument("--term-after", type=float, default=0.0)
     return p
+
+
+def _run_spec(text: str) -> tuple[str, float, float]:
+    """`SECONDS`, `exp:MEAN` or `uniform:LOW:HIGH`: how long each run of the container lasts."""
+    kind, _, rest = text.partition(":")
+    if not rest:
+        return "fixed", float(text), 0.0
+    values = [float(v) for v in rest.split(":")]
+    if kind == "exp" and len(values) == 1:
+        return "exp", values[0], 0.0
+    if kind == "uniform" and len(values) == 2:
+        return "uniform", values[0], values[1]
+    raise argparse.ArgumentTypeError(f"--run: {text!r} is not SECONDS, exp:MEAN or uniform:LOW:HIGH")
 
 
 @dataclass
@@ -49,8 +64,10 @@ class HollowProcess(Handle):
 class HollowRuntime:
     sandboxed = False  # nothing runs
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, rng: random.Random | None = None) -> None:
         self.clock = clock
+        self.rng = rng or random.Random(0)
+        self._pids = itertools.count(100_000)  # per runtime: two simulations in one process number alike
         self.started: list[HollowProcess] = []
         self.runs: dict[Path, int] = {}  # runs so far, by container (the directory of its logs)
 
@@ -58,22 +75,37 @@ class HollowRuntime:
                     limits: Limits | None = None, stdin: bool = False, tty: bool = False) -> HollowProcess:
         if not argv or argv[0] != "hollow":
             raise OSError(f"the hollow runtime runs only `hollow` commands, not {argv[:1]}")
-        args = _parser().parse_args(argv[1:])
+        try:
+            args = _parser().parse_args(argv[1:])
+        except argparse.ArgumentError as exc:  # a failed start, as an exec of a bad command line would be
+            raise OSError(f"hollow: {exc}") from None
         run = self.runs[log_path.parent] = self.runs.get(log_path.parent, 0) + 1
         codes = [int(c) for c in args.exits.split(",") if c] or [args.exit]
         code = codes[min(run, len(codes)) - 1]
-        p = HollowProcess(next(_pids), self.clock.now(), args.run, code, args.ignore_term, args.term_after)
+        if args.start_after > 0:
+            await self.clock.sleep(args.start_after)
+        p = HollowProcess(next(self._pids), self.clock.now(), self._duration(args.run), code, args.ignore_term,
+                          args.term_after)
         if p.run_for is not None:
             p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code)))
         self.started.append(p)
         return p
+
+    def _duration(self, spec: tuple[str, float, float] | None) -> float | None:
+        if spec is None:
+            return None
+        kind, a, b = spec
+        if kind == "exp":
+            return self.rng.expovariate(1.0 / a) if a > 0 else 0.0
+        return self.rng.uniform(a, b) if kind == "uniform" else a
 
     async def _run(self, p: HollowProcess, seconds: float, result: Exit) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await self.clock.sleep(seconds)
             p.finish(result)
 
-    def signal(self, p: HollowProcess, sig: int) -> None:
+    def signal(self, p: Handle, sig: int) -> None:
+        assert isinstance(p, HollowProcess), "a hollow runtime signals only its own processes"
         p.signals.append(sig)
         if sig == signal.SIGKILL:
             p.finish(KILLED)
@@ -92,10 +124,10 @@ class HollowRuntime:
         """Hollow processes are never left behind by a dead runtime."""
         return None
 
-    def kill(self, p: HollowProcess) -> None:
+    def kill(self, p: Handle) -> None:
         self.signal(p, signal.SIGKILL)
 
-    async def wait(self, p: HollowProcess) -> Exit:
+    async def wait(self, p: Handle) -> Exit:
         await p.done.wait()
         assert p.result is not None
         return p.result

@@ -1,0 +1,186 @@
+"""What a simulation observes: an event log of pod and Event changes, and samples of the cluster over time.
+
+It watches through the same client as every component (informers over the in-process transport);
+times are virtual seconds since the simulation started. The log is the run's fingerprint: the same
+scenario and seed give the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kubelite.api.podresources import pod_requests, quantity_units
+from kubelite.client.informer import Handlers, Informer
+from kubelite.client.interface import Client
+from kubelite.clock import Clock
+
+Obj = dict[str, Any]
+ZONE = "topology.kubernetes.io/zone"
+RESOURCES = ("cpu", "memory", "pods")
+DISRUPTIONS = ("Preempted", "Evicted", "TaintManagerEviction")
+
+
+@dataclass
+class PodLife:
+    """One pod's milestones (virtual seconds); None until reached."""
+
+    name: str
+    created: float
+    scheduled: float | None = None
+    running: float | None = None
+    deleting: float | None = None
+    finished: float | None = None
+    deleted: float | None = None
+    node: str = ""
+    phase: str = "Pending"
+    steps: list[tuple[float, str]] = field(default_factory=list)  # the termination timeline's entries
+
+
+def _view(pod: Obj) -> tuple[Any, ...]:
+    """What of a pod the log follows: phase, node, deletion, readiness, each container's state and restarts."""
+    status = pod.get("status") or {}
+    containers = tuple((c["name"], next(iter(c.get("state") or {"waiting": {}})), c.get("restartCount", 0),
+                        ((c.get("state") or {}).get("terminated") or {}).get("exitCode"))
+                       for c in [*(status.get("initContainerStatuses") or []),
+                                 *(status.get("containerStatuses") or [])])
+    ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    return (status.get("phase"), pod["spec"].get("nodeName"), bool(pod["metadata"].get("deletionTimestamp")),
+            ready, containers)
+
+
+class Recorder:
+    def __init__(self, client: Client, clock: Clock, start: float) -> None:
+        self.clock = clock
+        self.start = start
+        self.log: list[bytes] = []
+        self.pods: dict[str, PodLife] = {}  # by namespace/name/uid
+        self.latest: dict[str, PodLife] = {}  # by namespace/name: the newest pod of that name
+        self.disruptions: list[tuple[float, str, str]] = []  # (t, reason, pod)
+        self.samples: list[Obj] = []
+        self.pod_informer = Informer(client, "/api/v1/pods", clock,
+                                     Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
+        self.node_informer = Informer(client, "/api/v1/nodes", clock)
+        self.event_informer = Informer(client, "/api/v1/events", clock,
+                                       Handlers(self._event, lambda old, new: self._event(new)))
+        self._seen_events: set[str] = set()
+
+    def t(self) -> float:
+        return round(self.clock.monotonic() - self.start, 3)
+
+    def _write(self, record: Obj) -> None:
+        self.log.append(orjson.dumps({"t": self.t(), **record}, option=orjson.OPT_SORT_KEYS))
+
+    @staticmethod
+    def _key(pod: Obj) -> str:
+        m = pod["metadata"]
+        return f"{m['namespace']}/{m['name']}/{m['uid']}"
+
+    def _pod_added(self, pod: Obj) -> None:
+        life = self.pods[self._key(pod)] = PodLife(pod["metadata"]["name"], self.t())
+        self.latest[f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"] = life
+        self._pod_updated(None, pod)
+
+    def _pod_updated(self, old: Obj | None, pod: Obj) -> None:
+        life = self.pods.get(self._key(pod))
+        if life is None:
+            return
+        view = _view(pod)
+        if old is not None and _view(old) == view:
+            return
+        phase, node, deleting, ready, containers = view
+        now = self.t()
+        if node and life.scheduled is None:
+            life.scheduled, life.node = now, node
+            life.steps.append((now, f"scheduled to {node}"))
+        if phase == "Running" and life.running is None:
+            life.running = now
+            life.steps.append((now, "running"))
+        if deleting and life.deleting is None:
+            life.deleting = now
+            life.steps.append((now, "deletion requested"))
+        if phase in ("Succeeded", "Failed") and life.finished is None:
+            life.finished = now
+            life.steps.append((now, phase.lower()))
+        before = {c[0]: c for c in (_view(old)[4] if old is not None else ())}
+        for c in containers:
+            if c[1] == "terminated" and before.get(c[0], (None, None))[1] != "terminated":
+                life.steps.append((now, f"{c[0]} exited {c[3]}"))
+        life.phase = phase or life.phase
+        self._write({"pod": self._key(pod).rsplit("/", 1)[0], "phase": phase, "node": node, "deleting": deleting,
+                     "ready": ready, "containers": [list(c) for c in containers]})
+
+    def _pod_deleted(self, pod: Obj) -> None:
+        life = self.pods.get(self._key(pod))
+        if life is not None:
+            life.deleted = self.t()
+            life.steps.append((life.deleted, "deleted"))
+        self._write({"pod": self._key(pod).rsplit("/", 1)[0], "gone": True})
+
+    def _event(self, event: Obj) -> None:
+        uid = event["metadata"].get("uid", "")
+        if uid in self._seen_events:  # a repeat only bumps count: logged once
+            return
+        self._seen_events.add(uid)
+        obj = event.get("involvedObject") or {}
+        name = f"{obj.get('namespace', '')}/{obj.get('name', '')}"
+        reason = event.get("reason", "")
+        self._write({"event": reason, "object": f"{obj.get('kind', '')} {name}", "message": event.get("message", "")})
+        if reason in DISRUPTIONS:
+            self.disruptions.append((self.t(), reason, name))
+        life = self.latest.get(name) if obj.get("kind") == "Pod" else None
+        if life is not None and life.deleted is None and reason in ("Killing", "BackOff", *DISRUPTIONS):
+            life.steps.append((self.t(), reason))
+
+    def evicted(self, pod: Obj) -> None:
+        """An eviction through the API (a drain) succeeded: it leaves no Event, so it is counted here."""
+        name = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        self.disruptions.append((self.t(), "Evicted (API)", name))
+        self._write({"action": "evicted", "detail": name})
+
+    def log_action(self, what: str, detail: str) -> None:
+        self._write({"action": what, "detail": detail})
+
+    def sample(self, spread: dict[str, tuple[dict[str, str], list[str]]]) -> None:
+        """Utilisation per resource and topology skew per spread workload, now."""
+        nodes = {n["metadata"]["name"]: n for n in self.node_informer.store.values()}
+        alloc = {r: 0 for r in RESOURCES}
+        for n in nodes.values():
+            for r in RESOURCES:
+                alloc[r] += quantity_units(r, ((n.get("status") or {}).get("allocatable") or {}).get(r, "0"))
+        used = {r: 0 for r in RESOURCES}
+        running = [p for p in self.pod_informer.store.values()
+                   if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        in_use: set[str] = set()
+        for p in running:
+            req = pod_requests(p["spec"])
+            for r in ("cpu", "memory"):
+                used[r] += req.get(r, 0)
+            used["pods"] += 1
+            in_use.add(p["spec"]["nodeName"])
+        # Bin packing shows as fewer nodes in use, each fuller: CPU requested over the CPU of those nodes.
+        in_use_cpu = sum(quantity_units("cpu", ((nodes[n].get("status") or {}).get("allocatable") or {}).get("cpu", 0))
+                         for n in in_use if n in nodes)
+        skew: Obj = {}
+        for workload, (labels, keys) in sorted(spread.items()):
+            for key in keys:
+                counts = {n["metadata"]["labels"][key]: 0 for n in nodes.values()
+                          if key in (n["metadata"].get("labels") or {})}
+                for p in running:
+                    domain = (nodes.get(p["spec"]["nodeName"], {}).get("metadata", {}).get("labels") or {}).get(key)
+                    if domain in counts and labels.items() <= (p["metadata"].get("labels") or {}).items():
+                        counts[domain] += 1
+                if counts:
+                    skew[f"{workload}/{key}"] = max(counts.values()) - min(counts.values())
+        pending = sum(1 for p in self.pod_informer.store.values() if not p["spec"].get("nodeName"))
+        self.samples.append({"t": self.t(), "utilisation": {r: (used[r] / alloc[r] if alloc[r] else 0.0)
+                                                             for r in RESOURCES},
+                             "nodesInUse": len(in_use),
+                             "cpuOfNodesInUse": used["cpu"] / in_use_cpu if in_use_cpu else 0.0,
+                             "pending": pending, "running": len(running), "skew": skew})
+
+    def zones(self) -> dict[str, str]:
+        return {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(ZONE, "")
+                for n in self.node_informer.store.values()}

@@ -1,0 +1,184 @@
+"""A run's outputs: events.log (the fingerprint), metrics.json, and report.html with plots (matplotlib, the
+`[sim]` extra: without it only the log and metrics are written)."""
+
+from __future__ import annotations
+
+import html
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kubelite.sim.runner import Outcome
+
+Obj = dict[str, Any]
+
+
+def metrics(out: Outcome) -> Obj:
+    r = out.recorder
+    lives = sorted(r.pods.items())
+    pending = [life.scheduled - life.created for _, life in lives if life.scheduled is not None]
+    zones = r.zones()
+    by_node = Counter(life.node for _, life in lives if life.node)
+    by_zone = Counter(zones.get(life.node, "") or "(none)" for _, life in lives if life.node)
+    timeline = [{"pod": key.rsplit("/", 1)[0], "steps": [[t, s] for t, s in life.steps]} for key, life in lives
+                if any(key.split("/")[1].startswith(name) for name in out.scenario.timeline)]
+
+    def q(p: float) -> float:
+        return round(statistics.quantiles(pending, n=100, method="inclusive")[int(p) - 1], 3) if len(pending) > 1 \
+            else round(pending[0], 3) if pending else 0.0
+
+    return {
+        "scenario": out.scenario.name, "seed": out.seed, "schedulerConfig": out.config,
+        "simulatedSeconds": out.scenario.duration, "pods": len(lives),
+        "scheduled": len(pending), "neverScheduled": sum(1 for _, life in lives if life.scheduled is None),
+        "pendingSeconds": {"mean": round(statistics.fmean(pending), 3) if pending else 0.0,
+                           "p50": q(50), "p90": q(90), "p99": q(99), "max": round(max(pending, default=0.0), 3)},
+        "placementByNode": dict(sorted(by_node.items())), "placementByZone": dict(sorted(by_zone.items())),
+        "disruptions": [{"t": t, "reason": reason, "pod": pod} for t, reason, pod in r.disruptions],
+        "samples": r.samples, "timeline": timeline, "pendingTimes": [round(p, 3) for p in pending],
+    }
+
+
+def write(out: Outcome, directory: Path) -> Obj:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "events.log").write_bytes(b"\n".join(out.recorder.log) + b"\n")
+    m = metrics(out)
+    (directory / "metrics.json").write_bytes(orjson.dumps(m, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    plots = _plots([m], directory)
+    _html(directory / "report.html", [m], plots)
+    return m
+
+
+def write_comparison(outs: list[Outcome], directory: Path) -> list[Obj]:
+    """Each run in its own subdirectory, and one report with the plots side by side and the differences."""
+    ms = [write(o, directory / f"{i}-{Path(o.config).stem}") for i, o in enumerate(outs)]
+    plots = _plots(ms, directory)
+    _html(directory / "report.html", ms, plots, differences(ms))
+    return ms
+
+
+def differences(ms: list[Obj]) -> list[str]:
+    """The headline numbers that differ between runs, in words."""
+    a, b = ms[0], ms[-1]
+    out = []
+    for label, key in (("mean pending time (s)", "mean"), ("p90 pending time (s)", "p90"),
+                       ("max pending time (s)", "max")):
+        x, y = a["pendingSeconds"][key], b["pendingSeconds"][key]
+        if x != y:
+            out.append(f"{label}: {a['schedulerConfig']} {x} vs {b['schedulerConfig']} {y}")
+    for res in ("cpu", "memory"):
+        x, y = (statistics.fmean(s["utilisation"][res] for s in m["samples"]) if m["samples"] else 0.0 for m in (a, b))
+        if round(x, 4) != round(y, 4):
+            out.append(f"mean {res} utilisation: {a['schedulerConfig']} {x:.1%} vs {b['schedulerConfig']} {y:.1%}")
+    for label, key, fmt in (("mean nodes in use", "nodesInUse", ".1f"),
+                            ("mean cpu utilisation of the nodes in use", "cpuOfNodesInUse", ".1%")):
+        x, y = (statistics.fmean(s[key] for s in m["samples"]) if m["samples"] else 0.0 for m in (a, b))
+        if round(x, 4) != round(y, 4):
+            out.append(f"{label}: {a['schedulerConfig']} {x:{fmt}} vs {b['schedulerConfig']} {y:{fmt}}")
+    if a["neverScheduled"] != b["neverScheduled"]:
+        out.append(f"never scheduled: {a['schedulerConfig']} {a['neverScheduled']} vs "
+                   f"{b['schedulerConfig']} {b['neverScheduled']}")
+    return out or ["no difference in the headline numbers"]
+
+
+def _plots(ms: list[Obj], directory: Path) -> list[str]:
+    """PNG and SVG plots, one figure per topic with one column per run; [] without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    matplotlib.rcParams["svg.hashsalt"] = "kubelite-sim"  # reproducible SVG ids
+    names = []
+    topics = (("pending", "pending time (s)"), ("utilisation", "utilisation over time"),
+              ("placement", "pods placed by node / zone"), ("disruptions", "preemptions and evictions over time"),
+              ("skew", "topology skew over time"), ("timeline", "termination timeline"))
+    for topic, title in topics:
+        fig, axes = plt.subplots(1, len(ms), figsize=(6 * len(ms), 3.5), squeeze=False,
+                                 sharey=topic != "placement")  # side by side on one scale
+        for ax, m in zip(axes[0], ms, strict=True):
+            _draw(topic, ax, m)
+            ax.set_title(f"{title} — {m['schedulerConfig']}", fontsize=9)
+        fig.tight_layout()
+        for ext in ("png", "svg"):
+            fig.savefig(directory / f"{topic}.{ext}", metadata={"Date": None} if ext == "svg" else {"Software": None})
+        plt.close(fig)
+        names.append(topic)
+    return names
+
+
+def _draw(topic: str, ax: Any, m: Obj) -> None:
+    samples = m["samples"]
+    ts = [s["t"] / 60 for s in samples]
+    if topic == "pending":
+        ax.hist(m["pendingTimes"] or [0], bins=30)
+        ax.set_xlabel("seconds from creation to binding")
+    elif topic == "utilisation":
+        for res in ("cpu", "memory", "pods"):
+            ax.plot(ts, [s["utilisation"][res] for s in samples], label=res)
+        ax.plot(ts, [s["cpuOfNodesInUse"] for s in samples], "--", label="cpu of the nodes in use")
+        ax.set_xlabel("minutes")
+        ax.legend(fontsize=7)
+    elif topic == "placement":
+        nodes = m["placementByNode"]
+        ax.bar(list(nodes), list(nodes.values()))
+        ax.tick_params(axis="x", labelrotation=90, labelsize=6)
+        ax.set_xlabel(", ".join(f"zone {z}: {n}" for z, n in m["placementByZone"].items()), fontsize=7)
+    elif topic == "disruptions":
+        for reason in sorted({d["reason"] for d in m["disruptions"]}):
+            times = sorted(d["t"] / 60 for d in m["disruptions"] if d["reason"] == reason)
+            ax.step(times, range(1, len(times) + 1), where="post", label=reason)
+        ax.set_xlabel("minutes")
+        if m["disruptions"]:
+            ax.legend(fontsize=7)
+    elif topic == "skew":
+        for key in sorted({k for s in samples for k in s["skew"]}):
+            ax.plot(ts, [s["skew"].get(key, 0) for s in samples], label=key)
+            ax.legend(fontsize=7)
+        ax.set_xlabel("minutes")
+    else:
+        _timeline(ax, m["timeline"])
+
+
+def _timeline(ax: Any, entries: list[Obj]) -> None:
+    """Per pod: bars for running (green) and terminating (red), and the steps, grouped by instant."""
+    for row, entry in enumerate(entries):
+        steps = entry["steps"]
+        start = next((t for t, s in steps if s == "running"), None)
+        stop = next((t for t, s in steps if s in ("deletion requested", "Preempted", "Killing")), None)
+        end = next((t for t, s in reversed(steps) if s in ("deleted", "succeeded", "failed")), None)
+        if start is not None:
+            ax.broken_barh([(start, (stop if stop is not None else end if end is not None else start) - start)],
+                           (row - 0.15, 0.3), color="tab:green")
+        if stop is not None:
+            ax.broken_barh([(stop, (end if end is not None else stop) - stop)], (row - 0.15, 0.3), color="tab:red")
+        at: dict[float, list[str]] = {}
+        for t, step in steps:
+            at.setdefault(t, []).append(step)
+        for i, (t, names) in enumerate(sorted(at.items())):
+            ax.annotate(f"{t:g}s: " + ", ".join(names), (t, row), xytext=(0, 10 + 9 * (i % 2)),
+                        textcoords="offset points", fontsize=6)
+    ax.set_yticks(range(len(entries)), [e["pod"] for e in entries], fontsize=6)
+    ax.set_ylim(-0.5, len(entries) - 0.2)
+    ax.set_xlabel("seconds")
+
+
+def _html(path: Path, ms: list[Obj], plots: list[str], diffs: list[str] | None = None) -> None:
+    rows = "".join(
+        f"<tr><td>{html.escape(m['schedulerConfig'])}</td><td>{m['pods']}</td><td>{m['neverScheduled']}</td>"
+        f"<td>{m['pendingSeconds']['mean']}</td><td>{m['pendingSeconds']['p90']}</td>"
+        f"<td>{len(m['disruptions'])}</td></tr>" for m in ms)
+    diff_html = "".join(f"<li>{html.escape(d)}</li>" for d in diffs or [])
+    body = (f"<h1>Simulation: {html.escape(ms[0]['scenario'])} (seed {ms[0]['seed']})</h1>"
+            "<table border=1><tr><th>scheduler config</th><th>pods</th><th>never scheduled</th>"
+            f"<th>mean pending (s)</th><th>p90 pending (s)</th><th>preemptions/evictions</th></tr>{rows}</table>"
+            + (f"<h2>Differences</h2><ul>{diff_html}</ul>" if diffs else "")
+            + "".join(f'<h2>{p}</h2><img src="{p}.svg">' for p in plots)
+            + ("" if plots else "<p>Plots need matplotlib: pip install 'kubelite[sim]'.</p>"))
+    path.write_text(f"<!doctype html><html><head><meta charset=utf-8><title>kubelite sim</title></head>"
+                    f"<body>{body}</body></html>\n")

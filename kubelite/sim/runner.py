@@ -1,0 +1,315 @@
+"""One simulation: the control plane and hollow agents on a virtual-time loop, driven by a scenario.
+
+The wiring is `kubelite server`'s (cli/serve.py) with three seams changed, as DESIGN.md says: the
+store commits inline in a temporary database (store.py), components talk through the in-process
+transport, and the loop's clock is virtual (clock.py). Each node is a real `Agent` with the hollow
+runtime and no HTTP endpoint. Everything random is seeded from the run's seed: the scenario's
+arrivals, the scheduler's tie-breaks, generated names and uids, each node's hollow durations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import signal
+import uuid
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from kubelite.agent.agent import Agent
+from kubelite.agent.config import NodeConfig, NodeConfigError
+from kubelite.agent.config import parse as parse_node_config
+from kubelite.agent.eviction.thresholds import eviction_config
+from kubelite.agent.runtime.hollow import HollowRuntime
+from kubelite.apiserver import pki
+from kubelite.apiserver.app import ApiServer
+from kubelite.apiserver.inprocess import InProcessClient
+from kubelite.client.interface import Client
+from kubelite.controllers import registry
+from kubelite.controllers.manager import keep_running
+from kubelite.scheduler import config as scheduler_config
+from kubelite.scheduler.scheduler import Scheduler
+from kubelite.sim import workloads
+from kubelite.sim.clock import PacedLoop, VirtualClock, VirtualTimeLoop
+from kubelite.sim.recorder import Recorder
+from kubelite.sim.scenario import Fault, NodePool, Scenario, ScenarioError
+from kubelite.sim.store import InlineSQLiteStore
+
+Obj = dict[str, Any]
+SETTLE = 30.0  # virtual seconds for nodes to register and components to sync before the scenario starts
+Progress = Callable[[float, float], None]  # (simulated seconds done, total)
+
+
+@dataclass(frozen=True)
+class Serve:
+    """`kubelite sim serve`: the simulation behind the HTTP API (insecure, loopback), at `speed`x real time."""
+
+    port: int
+    speed: float
+    kubeconfig: Path
+    bind: str = "127.0.0.1"
+
+
+@dataclass
+class Outcome:
+    scenario: Scenario
+    seed: int
+    config: str  # the scheduler configuration's file name, or "default"
+    recorder: Recorder
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """The process's random generator and uuid4 from `seed` for the run (the simulation owns the process)."""
+    ids = random.Random(seed ^ 0x5EED)
+    original = uuid.uuid4
+    random.seed(seed)
+    uuid.uuid4 = lambda: uuid.UUID(int=ids.getrandbits(128), version=4)
+    try:
+        yield
+    finally:
+        uuid.uuid4 = original
+        random.seed()
+
+
+def run(scn: Scenario, seed: int, config: Path | None, work_dir: Path, progress: Progress | None = None,
+        serve: Serve | None = None) -> Outcome:
+    """Run `scn` to its end on a fresh virtual-time loop; `work_dir` holds the hollow nodes' data dirs.
+    With `serve`, on a loop paced to real time instead, serving HTTP, until interrupted (SIGINT/SIGTERM)."""
+    sched = scheduler_config.load(config)
+    loop: asyncio.AbstractEventLoop = PacedLoop(serve.speed) if serve else VirtualTimeLoop()
+    try:
+        with seeded(seed):
+            recorder = loop.run_until_complete(_simulate(loop, scn, seed, sched, work_dir, progress, serve))
+    finally:
+        _cancel_leftovers(loop)
+        loop.close()
+    return Outcome(scn, seed, config.name if config else "default", recorder)
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    """As asyncio.run does: what the components left behind (a stopped pod worker's watchers) is cancelled."""
+    left = asyncio.all_tasks(loop)
+    for task in left:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+
+
+def _node_config(scn: Scenario) -> NodeConfig:
+    try:
+        cfg = parse_node_config({"kind": "KubeletConfiguration", **scn.node_config}) if scn.node_config \
+            else NodeConfig()
+    except NodeConfigError as exc:
+        raise ScenarioError(f"{scn.file}: nodeConfig: {exc}") from None
+    # Hollow containers use no memory or disk: node-pressure eviction has nothing to observe (not simulated).
+    cfg.eviction = eviction_config({"evictionHard": {}, "enforceNodeAllocatable": []})
+    return cfg
+
+
+class _Cluster:
+    """The running components and hollow agents of one simulation."""
+
+    def __init__(self, client: Client, clock: VirtualClock, scn: Scenario, seed: int, work_dir: Path) -> None:
+        self.client = client
+        self.clock = clock
+        self.scn = scn
+        self.seed = seed
+        self.work_dir = work_dir
+        self.node_config = _node_config(scn)
+        self.tasks: list[asyncio.Task[None]] = []
+        self.agents: dict[str, asyncio.Task[None]] = {}
+        self.runtimes: dict[str, HollowRuntime] = {}
+
+    def spawn(self, name: str, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        self.tasks.append(asyncio.create_task(keep_running(name, work, self.clock), name=name))
+
+    def _agent(self, name: str, index: int) -> Agent:
+        runtime = self.runtimes.setdefault(name, HollowRuntime(self.clock,
+                                                               random.Random(self.seed * 100_003 + index)))
+        (self.work_dir / name).mkdir(parents=True, exist_ok=True)
+        agent = Agent(self.client, self.clock, name, self.work_dir / name, self.node_config, runtime,
+                      host_ip=f"10.{index // 65536 % 256}.{index // 256 % 256}.{index % 256}")
+        agent.eviction.manager.interval = self.scn.duration + SETTLE  # see _node_config: one round, at start
+        return agent
+
+    async def add_node(self, pool: NodePool, name: str, index: int) -> None:
+        """Register the Node as kubelet's --node-labels and --register-with-taints would, then start its agent."""
+        agent = self._agent(name, index)
+        agent.capacity.clear()
+        agent.capacity.update(pool.capacity)
+        node = agent.node.node_object()
+        node["metadata"].setdefault("labels", {}).update(pool.labels)
+        if pool.taints:
+            node.setdefault("spec", {})["taints"] = pool.taints
+        await self.client.create("/api/v1/nodes", node)
+        self.start_agent(name, agent)
+
+    def start_agent(self, name: str, agent: Agent) -> None:
+        self.agents[name] = asyncio.create_task(agent.run(http=False), name=f"agent {name}")
+
+    async def stop_agent(self, name: str) -> None:
+        task = self.agents.pop(name, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def stop(self) -> None:
+        for name in sorted(self.agents):
+            await self.stop_agent(name)
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
+                    sched: scheduler_config.SchedulerConfig, work_dir: Path, progress: Progress | None,
+                    serve: Serve | None) -> Recorder:
+    clock = VirtualClock(loop)
+    store = InlineSQLiteStore()
+    server = ApiServer(store, clock, server_address=f"127.0.0.1:{serve.port}" if serve else "127.0.0.1:6443")
+    await server.start()
+    http = await _serve_http(server, serve) if serve else None
+    stop = _signalled() if serve else None
+    client = InProcessClient(server)
+    cluster = _Cluster(client, clock, scn, seed, work_dir)
+    try:
+        cluster.spawn("scheduler", lambda: Scheduler(client, clock, sched, seed=seed).run())
+        for name, start in registry.starters(client, clock).items():
+            cluster.spawn(f"{name} controller", start)
+        for pc in scn.priority_classes:
+            await client.create("/apis/scheduling.k8s.io/v1/priorityclasses",
+                                {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **pc})
+        index = 0
+        for pool in scn.pools:
+            for i in range(pool.count):
+                await cluster.add_node(pool, f"{pool.name}-{i}", index)
+                index += 1
+        await clock.sleep(SETTLE)
+        recorder = Recorder(client, clock, clock.monotonic())
+        for name, informer in (("pods", recorder.pod_informer), ("nodes", recorder.node_informer),
+                               ("events", recorder.event_informer)):
+            cluster.spawn(f"recorder {name}", informer.run)
+        await recorder.node_informer.synced.wait()
+        if serve is None:
+            await _drive(cluster, recorder, scn, progress)
+            return recorder
+        # Served: the scenario plays out, and the cluster keeps running for kubectl until interrupted.
+        driving = asyncio.ensure_future(_drive(cluster, recorder, scn, progress))
+        assert stop is not None
+        await stop.wait()
+        driving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await driving
+        return recorder
+    finally:
+        if http is not None:
+            await http.cleanup()
+        await cluster.stop()
+        await server.stop()
+        await store.close()
+
+
+async def _serve_http(server: ApiServer, serve: Serve) -> web.AppRunner:
+    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, serve.bind, serve.port).start()
+    url = f"http://{serve.bind}:{serve.port}"
+    pki.write_kubeconfig(serve.kubeconfig, url, None, None)
+    print(f"kubelite sim: simulated cluster at {url} ({serve.speed:g}x real time); "
+          f"export KUBECONFIG={serve.kubeconfig}", flush=True)
+    return runner
+
+
+def _signalled() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+def _spread(scn: Scenario) -> dict[str, tuple[dict[str, str], list[str]]]:
+    """Workloads with topology spread constraints: their labels and topology keys (skew is sampled for them)."""
+    return {w.name: (w.labels, sorted({c["topologyKey"] for c in w.spec.get("topologySpreadConstraints") or []}))
+            for w in scn.workloads if w.spec.get("topologySpreadConstraints")}
+
+
+async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress: Progress | None) -> None:
+    """Arrivals, faults and samples in time order, until the scenario's duration."""
+    actions: list[tuple[float, int, Callable[[], Coroutine[Any, Any, None]]]] = []
+    seq = 0
+    for w in scn.workloads:
+        for i, arrival in enumerate(w.arrivals):
+            obj = workloads.manifest(w, i, arrival)
+            actions.append((arrival.at, seq, _creator(cluster.client, recorder, w.kind, obj)))
+            seq += 1
+    for fault in scn.faults:
+        actions.append((fault.at, seq, _fault(cluster, recorder, fault)))
+        seq += 1
+    spread = _spread(scn)
+    t = 0.0
+    while t <= scn.duration:
+        actions.append((t, seq, _sampler(recorder, spread, t, scn.duration, progress)))
+        seq += 1
+        t += scn.sample
+    actions.sort(key=lambda a: (a[0], a[1]))
+    start = recorder.start
+    background: list[asyncio.Task[None]] = []
+    for at, _, action in actions:
+        if at > scn.duration:
+            break
+        await cluster.clock.sleep(start + at - cluster.clock.monotonic())
+        background.append(asyncio.create_task(action()))
+    await cluster.clock.sleep(start + scn.duration - cluster.clock.monotonic())
+    for task in background:
+        task.cancel()
+    await asyncio.gather(*background, return_exceptions=True)
+
+
+def _creator(client: Client, recorder: Recorder, kind: str, obj: Obj) -> Callable[[], Coroutine[Any, Any, None]]:
+    async def create() -> None:
+        meta = obj["metadata"]
+        recorder.log_action("create", f"{kind} {meta['namespace']}/{meta['name']}")
+        await client.create(workloads.collection(kind, meta["namespace"]), obj)
+    return create
+
+
+def _sampler(recorder: Recorder, spread: dict[str, tuple[dict[str, str], list[str]]], t: float, total: float,
+             progress: Progress | None) -> Callable[[], Coroutine[Any, Any, None]]:
+    async def sample() -> None:
+        recorder.sample(spread)
+        if progress is not None:
+            progress(t, total)
+    return sample
+
+
+def _fault(cluster: _Cluster, recorder: Recorder, fault: Fault) -> Callable[[], Coroutine[Any, Any, None]]:
+    async def inject() -> None:
+        recorder.log_action(fault.kind, str(fault.target))
+        target = fault.target
+        if fault.kind == "nodeLost":  # the agent stops without a word: heartbeats end, its pods are orphaned
+            await cluster.stop_agent(str(target))
+        elif fault.kind == "agentRestart":
+            await cluster.stop_agent(str(target))
+            index = cluster.scn.node_names().index(str(target))
+            cluster.start_agent(str(target), cluster._agent(str(target), index))
+        elif fault.kind == "drain":
+            pods = [p for p in recorder.pod_informer.store.values() if p["spec"].get("nodeName") == target
+                    and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+            await workloads.drain(cluster.client, cluster.clock, str(target), pods, recorder.evicted)
+        elif fault.kind == "pdb":
+            await workloads.apply(cluster.client, *workloads.pdb(dict(target)))
+        elif fault.kind == "scale":
+            w = next(w for w in cluster.scn.workloads if w.name == target["workload"])
+            path = workloads.collection(w.kind, w.namespace)
+            await cluster.client.patch(f"{path}/{w.name}", {"spec": {"replicas": int(target["replicas"])}})
+        elif fault.kind == "delete":
+            ns, _, name = str(target).rpartition("/")
+            await cluster.client.delete(f"/api/v1/namespaces/{ns or 'default'}/pods/{name}")
+    return inject

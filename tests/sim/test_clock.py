@@ -1,0 +1,60 @@
+"""The virtual-time loop: timers, timeouts and executor work on virtual time, taking no real time."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from kubelite.clock import bounded
+from kubelite.sim.clock import VirtualClock, VirtualTimeLoop
+
+
+async def _sleeps(clock: VirtualClock) -> None:
+    await asyncio.gather(*(clock.sleep(s) for s in (3600.0, 10.0, 86_400.0)))
+
+
+async def _wait_for_timeout(clock: VirtualClock) -> None:
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(asyncio.Event().wait(), 7200)
+
+
+async def _bounded(clock: VirtualClock) -> None:
+    finished, _ = await bounded(clock, asyncio.Event().wait(), 90)
+    assert not finished
+
+
+async def _executor(clock: VirtualClock) -> None:
+    assert await asyncio.to_thread(lambda: 42) == 42  # inline: no thread decides ordering
+
+
+async def _deadline_loop(clock: VirtualClock) -> None:
+    """A loop sleeping the remainder to a deadline (the pattern that livelocks a naive autojump clock)."""
+    deadline = clock.monotonic() + 1 / 3
+    while clock.monotonic() < deadline:
+        await clock.sleep(deadline - clock.monotonic())
+
+
+CASES = [
+    pytest.param(_sleeps, 86_400.0, id="concurrent sleeps: time jumps to the last"),
+    pytest.param(_wait_for_timeout, 7200.0, id="asyncio.wait_for times out on virtual time"),
+    pytest.param(_bounded, 90.0, id="kubelite.clock.bounded on virtual time"),
+    pytest.param(_executor, 0.0, id="executor work runs inline, no time passes"),
+    pytest.param(_deadline_loop, 1 / 3, id="sleeping to a deadline reaches it"),
+]
+
+
+@pytest.mark.parametrize("work,virtual", CASES)
+def test_virtual_time(work: Callable[[VirtualClock], Awaitable[None]], virtual: float) -> None:
+    loop = VirtualTimeLoop()
+    clock = VirtualClock(loop)
+    start = time.perf_counter()
+    try:
+        loop.run_until_complete(work(clock))
+    finally:
+        loop.close()
+    assert clock.monotonic() == pytest.approx(virtual, abs=1e-6)
+    assert clock.now() == pytest.approx(clock.epoch + virtual, abs=1e-6)
+    assert time.perf_counter() - start < 5.0

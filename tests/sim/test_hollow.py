@@ -1,0 +1,46 @@
+"""The hollow command's simulation flags: run-time distributions from the runtime's seed, start-up delay."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import pytest
+
+from kubelite.agent.runtime.hollow import HollowRuntime
+from kubelite.sim.clock import VirtualClock, VirtualTimeLoop
+
+RNG_EXP = random.Random(5).expovariate(1 / 60)
+RNG_UNI = random.Random(5).uniform(10, 20)
+
+CASES = [
+    pytest.param(["--run", "30"], 30.0, id="fixed run time"),
+    pytest.param(["--run", "exp:60"], RNG_EXP, id="exponential: drawn from the runtime's seeded source"),
+    pytest.param(["--run", "uniform:10:20"], RNG_UNI, id="uniform: drawn from the runtime's seeded source"),
+    pytest.param(["--run", "30", "--start-after", "4"], 34.0, id="start-up delay before the run"),
+]
+
+
+@pytest.mark.parametrize("flags,ends_at", CASES)
+def test_hollow_run_time(tmp_path: Path, flags: list[str], ends_at: float) -> None:
+    loop = VirtualTimeLoop()
+    clock = VirtualClock(loop)
+    runtime = HollowRuntime(clock, random.Random(5))
+
+    async def run() -> int:
+        p = await runtime.start(["hollow", *flags], {}, None, tmp_path / "c" / "0.log")
+        return (await runtime.wait(p)).code
+
+    try:
+        assert loop.run_until_complete(run()) == 0
+    finally:
+        loop.close()
+    assert clock.monotonic() == pytest.approx(ends_at, abs=1e-6)
+
+
+def test_bad_run_spec_is_refused(tmp_path: Path) -> None:
+    runtime = HollowRuntime(VirtualClock(VirtualTimeLoop()))
+    with pytest.raises(OSError, match="not SECONDS, exp:MEAN or uniform:LOW:HIGH"):  # a failed start, not an exit
+        asyncio.new_event_loop().run_until_complete(
+            runtime.start(["hollow", "--run", "gamma:3"], {}, None, tmp_path / "c" / "0.log"))

@@ -1,0 +1,55 @@
+"""Scenario files: a bad one is reported with its file and line, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubelite.sim.scenario import ScenarioError, load
+
+GOOD_POOL = "nodePools:\n  - {name: n, count: 1}\n"
+CASES = [
+    pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    kind: Daemon\n", 6,
+                 "kind must be one of", id="unknown workload kind: the kind's line"),
+    pytest.param("duration: soon\n" + GOOD_POOL, 1, "is not a duration", id="bad duration: its line"),
+    pytest.param("duration: 1h\nnodePools:\n  - name: n\n    count: -1\n", 4, "count must be a positive",
+                 id="bad pool count: its line"),
+    pytest.param("duration: 1h\n" + GOOD_POOL + "faults:\n  - {at: 1m, explode: n-0}\n", 5, "unknown field",
+                 id="unknown fault: its line"),
+    pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    behaviour: {run: {gamma: 3}}\n",
+                 6, "unknown field 'gamma'", id="unknown distribution: its line"),
+    pytest.param("duration: 1h\n" + GOOD_POOL + "faults:\n  - at: 1m\n    nodeLost: m-0\n", 6, "no node 'm-0'",
+                 id="fault on an unknown node: its line"),
+    pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    spec:\n      containers:\n"
+                 "        - {name: c, livenessProbe: {tcpSocket: {port: 80}}}\n", 7, "livenessProbe is not simulated",
+                 id="probes are refused, not silently failed"),
+    pytest.param("duration: 1h\nnodePools: [\n", 3, "", id="YAML syntax error: its line"),
+    pytest.param("duration: 1h\n", 1, "nodePools: at least one pool", id="no nodes"),
+]
+
+
+@pytest.mark.parametrize("text,line,message", CASES)
+def test_bad_scenario_names_the_line(tmp_path: Path, text: str, line: int, message: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(ScenarioError) as err:
+        load(path)
+    assert str(err.value).startswith(f"{path}:{line}:")
+    assert message in str(err.value)
+
+
+def test_poisson_arrivals_follow_the_seed(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("duration: 2h\n" + GOOD_POOL +
+                    "workloads:\n  - {name: w, kind: Pod, arrivals: {poisson: {perHour: 60, until: 2h}}}\n")
+    first, again, other = (load(path, seed).workloads[0].arrivals for seed in (1, 1, 2))
+    assert first == again
+    assert first != other
+    assert 60 < len(first) < 180  # about 120 in two hours
+
+
+def test_examples_parse() -> None:
+    for path in sorted(Path("examples/sim").glob("*.yaml")):
+        if "KubeSchedulerConfiguration" not in path.read_text():
+            assert load(path).pools, path

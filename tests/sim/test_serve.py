@@ -1,0 +1,60 @@
+"""`kubelite sim serve`: a simulated cluster that kubectl talks to over HTTP, at N x real time."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from kubelite.sim import importer, scenario
+from kubelite.sim.recorder import ZONE
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_kubectl_sees_the_simulated_cluster(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "sim", "serve", "examples/sim/spread.yaml",
+                             "--port", str(port), "--speed", "60", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        env = {**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig")}
+        deadline = time.monotonic() + 60
+        pods: list[dict[str, object]] = []
+        while time.monotonic() < deadline:  # mypod arrives at 1 simulated minute: about 1 s of real time
+            if (tmp_path / "kubeconfig").exists():
+                out = subprocess.run(["kubectl", "get", "pods", "-o", "json"], env=env, capture_output=True, text=True)
+                if out.returncode == 0:
+                    pods = json.loads(out.stdout)["items"]
+                    if any(p["metadata"]["name"] == "mypod" and p["spec"].get("nodeName") for p in pods):
+                        break
+            time.sleep(0.5)
+        placed = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+        assert placed.get("mypod") in ("node3-0", "node4-0"), placed
+        nodes = subprocess.run(["kubectl", "get", "nodes", "--no-headers"], env=env, capture_output=True, text=True)
+        assert nodes.stdout.count(" Ready") == 4
+        snapshot = tmp_path / "snapshot.json"
+        snapshot.write_text(subprocess.run(["kubectl", "get", "pods,nodes", "-A", "-o", "json"], env=env, check=True,
+                                           capture_output=True, text=True).stdout)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, proc.stdout.read() if proc.stdout else ""
+    assert (tmp_path / "metrics.json").exists()
+    # The snapshot of the simulated cluster imports as a scenario: two pools (one per zone), its four pods.
+    imported = tmp_path / "imported.yaml"
+    imported.write_text(yaml.safe_dump(importer.load(snapshot)))
+    scn = scenario.load(imported)
+    assert sorted((p.count, p.labels[ZONE]) for p in scn.pools) == [(2, "zoneA"), (2, "zoneB")]
+    assert sorted(w.name for w in scn.workloads) == ["existing-1", "existing-2", "existing-3", "mypod"]
