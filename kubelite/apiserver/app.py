@@ -23,9 +23,20 @@ from kubelite.api import errors
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import bootstrap, discovery, schema
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR
-from kubelite.apiserver.auth import authenticator, authorizer, endpoints, setup
+from kubelite.apiserver.auth import (
+    accessreview,
+    authenticator,
+    authorization,
+    authorizer,
+    csrapproval,
+    endpoints,
+    setup,
+)
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
+from kubelite.apiserver.auth.bootstrappolicy import ensure_bootstrap_policy
 from kubelite.apiserver.auth.config import AuthConfig
+from kubelite.apiserver.auth.context import serving_as
+from kubelite.apiserver.auth.node import RestrictedNodes, admit_pod_create, restrict_request
 from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
 from kubelite.apiserver.cache import Caches
@@ -33,7 +44,9 @@ from kubelite.apiserver.handlers import ResourceHandlers, negotiate, respond
 from kubelite.apiserver.metrics import ApiServerMetrics
 from kubelite.apiserver.metrics_api import MetricsApi
 from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry.core import NODES
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
+from kubelite.apiserver.registry.rbac import Escalation, RBACStrategy
 from kubelite.apiserver.registry.services import configure_services
 from kubelite.apiserver.request import parse_target
 from kubelite.apiserver.rest import Registry
@@ -61,6 +74,7 @@ class ApiServer:
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
     authentication: setup.Authentication = field(init=False)
+    authorization: authorization.Authorization = field(init=False)
     ready: bool = field(default=False, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
 
@@ -80,6 +94,19 @@ class ApiServer:
             pods = self.registry.strategies[PODS]
             assert isinstance(pods, PodStrategy)
             pods.plugins = (admission.admit,)
+        modes = self.auth.authorization_modes
+        self.authorization = authorization.build(modes, self.registry) if modes \
+            else authorization.Authorization(self.auth.authorizer, None)
+        if self.authorization.rbac is not None:  # RBAC's escalation checks on writes of roles and bindings
+            escalation = Escalation(self.authorization.authorizer, self.authorization.rbac)
+            for strategy in self.registry.strategies.values():
+                if isinstance(strategy, RBACStrategy):
+                    strategy.escalation = escalation
+        if self.authorization.node_restriction:  # NodeRestriction's checks of bodies (requests: _authorize)
+            pods = self.registry.strategies[PODS]
+            assert isinstance(pods, PodStrategy)
+            pods.plugins = (*pods.plugins, admit_pod_create)
+            self.registry.strategies[NODES] = RestrictedNodes(NODES)
 
     async def start(self) -> None:
         for resource in self.registry.strategies:
@@ -87,6 +114,8 @@ class ApiServer:
         await self.caches.start()
         await bootstrap.ensure_defaults(self.registry)
         await bootstrap.ensure_kubernetes_service(self.registry, self.server_address)
+        if self.authorization.rbac is not None:
+            await ensure_bootstrap_policy(self.registry)
         self._tasks.append(asyncio.create_task(self._compact_loop(), name="compaction"))
         self.ready = True
 
@@ -127,7 +156,8 @@ class ApiServer:
             request[USER] = user = self._authenticate(request)
             if request.path not in PUBLIC_PATHS:
                 self._authorize(request, user)
-            return await handler(request)
+            with serving_as(user):
+                return await handler(request)
         except ApiError as exc:
             resp = respond(exc.status(), exc.code)
             resp.headers.update(exc.headers)
@@ -162,9 +192,12 @@ class ApiServer:
 
     def _authorize(self, request: web.Request, user: UserInfo) -> None:
         attributes = RequestAttributes(user, new_request_info(request.method, request.path, request.query))
-        decision, reason = self.auth.authorizer.authorize(attributes)
+        decision, reason = self.authorization.authorizer.authorize(attributes)
         if decision is not authorizer.Decision.ALLOW:
             raise authorizer.forbidden(attributes, reason)
+        refusal = restrict_request(attributes, self.registry) if self.authorization.node_restriction else None
+        if refusal is not None:
+            raise authorizer.admission_forbidden(attributes, refusal)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -190,6 +223,12 @@ class ApiServer:
         if endpoints.handles(target):
             return negotiate(request, await endpoints.serve(request, target, request[USER], self.registry,
                                                             self.authentication.service_account_tokens))
+        if csrapproval.handles(target):
+            return negotiate(request, await csrapproval.serve(request, target, request[USER], self.registry,
+                                                              self.authorization.authorizer))
+        if accessreview.handles(target):
+            return negotiate(request, await accessreview.serve(request, target, request[USER],
+                                                               self.authorization.authorizer, self.authorization.rbac))
         if self.authentication.admission is not None and target.resource is PODS and request.method == "POST" \
                 and not target.subresource:
             await ServiceAccountAdmission.await_default(self.registry, self.clock, target.namespace)

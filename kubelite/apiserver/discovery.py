@@ -33,6 +33,7 @@ _SUB_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"], "evic
               "exec": ["create", "get"], "attach": ["create", "get"], "portforward": ["create", "get"]}
 _SUB_KIND["token"] = ("authentication.k8s.io", "v1", "TokenRequest")  # serviceaccounts/token
 _SUB_VERBS["token"] = ["create"]
+_SUB_VERBS["approval"] = ["get", "patch", "update"]  # certificatesigningrequests/approval
 
 
 def groups() -> dict[str, list[Resource]]:

@@ -116,11 +116,16 @@ def ensure_token(path: Path) -> str:
     return token
 
 
-def write_kubeconfig(path: Path, server: str, token: str | None, ca_crt: Path | None) -> None:
+def write_kubeconfig(path: Path, server: str, token: str | None, ca_crt: Path | None,
+                     client_cert: tuple[bytes, bytes] | None = None) -> None:
+    """A kubeconfig with a bearer token or a client certificate (PEM certificate and key) as its user."""
     cluster: dict[str, object] = {"server": server}
     if ca_crt is not None:
         cluster["certificate-authority-data"] = base64.b64encode(ca_crt.read_bytes()).decode()
     user: dict[str, object] = {"token": token} if token else {}
+    if client_cert is not None:
+        user["client-certificate-data"] = base64.b64encode(client_cert[0]).decode()
+        user["client-key-data"] = base64.b64encode(client_cert[1]).decode()
     config = {
         "apiVersion": "v1", "kind": "Config", "current-context": "kubelite", "preferences": {},
         "clusters": [{"name": "kubelite", "cluster": cluster}],
@@ -156,3 +161,38 @@ def ensure_agent_client(pki: Path) -> tuple[Path, Path]:
     _write(key_path, _pem_key(key), private=True)
     _write(crt, cert.public_bytes(serialization.Encoding.PEM))
     return crt, key_path
+
+
+def ca_cert_hash(ca_pem: bytes) -> str:
+    """kubeadm's --discovery-token-ca-cert-hash: sha256 of the CA certificate's Subject Public Key Info (DER)."""
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    spki = ca.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    digest = hashes.Hash(hashes.SHA256())
+    digest.update(spki)
+    return "sha256:" + digest.finalize().hex()
+
+
+def node_certificate_request(node_name: str) -> tuple[bytes, bytes]:
+    """A new key (PEM) and the CSR (PEM) for `system:node:NAME` in `system:nodes`, as kubelet's bootstrap makes."""
+    key = _key()
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
+                         x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node_name}")])
+    csr = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+    return _pem_key(key), csr.public_bytes(serialization.Encoding.PEM)
+
+
+# Partial: no controller-manager.kubeconfig. kubelite's controllers share one client (no per-controller service
+# accounts, whose system:controller:* roles are not ported), so a separate controller-manager needs the admin's.
+COMPONENT_IDENTITIES: dict[str, tuple[str, list[str]]] = {"scheduler.kubeconfig": ("system:kube-scheduler", [])}
+
+
+def write_component_kubeconfigs(pki: Path, server: str, node_name: str) -> None:
+    """Kubeconfigs with client certificates for the components run as their own processes (`kubelite scheduler
+    --kubeconfig PKI/scheduler.kubeconfig`) and for this machine's node agent
+    (`node.kubeconfig`: system:node:NAME in system:nodes), as kubeadm writes scheduler.conf and kubelet.conf.
+    Written once; delete them to reissue."""
+    identities = {**COMPONENT_IDENTITIES, "node.kubeconfig": (f"system:node:{node_name}", ["system:nodes"])}
+    for name, (user, groups) in identities.items():
+        path = pki / name
+        if not path.exists():
+            write_kubeconfig(path, server, None, pki / "ca.crt", sign_client_certificate(pki, user, groups))

@@ -48,6 +48,9 @@ def _auth_flags(p: argparse.ArgumentParser) -> None:
                    help="PEM file of public keys verifying service-account tokens (repeatable; default: the "
                         "signing key's)")
     p.add_argument("--api-audiences", default="", help="comma-separated audiences of the API (default: the issuer)")
+    p.add_argument("--authorization-mode", default="Node,RBAC",
+                   help="comma-separated authorizers in order: AlwaysAllow, AlwaysDeny, Node, RBAC "
+                        "(system:masters, the admin kubeconfig's group, is always allowed)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -113,6 +116,29 @@ def parser() -> argparse.ArgumentParser:
     for p in (sched, cm):
         p.add_argument("--metrics-bind-address", default="", metavar="HOST:PORT",
                        help="serve /metrics (Prometheus text, plain HTTP) there; default: not served")
+    token = sub.add_parser("token", help="bootstrap tokens for joining nodes (as kubeadm token)")
+    token_sub = token.add_subparsers(dest="token_command", required=True)
+    token_create = token_sub.add_parser("create", help="create a bootstrap token (and publish cluster-info)")
+    token_create.add_argument("--kubeconfig", type=Path, default=None,
+                              help="an administrator's kubeconfig (default: $KUBECONFIG, else the local cluster's)")
+    token_create.add_argument("--ttl", type=float, default=24 * 3600.0, metavar="SECONDS",
+                              help="seconds until the token expires (0: never)")
+    token_create.add_argument("--description", default="kubelite join token")
+    token_create.add_argument("--print-join-command", action="store_true",
+                              help="print the whole `kubelite join` command, not just the token")
+    token_create.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    join = sub.add_parser("join", help="join this machine to a cluster as a node (bootstrap token + CSR)")
+    join.add_argument("--server", required=True, help="the API server's URL, e.g. https://10.0.0.1:6443")
+    join.add_argument("--token", required=True, help="a bootstrap token from `kubelite token create`")
+    join.add_argument("--ca-cert-hash", action="append", default=[], required=True,
+                      help="sha256:HEX of the cluster CA's public key (repeatable)")
+    join.add_argument("--node-name", default=socket.gethostname().lower())
+    join.add_argument("--data-dir", type=Path, default=default_data_dir() / "node",
+                      help="the node's kubeconfig, certificate and agent state")
+    join.add_argument("--address", default="127.0.0.1", help="this node's address (pods use the host network)")
+    join.add_argument("--node-config", type=Path, help="KubeletConfiguration file")
+    join.add_argument("--proxy-mode", choices=["nftables", "none"], default="nftables")
+    join.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     explain = sub.add_parser("explain", help="explain a pod's scheduling: per node, per plugin")
     explain.add_argument("kind", choices=["pod", "pods", "po"])
     explain.add_argument("name")
@@ -150,6 +176,18 @@ def _main(argv: list[str] | None) -> int:
             print(f"Error from server ({exc.reason}): {exc.message}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "token":
+        from kubelite.cli import join as joining
+
+        kubeconfig = args.kubeconfig or Path(os.environ.get("KUBECONFIG") or default_data_dir() / "kubeconfig")
+        return joining.token_create(kubeconfig, args.ttl, args.print_join_command, args.description)
+    if args.command == "join":
+        from kubelite.cli import join as joining
+
+        agent_args = ["--proxy-mode", args.proxy_mode] + (["--node-config", str(args.node_config)]
+                                                          if args.node_config else [])
+        return joining.join(joining.JoinOptions(args.server, args.token, tuple(args.ca_cert_hash), args.node_name,
+                                                args.data_dir, args.address, tuple(agent_args)))
     if args.command == "agent":
         from kubelite.agent.config import NodeConfigError
         from kubelite.cli import components
@@ -206,7 +244,8 @@ def _main(argv: list[str] | None) -> int:
                                            service_account_issuer=args.service_account_issuer,
                                            service_account_signing_key_file=args.service_account_signing_key_file,
                                            service_account_key_files=tuple(args.service_account_key_file),
-                                           api_audiences=tuple(a for a in args.api_audiences.split(",") if a)),
+                                           api_audiences=tuple(a for a in args.api_audiences.split(",") if a),
+                                           authorization_mode=args.authorization_mode),
                                        scheduler_config=args.scheduler_config,
                                        node_config=getattr(args, "node_config", None),
                                        local_node=args.command == "up",

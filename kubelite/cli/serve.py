@@ -32,7 +32,7 @@ from kubelite.agent.config import NodeConfigError
 from kubelite.apiserver import encryption, node_connection, pki
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from kubelite.apiserver.app import ApiServer
-from kubelite.apiserver.auth import jwt, tokenfile
+from kubelite.apiserver.auth import authorization, jwt, tokenfile
 from kubelite.apiserver.auth.config import AuthConfig, ServiceAccountConfig
 from kubelite.apiserver.auth.serviceaccount import DEFAULT_ISSUER
 from kubelite.apiserver.encryption import EncryptionConfigError, PrefixTransformer, TransformError
@@ -40,7 +40,7 @@ from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import private_files, stop_on_signals
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
-from kubelite.controllers import registry
+from kubelite.controllers import csrsigning, registry
 from kubelite.controllers.fencing import fencing_factory
 from kubelite.controllers.manager import keep_running
 from kubelite.controllers.metrics import WorkqueueMetrics
@@ -73,6 +73,7 @@ class AuthOptions:
     service_account_signing_key_file: Path | None = None  # default: pki/sa.key
     service_account_key_files: tuple[Path, ...] = ()  # default: the signing key's public half
     api_audiences: tuple[str, ...] = ()
+    authorization_mode: str = "Node,RBAC"
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,8 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         await site.start()
         kubeconfig = data / "kubeconfig"
         pki.write_kubeconfig(kubeconfig, url, token, ca)
+        if ca is not None:  # the components' own identities (README "Many machines: identities, RBAC ...")
+            pki.write_component_kubeconfigs(data / "pki", url, socket.gethostname().lower())
         print(f"kubelite: API server listening on {url}", flush=True)
         print(f"kubelite: export KUBECONFIG={kubeconfig}", flush=True)
         components = _start_components(opts, sched, InProcessClient(server), kubeconfig, server.metrics.include,
@@ -212,9 +215,13 @@ def _auth_config(opts: Options, pki_dir: Path) -> AuthConfig:
         public = [k for f in a.service_account_key_files for k in jwt.load_public_keys(f)] or [signing.public_key()]
     except (OSError, tokenfile.TokenFileError, jwt.KeyFileError) as exc:
         raise ConfigError(str(exc)) from None
+    try:
+        modes = authorization.parse_modes(a.authorization_mode)
+    except ValueError as exc:
+        raise ConfigError(f"--authorization-mode: {exc}") from None
     accounts = ServiceAccountConfig(signing, tuple(public), a.service_account_issuer, a.api_audiences)
     return AuthConfig(static, client_certificates=not opts.insecure, anonymous=a.anonymous,
-                      service_accounts=accounts)
+                      service_accounts=accounts, bootstrap_tokens=not opts.insecure, authorization_modes=modes)
 
 
 def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | None, client: Client,
@@ -240,7 +247,8 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
         configured: dict[str, registry.Factory] = {
             "nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle),
-            "root-ca-cert-publisher": functools.partial(RootCACertPublisher, root_ca=root_ca)}
+            "root-ca-cert-publisher": functools.partial(RootCACertPublisher, root_ca=root_ca),
+            "csrsigning": csrsigning.factory(root_ca, (opts.data_dir / "pki" / "ca.key").read_bytes())}
         configured.update(fencing_factory(opts.fencing_config))
         queue_metrics = WorkqueueMetrics(clock)
         expose(queue_metrics.registry)
@@ -248,7 +256,10 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
             components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
                                                   name=f"{name}-controller"))
     if opts.local_node:
-        argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
+        node_kubeconfig = opts.data_dir / "pki" / "node.kubeconfig"  # system:node:NAME, unless --insecure
+        agent_kubeconfig = node_kubeconfig if node_kubeconfig.exists() and not opts.insecure else kubeconfig
+        argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(agent_kubeconfig),
+                "--node-name",
                 socket.gethostname().lower(), "--data-dir", str(opts.data_dir / "agent"), "--address", "127.0.0.1",
                 "--protect-path", str(opts.data_dir),  # admin token, CA key, state.db: never in a container
                 "--client-ca-file", str(opts.data_dir / "pki" / "ca.crt"),  # only the API server may call it

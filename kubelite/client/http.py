@@ -67,7 +67,8 @@ def map_exceptions() -> Iterator[None]:
 class ApiClient(RestVerbs):
     def __init__(self, server: str, token: str | None = None, ca_data: bytes | None = None,
                  connections: int = 100, read_timeout: float = READ_TIMEOUT,
-                 watch_read_timeout: float = WATCH_READ_TIMEOUT) -> None:
+                 watch_read_timeout: float = WATCH_READ_TIMEOUT,
+                 client_cert: tuple[bytes, bytes] | None = None) -> None:
         self.server = server.rstrip("/")
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=read_timeout)
         self._watch_timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT,
@@ -81,6 +82,16 @@ class ApiClient(RestVerbs):
                 f.write(ca_data)
                 f.flush()
                 self._ssl = ssl.create_default_context(cafile=f.name)
+        if client_cert is not None:  # a client certificate (PEM) and its key: the x509 identity (a node's)
+            if self._ssl is False:
+                self._ssl = ssl.create_default_context()
+            assert isinstance(self._ssl, ssl.SSLContext)
+            with tempfile.NamedTemporaryFile(suffix=".crt") as crt, tempfile.NamedTemporaryFile(suffix=".key") as key:
+                crt.write(client_cert[0])
+                key.write(client_cert[1])
+                crt.flush()
+                key.flush()
+                self._ssl.load_cert_chain(crt.name, key.name)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._reading: set[aiohttp.ClientResponse] = set()  # responses whose bodies are being read
@@ -97,7 +108,12 @@ class ApiClient(RestVerbs):
         ca_data = base64.b64decode(ca) if ca else None
         if ca_data is None and cluster.get("certificate-authority"):
             ca_data = Path(cluster["certificate-authority"]).read_bytes()
-        return cls(cluster["server"], user.get("token"), ca_data, connections)
+        cert, key = user.get("client-certificate-data"), user.get("client-key-data")
+        if cert is None and user.get("client-certificate"):
+            cert = base64.b64encode(Path(user["client-certificate"]).read_bytes()).decode()
+            key = base64.b64encode(Path(user["client-key"]).read_bytes()).decode()
+        client_cert = (base64.b64decode(cert), base64.b64decode(key)) if cert and key else None
+        return cls(cluster["server"], user.get("token"), ca_data, connections, client_cert=client_cert)
 
     @property
     def session(self) -> aiohttp.ClientSession:

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.attachdetach import AttachDetachController
+from kubelite.controllers.clusterroleaggregation import ClusterRoleAggregationController
+from kubelite.controllers.csrapproving import CSRApprovingController
 from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.endpoints import EndpointsController
@@ -29,6 +31,7 @@ from kubelite.controllers.replicaset import ReplicaSetController
 from kubelite.controllers.serviceaccount import ServiceAccountsController
 from kubelite.controllers.statefulset import StatefulSetController
 from kubelite.controllers.taint_eviction import TaintEvictionController
+from kubelite.controllers.tokencleaner import TokenCleaner
 from kubelite.controllers.ttl_after_finished import TTLAfterFinishedController
 from kubelite.controllers.volume_protection import PVCProtectionController, PVProtectionController
 
@@ -60,6 +63,9 @@ CONTROLLERS: dict[str, Factory] = {
     "attachdetach": AttachDetachController,
     "kubelite-provisioner": ProvisionerController,
     "fencing": FencingController,
+    "clusterrole-aggregation": ClusterRoleAggregationController,
+    "csrapproving": CSRApprovingController,
+    "tokencleaner": TokenCleaner,
 }
 
 

@@ -91,7 +91,9 @@ async def test_discovery_documents(api: Client) -> None:
     groups = await call(api, "GET", "/apis", expect=200)
     assert {g["name"] for g in groups["groups"]} == {"apps", "batch", "coordination.k8s.io", "policy",
                                                      "scheduling.k8s.io", "kubelite.io", "authentication.k8s.io",
-                                                     "discovery.k8s.io", "metrics.k8s.io", "storage.k8s.io"}
+                                                     "discovery.k8s.io", "metrics.k8s.io", "storage.k8s.io",
+                                                     "rbac.authorization.k8s.io", "authorization.k8s.io",
+                                                     "certificates.k8s.io"}
     resp = await api.get("/api", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;"
                                                     "as=APIGroupDiscoveryList,application/json"})
     assert resp.headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
@@ -100,7 +102,9 @@ async def test_discovery_documents(api: Client) -> None:
                                    "apis/scheduling.k8s.io/v1",
                                    "apis/coordination.k8s.io/v1", "apis/kubelite.io/v1alpha1",
                                    "apis/authentication.k8s.io/v1", "apis/discovery.k8s.io/v1",
-                                   "apis/metrics.k8s.io/v1beta1", "apis/storage.k8s.io/v1"}
+                                   "apis/metrics.k8s.io/v1beta1", "apis/storage.k8s.io/v1",
+                                   "apis/rbac.authorization.k8s.io/v1", "apis/authorization.k8s.io/v1",
+                                   "apis/certificates.k8s.io/v1"}
     doc = await call(api, "GET", index["paths"]["api/v1"]["serverRelativeURL"], expect=200)
     patch = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert any(p["name"] == "fieldValidation" for p in patch["parameters"])

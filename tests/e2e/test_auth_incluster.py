@@ -31,6 +31,9 @@ print("server:", client.Configuration.get_default_copy().host)
 
 def test_in_pod_client_lists_pods_with_its_projected_token(tmp_path: Path) -> None:
     with server_and_agent(tmp_path, "node-1") as (server, _):
+        # RBAC (the default authorization mode): the default service account may list its namespace's pods
+        server.kubectl("create", "rolebinding", "default-view", "--clusterrole=view",
+                       "--serviceaccount=default:default")
         apply_pod(server, "incluster", [{"name": "main", "image": "python",
                                          "command": [sys.executable, "-c", SCRIPT]}],
                   nodeName="node-1", restartPolicy="Never")

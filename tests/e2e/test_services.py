@@ -199,6 +199,8 @@ def test_one_pod_with_config_env_account_token_service_links_exec_and_top(
     links; `kubectl exec` sees them all, the in-cluster client reaches the API through KUBERNETES_SERVICE_HOST
     with the token, and `kubectl top` measures the pod."""
     c, _, _ = cluster
+    # RBAC (the default authorization mode): the default service account may list its namespace's pods
+    c.kubectl("create", "rolebinding", "seam-view", "--clusterrole=view", "--serviceaccount=default:default")
     c.kubectl("create", "configmap", "seam-config", "--from-literal=greeting=hello")
     c.kubectl("create", "service", "clusterip", "backend", "--tcp=80:8080")
     c.kubectl("apply", "-f", "-", stdin=json.dumps({

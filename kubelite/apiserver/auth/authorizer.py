@@ -60,6 +60,15 @@ def forbidden_message(attributes: RequestAttributes) -> str:
     return f'User "{user}" cannot {attributes.verb} resource "{resource}" in API group "{attributes.api_group}" {where}'
 
 
+def admission_forbidden(attributes: RequestAttributes, reason: str) -> ApiError:
+    """An admission plugin's refusal: `pods "p" is forbidden: REASON` (apierrors.NewForbidden)."""
+    qualified = f"{attributes.resource}.{attributes.api_group}" if attributes.api_group else attributes.resource
+    subject = f'{qualified} "{attributes.name}"' if attributes.name else qualified
+    details = {k: v for k, v in (("name", attributes.name), ("group", attributes.api_group),
+                                 ("kind", attributes.resource)) if v}
+    return errors.ApiError(403, "Forbidden", f"{subject} is forbidden: {reason}", details)
+
+
 def forbidden(attributes: RequestAttributes, reason: str) -> ApiError:
     """responsewriters.Forbidden: the message, then apierrors.NewForbidden over the group-resource and name."""
     message = forbidden_message(attributes) + (f": {reason}" if reason else "")

@@ -38,3 +38,5 @@ class AuthConfig:
     anonymous: bool = False  # --anonymous-auth
     service_accounts: ServiceAccountConfig | None = None
     authorizer: Authorizer = field(default_factory=AlwaysAllow)
+    bootstrap_tokens: bool = False  # --enable-bootstrap-token-auth
+    authorization_modes: tuple[str, ...] = ()  # --authorization-mode; when set, replaces `authorizer`

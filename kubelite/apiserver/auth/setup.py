@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kubelite.apiserver.auth import authenticator
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
+from kubelite.apiserver.auth.bootstraptoken import BootstrapTokens
 from kubelite.apiserver.auth.config import ADMIN_USER, AuthConfig
 from kubelite.apiserver.auth.serviceaccount import ServiceAccountTokens
 from kubelite.apiserver.auth.tokenfile import StaticTokens
@@ -37,6 +38,8 @@ def build(config: AuthConfig, admin_tokens: Collection[str], lookup: Lookup, clo
     token_authenticators: list[authenticator.TokenAuthenticator] = [StaticTokens(static)] if static else []
     if tokens is not None:
         token_authenticators.append(tokens)
+    if config.bootstrap_tokens:
+        token_authenticators.append(BootstrapTokens(lookup, clock))
     if token_authenticators:
         chain.append(authenticator.BearerToken(token_authenticators))
     # Service-account tokens alone do not turn authentication on: without an admin token or any other

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from kubelite.apiserver.registry import (
     apps,
+    authorization,
     batch,
+    certificates,
     config,
     core,
     kubelite_io,
     policy,
+    rbac,
     scheduling,
     serviceaccounts,
     services,
@@ -44,5 +47,11 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     storage.STORAGE_CLASSES: storage.StorageClassStrategy,
     storage.VOLUME_ATTACHMENTS: storage.VolumeAttachmentStrategy,
     NODE_FENCES: NodeFenceStrategy,
+    rbac.ROLES: rbac.RoleStrategy,
+    rbac.CLUSTER_ROLES: rbac.RoleStrategy,
+    rbac.ROLE_BINDINGS: rbac.BindingStrategy,
+    rbac.CLUSTER_ROLE_BINDINGS: rbac.BindingStrategy,
+    **{review: serviceaccounts.NotStoredStrategy for review in authorization.REVIEWS},
+    certificates.CERTIFICATE_SIGNING_REQUESTS: certificates.CertificateSigningRequestStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)

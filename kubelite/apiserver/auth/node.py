@@ -1,0 +1,271 @@
+"""The Node authorizer (plugin/pkg/auth/authorizer/node) and NodeRestriction admission (plugin/pkg/admission/
+noderestriction), for requests by a node's identity (user `system:node:NAME`, group `system:nodes`).
+
+Upstream keeps a graph of pods, secrets, configmaps, claims, volumes and service accounts fed by
+informers; here the same edges are computed from the API server's caches on each request (pods bound
+to the node, then what each references), which costs a scan of the pods: fine at kubelite's scale.
+A node may read a secret, configmap, PVC or PV only when one of its pods references it (by name:
+list/watch need a `metadata.name` field selector), create tokens only for its pods' service accounts,
+touch only its own Lease; everything else is decided by the `system:node` role's rules.
+NodeRestriction then limits writes: a node modifies only itself (and no `node-restriction.kubernetes.io/`
+label), the status of its own pods, deletes or evicts only its own pods and creates only mirror pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubelite.api import errors
+from kubelite.api.errors import ApiError
+from kubelite.apiserver.auth.authorizer import Decision
+from kubelite.apiserver.auth.bootstrappolicy import node_rules
+from kubelite.apiserver.auth.context import CURRENT_USER
+from kubelite.apiserver.auth.rbac import rule_allows
+from kubelite.apiserver.auth.requestinfo import RequestAttributes
+from kubelite.apiserver.auth.user import UserInfo
+from kubelite.apiserver.registry.base import Lookup
+from kubelite.apiserver.registry.core import NodeStrategy
+
+NODE_RULES = tuple(node_rules())
+
+Obj = dict[str, Any]
+NODE_USER_PREFIX = "system:node:"
+NODES_GROUP = "system:nodes"
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+RESTRICTED_LABEL_PREFIX = "node-restriction.kubernetes.io/"
+_GRAPH_RESOURCES = frozenset({"secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes"})
+_READ_VERBS = frozenset({"get", "list", "watch"})
+
+
+def node_identity(user: UserInfo) -> str | None:
+    """nodeidentifier.NodeIdentity: the node's name, None when the user is not a node ("" for a nameless one)."""
+    if NODES_GROUP not in user.groups or not user.name.startswith(NODE_USER_PREFIX):
+        return None
+    return user.name.removeprefix(NODE_USER_PREFIX)
+
+
+def _pod_references(pod: Obj) -> Iterator[tuple[str, str]]:
+    """(resource, name) a pod references (the graph_populator's pod edges)."""
+    spec = pod.get("spec") or {}
+    for ref in spec.get("imagePullSecrets") or []:
+        yield "secrets", ref.get("name", "")
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or []),
+                      *(spec.get("ephemeralContainers") or [])]:
+        for env in container.get("env") or []:
+            source = env.get("valueFrom") or {}
+            if source.get("secretKeyRef"):
+                yield "secrets", source["secretKeyRef"].get("name", "")
+            if source.get("configMapKeyRef"):
+                yield "configmaps", source["configMapKeyRef"].get("name", "")
+        for env_from in container.get("envFrom") or []:
+            if env_from.get("secretRef"):
+                yield "secrets", env_from["secretRef"].get("name", "")
+            if env_from.get("configMapRef"):
+                yield "configmaps", env_from["configMapRef"].get("name", "")
+    for volume in spec.get("volumes") or []:
+        if volume.get("secret"):
+            yield "secrets", volume["secret"].get("secretName", "")
+        if volume.get("configMap"):
+            yield "configmaps", volume["configMap"].get("name", "")
+        if volume.get("persistentVolumeClaim"):
+            yield "persistentvolumeclaims", volume["persistentVolumeClaim"].get("claimName", "")
+        if volume.get("ephemeral"):
+            yield "persistentvolumeclaims", f"{pod['metadata']['name']}-{volume.get('name', '')}"
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            if source.get("secret"):
+                yield "secrets", source["secret"].get("name", "")
+            if source.get("configMap"):
+                yield "configmaps", source["configMap"].get("name", "")
+
+
+@dataclass(frozen=True)
+class NodeGraph:
+    """The slice of upstream's graph that one decision needs, computed from the caches."""
+
+    lookup: Lookup
+
+    def pods(self, node: str) -> list[Obj]:
+        return [p for p in self.lookup.list("pods") if (p.get("spec") or {}).get("nodeName") == node]
+
+    def reachable(self, node: str, resource: str, namespace: str, name: str) -> bool:
+        """hasPathFrom(node, object): one of the node's pods references the object (PVs through their claims)."""
+        for pod in self.pods(node):
+            pod_ns = pod["metadata"].get("namespace", "")
+            for kind, ref in _pod_references(pod):
+                if resource == kind and namespace == pod_ns and name == ref:
+                    return True
+                if resource == "persistentvolumes" and kind == "persistentvolumeclaims":
+                    claim = self.lookup.get("persistentvolumeclaims", pod_ns, ref)
+                    if claim is not None and (claim.get("spec") or {}).get("volumeName") == name:
+                        return True
+            if resource == "serviceaccounts" and namespace == pod_ns \
+                    and (pod.get("spec") or {}).get("serviceAccountName", "default") == name:
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class NodeAuthorizer:
+    graph: NodeGraph
+
+    def authorize(self, attributes: RequestAttributes) -> tuple[Decision, str]:
+        node = node_identity(attributes.user)
+        if node is None:
+            return Decision.NO_OPINION, ""
+        if not node:
+            return Decision.NO_OPINION, "unknown node"
+        info = attributes.info
+        if info.is_resource_request and info.api_group == "":
+            if info.resource in _GRAPH_RESOURCES:
+                return self._read(node, attributes)
+            if info.resource == "serviceaccounts" and info.subresource == "token":
+                return self._token(node, attributes)
+        if info.is_resource_request and info.api_group == "coordination.k8s.io" and info.resource == "leases":
+            return self._lease(node, attributes)
+        if info.is_resource_request and info.api_group == "storage.k8s.io" and info.resource == "volumeattachments":
+            return self._attachment(node, attributes)
+        if any(rule_allows(attributes, rule) for rule in NODE_RULES):
+            return Decision.ALLOW, ""
+        return Decision.NO_OPINION, ""
+
+    def _read(self, node: str, attributes: RequestAttributes) -> tuple[Decision, str]:
+        """authorizeReadNamespacedObject / authorizeGet: reads by name of objects the node's pods reference."""
+        if attributes.verb not in _READ_VERBS or attributes.subresource:
+            return Decision.NO_OPINION, f"can only get individual {attributes.resource}"
+        if not attributes.name:
+            return Decision.NO_OPINION, "No Object name found"
+        if not self.graph.reachable(node, attributes.resource, attributes.namespace, attributes.name):
+            return Decision.NO_OPINION, f"no relationship found between node '{node}' and this object"
+        return Decision.ALLOW, ""
+
+    def _token(self, node: str, attributes: RequestAttributes) -> tuple[Decision, str]:
+        if attributes.verb != "create" or not attributes.name:
+            return Decision.NO_OPINION, "can only create tokens for individual service accounts"
+        if not self.graph.reachable(node, "serviceaccounts", attributes.namespace, attributes.name):
+            return Decision.NO_OPINION, f"no relationship found between node '{node}' and this object"
+        return Decision.ALLOW, ""
+
+    def _attachment(self, node: str, attributes: RequestAttributes) -> tuple[Decision, str]:
+        """authorizeGet of a VolumeAttachment: the graph's edge from an attachment to the node it names."""
+        if attributes.verb != "get" or not attributes.name:
+            return Decision.NO_OPINION, "can only get individual resources of this type"
+        attachment = self.graph.lookup.get("volumeattachments", "", attributes.name)
+        if attachment is None or (attachment.get("spec") or {}).get("nodeName") != node:
+            return Decision.NO_OPINION, f"no relationship found between node '{node}' and this object"
+        return Decision.ALLOW, ""
+
+    def _lease(self, node: str, attributes: RequestAttributes) -> tuple[Decision, str]:
+        """authorizeLease: its own Lease in kube-node-lease (a create is named by NodeRestriction)."""
+        if attributes.verb not in ("get", "create", "update", "patch", "delete"):
+            return Decision.NO_OPINION, "can only get, create, update, patch, or delete a node lease"
+        if attributes.namespace != NODE_LEASE_NAMESPACE:
+            return Decision.NO_OPINION, f"can only access leases in the {NODE_LEASE_NAMESPACE} system namespace"
+        if attributes.verb != "create" and attributes.name != node:
+            return Decision.NO_OPINION, "can only access node lease with the same name as the requesting node"
+        return Decision.ALLOW, ""
+
+
+# --- NodeRestriction admission --------------------------------------------------------------------------------
+
+
+def _forbidden(message: str) -> ApiError:
+    return errors.forbidden(message)
+
+
+def _requesting_node() -> str | None:
+    user = CURRENT_USER.get()
+    return None if user is None else node_identity(user)
+
+
+def restrict_request(attributes: RequestAttributes, lookup: Lookup) -> str | None:
+    """The checks of NodeRestriction that need only the request and the stored object (pods and nodes by name,
+    leases); the refusal's reason, or None. Bodies are checked by `admit_pod_create` and `RestrictedNodes`."""
+    node = node_identity(attributes.user)
+    info = attributes.info
+    if node is None or not info.is_resource_request or info.verb in _READ_VERBS:
+        return None
+    if info.api_group == "" and info.resource == "pods":
+        return _restrict_pod(node, attributes, lookup)
+    if info.api_group == "" and info.resource == "nodes" and info.verb != "create" and info.name != node:
+        return f'node "{node}" is not allowed to modify node "{info.name}"'
+    if info.api_group == "coordination.k8s.io" and info.resource == "leases" and info.verb != "create" \
+            and info.name != node:
+        return "can only access node lease with the same name as the requesting node"
+    return None
+
+
+def _restrict_pod(node: str, attributes: RequestAttributes, lookup: Lookup) -> str | None:
+    info = attributes.info
+    if info.verb == "create" and not info.subresource:
+        return None  # the body decides (admit_pod_create)
+    pod = lookup.get("pods", info.namespace, info.name) if info.name else None
+    bound = None if pod is None else (pod.get("spec") or {}).get("nodeName")
+    if info.subresource == "status":
+        if bound != node:
+            return f'node "{node}" can only update pod status for pods with spec.nodeName set to itself'
+        return None
+    if info.subresource == "eviction":
+        if pod is not None and bound != node:
+            return f'node "{node}" can only evict pods with spec.nodeName set to itself'
+        return None
+    if info.verb == "delete" and not info.subresource:
+        if pod is not None and bound != node:
+            return f'node "{node}" can only delete pods with spec.nodeName set to itself'
+        return None
+    return f'unexpected operation "{info.verb}", node "{node}" can only create and delete mirror pods'
+
+
+def admit_pod_create(pod: Obj, lookup: Lookup) -> list[str]:
+    """A pod plugin: a node creates only mirror pods bound to itself, as admitPodCreate."""
+    node = _requesting_node()
+    if node is None:
+        return []
+    meta = pod.get("metadata") or {}
+    if MIRROR_ANNOTATION not in (meta.get("annotations") or {}):
+        return [f'pod does not have "{MIRROR_ANNOTATION}" annotation, node "{node}" can only create mirror pods']
+    if (pod.get("spec") or {}).get("nodeName") != node:
+        return [f'node "{node}" can only create pods with spec.nodeName set to itself']
+    return []
+
+
+def _restricted_label_changes(new: Obj, old: Obj | None) -> list[str]:
+    new_labels = (new.get("metadata") or {}).get("labels") or {}
+    old_labels = ((old or {}).get("metadata") or {}).get("labels") or {}
+    keys = {k for k in {*new_labels, *old_labels} if k.startswith(RESTRICTED_LABEL_PREFIX)
+            or k.split("/", 1)[0].endswith("." + RESTRICTED_LABEL_PREFIX.split("/", 1)[0])}
+    return sorted(k for k in keys if new_labels.get(k) != old_labels.get(k))
+
+
+class RestrictedNodes(NodeStrategy):
+    """Nodes with NodeRestriction's body checks (admitNode): a node creates only itself, and neither sets nor
+    changes a node-restriction.kubernetes.io/ label, on create, update or status update alike."""
+
+    def _check(self, new: Obj, old: Obj | None) -> None:
+        node = _requesting_node()
+        if node is None:
+            return
+        name = (new.get("metadata") or {}).get("name", "")
+        if name != node:
+            raise _forbidden(f'nodes "{name}" is forbidden: node "{node}" is not allowed to modify node "{name}"')
+        changed = _restricted_label_changes(new, old)
+        if changed and old is None:
+            raise _forbidden(f'nodes "{name}" is forbidden: node "{node}" is not allowed to set the following '
+                             f'labels: {", ".join(changed)}')
+        if changed:
+            raise _forbidden(f'nodes "{name}" is forbidden: is not allowed to modify labels: {", ".join(changed)}')
+
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        self._check(obj, None)
+        super().prepare_create(obj, lookup)
+
+    def prepare_update(self, new: Obj, old: Obj) -> None:
+        self._check(new, old)
+        super().prepare_update(new, old)
+
+    def prepare_status_update(self, new: Obj, old: Obj) -> Obj:
+        out = super().prepare_status_update(new, old)
+        self._check(out, old)
+        return out

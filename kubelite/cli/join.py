@@ -1,0 +1,201 @@
+"""`kubelite token create` and `kubelite join`: kubeadm's bootstrap-token flow for adding nodes.
+
+`token create` (as an administrator) stores a bootstrap token Secret in kube-system, publishes the
+cluster's CA and address in the `kube-public/cluster-info` ConfigMap (readable by bootstrap tokens and
+anonymous users, as kubeadm's bootstrap-signer-clusterinfo Role) and prints the token or the join
+command. `join` (on the new machine) reads cluster-info with the token, checks the CA against
+`--ca-cert-hash` (sha256 of its public key, as kubeadm), then over TLS verified by that CA makes a key
+and a CertificateSigningRequest for `system:node:NAME`, waits for the csrapproving and csrsigning
+controllers to approve and sign it, writes the agent's kubeconfig (client certificate) and becomes
+the agent. Partial: cluster-info is not JWS-signed by the token (kubeadm's bootstrapsigner), so the
+token is sent before the CA is verified; the hash check still refuses an impostor server's CA.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import secrets
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubelite.api.errors import ApiError
+from kubelite.apiserver import pki
+from kubelite.apiserver.auth import bootstraptoken
+from kubelite.client.http import ApiClient
+from kubelite.clock import Clock, RealClock, rfc3339
+
+Obj = dict[str, Any]
+CLUSTER_INFO = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
+CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
+CLUSTER_INFO_ROLE = "kubeadm:bootstrap-signer-clusterinfo"
+CSR_WAIT = 300.0
+POLL = 0.5
+
+
+class JoinError(Exception):
+    """A join that cannot go on (wrong CA, refused token, denied request): its message is for the user."""
+
+
+def _b64(value: str) -> str:
+    return base64.b64encode(value.encode()).decode()
+
+
+def token_secret(token: str, ttl: float, now: float, description: str) -> Obj:
+    token_id, token_secret_value = token.split(".")
+    data = {"token-id": token_id, "token-secret": token_secret_value,
+            "usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true",
+            "auth-extra-groups": bootstraptoken.DEFAULT_NODE_GROUP, "description": description}
+    if ttl > 0:
+        data["expiration"] = rfc3339(now + ttl)
+    return {"apiVersion": "v1", "kind": "Secret", "type": bootstraptoken.SECRET_TYPE,
+            "metadata": {"name": bootstraptoken.SECRET_PREFIX + token_id, "namespace": bootstraptoken.NAMESPACE},
+            "data": {k: _b64(v) for k, v in data.items()}}
+
+
+def cluster_info_objects(server: str, ca_pem: bytes) -> list[tuple[str, Obj]]:
+    """The ConfigMap, Role and RoleBinding kubeadm's bootstrap-token phase creates in kube-public."""
+    kubeconfig = {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "", "cluster": {
+        "server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()}}],
+        "contexts": [], "users": [], "current-context": "", "preferences": {}}
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-public"
+    return [
+        ("/api/v1/namespaces/kube-public/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cluster-info"},
+            "data": {"kubeconfig": yaml.safe_dump(kubeconfig, sort_keys=False)}}),
+        (f"{rbac}/roles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                           "metadata": {"name": CLUSTER_INFO_ROLE}, "rules": [
+                               {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cluster-info"],
+                                "verbs": ["get"]}]}),
+        (f"{rbac}/rolebindings", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                                  "metadata": {"name": CLUSTER_INFO_ROLE},
+                                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                              "name": CLUSTER_INFO_ROLE},
+                                  "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                                                "name": "system:anonymous"},
+                                               {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                                "name": bootstraptoken.GROUP}]}),
+    ]
+
+
+async def create_token(kubeconfig: Path, ttl: float, description: str, clock: Clock) -> tuple[str, str, str]:
+    """Store a new token and publish cluster-info; (token, server URL, CA hash)."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    server, ca_pem = cluster["server"], base64.b64decode(cluster["certificate-authority-data"])
+    client = ApiClient.from_kubeconfig(kubeconfig)
+    try:
+        for path, obj in cluster_info_objects(server, ca_pem):
+            try:
+                await client.create(path, obj)
+            except ApiError as exc:
+                if exc.code != 409:  # already published by an earlier `token create`
+                    raise
+        token = bootstraptoken.generate()
+        await client.create(f"/api/v1/namespaces/{bootstraptoken.NAMESPACE}/secrets",
+                            token_secret(token, ttl, clock.now(), description))
+    finally:
+        await client.close()
+    return token, server, pki.ca_cert_hash(ca_pem)
+
+
+def token_create(kubeconfig: Path, ttl: float, print_join_command: bool, description: str) -> int:
+    try:
+        token, server, ca_hash = asyncio.run(create_token(kubeconfig, ttl, description, RealClock()))
+    except (ApiError, OSError, KeyError) as exc:
+        print(f"kubelite token create: {exc}", file=sys.stderr)
+        return 1
+    print(f"kubelite join --server {server} --token {token} --ca-cert-hash {ca_hash}" if print_join_command
+          else token)
+    return 0
+
+
+@dataclass(frozen=True)
+class JoinOptions:
+    server: str
+    token: str
+    ca_cert_hashes: tuple[str, ...]
+    node_name: str
+    data_dir: Path
+    address: str = "127.0.0.1"
+    agent_args: tuple[str, ...] = ()  # passed on to `kubelite agent`
+
+
+async def discover_ca(opts: JoinOptions) -> bytes:
+    """cluster-info's CA, accepted only when its public key's hash is one of --ca-cert-hash."""
+    client = ApiClient(opts.server, opts.token)  # not yet verifiable: the CA is what is being fetched
+    try:
+        info = await client.get(CLUSTER_INFO)
+    except ApiError as exc:
+        raise JoinError(f"could not read cluster-info with the token: {exc}") from None
+    finally:
+        await client.close()
+    try:
+        config = yaml.safe_load(info["data"]["kubeconfig"])
+        ca_pem = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
+        found = pki.ca_cert_hash(ca_pem)
+    except (KeyError, IndexError, TypeError, ValueError, yaml.YAMLError) as exc:
+        raise JoinError(f"cluster-info is malformed: {exc}") from None
+    if found not in opts.ca_cert_hashes:
+        raise JoinError(f"cluster CA found in cluster-info does not match any --ca-cert-hash ({found})")
+    return ca_pem
+
+
+async def request_certificate(opts: JoinOptions, ca_pem: bytes, clock: Clock) -> tuple[bytes, bytes]:
+    """Make a key and a node client CSR, and wait for its certificate: (certificate PEM, key PEM)."""
+    key, csr = pki.node_certificate_request(opts.node_name)
+    client = ApiClient(opts.server, opts.token, ca_pem)
+    name = f"node-csr-{secrets.token_hex(8)}"
+    try:
+        await client.create(CSR_PATH, {
+            "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": name},
+            "spec": {"request": base64.b64encode(csr).decode(), "signerName": KUBELET_CLIENT_SIGNER,
+                     "usages": ["digital signature", "key encipherment", "client auth"]}})
+        deadline = clock.monotonic() + CSR_WAIT
+        while clock.monotonic() < deadline:
+            obj = await client.get(f"{CSR_PATH}/{name}")
+            status = obj.get("status") or {}
+            if any(c.get("type") in ("Denied", "Failed") for c in status.get("conditions") or []):
+                raise JoinError(f"certificate signing request {name} was denied")
+            if status.get("certificate"):
+                return base64.b64decode(status["certificate"]), key
+            await clock.sleep(POLL)
+    except ApiError as exc:
+        raise JoinError(f"certificate signing request refused: {exc}") from None
+    finally:
+        await client.close()
+    raise JoinError(f"timed out waiting for certificate signing request {name} to be approved and signed")
+
+
+async def bootstrap(opts: JoinOptions, clock: Clock) -> Path:
+    """The agent's kubeconfig, bootstrapped unless an earlier join left one (a restart reuses it)."""
+    kubeconfig = opts.data_dir / "kubeconfig"
+    if kubeconfig.exists():
+        return kubeconfig
+    ca_pem = await discover_ca(opts)
+    cert, key = await request_certificate(opts, ca_pem, clock)
+    opts.data_dir.mkdir(parents=True, exist_ok=True)
+    opts.data_dir.chmod(0o700)
+    ca_path = opts.data_dir / "ca.crt"
+    ca_path.write_bytes(ca_pem)
+    pki.write_kubeconfig(kubeconfig, opts.server, None, ca_path, (cert, key))
+    return kubeconfig
+
+
+def join(opts: JoinOptions) -> int:
+    try:
+        kubeconfig = asyncio.run(bootstrap(opts, RealClock()))
+    except (JoinError, OSError) as exc:
+        print(f"kubelite join: {exc}", file=sys.stderr)
+        return 1
+    print(f"kubelite: node {opts.node_name} joined {opts.server}; starting its agent", flush=True)
+    argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
+            opts.node_name, "--data-dir", str(opts.data_dir / "agent"), "--address", opts.address,
+            *opts.agent_args]
+    os.execv(sys.executable, argv)

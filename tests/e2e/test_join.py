@@ -1,0 +1,132 @@
+"""Joining nodes end to end: `kubelite server --authorization-mode Node,RBAC`, `kubelite token create
+--print-join-command`, then two `kubelite join` processes (same machine, their own data dirs and node names)
+whose agents run under their node certificates. A pod scheduled to node-b runs there; node-a's identity
+is refused (403, upstream's messages) what the Node authorizer and NodeRestriction refuse."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ServerProcess, start_server
+from tests.e2e.pods import apply_pod, pod_phase, sh, wait_for
+
+pytestmark = pytest.mark.e2e
+NODES = ("node-a", "node-b")
+
+
+@dataclass
+class Cluster:
+    server: ServerProcess
+    node_dirs: dict[str, Path]
+
+    def as_node(self, node: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.server.kubectl("--kubeconfig", str(self.node_dirs[node] / "kubeconfig"), *args, check=False)
+
+
+def kubelite(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kubelite.cli.main", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def ready_nodes(server: ServerProcess) -> set[str]:
+    lines = server.kubectl("get", "nodes", "--no-headers", check=False).stdout.splitlines()
+    return {line.split()[0] for line in lines if line.split()[1:2] == ["Ready"]}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    base = tmp_path_factory.mktemp("join")
+    server = start_server(base / "data", base / "home", extra=["--authorization-mode", "Node,RBAC"])
+    agents: list[subprocess.Popen[bytes]] = []
+    dirs: dict[str, Path] = {}
+    try:
+        created = kubelite("token", "create", "--print-join-command", "--kubeconfig", str(server.kubeconfig))
+        assert created.returncode == 0, created.stderr
+        command = created.stdout.split()
+        assert command[:2] == ["kubelite", "join"] and "--ca-cert-hash" in command
+        for node in NODES:
+            dirs[node] = base / node
+            with (base / f"{node}.log").open("wb") as log:
+                agents.append(subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", *command[1:],
+                                                "--node-name", node, "--data-dir", str(dirs[node]),
+                                                "--proxy-mode", "none"], stdout=log, stderr=subprocess.STDOUT))
+        ready = wait_for(lambda: ready_nodes(server) >= set(NODES), timeout=60)
+        logs = "\n".join((base / f"{n}.log").read_text(errors="replace")[-3000:] for n in NODES)
+        assert ready, f"the joined nodes never became Ready:\n{logs}"
+        yield Cluster(server, dirs)
+    finally:
+        for agent in agents:
+            agent.terminate()
+        for agent in agents:
+            agent.wait(timeout=30)
+        server.stop()
+
+
+def test_join_issued_node_certificates(cluster: Cluster) -> None:
+    csrs = json.loads(cluster.server.kubectl("get", "csr", "-o", "json").stdout)["items"]
+    assert len(csrs) == len(NODES)
+    for csr in csrs:
+        assert csr["spec"]["username"].startswith("system:bootstrap:")
+        assert csr["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client-kubelet"
+        assert [c["reason"] for c in csr["status"]["conditions"]] == ["AutoApproved"]
+        assert csr["status"]["certificate"]
+    who = cluster.as_node("node-a", "auth", "whoami", "-o", "json")
+    info = json.loads(who.stdout)["status"]["userInfo"]
+    assert info["username"] == "system:node:node-a" and "system:nodes" in info["groups"]
+
+
+def test_pod_runs_on_the_joined_node(cluster: Cluster) -> None:
+    server = cluster.server
+    server.kubectl("create", "secret", "generic", "b-secret", "--from-literal=k=v")
+    container = sh("c", "cat /s/k; sleep 60", volumeMounts=[{"name": "s", "mountPath": "/s"}])
+    apply_pod(server, "on-b", [container], nodeSelector={"kubernetes.io/hostname": "node-b"},
+              volumes=[{"name": "s", "secret": {"secretName": "b-secret"}}])
+    assert wait_for(lambda: pod_phase(server, "on-b") == "Running", timeout=60), \
+        server.kubectl("describe", "pod", "on-b").stdout
+    pod = json.loads(server.kubectl("get", "pod", "on-b", "-o", "json").stdout)
+    assert pod["spec"]["nodeName"] == "node-b"
+    assert wait_for(lambda: server.kubectl("logs", "on-b", check=False).stdout.strip() == "v")
+    # node-b may read its pod's secret; node-a may not (no relationship in the graph)
+    assert cluster.as_node("node-b", "get", "secret", "b-secret").returncode == 0
+
+
+REFUSED = [
+    ("read a secret of another node's pod", ("get", "secret", "b-secret"),
+     'secrets "b-secret" is forbidden: User "system:node:node-a" cannot get resource "secrets" in API group "" in '
+     "the namespace \"default\": no relationship found between node 'node-a' and this object"),
+    ("patch another node's pod", ("patch", "pod", "on-b", "--subresource=status", "--type=merge", "-p",
+                                  '{"status":{"message":"x"}}'),
+     # kubectl reads pods/status first, which NodeRules do not grant (upstream neither)
+     'pods "on-b" is forbidden: User "system:node:node-a" cannot get resource "pods/status" in API group ""'),
+    ("delete another node's pod", ("delete", "pod", "on-b", "--wait=false"),
+     'pods "on-b" is forbidden: node "node-a" can only delete pods with spec.nodeName set to itself'),
+    ("patch another node", ("label", "node", "node-b", "x=y"),
+     'nodes "node-b" is forbidden: node "node-a" is not allowed to modify node "node-b"'),
+    ("label itself with node-restriction.kubernetes.io/", ("label", "node", "node-a",
+                                                          "node-restriction.kubernetes.io/x=y"),
+     'nodes "node-a" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/x'),
+    ("list all secrets", ("get", "secrets", "-A"),
+     'secrets is forbidden: User "system:node:node-a" cannot list resource "secrets" in API group "" at the '
+     "cluster scope"),
+]
+
+
+@pytest.mark.parametrize("name,args,message", REFUSED, ids=[c[0] for c in REFUSED])
+def test_node_identity_is_restricted(cluster: Cluster, name: str, args: tuple[str, ...], message: str) -> None:
+    if pod_phase(cluster.server, "on-b") == "":
+        pytest.skip("needs the pod of test_pod_runs_on_the_joined_node")
+    out = cluster.as_node("node-a", *args)
+    assert out.returncode != 0
+    assert message in out.stderr, out.stderr
+
+
+def test_node_may_label_itself(cluster: Cluster) -> None:
+    out = cluster.as_node("node-a", "label", "node", "node-a", "example.com/role=worker")
+    assert out.returncode == 0, out.stderr

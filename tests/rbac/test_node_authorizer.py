@@ -1,0 +1,221 @@
+"""The Node authorizer and NodeRestriction, as upstream's tables (plugin/pkg/auth/authorizer/node/
+node_authorizer_test.go TestAuthorizer, plugin/pkg/admission/noderestriction/admission_test.go), names kept
+where the case exists upstream; the graph is a handful of pods on node0/node1 referencing secrets,
+configmaps, claims and service accounts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubelite.api.errors import ApiError
+from kubelite.apiserver.auth.authorizer import Decision
+from kubelite.apiserver.auth.context import serving_as
+from kubelite.apiserver.auth.node import (
+    NodeAuthorizer,
+    NodeGraph,
+    RestrictedNodes,
+    admit_pod_create,
+    node_identity,
+    restrict_request,
+)
+from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
+from kubelite.apiserver.auth.user import UserInfo
+from kubelite.apiserver.registry.core import NODES
+from tests.rbac.test_rbac_authorizer import FakeLookup
+
+Obj = dict[str, Any]
+NODE0 = UserInfo("system:node:node0", groups=("system:nodes", "system:authenticated"))
+
+
+def pod(name: str, node: str, **spec: Any) -> Obj:
+    return {"metadata": {"name": name, "namespace": "ns0"}, "spec": {"nodeName": node, **spec}}
+
+
+LOOKUP = FakeLookup({
+    ("pods", ""): [
+        pod("pod0-node0", "node0", serviceAccountName="svcacct0-node0",
+            volumes=[{"name": "s", "secret": {"secretName": "secret0-pod0-node0"}},
+                     {"name": "c", "configMap": {"name": "configmap0-pod0-node0"}},
+                     {"name": "v", "persistentVolumeClaim": {"claimName": "pvc0-pod0-node0"}},
+                     {"name": "p", "projected": {"sources": [{"secret": {"name": "shared-secret"}}]}}],
+            containers=[{"name": "c", "env": [{"name": "E", "valueFrom": {"secretKeyRef": {
+                "name": "env-secret-pod0-node0", "key": "k"}}}]}]),
+        pod("pod0-node1", "node1", volumes=[{"name": "s", "secret": {"secretName": "secret0-pod0-node1"}},
+                                            {"name": "p", "projected": {"sources": [
+                                                {"secret": {"name": "shared-secret"}}]}}]),
+    ],
+    ("volumeattachments", ""): [{"metadata": {"name": "va-node0"}, "spec": {"nodeName": "node0"}},
+                                {"metadata": {"name": "va-node1"}, "spec": {"nodeName": "node1"}}],
+    ("persistentvolumeclaims", "ns0"): [{"metadata": {"name": "pvc0-pod0-node0", "namespace": "ns0"},
+                                         "spec": {"volumeName": "pv0-pod0-node0"}}],
+})
+
+LOOKUP.objects[("pods", "ns0")] = LOOKUP.objects[("pods", "")]  # listed across namespaces, got in their own
+
+
+def req(method: str, path: str, query: dict[str, str] | None = None, user: UserInfo = NODE0) -> RequestAttributes:
+    return RequestAttributes(user, new_request_info(method, path, query or {}))
+
+
+NS = "/api/v1/namespaces/ns0"
+AUTHORIZER = [  # TestAuthorizer
+    ("allowed configmap", req("GET", f"{NS}/configmaps/configmap0-pod0-node0"), True),
+    ("allowed secret via pod", req("GET", f"{NS}/secrets/secret0-pod0-node0"), True),
+    ("allowed secret via env", req("GET", f"{NS}/secrets/env-secret-pod0-node0"), True),
+    ("allowed shared secret via pod", req("GET", f"{NS}/secrets/shared-secret"), True),
+    ("list allowed secret via pod", req("GET", f"{NS}/secrets", {"fieldSelector": "metadata.name=secret0-pod0-node0"}),
+     True),
+    ("watch allowed secret via pod", req("GET", f"{NS}/secrets", {
+        "fieldSelector": "metadata.name=secret0-pod0-node0", "watch": "true"}), True),
+    ("disallowed list many secrets", req("GET", f"{NS}/secrets"), False),
+    ("disallowed watch many secrets", req("GET", f"{NS}/secrets", {"watch": "true"}), False),
+    ("disallowed list secrets from all namespaces with name",
+     req("GET", "/api/v1/secrets", {"fieldSelector": "metadata.name=secret0-pod0-node0"}), False),
+    ("disallowed secret via pod of another node", req("GET", f"{NS}/secrets/secret0-pod0-node1"), False),
+    ("disallowed secret in another namespace", req("GET", "/api/v1/namespaces/ns1/secrets/secret0-pod0-node0"),
+     False),
+    ("disallowed secret update", req("PUT", f"{NS}/secrets/secret0-pod0-node0"), False),
+    ("allowed pvc", req("GET", f"{NS}/persistentvolumeclaims/pvc0-pod0-node0"), True),
+    ("allowed pv via pvc", req("GET", "/api/v1/persistentvolumes/pv0-pod0-node0"), True),
+    ("disallowed pv", req("GET", "/api/v1/persistentvolumes/pv0-pod0-node1"), False),
+    ("allowed service account token create", req("POST", f"{NS}/serviceaccounts/svcacct0-node0/token"), True),
+    ("disallowed service account token create for another pod's account",
+     req("POST", f"{NS}/serviceaccounts/default/token"), False),
+    ("allowed node lease - get", req("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node0"),
+     True),
+    ("allowed node lease - create", req("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"),
+     True),
+    ("allowed node lease - update", req("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node0"),
+     True),
+    ("disallowed node lease - get other node",
+     req("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1"), False),
+    ("disallowed node lease - list", req("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"),
+     False),
+    ("disallowed lease in another namespace",
+     req("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/node0"), False),
+    ("allowed by node rules: list pods", req("GET", "/api/v1/pods", {"fieldSelector": "spec.nodeName=node0"}), True),
+    ("allowed by node rules: patch pod status", req("PATCH", f"{NS}/pods/pod0-node0/status"), True),
+    ("allowed by node rules: get nodes", req("GET", "/api/v1/nodes/node1"), True),
+    ("disallowed by node rules: create deployments", req("POST", "/apis/apps/v1/namespaces/ns0/deployments"), False),
+    ("allowed volumeattachment of the node", req("GET", "/apis/storage.k8s.io/v1/volumeattachments/va-node0"), True),
+    ("disallowed volumeattachment of another node",
+     req("GET", "/apis/storage.k8s.io/v1/volumeattachments/va-node1"), False),
+    ("no opinion for non-nodes", req("GET", f"{NS}/secrets/secret0-pod0-node0", user=UserInfo("alice")), False),
+]
+
+
+@pytest.mark.parametrize("name,attrs,allowed", AUTHORIZER, ids=[c[0] for c in AUTHORIZER])
+def test_node_authorizer(name: str, attrs: RequestAttributes, allowed: bool) -> None:
+    decision, _ = NodeAuthorizer(NodeGraph(LOOKUP)).authorize(attrs)
+    assert decision is (Decision.ALLOW if allowed else Decision.NO_OPINION)
+
+
+def test_denied_read_says_why() -> None:
+    _, reason = NodeAuthorizer(NodeGraph(LOOKUP)).authorize(req("GET", f"{NS}/secrets/secret0-pod0-node1"))
+    assert reason == "no relationship found between node 'node0' and this object"
+
+
+IDENTITY = [  # nodeidentifier TestDefaultNodeIdentifier
+    ("node", UserInfo("system:node:foo", groups=("system:nodes",)), "foo"),
+    ("node without group", UserInfo("system:node:foo"), None),
+    ("group without node prefix", UserInfo("foo", groups=("system:nodes",)), None),
+    ("empty name", UserInfo("system:node:", groups=("system:nodes",)), ""),
+]
+
+
+@pytest.mark.parametrize("name,user,node", IDENTITY, ids=[c[0] for c in IDENTITY])
+def test_node_identity(name: str, user: UserInfo, node: str | None) -> None:
+    assert node_identity(user) == node
+
+
+RESTRICTION = [  # admission_test.go TestAdmitPod / TestAdmitNode / leases, by request
+    ("allow update of own pod status", req("PUT", f"{NS}/pods/pod0-node0/status"), None),
+    ("forbid update of other node's pod status", req("PATCH", f"{NS}/pods/pod0-node1/status"),
+     'node "node0" can only update pod status for pods with spec.nodeName set to itself'),
+    ("allow delete of own pod", req("DELETE", f"{NS}/pods/pod0-node0"), None),
+    ("forbid delete of other node's pod", req("DELETE", f"{NS}/pods/pod0-node1"),
+     'node "node0" can only delete pods with spec.nodeName set to itself'),
+    ("forbid update of pod spec", req("PATCH", f"{NS}/pods/pod0-node0"),
+     'unexpected operation "patch", node "node0" can only create and delete mirror pods'),
+    ("allow eviction of own pod", req("POST", f"{NS}/pods/pod0-node0/eviction"), None),
+    ("forbid eviction of other node's pod", req("POST", f"{NS}/pods/pod0-node1/eviction"),
+     'node "node0" can only evict pods with spec.nodeName set to itself'),
+    ("allow own node update", req("PATCH", "/api/v1/nodes/node0"), None),
+    ("allow own node status update", req("PATCH", "/api/v1/nodes/node0/status"), None),
+    ("forbid other node update", req("PATCH", "/api/v1/nodes/node1"),
+     'node "node0" is not allowed to modify node "node1"'),
+    ("forbid other node status update", req("PUT", "/api/v1/nodes/node1/status"),
+     'node "node0" is not allowed to modify node "node1"'),
+    ("forbid other node delete", req("DELETE", "/api/v1/nodes/node1"),
+     'node "node0" is not allowed to modify node "node1"'),
+    ("forbid other node lease update",
+     req("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1"),
+     "can only access node lease with the same name as the requesting node"),
+    ("non-nodes are not restricted", req("PATCH", "/api/v1/nodes/node1", user=UserInfo("alice")), None),
+]
+
+
+@pytest.mark.parametrize("name,attrs,refusal", RESTRICTION, ids=[c[0] for c in RESTRICTION])
+def test_node_restriction_requests(name: str, attrs: RequestAttributes, refusal: str | None) -> None:
+    assert restrict_request(attrs, LOOKUP) == refusal
+
+
+MIRROR = {"kubernetes.io/config.mirror": "x"}
+POD_CREATE = [
+    ("allow creating a mirror pod bound to self", {"annotations": MIRROR}, "node0", []),
+    ("forbid creating a mirror pod bound to another node", {"annotations": MIRROR}, "node1",
+     ['node "node0" can only create pods with spec.nodeName set to itself']),
+    ("forbid creating a non-mirror pod", {}, "node0",
+     ['pod does not have "kubernetes.io/config.mirror" annotation, node "node0" can only create mirror pods']),
+]
+
+
+@pytest.mark.parametrize("name,meta,node,refusals", POD_CREATE, ids=[c[0] for c in POD_CREATE])
+def test_node_restriction_pod_create(name: str, meta: Obj, node: str, refusals: list[str]) -> None:
+    with serving_as(NODE0):
+        assert admit_pod_create({"metadata": {"name": "p", **meta}, "spec": {"nodeName": node}}, LOOKUP) == refusals
+    assert admit_pod_create({"metadata": {"name": "p"}, "spec": {}}, LOOKUP) == []  # not a node: no opinion
+
+
+def node_obj(name: str, labels: dict[str, str] | None = None) -> Obj:
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": {}, "status": {}}
+
+
+NODE_BODIES = [  # TestAdmitNode
+    ("allow create of own node", None, node_obj("node0", {"a": "b"}), None),
+    ("forbid create of other node", None, node_obj("node1"), 'node "node0" is not allowed to modify node "node1"'),
+    ("forbid create with node-restriction label", None,
+     node_obj("node0", {"node-restriction.kubernetes.io/foo": "bar"}),
+     "is not allowed to set the following labels: node-restriction.kubernetes.io/foo"),
+    ("forbid create with subdomain node-restriction label", None,
+     node_obj("node0", {"a.node-restriction.kubernetes.io/foo": "bar"}),
+     "is not allowed to set the following labels: a.node-restriction.kubernetes.io/foo"),
+    ("allow update keeping an existing node-restriction label", node_obj("node0", {
+        "node-restriction.kubernetes.io/foo": "bar"}), node_obj("node0", {"node-restriction.kubernetes.io/foo": "bar",
+                                                                          "x": "y"}), None),
+    ("forbid update adding a node-restriction label", node_obj("node0"),
+     node_obj("node0", {"node-restriction.kubernetes.io/foo": "bar"}),
+     "is not allowed to modify labels: node-restriction.kubernetes.io/foo"),
+    ("forbid update removing a node-restriction label", node_obj("node0", {"node-restriction.kubernetes.io/foo": "b"}),
+     node_obj("node0"), "is not allowed to modify labels: node-restriction.kubernetes.io/foo"),
+]
+
+
+@pytest.mark.parametrize("name,old,new,refusal", NODE_BODIES, ids=[c[0] for c in NODE_BODIES])
+def test_node_restriction_node_bodies(name: str, old: Obj | None, new: Obj, refusal: str | None) -> None:
+    strategy = RestrictedNodes(NODES)
+    for status in ((False, True) if old is not None else (False,)):
+        with serving_as(NODE0):
+            try:
+                if old is None:
+                    strategy.prepare_create(new, LOOKUP)
+                elif status:
+                    strategy.prepare_status_update(new, old)
+                else:
+                    strategy.prepare_update(new, old)
+            except ApiError as exc:
+                assert refusal is not None and exc.code == 403 and refusal in exc.message, exc.message
+            else:
+                assert refusal is None
