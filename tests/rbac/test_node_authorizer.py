@@ -102,6 +102,9 @@ AUTHORIZER = [  # TestAuthorizer
     ("allowed volumeattachment of the node", req("GET", "/apis/storage.k8s.io/v1/volumeattachments/va-node0"), True),
     ("disallowed volumeattachment of another node",
      req("GET", "/apis/storage.k8s.io/v1/volumeattachments/va-node1"), False),
+    ("allowed own nodefence (self-fencing agent)", req("GET", "/apis/kubelite.io/v1alpha1/nodefences/node0"), True),
+    ("disallowed nodefence of another node", req("GET", "/apis/kubelite.io/v1alpha1/nodefences/node1"), False),
+    ("disallowed nodefence status write", req("PUT", "/apis/kubelite.io/v1alpha1/nodefences/node0/status"), False),
     ("no opinion for non-nodes", req("GET", f"{NS}/secrets/secret0-pod0-node0", user=UserInfo("alice")), False),
 ]
 

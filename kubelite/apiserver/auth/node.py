@@ -127,6 +127,8 @@ class NodeAuthorizer:
             return self._lease(node, attributes)
         if info.is_resource_request and info.api_group == "storage.k8s.io" and info.resource == "volumeattachments":
             return self._attachment(node, attributes)
+        if info.is_resource_request and info.api_group == "kubelite.io" and info.resource == "nodefences":
+            return self._own_fence(node, attributes)
         if any(rule_allows(attributes, rule) for rule in NODE_RULES):
             return Decision.ALLOW, ""
         return Decision.NO_OPINION, ""
@@ -155,6 +157,12 @@ class NodeAuthorizer:
         attachment = self.graph.lookup.get("volumeattachments", "", attributes.name)
         if attachment is None or (attachment.get("spec") or {}).get("nodeName") != node:
             return Decision.NO_OPINION, f"no relationship found between node '{node}' and this object"
+        return Decision.ALLOW, ""
+
+    def _own_fence(self, node: str, attributes: RequestAttributes) -> tuple[Decision, str]:
+        """kubelite's own: a self-fencing agent reads its node's NodeFence before it starts pods again."""
+        if attributes.verb != "get" or attributes.name != node or attributes.subresource:
+            return Decision.NO_OPINION, "can only get the NodeFence of the requesting node"
         return Decision.ALLOW, ""
 
     def _lease(self, node: str, attributes: RequestAttributes) -> tuple[Decision, str]:
