@@ -26,10 +26,15 @@ namespace = open("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read
 pods = client.CoreV1Api().list_namespaced_pod(namespace)
 print("pods:", sorted(p.metadata.name for p in pods.items))
 print("server:", client.Configuration.get_default_copy().host)
+try:
+    client.CoreV1Api().list_namespaced_secret("kube-system")
+    print("other namespace's secrets: allowed")
+except client.exceptions.ApiException as exc:
+    print("other namespace's secrets:", exc.status)
 """
 
 
-def test_in_pod_client_lists_pods_with_its_projected_token(tmp_path: Path) -> None:
+def test_in_pod_client_lists_pods_with_its_projected_token_and_is_refused_other_secrets(tmp_path: Path) -> None:
     with server_and_agent(tmp_path, "node-1") as (server, _):
         # RBAC (the default authorization mode): the default service account may list its namespace's pods
         server.kubectl("create", "rolebinding", "default-view", "--clusterrole=view",
@@ -48,3 +53,4 @@ def test_in_pod_client_lists_pods_with_its_projected_token(tmp_path: Path) -> No
         assert "pods: ['incluster']" in logs
         service = json.loads(server.kubectl("get", "service", "kubernetes", "-o", "json").stdout)
         assert f"server: https://{service['spec']['clusterIP']}:443" in logs  # through the kubernetes Service
+        assert "other namespace's secrets: 403" in logs  # RBAC: view in its own namespace only
