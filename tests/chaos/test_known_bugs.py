@@ -33,7 +33,7 @@ POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "victim"}, "spec"
     "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", "trap 'exit 0' TERM; "
                                                                     "while true; do sleep 0.2; done"]}]}}
 PODS = "/api/v1/namespaces/default/pods"
-DEADLINE = 25.0  # grace 2 s, plus generous time for a reconnect; the bug keeps it alive ~150 s
+DEADLINE = 45.0  # worst case by the timings ~20 s (next heartbeat + its 10 s deadline) + grace + load; bug: ~150 s
 
 
 async def _until(clock: RealClock, seconds: float, predicate: Callable[[], Awaitable[bool]]) -> bool:
