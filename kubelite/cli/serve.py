@@ -81,6 +81,7 @@ class Options:
     data_dir: Path
     port: int
     bind: str = "127.0.0.1"
+    advertise: str = ""  # --advertise-address; empty: the bind address (loopback for a wildcard)
     insecure: bool = False
     disabled: frozenset[str] = frozenset()
     auth: AuthOptions = field(default_factory=AuthOptions)
@@ -107,6 +108,11 @@ def run(opts: Options) -> int:
     if opts.insecure and not _is_loopback(opts.bind):
         raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
                           f"not {opts.bind}")
+    if opts.advertise:
+        try:
+            ipaddress.ip_address(opts.advertise)
+        except ValueError:
+            raise ConfigError(f"--advertise-address must be an IP address, not {opts.advertise!r}") from None
     sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
     fencing_factory(opts.fencing_config)  # a bad --fencing-config stops the start (exit 2), not a controller
     try:
@@ -156,9 +162,9 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         raw = await opts.store.open(data)
         cleanup.push_async_callback(raw.close)
         store: Store = encryption.EncryptingStore(raw, transformers) if transformers else raw
-        host = "127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind
+        host = opts.advertise or ("127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind)
         scheme = "http" if opts.insecure else "https"
-        url = f"{scheme}://{host}:{opts.port}"
+        url = f"{scheme}://[{host}]:{opts.port}" if ":" in host else f"{scheme}://{host}:{opts.port}"
         ssl_ctx = None
         tokens: frozenset[str] = frozenset()
         ca = None
