@@ -6,7 +6,9 @@ parts: a bridge in the host namespace that holds the control plane's address (`.
 198.18.0.0/15, the range RFC 2544 sets aside for network tests, which is never routed), and per node a
 network namespace whose `eth0` is one end of a veth pair, the other end a port of that bridge. A node's
 namespace has only its /24's connected route and `lo`: no default route, so its traffic reaches the
-host and the other nodes and nothing else. `partition()` sets the node's host-side veth end down (both
+host and the other nodes and nothing else (node-to-node frames cross the bridge, so a host that loads
+br_netfilter with a dropping FORWARD policy, as Docker does, drops them: the tests rely on host <-> node
+only). `partition()` sets the node's host-side veth end down (both
 directions cut, like a pulled cable), `heal()` sets it up again.
 
 Commands run inside a namespace with `nsenter --net=…`, which switches the network namespace only:
@@ -35,7 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-RANGE = ipaddress.ip_network("198.18.0.0/15")  # RFC 2544: for network tests, not routed
+RANGE = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544: for network tests, not routed
 SUBNETS = tuple(RANGE.subnets(new_prefix=24))
 LOCKS = Path(tempfile.gettempdir()) / "kubelite-netns"
 COMMAND_TIMEOUT = 30.0

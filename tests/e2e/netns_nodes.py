@@ -7,6 +7,7 @@ and its serving certificate then name an address the nodes' namespaces can reach
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from kubelite.testing import netns
 from tests.conftest import ServerProcess
 
 
+@contextlib.contextmanager
 def lab() -> Iterator[netns.Lab]:
-    """A Lab for a module fixture (`yield from lab()`); skips the module where namespaces cannot be made."""
+    """A Lab for a module fixture; skips the module where namespaces cannot be made."""
     reason = netns.unavailable()
     if reason is not None:
         pytest.skip(f"nodes in network namespaces: {reason}")

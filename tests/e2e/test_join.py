@@ -1,10 +1,14 @@
 """Joining nodes end to end: `kubelite server --authorization-mode Node,RBAC`, `kubelite token create
 --print-join-command`, then two `kubelite join` processes (same machine, their own data dirs and node names)
-whose agents run under their node certificates. A pod scheduled to node-b runs there; node-a's identity
-is refused (403, upstream's messages) what the Node authorizer and NodeRestriction refuse."""
+whose agents run under their node certificates. node-a joins from the host (127.0.0.1); node-b, where the
+machine allows network namespaces (root), joins from its own namespace with its own address, as another
+machine would (kubelite/testing/netns.py; the server advertises the lab's host address), else from the host
+too. A pod scheduled to node-b runs there; node-a's identity is refused (403, upstream's messages) what the
+Node authorizer and NodeRestriction refuse."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -14,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from kubelite.testing import netns
 from tests.conftest import ServerProcess, start_server
+from tests.e2e import netns_nodes
 from tests.e2e.pods import apply_pod, pod_phase, sh, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -25,6 +31,8 @@ NODES = ("node-a", "node-b")
 class Cluster:
     server: ServerProcess
     node_dirs: dict[str, Path]
+    join_command: list[str]
+    lab: netns.Lab | None  # node-b's namespace, where namespaces can be made
 
     def as_node(self, node: str, *args: str) -> subprocess.CompletedProcess[str]:
         return self.server.kubectl("--kubeconfig", str(self.node_dirs[node] / "kubeconfig"), *args, check=False)
@@ -43,30 +51,33 @@ def ready_nodes(server: ServerProcess) -> set[str]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("join")
-    server = start_server(base / "data", base / "home", extra=["--authorization-mode", "Node,RBAC"])
-    agents: list[subprocess.Popen[bytes]] = []
-    dirs: dict[str, Path] = {}
-    try:
+    with contextlib.ExitStack() as stack:
+        lab = stack.enter_context(netns.Lab()) if netns.unavailable() is None else None
+        server = start_server(base / "data", base / "home", extra=[
+            "--authorization-mode", "Node,RBAC", *(netns_nodes.server_flags(lab) if lab else [])])
+        agents: list[subprocess.Popen[bytes]] = []
+        stack.callback(server.stop)
+        stack.callback(netns_nodes.stop, agents)
+        dirs: dict[str, Path] = {}
         created = kubelite("token", "create", "--print-join-command", "--kubeconfig", str(server.kubeconfig))
         assert created.returncode == 0, created.stderr
         command = created.stdout.split()
         assert command[:2] == ["kubelite", "join"] and "--ca-cert-hash" in command
         for node in NODES:
             dirs[node] = base / node
+            argv = [sys.executable, "-m", "kubelite.cli.main", *command[1:], "--node-name", node, "--data-dir",
+                    str(dirs[node]), "--proxy-mode", "none"]
             with (base / f"{node}.log").open("wb") as log:
-                agents.append(subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", *command[1:],
-                                                "--node-name", node, "--data-dir", str(dirs[node]),
-                                                "--proxy-mode", "none"], stdout=log, stderr=subprocess.STDOUT))
+                if node == "node-b" and lab is not None:
+                    in_lab = lab.add_node(node)
+                    agents.append(in_lab.popen([*argv, "--address", in_lab.address], stdout=log,
+                                               stderr=subprocess.STDOUT))
+                else:
+                    agents.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
         ready = wait_for(lambda: ready_nodes(server) >= set(NODES), timeout=60)
         logs = "\n".join((base / f"{n}.log").read_text(errors="replace")[-3000:] for n in NODES)
         assert ready, f"the joined nodes never became Ready:\n{logs}"
-        yield Cluster(server, dirs)
-    finally:
-        for agent in agents:
-            agent.terminate()
-        for agent in agents:
-            agent.wait(timeout=30)
-        server.stop()
+        yield Cluster(server, dirs, command, lab)
 
 
 def test_join_issued_node_certificates(cluster: Cluster) -> None:
@@ -95,6 +106,29 @@ def test_pod_runs_on_the_joined_node(cluster: Cluster) -> None:
     assert wait_for(lambda: server.kubectl("logs", "on-b", check=False).stdout.strip() == "v")
     # node-b may read its pod's secret; node-a may not (no relationship in the graph)
     assert cluster.as_node("node-b", "get", "secret", "b-secret").returncode == 0
+
+
+BIND_HERE = "import socket, sys; socket.socket().bind((sys.argv[1], 0)); print('bound', sys.argv[1])"
+
+
+def test_joined_node_has_its_own_network_namespace(cluster: Cluster) -> None:
+    if cluster.lab is None:
+        pytest.skip(f"nodes in network namespaces: {netns.unavailable()}")
+    if pod_phase(cluster.server, "on-b") != "Running":
+        pytest.skip("needs the pod of test_pod_runs_on_the_joined_node")
+    node_b = cluster.lab.nodes["node-b"]
+    server = cluster.server
+    # the join command names the advertised address, which the namespace reaches (and the certificate names)
+    assert cluster.join_command[cluster.join_command.index("--server") + 1] == \
+        f"https://{cluster.lab.host_address}:{server.port}"
+    assert netns_nodes.internal_ip(server, "node-b") == node_b.address
+    assert netns_nodes.internal_ip(server, "node-a") == "127.0.0.1"
+    pod = json.loads(server.kubectl("get", "pod", "on-b", "-o", "json").stdout)
+    assert pod["status"]["hostIP"] == node_b.address
+    # exec goes API server -> node-b's agent at its address; the container can bind that address: it is in
+    # node-b's namespace (the host has no such address)
+    out = server.kubectl("exec", "on-b", "--", "python3", "-c", BIND_HERE, node_b.address, check=False)
+    assert out.stdout.strip() == f"bound {node_b.address}", out.stderr
 
 
 REFUSED = [
