@@ -11,9 +11,11 @@ import functools
 import json
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +138,10 @@ def test_partitioned_node_goes_unknown_and_recovers(cluster: Cluster) -> None:
     print(f"node-b Unknown {lost:.1f} s after the cut; Ready {time.monotonic() - healed:.1f} s after the heal")
     # Unknown GRACE after the last renewal, which was at most RENEW before the cut (the monitor wakes at the grace)
     assert GRACE - RENEW - 1 <= lost <= GRACE + 5
+
+
+def test_advertise_address_must_be_an_ip(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "kubelite.cli.main", "server", "--advertise-address", "node.example",
+                          "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2
+    assert "--advertise-address must be an IP address, not 'node.example'" in res.stderr
