@@ -14,7 +14,7 @@ directions cut, like a pulled cable), `heal()` sets it up again.
 Commands run inside a namespace with `nsenter --net=…`, which switches the network namespace only:
 `ip netns exec` also remounts /sys, which hides the cgroup hierarchy an agent needs.
 
-Names are unique per /24: a Lab holds an flock on `TMPDIR/kubelite-netns/N.lock` for subnet N
+Names are unique per /24: a Lab holds an flock on `/run/kubelite-netns/N.lock` for subnet N
 while it lives, so parallel test processes take different subnets; the bridge is `klbN`, the veth host
 ends `klNvI`, the namespaces `kubelite-labN-I`. Whoever next takes subnet N first removes what a
 crashed owner left under those names. Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2 and
@@ -30,7 +30,7 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +39,9 @@ from typing import IO, Any
 
 RANGE = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544: for network tests, not routed
 SUBNETS = tuple(RANGE.subnets(new_prefix=24))
-LOCKS = Path(tempfile.gettempdir()) / "kubelite-netns"
+LOCKS = Path("/run/kubelite-netns")  # beside iproute2's /run/netns: one place per machine, whatever TMPDIR says
 COMMAND_TIMEOUT = 30.0
+UP_POLL = 0.01
 
 
 class Unavailable(Exception):
@@ -100,7 +101,17 @@ class Node:
         ip("link", "set", self.host_end, "down")
 
     def heal(self) -> None:
+        """Plug the node back in; returns once both ends are up and ready to carry traffic at once."""
         ip("link", "set", self.host_end, "up")
+        # Neighbour (ARP) entries that failed while cut would hold the first packets back about a second
+        # more: forget them on both sides, as the next packet then asks afresh.
+        ip("-n", self.netns, "neigh", "flush", "dev", "eth0")
+        ip("neigh", "flush", "to", self.address)
+        for _ in range(int(COMMAND_TIMEOUT / UP_POLL)):
+            if _is_up(self.host_end) and _is_up("eth0", self.netns):
+                return
+            time.sleep(UP_POLL)
+        raise OSError(f"{self.host_end} of node {self.name} did not come up")
 
 
 class Lab:
@@ -162,6 +173,12 @@ class Lab:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def _is_up(link: str, namespace: str | None = None) -> bool:
+    where = ("-n", namespace) if namespace else ()
+    shown = json.loads(ip(*where, "-j", "link", "show", "dev", link).stdout or "[]")
+    return bool(shown) and shown[0].get("operstate") == "UP"
 
 
 def _take_subnet() -> tuple[IO[str], int]:
