@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import os
 import socket
@@ -24,12 +25,18 @@ def default_data_dir() -> Path:
     return Path(base) / "kubelite"
 
 
+def ip_address(text: str) -> str:
+    """An IP address flag, checked as the command line is read (argparse: "invalid ip_address value")."""
+    ipaddress.ip_address(text)
+    return text
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", type=Path, default=default_data_dir(), help="state, certificates, kubeconfig")
     p.add_argument("--port", type=int, default=6443)
     p.add_argument("--bind-address", default="127.0.0.1",
                    help="address to listen on (with --insecure only loopback addresses are allowed)")
-    p.add_argument("--advertise-address", default="", metavar="IP",
+    p.add_argument("--advertise-address", default="", metavar="IP", type=ip_address,
                    help="the address the rest of the cluster reaches this server at: the kubeconfig's and the join "
                         "command's URL, the serving certificate and the kubernetes Service (default: --bind-address, "
                         "127.0.0.1 for 0.0.0.0)")

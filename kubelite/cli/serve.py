@@ -108,11 +108,6 @@ def run(opts: Options) -> int:
     if opts.insecure and not _is_loopback(opts.bind):
         raise ConfigError(f"--insecure serves without authentication and may only bind a loopback address, "
                           f"not {opts.bind}")
-    if opts.advertise:
-        try:
-            ipaddress.ip_address(opts.advertise)
-        except ValueError:
-            raise ConfigError(f"--advertise-address must be an IP address, not {opts.advertise!r}") from None
     sched = scheduler_config.load(opts.scheduler_config) if "scheduler" not in opts.disabled else None
     fencing_factory(opts.fencing_config)  # a bad --fencing-config stops the start (exit 2), not a controller
     try:

@@ -144,4 +144,4 @@ def test_advertise_address_must_be_an_ip(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "kubelite.cli.main", "server", "--advertise-address", "node.example",
                           "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert res.returncode == 2
-    assert "--advertise-address must be an IP address, not 'node.example'" in res.stderr
+    assert "argument --advertise-address: invalid ip_address value: 'node.example'" in res.stderr
