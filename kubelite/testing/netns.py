@@ -142,6 +142,8 @@ class Lab:
 
     def add_node(self, name: str) -> Node:
         """A new namespace `name` on the LAN, with the next free address; `lo` and `eth0` up."""
+        if name in self.nodes:
+            raise ValueError(f"the lab already has a node {name}")
         i = len(self.nodes)
         address = self.subnet.network_address + 2 + i
         if address >= self.subnet.broadcast_address:
