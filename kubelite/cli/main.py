@@ -36,7 +36,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=6443)
     p.add_argument("--bind-address", default="127.0.0.1",
                    help="address to listen on (with --insecure only loopback addresses are allowed)")
-    p.add_argument("--advertise-address", default="", metavar="IP", type=ip_address,
+    p.add_argument("--advertise-address", default=None, metavar="IP", type=ip_address,
                    help="the address the rest of the cluster reaches this server at: the kubeconfig's and the join "
                         "command's URL, the serving certificate and the kubernetes Service (default: --bind-address, "
                         "127.0.0.1 for 0.0.0.0)")
@@ -248,7 +248,7 @@ def _main(argv: list[str] | None) -> int:
 
     try:
         return serve.run(serve.Options(data_dir=args.data_dir, port=args.port, bind=args.bind_address,
-                                       advertise=args.advertise_address,
+                                       advertise=args.advertise_address or "",
                                        insecure=args.insecure, disabled=frozenset(disabled),
                                        auth=serve.AuthOptions(
                                            token_auth_file=args.token_auth_file, client_ca_file=args.client_ca_file,
