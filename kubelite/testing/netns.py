@@ -8,8 +8,8 @@ network namespace whose `eth0` is one end of a veth pair, the other end a port o
 namespace has only its /24's connected route and `lo`: no default route, so its traffic reaches the
 host and the other nodes and nothing else (node-to-node frames cross the bridge, so a host that loads
 br_netfilter with a dropping FORWARD policy, as Docker does, drops them: the tests rely on host <-> node
-only). `partition()` sets the node's host-side veth end down (both
-directions cut, like a pulled cable), `heal()` sets it up again.
+only). `partition()` sets the node's host-side veth end down (both directions cut, like a pulled
+cable), `heal()` sets it up again.
 
 Commands run inside a namespace with `nsenter --net=…`, which switches the network namespace only:
 `ip netns exec` also remounts /sys, which hides the cgroup hierarchy an agent needs.
