@@ -121,7 +121,8 @@ class LeaderElector:
         log.info("attempting to acquire leader lease %s/%s...", self.namespace, self.name)
         while not await self.try_acquire_or_renew():
             await self.clock.sleep(self.retry_period * (1 + self._rng.random() * (JITTER_FACTOR - 1)))
-        log.info("successfully acquired lease %s/%s", self.namespace, self.name)
+        # the identity too (upstream logs it in the LeaderElection event): which process leads, from its log
+        log.info("successfully acquired lease %s/%s as %s", self.namespace, self.name, self.identity)
 
     async def renew(self) -> None:
         """Renew every retry period; return (no longer leader) when no renewal succeeded for renew_deadline."""
