@@ -198,7 +198,7 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def _servers(args: argparse.Namespace) -> tuple[str, ...]:
+def server_urls(args: argparse.Namespace) -> tuple[str, ...]:
     """--server's URLs (none: the kubeconfig's server)."""
     return tuple(u.strip() for u in args.server.split(",") if u.strip())
 
@@ -248,7 +248,7 @@ def _main(argv: list[str] | None) -> int:
             return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
                                         args.address, args.port, args.shutdown_grace_period, args.protect_path,
                                         args.proxy_mode, args.client_ca_file, args.self_fence_after,
-                                        _servers(args))
+                                        server_urls(args))
         except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
@@ -258,7 +258,7 @@ def _main(argv: list[str] | None) -> int:
 
         try:
             return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect,
-                                            args.metrics_bind_address, _servers(args), _timing(args))
+                                            args.metrics_bind_address, server_urls(args), _timing(args))
         except (ConfigError, UsageError) as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
@@ -276,7 +276,7 @@ def _main(argv: list[str] | None) -> int:
         try:
             return components.run_controller_manager(args.kubeconfig, names, args.leader_elect,
                                                      args.metrics_bind_address, args.fencing_config,
-                                                     _servers(args), _timing(args))
+                                                     server_urls(args), _timing(args))
         except FencingConfigError as exc:
             print(f"kubelite: --fencing-config: {exc}", file=sys.stderr)
             return 2
