@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -90,13 +91,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     agent: subprocess.Popen[bytes] | None = None
     try:
         etcd.start()
-        for i in range(3):
-            data = base / f"s{i}" / "data"
-            if servers:  # the second and third servers get the first one's CA, SA key and admin token
-                for rel in SHARED:
-                    (data / rel).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(servers[0].data_dir / rel, data / rel)
-            servers.append(start_server(data, base / "home", extra=server_args(etcd)))
+        servers.append(start_server(base / "s0" / "data", base / "home", extra=server_args(etcd)))
+        for i in (1, 2):  # the second and third servers get the first one's CA, SA key and admin token
+            for rel in SHARED:
+                (base / f"s{i}" / "data" / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(servers[0].data_dir / rel, base / f"s{i}" / "data" / rel)
+        with ThreadPoolExecutor() as pool:  # started together, as after a power cut
+            servers += pool.map(lambda i: start_server(base / f"s{i}" / "data", base / "home",
+                                                       extra=server_args(etcd)), (1, 2))
         c = Cluster(base, etcd, servers)
         assert wait_for(lambda: any(ACQUIRED in c.log(i) for i in range(3)), timeout=30)
         leader = c.scheduler_leader()
