@@ -40,10 +40,37 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def ensure_pki(pki: Path, hosts: list[str]) -> tuple[Path, Path, Path]:
-    """Return (ca.crt, server.crt, server.key), creating them on first start."""
-    ca_crt, srv_crt, srv_key = pki / "ca.crt", pki / "server.crt", pki / "server.key"
-    if ca_crt.exists() and srv_crt.exists() and srv_key.exists():
+    """Return (ca.crt, server.crt, server.key), creating what is missing.
+
+    The CA (ca.crt, ca.key) is made once. The serving certificate is issued by that CA when it is missing or
+    does not name every one of `hosts`: several API servers of one cluster share the CA (its files copied
+    from the first server, README "Many machines: several API servers"), and each then serves a certificate
+    valid for its own address.
+    """
+    ca_crt, ca_key_path, srv_crt, srv_key = pki / "ca.crt", pki / "ca.key", pki / "server.crt", pki / "server.key"
+    if not (ca_crt.exists() and ca_key_path.exists()):
+        _make_ca(ca_crt, ca_key_path)
+    names = _server_names(hosts)
+    if srv_crt.exists() and srv_key.exists() and names <= _subject_alt_names(srv_crt):
         return ca_crt, srv_crt, srv_key
+    ca = x509.load_pem_x509_certificate(ca_crt.read_bytes())
+    ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    now = dt.datetime.now(dt.UTC)
+    key = _key()
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=3650))
+            .add_extension(x509.SubjectAlternativeName(sorted(names, key=str)), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    _write(srv_key, _pem_key(key), private=True)
+    _write(srv_crt, cert.public_bytes(serialization.Encoding.PEM))
+    return ca_crt, srv_crt, srv_key
+
+
+def _make_ca(ca_crt: Path, ca_key_path: Path) -> None:
     now = dt.datetime.now(dt.UTC)
     ca_key = _key()
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubelite-ca")])
@@ -56,26 +83,28 @@ def ensure_pki(pki: Path, hosts: list[str]) -> tuple[Path, Path, Path]:
                                        key_agreement=False, encipher_only=False, decipher_only=False),
                          critical=True)
           .sign(ca_key, hashes.SHA256()))
-    key = _key()
-    names: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.DNSName("kubernetes"),
-                                     x509.DNSName(socket.gethostname())]
+    _write(ca_key_path, _pem_key(ca_key), private=True)
+    _write(ca_crt, ca.public_bytes(serialization.Encoding.PEM))
+
+
+def _server_names(hosts: list[str]) -> set[x509.GeneralName]:
+    """The serving certificate's SANs: localhost, the in-cluster names, this machine's name, and `hosts`."""
+    names: set[x509.GeneralName] = {x509.DNSName("localhost"), x509.DNSName("kubernetes"),
+                                    x509.DNSName(socket.gethostname())}
     for h in {"127.0.0.1", "::1", *hosts}:
         try:
-            names.append(x509.IPAddress(ipaddress.ip_address(h)))
+            names.add(x509.IPAddress(ipaddress.ip_address(h)))
         except ValueError:
-            names.append(x509.DNSName(h))
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=3650))
-            .add_extension(x509.SubjectAlternativeName(names), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    _write(pki / "ca.key", _pem_key(ca_key), private=True)
-    _write(ca_crt, ca.public_bytes(serialization.Encoding.PEM))
-    _write(srv_key, _pem_key(key), private=True)
-    _write(srv_crt, cert.public_bytes(serialization.Encoding.PEM))
-    return ca_crt, srv_crt, srv_key
+            names.add(x509.DNSName(h))
+    return names
+
+
+def _subject_alt_names(crt: Path) -> set[x509.GeneralName]:
+    cert = x509.load_pem_x509_certificate(crt.read_bytes())
+    try:
+        return set(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
+    except x509.ExtensionNotFound:
+        return set()
 
 
 def ensure_service_account_key(pki: Path) -> Path:

@@ -5,7 +5,8 @@ server: an agent that `kubelite up` restarts after a crash is back sooner. The s
 the controller manager can run behind leader election (`--leader-elect`, a Lease in
 kube-system named after the component, as upstream), so two of each may run side by side
 with one active; one that loses its lease exits, as upstream's do, to be restarted as a
-candidate by its supervisor.
+candidate by its supervisor. Every component takes `--server URL[,URL...]`: the API servers of an
+HA control plane, failed over by the client (kubelite/client/http.py).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from kubelite.client.http import ApiClient
 from kubelite.client.interface import Client
 from kubelite.clock import RealClock
 from kubelite.controllers.fencing import fencing_factory
-from kubelite.controllers.leaderelection import LeaderElector, LeadershipLost, identity
+from kubelite.controllers.leaderelection import UPSTREAM_TIMING, LeadershipLost, LeaseTiming
+from kubelite.controllers.leaderelection import elected as elected_on
 from kubelite.controllers.manager import run_controllers
 from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.scheduler import config as scheduler_config
@@ -55,7 +57,7 @@ def over_http(main: Coroutine[Any, Any, T]) -> T:
 def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Path | None, address: str,
               port: int, shutdown_grace: float | None = None, protect: Sequence[Path] = (),
               proxy_mode: str = "none", client_ca_file: Path | None = None,
-              self_fence_after: float | None = None) -> int:
+              self_fence_after: float | None = None, servers: Sequence[str] = ()) -> int:
     """`kubelite agent`: a node agent for this machine, as a client of a running API server."""
     cfg = node_config.load(config_file)
     if shutdown_grace is not None:
@@ -71,7 +73,7 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
     over_http(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address,
                                                   port, proxy=service_proxy(proxy_mode, client),
                                                   client_ca=client_ca).run(),
-                             ApiClient.from_kubeconfig(kubeconfig)))
+                             ApiClient.from_kubeconfig(kubeconfig, servers=servers)))
     return 0
 
 
@@ -94,7 +96,7 @@ def private_files() -> None:
 
 
 def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, leader_elect: bool = False,
-                  metrics_address: str = "") -> int:
+                  metrics_address: str = "", servers: Sequence[str] = (), timing: LeaseTiming = UPSTREAM_TIMING) -> int:
     """`kubelite scheduler`: the scheduler alone, as a client of a running API server."""
     cfg = scheduler_config.load(config_file)
     metrics = SchedulerMetrics()
@@ -102,12 +104,14 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
         return Scheduler(client, RealClock(), cfg, seed, metrics).run()
 
-    return over_http(run_component(elected("kube-scheduler", start) if leader_elect else start,
-                                    ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))
+    return over_http(run_component(elected("kube-scheduler", start, timing) if leader_elect else start,
+                                    ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
+                                    metrics.registry))
 
 
 def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "",
-                           fencing_config: Path | None = None) -> int:
+                           fencing_config: Path | None = None, servers: Sequence[str] = (),
+                           timing: LeaseTiming = UPSTREAM_TIMING) -> int:
     """`kubelite controller-manager`: the selected controllers, as a client of a running API server."""
     metrics = WorkqueueMetrics(RealClock())
     configured = fencing_factory(fencing_config)  # a bad file is refused before anything connects
@@ -115,8 +119,9 @@ def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: boo
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
         return run_controllers(client, RealClock(), names, metrics, configured)
 
-    return over_http(run_component(elected("kube-controller-manager", start) if leader_elect else start,
-                                    ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))
+    return over_http(run_component(elected("kube-controller-manager", start, timing) if leader_elect else start,
+                                    ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
+                                    metrics.registry))
 
 
 async def serve_metrics(address: str, registry: CollectorRegistry) -> web.AppRunner:
@@ -134,13 +139,12 @@ async def serve_metrics(address: str, registry: CollectorRegistry) -> web.AppRun
     return runner
 
 
-def elected(lease: str, start: Callable[[ApiClient], Coroutine[Any, Any, None]]
+def elected(lease: str, start: Callable[[ApiClient], Coroutine[Any, Any, None]], timing: LeaseTiming
             ) -> Callable[[ApiClient], Coroutine[Any, Any, None]]:
     """`start` behind leader election on the Lease kube-system/`lease`."""
 
     def run(client: ApiClient) -> Coroutine[Any, Any, None]:
-        elector = LeaderElector(client, RealClock(), "kube-system", lease, identity())
-        return elector.run(lambda: start(client))
+        return elected_on(client, RealClock(), lease, lambda: start(client), timing)()
 
     return run
 

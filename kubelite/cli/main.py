@@ -14,8 +14,12 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kubelite.sim import cli as sim_cli
+
+if TYPE_CHECKING:
+    from kubelite.controllers.leaderelection import LeaseTiming
 
 COMPONENTS = ("scheduler", "controllers")
 
@@ -64,6 +68,38 @@ def _auth_flags(p: argparse.ArgumentParser) -> None:
                         "(system:masters, the admin kubeconfig's group, is always allowed)")
 
 
+def _leader_election_flags(p: argparse.ArgumentParser) -> None:
+    """kube-scheduler's and kube-controller-manager's --leader-elect-* timings, in seconds (defaults: upstream's,
+    from kubelite/controllers/leaderelection.py, imported only by the commands that elect)."""
+    p.add_argument("--leader-elect-lease-duration", type=float, default=None, metavar="SECONDS",
+                   help="how long a standby waits, from the last renewal it saw, before taking the Lease (15)")
+    p.add_argument("--leader-elect-renew-deadline", type=float, default=None, metavar="SECONDS",
+                   help="how long the leader keeps trying to renew before it stops leading (10)")
+    p.add_argument("--leader-elect-retry-period", type=float, default=None, metavar="SECONDS",
+                   help="how often candidates try to take, and the leader to renew, the Lease (2)")
+
+
+def _servers_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", default="", metavar="URL[,URL...]",
+                   help="API server(s) to use instead of the kubeconfig's: several for an HA control plane, "
+                        "the next one used whenever the current one is unreachable")
+
+
+def _timing(args: argparse.Namespace) -> LeaseTiming:
+    from kubelite.controllers import leaderelection as le
+
+    given = {"lease_duration": args.leader_elect_lease_duration, "renew_deadline": args.leader_elect_renew_deadline,
+             "retry_period": args.leader_elect_retry_period}
+    try:
+        return le.LeaseTiming(**{k: v for k, v in given.items() if v is not None})
+    except ValueError as exc:
+        raise UsageError(f"--leader-elect-*: {exc}") from None
+
+
+class UsageError(Exception):
+    """A flag value the parser cannot check alone; reported as `kubelite: ...`, exit 2."""
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="kubelite", description="A Kubernetes-compatible pod orchestrator")
     sub = root.add_subparsers(dest="command", required=True)
@@ -89,6 +125,11 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--etcd-cafile", type=Path, help="CA bundle that signed the etcd members' certificates")
         p.add_argument("--etcd-certfile", type=Path, help="client certificate for etcd (with --etcd-keyfile)")
         p.add_argument("--etcd-keyfile", type=Path, help="client key for etcd")
+        p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=None,
+                       help="run the scheduler and controllers only while holding their kube-system Leases, so "
+                            "that several servers may share one etcd (default: on with --store etcd://, off with "
+                            "sqlite)")
+        _leader_election_flags(p)
     agent = sub.add_parser("agent", help="run a node agent, as a client of an API server")
     agent.add_argument("--kubeconfig", type=Path, required=True)
     agent.add_argument("--node-name", default=socket.gethostname().lower())
@@ -107,6 +148,7 @@ def parser() -> argparse.ArgumentParser:
                        help="how the agent routes Service ClusterIP/NodePort traffic (none: no service proxy)")
     agent.add_argument("--client-ca-file", type=Path, default=None,
                        help="CA whose client certificates may call the agent's endpoint (default: the kubeconfig's)")
+    _servers_flag(agent)
     agent.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sched = sub.add_parser("scheduler", help="run the scheduler alone, as a client of an API server")
     sched.add_argument("--kubeconfig", type=Path, required=True)
@@ -125,6 +167,8 @@ def parser() -> argparse.ArgumentParser:
                     help="FencingConfiguration: fence agents per node pool (default: never fence)")
     cm.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     for p in (sched, cm):
+        _leader_election_flags(p)
+        _servers_flag(p)
         p.add_argument("--metrics-bind-address", default="", metavar="HOST:PORT",
                        help="serve /metrics (Prometheus text, plain HTTP) there; default: not served")
     token = sub.add_parser("token", help="bootstrap tokens for joining nodes (as kubeadm token)")
@@ -160,6 +204,11 @@ def parser() -> argparse.ArgumentParser:
     explain.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sim_cli.add_parser(sub)
     return root
+
+
+def server_urls(args: argparse.Namespace) -> tuple[str, ...]:
+    """--server's URLs (none: the kubeconfig's server)."""
+    return tuple(u.strip() for u in args.server.split(",") if u.strip())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,7 +255,8 @@ def _main(argv: list[str] | None) -> int:
         try:
             return components.run_agent(args.kubeconfig, args.node_name, args.data_dir, args.node_config,
                                         args.address, args.port, args.shutdown_grace_period, args.protect_path,
-                                        args.proxy_mode, args.client_ca_file, args.self_fence_after)
+                                        args.proxy_mode, args.client_ca_file, args.self_fence_after,
+                                        server_urls(args))
         except NodeConfigError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
@@ -216,8 +266,8 @@ def _main(argv: list[str] | None) -> int:
 
         try:
             return components.run_scheduler(args.kubeconfig, args.config, args.seed, args.leader_elect,
-                                            args.metrics_bind_address)
-        except ConfigError as exc:
+                                            args.metrics_bind_address, server_urls(args), _timing(args))
+        except (ConfigError, UsageError) as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
     if args.command == "controller-manager":
@@ -233,9 +283,13 @@ def _main(argv: list[str] | None) -> int:
 
         try:
             return components.run_controller_manager(args.kubeconfig, names, args.leader_elect,
-                                                     args.metrics_bind_address, args.fencing_config)
+                                                     args.metrics_bind_address, args.fencing_config,
+                                                     server_urls(args), _timing(args))
         except FencingConfigError as exc:
             print(f"kubelite: --fencing-config: {exc}", file=sys.stderr)
+            return 2
+        except UsageError as exc:
+            print(f"kubelite: {exc}", file=sys.stderr)
             return 2
     disabled = {c for c in args.disable.split(",") if c}
     unknown = disabled - set(COMPONENTS)
@@ -266,9 +320,10 @@ def _main(argv: list[str] | None) -> int:
                                        encryption_key_file=args.encryption_key_file,
                                        store=StoreSpec(args.store, args.etcd_cafile, args.etcd_certfile,
                                                        args.etcd_keyfile),
-                                       fencing_config=args.fencing_config))
+                                       fencing_config=args.fencing_config,
+                                       leader_elect=args.leader_elect, lease=_timing(args)))
     except (serve.ConfigError, serve.NodeConfigError, serve.EncryptionConfigError, serve.TransformError,
-            FencingConfigError) as exc:
+            FencingConfigError, UsageError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 2
 

@@ -6,6 +6,13 @@ transport: it calls the server's request handling directly (same authentication,
 validation and watch cache as over HTTP; no socket or TLS). `up` adds the local node agent as a
 supervised child process over HTTP: it uses the other core, and like kubelet under systemd it is
 restarted if it dies, re-adopting its pods' processes from its checkpoint.
+
+Several servers may share one etcd cluster (an HA control plane): each serves the API, and their
+scheduler and controllers run behind leader election (the Leases kube-system/kube-scheduler and
+kube-system/kube-controller-manager, as upstream), so that one of each acts at a time. It is on
+by default with an etcd store and off with SQLite (one process's file: there is no second server
+to elect against, and a restarted server need not wait out its own dead Lease); `--leader-elect`
+/ `--no-leader-elect` decide otherwise.
 """
 
 from __future__ import annotations
@@ -42,7 +49,8 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import csrsigning, registry
 from kubelite.controllers.fencing import fencing_factory
-from kubelite.controllers.manager import keep_running
+from kubelite.controllers.leaderelection import LeaseTiming, elected
+from kubelite.controllers.manager import keep_running, run_controllers
 from kubelite.controllers.metrics import WorkqueueMetrics
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.controllers.rootcacertpublisher import RootCACertPublisher
@@ -93,6 +101,12 @@ class Options:
     encryption_key_file: Path | None = None  # an EncryptionConfiguration: Secrets encrypted at rest
     store: StoreSpec = field(default_factory=StoreSpec)  # --store: SQLite under data_dir, or etcd://
     fencing_config: Path | None = None  # a FencingConfiguration (controllers/fencing_config.py)
+    leader_elect: bool | None = None  # None: on with an etcd store (several servers may share it), off with SQLite
+    lease: LeaseTiming = field(default_factory=LeaseTiming)  # --leader-elect-lease-duration/-renew-deadline/...
+
+    @property
+    def elect(self) -> bool:
+        return self.store.is_etcd if self.leader_elect is None else self.leader_elect
 
 
 def _is_loopback(address: str) -> bool:
@@ -235,6 +249,12 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
     """
     components: list[asyncio.Task[None]] = []
     clock = RealClock()
+
+    def maybe_elected(lease: str, lead: Callable[[], Coroutine[Any, Any, None]]
+                      ) -> Callable[[], Coroutine[Any, Any, None]]:
+        # keep_running makes a lost election (LeadershipLost) a fresh candidacy after its back-off
+        return elected(client, clock, lease, lead, opts.lease) if opts.elect else lead
+
     if sched is not None:
         config = sched
         scheduler_metrics = SchedulerMetrics()
@@ -243,7 +263,8 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         def scheduler() -> Coroutine[Any, Any, None]:
             return Scheduler(client, clock, config, metrics=scheduler_metrics).run()
 
-        components.append(asyncio.create_task(keep_running("scheduler", scheduler, clock), name="scheduler"))
+        components.append(asyncio.create_task(
+            keep_running("scheduler", maybe_elected("kube-scheduler", scheduler), clock), name="scheduler"))
     if "controllers" not in opts.disabled:
         lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
         configured: dict[str, registry.Factory] = {
@@ -253,9 +274,13 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         configured.update(fencing_factory(opts.fencing_config))
         queue_metrics = WorkqueueMetrics(clock)
         expose(queue_metrics.registry)
-        for name, start in registry.starters(client, clock, factories=configured, metrics=queue_metrics).items():
-            components.append(asyncio.create_task(keep_running(f"{name} controller", start, clock),
-                                                  name=f"{name}-controller"))
+
+        def controllers() -> Coroutine[Any, Any, None]:
+            return run_controllers(client, clock, None, queue_metrics, configured)
+
+        components.append(asyncio.create_task(
+            keep_running("controller-manager", maybe_elected("kube-controller-manager", controllers), clock),
+            name="controller-manager"))
     if opts.local_node:
         node_kubeconfig = opts.data_dir / "pki" / "node.kubeconfig"  # system:node:NAME, unless --insecure
         agent_kubeconfig = node_kubeconfig if node_kubeconfig.exists() and not opts.insecure else kubeconfig

@@ -5,6 +5,15 @@ Components never read another component's memory; they talk to the API server th
 cut short, a stalled server, a malformed reply — is translated once, by `map_exceptions`, into
 `Unavailable` (as httpx's `map_exceptions` does at its transport boundary), and so is a 503;
 callers catch one error and back off (`kubelite.client.retry`), whatever the network did.
+
+A client may be given several API servers of one cluster (an HA control plane, README "Many
+machines: several API servers"). It uses one at a time and moves to the next whenever the
+current one fails that way: at once, within the same call, when the connection could not even
+be made (nothing was sent, so any request may be retried), and for the caller's next try
+otherwise (a request cut mid-way may have taken effect; the caller's retry decides). Watches
+end with Unavailable like any request and are re-established by their informer, on the next
+server. client-go has no such list (kubelet relies on a load balancer in front of the servers);
+this is kubelite's stand-in for one.
 """
 
 from __future__ import annotations
@@ -12,9 +21,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import logging
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +32,11 @@ import aiohttp
 import orjson
 import yaml
 
-from kubelite.api.errors import ApiError, unavailable
+from kubelite.api.errors import ApiError, Unavailable, unavailable
 from kubelite.api.transport import JSON, RestVerbs, status_error
 from kubelite.api.transport import MERGE_PATCH as MERGE_PATCH  # re-exported: components import it from here
 
+log = logging.getLogger("kubelite.client")
 Obj = dict[str, Any]
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 CONNECT_TIMEOUT = 10.0
@@ -64,12 +75,28 @@ def map_exceptions() -> Iterator[None]:
         raise unavailable(f"the server is unavailable: {type(exc).__name__}: {exc}".rstrip(": ")) from exc
 
 
+def server_list(servers: str | Sequence[str]) -> tuple[str, ...]:
+    """The API server URLs of `servers`: one URL, a comma-separated list, or a sequence of URLs."""
+    parts = servers.split(",") if isinstance(servers, str) else servers
+    urls = tuple(u.strip().rstrip("/") for u in parts if u.strip())
+    if not urls:
+        raise ValueError("no API server URL given")
+    return urls
+
+
+def _never_sent(exc: Unavailable) -> bool:
+    """Whether the failure happened before the request left: the connection was refused, unroutable, timed
+    out or its TLS handshake failed. Only such a request may be retried elsewhere whatever its verb."""
+    return isinstance(exc.__cause__, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError)
+
+
 class ApiClient(RestVerbs):
-    def __init__(self, server: str, token: str | None = None, ca_data: bytes | None = None,
+    def __init__(self, server: str | Sequence[str], token: str | None = None, ca_data: bytes | None = None,
                  connections: int = 100, read_timeout: float = READ_TIMEOUT,
                  watch_read_timeout: float = WATCH_READ_TIMEOUT,
                  client_cert: tuple[bytes, bytes] | None = None) -> None:
-        self.server = server.rstrip("/")
+        self.servers = server_list(server)
+        self._current = 0  # index in `servers` of the one in use
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=read_timeout)
         self._watch_timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT,
                                                     sock_read=watch_read_timeout)
@@ -96,8 +123,30 @@ class ApiClient(RestVerbs):
         self._session: aiohttp.ClientSession | None = None
         self._reading: set[aiohttp.ClientResponse] = set()  # responses whose bodies are being read
 
+    @property
+    def server(self) -> str:
+        """The URL of the API server in use."""
+        return self.servers[self._current]
+
+    @contextlib.contextmanager
+    def _failing_over(self) -> Iterator[str]:
+        """Yield the server in use; when the block fails with Unavailable (its transport failures mapped), the
+        next call goes to the next server. Many calls in flight fail together when a server dies: only the
+        first moves on, the others see that it already did."""
+        at = self._current
+        try:
+            with map_exceptions():
+                yield self.servers[at]
+        except Unavailable:
+            if len(self.servers) > 1 and self._current == at:
+                self._current = (at + 1) % len(self.servers)
+                log.warning("API server %s is unavailable; failing over to %s", self.servers[at], self.server)
+            raise
+
     @classmethod
-    def from_kubeconfig(cls, path: Path | str, connections: int = 100) -> ApiClient:
+    def from_kubeconfig(cls, path: Path | str, connections: int = 100, servers: Sequence[str] = ()) -> ApiClient:
+        """A client as the kubeconfig's current context says; `servers`, when given, replace its cluster's
+        server (the `--server` flag of the components, which may list several)."""
         config = yaml.safe_load(Path(path).read_text())
         ctx_name = config.get("current-context")
         ctx = next(c["context"] for c in config["contexts"] if c["name"] == ctx_name)
@@ -113,7 +162,7 @@ class ApiClient(RestVerbs):
             cert = base64.b64encode(Path(user["client-certificate"]).read_bytes()).decode()
             key = base64.b64encode(Path(user["client-key"]).read_bytes()).decode()
         client_cert = (base64.b64decode(cert), base64.b64decode(key)) if cert and key else None
-        return cls(cluster["server"], user.get("token"), ca_data, connections, client_cert=client_cert)
+        return cls(servers or cluster["server"], user.get("token"), ca_data, connections, client_cert=client_cert)
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -151,16 +200,28 @@ class ApiClient(RestVerbs):
 
     async def request(self, method: str, path: str, body: Any = None, content_type: str = JSON,
                       params: Mapping[str, str] | None = None) -> Any:
+        """One call; a server that could not be connected to is left for the next (each tried once)."""
         data = orjson.dumps(body) if body is not None else None
         headers = {"Content-Type": content_type} if data is not None else None
-        with map_exceptions():
-            async with self.session.request(method, self.server + path, data=data, headers=headers,
+        untried = len(self.servers)
+        while True:
+            untried -= 1
+            try:
+                return await self._request_once(method, path, data, headers, params)
+            except Unavailable as exc:
+                if untried == 0 or not _never_sent(exc):
+                    raise
+
+    async def _request_once(self, method: str, path: str, data: bytes | None, headers: Mapping[str, str] | None,
+                            params: Mapping[str, str] | None) -> Any:
+        with self._failing_over() as server:
+            async with self.session.request(method, server + path, data=data, headers=headers,
                                             params=params) as resp:
                 with self._read(resp):
                     payload = await resp.read()
                 out = orjson.loads(payload) if payload and resp.content_type == JSON else payload
-        if resp.status >= 400:
-            raise status_error(resp.status, out)
+            if resp.status >= 400:  # inside: a 503 (Unavailable) moves on to the next server too
+                raise status_error(resp.status, out)
         return out
 
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Obj]:
@@ -172,8 +233,8 @@ class ApiClient(RestVerbs):
         query = {**params, "watch": "true"}
         timeout = self._watch_timeout if params.get("allowWatchBookmarks") == "true" else aiohttp.ClientTimeout(
             total=None, sock_connect=CONNECT_TIMEOUT)
-        with map_exceptions():
-            async with self.session.get(self.server + path, params=query, timeout=timeout) as resp:
+        with self._failing_over() as server:
+            async with self.session.get(server + path, params=query, timeout=timeout) as resp:
                 if resp.status >= 400:
                     raise status_error(resp.status, orjson.loads(await resp.read() or b"{}"))
                 buffer = b""

@@ -39,6 +39,27 @@ RETRY_PERIOD = 2.0
 JITTER_FACTOR = 1.2  # wait.JitterUntil's factor for the acquire loop
 
 
+@dataclass(frozen=True)
+class LeaseTiming:
+    """The --leader-elect-lease-duration / -renew-deadline / -retry-period flags (seconds), checked as
+    client-go's NewLeaderElector checks them."""
+
+    lease_duration: float = LEASE_DURATION
+    renew_deadline: float = RENEW_DEADLINE
+    retry_period: float = RETRY_PERIOD
+
+    def __post_init__(self) -> None:
+        if self.lease_duration <= self.renew_deadline:
+            raise ValueError("leaseDuration must be greater than renewDeadline")
+        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
+            raise ValueError("renewDeadline must be greater than retryPeriod*JitterFactor")
+        if self.lease_duration < 1:  # the Lease records whole seconds (leaseDurationSeconds)
+            raise ValueError("leaseDuration must be at least 1 second")
+
+
+UPSTREAM_TIMING = LeaseTiming()
+
+
 class LeadershipLost(Exception):
     """The leader could not renew within the renew deadline; its work was stopped."""
 
@@ -66,10 +87,7 @@ class LeaderElector:
     release_on_cancel: bool = True
 
     def __post_init__(self) -> None:
-        if self.lease_duration <= self.renew_deadline:
-            raise ValueError("leaseDuration must be greater than renewDeadline")
-        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
-            raise ValueError("renewDeadline must be greater than retryPeriod*JitterFactor")
+        LeaseTiming(self.lease_duration, self.renew_deadline, self.retry_period)  # raises on bad timings
         self._observed: Obj | None = None  # the last record seen (spec of the Lease)
         self._observed_at = 0.0  # monotonic time it was seen to change
         self._rng = random.Random()
@@ -103,7 +121,8 @@ class LeaderElector:
         log.info("attempting to acquire leader lease %s/%s...", self.namespace, self.name)
         while not await self.try_acquire_or_renew():
             await self.clock.sleep(self.retry_period * (1 + self._rng.random() * (JITTER_FACTOR - 1)))
-        log.info("successfully acquired lease %s/%s", self.namespace, self.name)
+        # the identity too (upstream logs it in the LeaderElection event): which process leads, from its log
+        log.info("successfully acquired lease %s/%s as %s", self.namespace, self.name, self.identity)
 
     async def renew(self) -> None:
         """Renew every retry period; return (no longer leader) when no renewal succeeded for renew_deadline."""
@@ -183,3 +202,17 @@ class LeaderElector:
                 log.warning("failed to release lease %s/%s: %s", self.namespace, self.name, exc)
                 if exc.code != 409:
                     return
+
+
+def elected(client: Client, clock: Clock, lease: str, lead: Callable[[], Coroutine[Any, Any, None]],
+            timing: LeaseTiming = UPSTREAM_TIMING) -> Callable[[], Coroutine[Any, Any, None]]:
+    """`lead` behind leader election on the Lease kube-system/`lease` (kube-scheduler,
+    kube-controller-manager), a fresh candidate identity per call: what `--leader-elect` runs. Each call's
+    coroutine returns only by raising LeadershipLost, or by `lead` ending."""
+
+    def run() -> Coroutine[Any, Any, None]:
+        elector = LeaderElector(client, clock, "kube-system", lease, identity(), timing.lease_duration,
+                                timing.renew_deadline, timing.retry_period)
+        return elector.run(lead)
+
+    return run
