@@ -37,6 +37,8 @@ from kubelite.controllers.fencing import fencing_factory
 from kubelite.controllers.leaderelection import LeaderElector, LeadershipLost, identity
 from kubelite.controllers.manager import run_controllers
 from kubelite.controllers.metrics import WorkqueueMetrics
+from kubelite.controllers.registry import CONTROLLERS
+from kubelite.controllers.saclients import ServiceAccountCredentials, credentialed
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.scheduler import Scheduler
@@ -107,13 +109,19 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, 
 
 
 def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "",
-                           fencing_config: Path | None = None) -> int:
-    """`kubelite controller-manager`: the selected controllers, as a client of a running API server."""
+                           fencing_config: Path | None = None, service_accounts: bool = False) -> int:
+    """`kubelite controller-manager`: the selected controllers, as a client of a running API server (each under
+    its own service account with `service_accounts`, as --use-service-account-credentials)."""
     metrics = WorkqueueMetrics(RealClock())
     configured = fencing_factory(fencing_config)  # a bad file is refused before anything connects
 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
-        return run_controllers(client, RealClock(), names, metrics, configured)
+        factories = configured
+        if service_accounts:
+            credentials = ServiceAccountCredentials(
+                client, lambda token: ApiClient.from_kubeconfig(kubeconfig, bearer_token=token))
+            factories = credentialed({**CONTROLLERS, **configured}, credentials)
+        return run_controllers(client, RealClock(), names, metrics, factories)
 
     return over_http(run_component(elected("kube-controller-manager", start) if leader_elect else start,
                                     ApiClient.from_kubeconfig(kubeconfig), metrics_address, metrics.registry))

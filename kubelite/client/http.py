@@ -97,7 +97,9 @@ class ApiClient(RestVerbs):
         self._reading: set[aiohttp.ClientResponse] = set()  # responses whose bodies are being read
 
     @classmethod
-    def from_kubeconfig(cls, path: Path | str, connections: int = 100) -> ApiClient:
+    def from_kubeconfig(cls, path: Path | str, connections: int = 100, bearer_token: str | None = None) -> ApiClient:
+        """A client for the kubeconfig's current context; with `bearer_token`, its server and CA but that token as
+        the user instead (a controller's service-account token, which must not ride with a client certificate)."""
         config = yaml.safe_load(Path(path).read_text())
         ctx_name = config.get("current-context")
         ctx = next(c["context"] for c in config["contexts"] if c["name"] == ctx_name)
@@ -113,6 +115,8 @@ class ApiClient(RestVerbs):
             cert = base64.b64encode(Path(user["client-certificate"]).read_bytes()).decode()
             key = base64.b64encode(Path(user["client-key"]).read_bytes()).decode()
         client_cert = (base64.b64decode(cert), base64.b64decode(key)) if cert and key else None
+        if bearer_token is not None:
+            return cls(cluster["server"], bearer_token, ca_data, connections)
         return cls(cluster["server"], user.get("token"), ca_data, connections, client_cert=client_cert)
 
     @property
