@@ -26,6 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from kubelite.agent import config as node_config
 from kubelite.agent import server
 from kubelite.agent.agent import Agent
+from kubelite.agent.certificates import with_certificate_rotation
 from kubelite.agent.cgroups import Cgroups
 from kubelite.agent.proxy import nft
 from kubelite.agent.proxy.proxier import Proxier
@@ -70,10 +71,10 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
     data_dir.chmod(0o700)
     runtime = ProcessRuntime(RealClock(), Cgroups.detect())
     client_ca = client_ca_file.read_bytes() if client_ca_file else server.client_ca_from_kubeconfig(kubeconfig)
-    over_http(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address,
-                                                  port, proxy=service_proxy(proxy_mode, client),
-                                                  client_ca=client_ca).run(),
-                             ApiClient.from_kubeconfig(kubeconfig)))
+    over_http(run_component(lambda client: with_certificate_rotation(  # a joined node renews its certificate
+        kubeconfig, client, RealClock(), Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address, port,
+                                               proxy=service_proxy(proxy_mode, client), client_ca=client_ca).run()),
+        ApiClient.from_kubeconfig(kubeconfig)))
     return 0
 
 

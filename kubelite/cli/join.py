@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from kubelite.agent.certificates import CertificateRequestError, request_client_certificate
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import pki
 from kubelite.apiserver.auth import bootstraptoken
@@ -32,10 +32,7 @@ from kubelite.clock import Clock, RealClock, rfc3339
 from kubelite.controllers.bootstrapsigner import JWS_PREFIX, KUBECONFIG_KEY, detached_token_is_valid
 
 Obj = dict[str, Any]
-CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
-KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 CLUSTER_INFO_ROLE = "kubeadm:bootstrap-signer-clusterinfo"
-CSR_WAIT = 300.0
 DISCOVERY_WAIT = 300.0  # kubeadm's discovery timeout (5 min)
 POLL = 0.5
 
@@ -212,29 +209,14 @@ async def discover_ca(opts: JoinOptions, clock: Clock) -> bytes:
 
 
 async def request_certificate(opts: JoinOptions, ca_pem: bytes, clock: Clock) -> tuple[bytes, bytes]:
-    """Make a key and a node client CSR, and wait for its certificate: (certificate PEM, key PEM)."""
-    key, csr = pki.node_certificate_request(opts.node_name)
+    """The node's first certificate, requested with the bootstrap token over TLS verified by the CA."""
     client = ApiClient(opts.server, opts.token, ca_pem)
-    name = f"node-csr-{secrets.token_hex(8)}"
     try:
-        await client.create(CSR_PATH, {
-            "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": name},
-            "spec": {"request": base64.b64encode(csr).decode(), "signerName": KUBELET_CLIENT_SIGNER,
-                     "usages": ["digital signature", "key encipherment", "client auth"]}})
-        deadline = clock.monotonic() + CSR_WAIT
-        while clock.monotonic() < deadline:
-            obj = await client.get(f"{CSR_PATH}/{name}")
-            status = obj.get("status") or {}
-            if any(c.get("type") in ("Denied", "Failed") for c in status.get("conditions") or []):
-                raise JoinError(f"certificate signing request {name} was denied")
-            if status.get("certificate"):
-                return base64.b64decode(status["certificate"]), key
-            await clock.sleep(POLL)
-    except ApiError as exc:
-        raise JoinError(f"certificate signing request refused: {exc}") from None
+        return await request_client_certificate(client, opts.node_name, clock)
+    except CertificateRequestError as exc:
+        raise JoinError(str(exc)) from None
     finally:
         await client.close()
-    raise JoinError(f"timed out waiting for certificate signing request {name} to be approved and signed")
 
 
 async def bootstrap(opts: JoinOptions, clock: Clock) -> Path:

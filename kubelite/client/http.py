@@ -85,13 +85,7 @@ class ApiClient(RestVerbs):
         if client_cert is not None:  # a client certificate (PEM) and its key: the x509 identity (a node's)
             if self._ssl is False:
                 self._ssl = ssl.create_default_context()
-            assert isinstance(self._ssl, ssl.SSLContext)
-            with tempfile.NamedTemporaryFile(suffix=".crt") as crt, tempfile.NamedTemporaryFile(suffix=".key") as key:
-                crt.write(client_cert[0])
-                key.write(client_cert[1])
-                crt.flush()
-                key.flush()
-                self._ssl.load_cert_chain(crt.name, key.name)
+            self.use_client_certificate(*client_cert)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._reading: set[aiohttp.ClientResponse] = set()  # responses whose bodies are being read
@@ -118,6 +112,18 @@ class ApiClient(RestVerbs):
         if bearer_token is not None:
             return cls(cluster["server"], bearer_token, ca_data, connections)
         return cls(cluster["server"], user.get("token"), ca_data, connections, client_cert=client_cert)
+
+    def use_client_certificate(self, cert: bytes, key: bytes) -> None:
+        """Present this certificate (PEM) and key from the next TLS handshake on: a context reads its chain at each
+        handshake, so a rotated certificate needs no new connector; open connections keep the old one until the
+        caller closes them (close_connections)."""
+        assert isinstance(self._ssl, ssl.SSLContext), "a client certificate needs TLS"
+        with tempfile.NamedTemporaryFile(suffix=".crt") as crt, tempfile.NamedTemporaryFile(suffix=".key") as key_file:
+            crt.write(cert)
+            key_file.write(key)
+            crt.flush()
+            key_file.flush()
+            self._ssl.load_cert_chain(crt.name, key_file.name)
 
     @property
     def session(self) -> aiohttp.ClientSession:
