@@ -61,18 +61,18 @@ def test_deployment_reconciled_by_the_controllers_service_accounts(cluster: tupl
     assert json.loads(whoami)["status"]["userInfo"]["username"] == "system:kube-controller-manager"
 
 
-REFUSED = [  # (who, kubectl args, expected stderr)
-    ("the controller-manager creates a deployment", None, ("create", "deployment", "x", "--image=busybox"),
+REFUSED = [  # (what, kubectl args, expected stderr)
+    ("the controller-manager creates a deployment", ("create", "deployment", "x", "--image=busybox"),
      'deployments.apps is forbidden: User "system:kube-controller-manager" cannot create resource "deployments" '
      'in API group "apps" in the namespace "default"'),
-    ("the controller-manager deletes a pod", None, ("delete", "pods", "--all"),
+    ("the controller-manager deletes a pod", ("delete", "pods", "--all"),
      'User "system:kube-controller-manager" cannot delete resource "pods" in API group "" in the namespace '
      '"default"'),
 ]
 
 
-@pytest.mark.parametrize("name,_as,args,message", REFUSED, ids=[c[0] for c in REFUSED])
-def test_controller_manager_identity_is_refused(cluster: tuple[ServerProcess, Path], name: str, _as: None,
+@pytest.mark.parametrize("name,args,message", REFUSED, ids=[c[0] for c in REFUSED])
+def test_controller_manager_identity_is_refused(cluster: tuple[ServerProcess, Path], name: str,
                                                args: tuple[str, ...], message: str) -> None:
     server, kubeconfig = cluster
     if not server.kubectl("get", "pods", "-o", "name").stdout.strip():
