@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,9 @@ from typing import Any
 import orjson
 
 from kubelite.apiserver.registry.base import Obj, Resource
-from kubelite.store.interface import Event, EventType, KeyValue, Store
+from kubelite.store.interface import Compacted, Event, EventType, KeyValue, Store
+
+log = logging.getLogger("kubelite.apiserver")
 
 RING_SIZE = 50_000
 
@@ -163,10 +166,40 @@ class Caches:
         return None
 
     async def _run(self, from_revision: int) -> None:
-        async for ev in self.store.watch("/registry/", from_revision):
-            self.apply(ev)
+        """Follow the store; when the watch's resume point was compacted away (etcd compacted while the stream
+        was broken), relist instead of stopping, as upstream's reflector does on 410."""
+        revision = from_revision
+        while True:
+            try:
+                async for ev in self.store.watch("/registry/", revision, progress=True):
+                    self.apply(ev)
+                return
+            except Compacted as exc:
+                log.warning("watch cache: %s; relisting", exc)
+                revision = await self._relist()
+
+    async def _relist(self) -> int:
+        """Replace every cache with a fresh list (watchCache.Replace). The events in between are unknown, so the
+        ring is emptied and the open watches are ended (Cacher.terminateAllWatchers): their clients watch again
+        from their resourceVersion, and get 410 Gone if it is older than this list."""
+        listed = await self.store.list("/registry/")
+        for cache in self.by_resource.values():
+            cache.by_ns.clear()
+            for w in list(cache.watchers):
+                w.close()
+        for kv in listed.items:
+            target = self._route(kv.key)
+            if target is not None:
+                target.put(decode(kv))
+        self.ring.clear()
+        self.start_revision = listed.revision
+        self._advance(listed.revision)
+        return listed.revision
 
     def apply(self, ev: Event) -> None:
+        if ev.type is EventType.PROGRESS:  # a bookmark: the cache is current up to its revision
+            self._advance(ev.revision)
+            return
         cache = self._route(ev.kv.key)
         if cache is not None:
             obj = decode(ev.kv)
@@ -181,8 +214,12 @@ class Caches:
             self.ring.append(cev)
             for w in cache.watchers:
                 w.offer(cev)
-        self.revision = ev.revision
-        while self._waited and self._waited[0] <= ev.revision:
+        self._advance(ev.revision)
+
+    def _advance(self, revision: int) -> None:
+        """The cache is current up to `revision`: wake who waits for it."""
+        self.revision = max(self.revision, revision)
+        while self._waited and self._waited[0] <= revision:
             for fut in self._waiters.pop(heapq.heappop(self._waited)):
                 if not fut.done():
                     fut.set_result(None)

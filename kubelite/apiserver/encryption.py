@@ -204,8 +204,8 @@ class EncryptingStore:
         """A lost compare-and-swap reports the current value, which callers read as plaintext too."""
         return RevisionMismatch(exc.key, None if exc.current is None else self._open(exc.current))
 
-    async def watch(self, prefix: str, from_revision: int) -> AsyncIterator[Event]:
-        async for ev in self.inner.watch(prefix, from_revision):
+    async def watch(self, prefix: str, from_revision: int, progress: bool = False) -> AsyncIterator[Event]:
+        async for ev in self.inner.watch(prefix, from_revision, progress):
             if self._transformer(ev.kv.key) is None:
                 yield ev
             else:

@@ -201,18 +201,11 @@ def ca_cert_hash(ca_pem: bytes) -> str:
     return "sha256:" + digest.finalize().hex()
 
 
-def node_certificate_request(node_name: str) -> tuple[bytes, bytes]:
-    """A new key (PEM) and the CSR (PEM) for `system:node:NAME` in `system:nodes`, as kubelet's bootstrap makes."""
-    key = _key()
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
-                         x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node_name}")])
-    csr = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
-    return _pem_key(key), csr.public_bytes(serialization.Encoding.PEM)
-
-
-# Partial: no controller-manager.kubeconfig. kubelite's controllers share one client (no per-controller service
-# accounts, whose system:controller:* roles are not ported), so a separate controller-manager needs the admin's.
-COMPONENT_IDENTITIES: dict[str, tuple[str, list[str]]] = {"scheduler.kubeconfig": ("system:kube-scheduler", [])}
+# controller-manager.kubeconfig is for `kubelite controller-manager --use-service-account-credentials`: its own
+# identity only makes the controllers' service accounts and tokens (the system:controller:* roles do the rest)
+COMPONENT_IDENTITIES: dict[str, tuple[str, list[str]]] = {
+    "scheduler.kubeconfig": ("system:kube-scheduler", []),
+    "controller-manager.kubeconfig": ("system:kube-controller-manager", [])}
 
 
 def write_component_kubeconfigs(pki: Path, server: str, node_name: str) -> None:

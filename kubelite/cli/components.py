@@ -27,6 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from kubelite.agent import config as node_config
 from kubelite.agent import server
 from kubelite.agent.agent import Agent
+from kubelite.agent.certificates import with_certificate_rotation
 from kubelite.agent.cgroups import Cgroups
 from kubelite.agent.proxy import nft
 from kubelite.agent.proxy.proxier import Proxier
@@ -39,6 +40,8 @@ from kubelite.controllers.leaderelection import UPSTREAM_TIMING, LeadershipLost,
 from kubelite.controllers.leaderelection import elected as elected_on
 from kubelite.controllers.manager import run_controllers
 from kubelite.controllers.metrics import WorkqueueMetrics
+from kubelite.controllers.registry import CONTROLLERS
+from kubelite.controllers.saclients import ServiceAccountCredentials, credentialed
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.metrics import SchedulerMetrics
 from kubelite.scheduler.scheduler import Scheduler
@@ -70,10 +73,10 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
     data_dir.chmod(0o700)
     runtime = ProcessRuntime(RealClock(), Cgroups.detect())
     client_ca = client_ca_file.read_bytes() if client_ca_file else server.client_ca_from_kubeconfig(kubeconfig)
-    over_http(run_component(lambda client: Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address,
-                                                  port, proxy=service_proxy(proxy_mode, client),
-                                                  client_ca=client_ca).run(),
-                             ApiClient.from_kubeconfig(kubeconfig, servers=servers)))
+    over_http(run_component(lambda client: with_certificate_rotation(  # a joined node renews its certificate
+        kubeconfig, client, RealClock(), Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address, port,
+                                               proxy=service_proxy(proxy_mode, client), client_ca=client_ca).run()),
+        ApiClient.from_kubeconfig(kubeconfig, servers=servers)))
     return 0
 
 
@@ -111,13 +114,19 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, 
 
 def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "",
                            fencing_config: Path | None = None, servers: Sequence[str] = (),
-                           timing: LeaseTiming = UPSTREAM_TIMING) -> int:
-    """`kubelite controller-manager`: the selected controllers, as a client of a running API server."""
+                           timing: LeaseTiming = UPSTREAM_TIMING, service_accounts: bool = False) -> int:
+    """`kubelite controller-manager`: the selected controllers, as a client of a running API server (each under
+    its own service account with `service_accounts`, as --use-service-account-credentials)."""
     metrics = WorkqueueMetrics(RealClock())
     configured = fencing_factory(fencing_config)  # a bad file is refused before anything connects
 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
-        return run_controllers(client, RealClock(), names, metrics, configured)
+        factories = configured
+        if service_accounts:
+            credentials = ServiceAccountCredentials(
+                client, lambda token: ApiClient.from_kubeconfig(kubeconfig, servers=servers, bearer_token=token))
+            factories = credentialed({**CONTROLLERS, **configured}, credentials)
+        return run_controllers(client, RealClock(), names, metrics, factories)
 
     return over_http(run_component(elected("kube-controller-manager", start, timing) if leader_elect else start,
                                     ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,

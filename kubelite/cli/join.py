@@ -3,12 +3,12 @@
 `token create` (as an administrator) stores a bootstrap token Secret in kube-system, publishes the
 cluster's CA and address in the `kube-public/cluster-info` ConfigMap (readable by bootstrap tokens and
 anonymous users, as kubeadm's bootstrap-signer-clusterinfo Role) and prints the token or the join
-command. `join` (on the new machine) reads cluster-info with the token, checks the CA against
-`--ca-cert-hash` (sha256 of its public key, as kubeadm), then over TLS verified by that CA makes a key
+command. `join` (on the new machine) reads cluster-info, checks the token's signature over it and the CA
+against `--ca-cert-hash` (sha256 of its public key, as kubeadm), then over TLS verified by that CA makes a key
 and a CertificateSigningRequest for `system:node:NAME`, waits for the csrapproving and csrsigning
 controllers to approve and sign it, writes the agent's kubeconfig (client certificate) and becomes
-the agent. Partial: cluster-info is not JWS-signed by the token (kubeadm's bootstrapsigner), so the
-token is sent before the CA is verified; the hash check still refuses an impostor server's CA.
+the agent. cluster-info is read without credentials and trusted only when the bootstrapsigner's JWS
+signature for the token checks out, so the token is sent only to a server already verified.
 """
 
 from __future__ import annotations
@@ -16,26 +16,24 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
+from kubelite.agent.certificates import CertificateRequestError, request_client_certificate
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import pki
 from kubelite.apiserver.auth import bootstraptoken
 from kubelite.client.http import ApiClient
 from kubelite.clock import Clock, RealClock, rfc3339
+from kubelite.controllers.bootstrapsigner import JWS_PREFIX, KUBECONFIG_KEY, detached_token_is_valid
 
 Obj = dict[str, Any]
-CLUSTER_INFO = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
-CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
-KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 CLUSTER_INFO_ROLE = "kubeadm:bootstrap-signer-clusterinfo"
-CSR_WAIT = 300.0
+DISCOVERY_WAIT = 300.0  # kubeadm's discovery timeout (5 min)
 POLL = 0.5
 
 
@@ -127,50 +125,98 @@ class JoinOptions:
     agent_args: tuple[str, ...] = ()  # passed on to `kubelite agent`
 
 
-async def discover_ca(opts: JoinOptions) -> bytes:
-    """cluster-info's CA, accepted only when its public key's hash is one of --ca-cert-hash."""
-    client = ApiClient(opts.server, opts.token)  # not yet verifiable: the CA is what is being fetched
+class ClusterInfoFetch(Protocol):
+    async def __call__(self, ca_pem: bytes | None) -> Obj: ...
+
+
+async def get_cluster_info(fetch: ClusterInfoFetch, ca_pem: bytes | None, token_id: str, clock: Clock,
+                           timeout: float) -> Obj:
+    """getClusterInfo: cluster-info once it carries a signature for the token (the bootstrapsigner adds it a
+    little after the token is created), retried every POLL until `timeout`; then the last error."""
+    deadline = clock.monotonic() + timeout
+    while True:
+        try:
+            info = await fetch(ca_pem)
+            if JWS_PREFIX + token_id in (info.get("data") or {}):
+                return info
+            last = f"could not find a JWS signature in the cluster-info ConfigMap for token ID {token_id!r}"
+        except ApiError as exc:
+            last = f"failed to request the cluster-info ConfigMap: {exc}"
+        if clock.monotonic() >= deadline:
+            raise JoinError(last)
+        await clock.sleep(POLL)
+
+
+def validate_cluster_info_token(info: Obj, token: str) -> str:
+    """validateClusterInfoToken: cluster-info's kubeconfig, when the token's JWS signature over it checks out."""
+    token_id, token_secret = token.split(".", 1)
+    data = info.get("data") or {}
+    content = data.get(KUBECONFIG_KEY)
+    if not content:
+        raise JoinError(f"there is no {KUBECONFIG_KEY} key in the cluster-info ConfigMap. This API Server isn't set "
+                        "up for token bootstrapping, can't connect")
+    detached = data.get(JWS_PREFIX + token_id)
+    if not detached:
+        raise JoinError(f"token id {token_id!r} is invalid for this cluster or it has expired. Use \"kubelite token "
+                        "create\" on the control-plane node to create a new valid token")
+    if not detached_token_is_valid(detached, content, token_id, token_secret):
+        raise JoinError("failed to verify JWS signature of received cluster info object, can't trust this API Server")
+    return str(content)
+
+
+def validate_cluster_ca(content: str, ca_cert_hashes: tuple[str, ...]) -> bytes:
+    """validateClusterCA: the kubeconfig's CA, when its public key's hash is one of --ca-cert-hash."""
     try:
-        info = await client.get(CLUSTER_INFO)
-    except ApiError as exc:
-        raise JoinError(f"could not read cluster-info with the token: {exc}") from None
-    finally:
-        await client.close()
-    try:
-        config = yaml.safe_load(info["data"]["kubeconfig"])
+        config = yaml.safe_load(content)
         ca_pem = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
         found = pki.ca_cert_hash(ca_pem)
     except (KeyError, IndexError, TypeError, ValueError, yaml.YAMLError) as exc:
-        raise JoinError(f"cluster-info is malformed: {exc}") from None
-    if found not in opts.ca_cert_hashes:
-        raise JoinError(f"cluster CA found in cluster-info does not match any --ca-cert-hash ({found})")
+        raise JoinError(f"malformed kubeconfig in the cluster-info ConfigMap: {exc}") from None
+    if found not in ca_cert_hashes:
+        raise JoinError(f"cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "
+                        f"\"{found}\" are pinned")
     return ca_pem
 
 
+async def retrieve_validated_ca(fetch: ClusterInfoFetch, token: str, ca_cert_hashes: tuple[str, ...], clock: Clock,
+                                timeout: float = DISCOVERY_WAIT) -> bytes:
+    """kubeadm's token discovery (retrieveValidatedConfigInfo): read cluster-info without credentials over
+    unverified TLS, check the token's signature and the CA's pin, then read it again over TLS verified by that
+    CA and require the same kubeconfig. The token itself is never sent before the server is trusted."""
+    if bootstraptoken.TOKEN_RE.match(token) is None:
+        raise JoinError(f"the bootstrap token {token!r} was not of the form {bootstraptoken.TOKEN_RE.pattern}")
+    token_id = token.split(".", 1)[0]
+    insecure = await get_cluster_info(fetch, None, token_id, clock, timeout)
+    content = validate_cluster_info_token(insecure, token)
+    ca_pem = validate_cluster_ca(content, ca_cert_hashes)
+    secure = await get_cluster_info(fetch, ca_pem, token_id, clock, timeout)
+    if (secure.get("data") or {}).get(KUBECONFIG_KEY) != content:
+        raise JoinError("the second kubeconfig from the cluster-info ConfigMap (using validated TLS) was different "
+                        "from the first")
+    return ca_pem
+
+
+async def discover_ca(opts: JoinOptions, clock: Clock) -> bytes:
+    """The cluster's CA, read from the server at --server and trusted by the token's signature and the pin."""
+    async def fetch(ca_pem: bytes | None) -> Obj:
+        client = ApiClient(opts.server, None, ca_pem)  # no credentials; unverified TLS until the CA is known
+        try:
+            return await client.get(bootstraptoken.CLUSTER_INFO_PATH)
+        finally:
+            await client.close()
+
+    return await retrieve_validated_ca(fetch, opts.token, opts.ca_cert_hashes, clock)
+
+
 async def request_certificate(opts: JoinOptions, ca_pem: bytes, clock: Clock) -> tuple[bytes, bytes]:
-    """Make a key and a node client CSR, and wait for its certificate: (certificate PEM, key PEM)."""
-    key, csr = pki.node_certificate_request(opts.node_name)
+    """The node's first certificate, requested with the bootstrap token over TLS verified by the CA."""
     client = ApiClient(opts.server, opts.token, ca_pem)
-    name = f"node-csr-{secrets.token_hex(8)}"
     try:
-        await client.create(CSR_PATH, {
-            "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": name},
-            "spec": {"request": base64.b64encode(csr).decode(), "signerName": KUBELET_CLIENT_SIGNER,
-                     "usages": ["digital signature", "key encipherment", "client auth"]}})
-        deadline = clock.monotonic() + CSR_WAIT
-        while clock.monotonic() < deadline:
-            obj = await client.get(f"{CSR_PATH}/{name}")
-            status = obj.get("status") or {}
-            if any(c.get("type") in ("Denied", "Failed") for c in status.get("conditions") or []):
-                raise JoinError(f"certificate signing request {name} was denied")
-            if status.get("certificate"):
-                return base64.b64decode(status["certificate"]), key
-            await clock.sleep(POLL)
-    except ApiError as exc:
-        raise JoinError(f"certificate signing request refused: {exc}") from None
+        return await request_client_certificate(client, opts.node_name, clock)
+    except CertificateRequestError as exc:
+        raise JoinError(str(exc)) from None
     finally:
         await client.close()
-    raise JoinError(f"timed out waiting for certificate signing request {name} to be approved and signed")
 
 
 async def bootstrap(opts: JoinOptions, clock: Clock) -> Path:
@@ -178,7 +224,7 @@ async def bootstrap(opts: JoinOptions, clock: Clock) -> Path:
     kubeconfig = opts.data_dir / "kubeconfig"
     if kubeconfig.exists():
         return kubeconfig
-    ca_pem = await discover_ca(opts)
+    ca_pem = await discover_ca(opts, clock)
     cert, key = await request_certificate(opts, ca_pem, clock)
     opts.data_dir.mkdir(parents=True, exist_ok=True)
     opts.data_dir.chmod(0o700)

@@ -165,6 +165,9 @@ def parser() -> argparse.ArgumentParser:
                     help="run only while holding the kube-system/kube-controller-manager Lease (several may run)")
     cm.add_argument("--fencing-config", type=Path, default=None, metavar="FILE",
                     help="FencingConfiguration: fence agents per node pool (default: never fence)")
+    cm.add_argument("--use-service-account-credentials", action="store_true",
+                    help="run each controller under its own service account kube-system/NAME (the "
+                         "system:controller:NAME roles), as kube-controller-manager's flag")
     cm.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     for p in (sched, cm):
         _leader_election_flags(p)
@@ -284,7 +287,8 @@ def _main(argv: list[str] | None) -> int:
         try:
             return components.run_controller_manager(args.kubeconfig, names, args.leader_elect,
                                                      args.metrics_bind_address, args.fencing_config,
-                                                     server_urls(args), _timing(args))
+                                                     server_urls(args), _timing(args),
+                                                     args.use_service_account_credentials)
         except FencingConfigError as exc:
             print(f"kubelite: --fencing-config: {exc}", file=sys.stderr)
             return 2

@@ -112,13 +112,7 @@ class ApiClient(RestVerbs):
         if client_cert is not None:  # a client certificate (PEM) and its key: the x509 identity (a node's)
             if self._ssl is False:
                 self._ssl = ssl.create_default_context()
-            assert isinstance(self._ssl, ssl.SSLContext)
-            with tempfile.NamedTemporaryFile(suffix=".crt") as crt, tempfile.NamedTemporaryFile(suffix=".key") as key:
-                crt.write(client_cert[0])
-                key.write(client_cert[1])
-                crt.flush()
-                key.flush()
-                self._ssl.load_cert_chain(crt.name, key.name)
+            self.use_client_certificate(*client_cert)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._reading: set[aiohttp.ClientResponse] = set()  # responses whose bodies are being read
@@ -144,9 +138,12 @@ class ApiClient(RestVerbs):
             raise
 
     @classmethod
-    def from_kubeconfig(cls, path: Path | str, connections: int = 100, servers: Sequence[str] = ()) -> ApiClient:
+    def from_kubeconfig(cls, path: Path | str, connections: int = 100, servers: Sequence[str] = (),
+                        bearer_token: str | None = None) -> ApiClient:
         """A client as the kubeconfig's current context says; `servers`, when given, replace its cluster's
-        server (the `--server` flag of the components, which may list several)."""
+        server (the `--server` flag of the components, which may list several); with `bearer_token`, its server
+        and CA but that token as the user instead (a controller's service-account token, which must not ride
+        with a client certificate)."""
         config = yaml.safe_load(Path(path).read_text())
         ctx_name = config.get("current-context")
         ctx = next(c["context"] for c in config["contexts"] if c["name"] == ctx_name)
@@ -162,7 +159,21 @@ class ApiClient(RestVerbs):
             cert = base64.b64encode(Path(user["client-certificate"]).read_bytes()).decode()
             key = base64.b64encode(Path(user["client-key"]).read_bytes()).decode()
         client_cert = (base64.b64decode(cert), base64.b64decode(key)) if cert and key else None
+        if bearer_token is not None:
+            return cls(servers or cluster["server"], bearer_token, ca_data, connections)
         return cls(servers or cluster["server"], user.get("token"), ca_data, connections, client_cert=client_cert)
+
+    def use_client_certificate(self, cert: bytes, key: bytes) -> None:
+        """Present this certificate (PEM) and key from the next TLS handshake on: a context reads its chain at each
+        handshake, so a rotated certificate needs no new connector; open connections keep the old one until the
+        caller closes them (close_connections)."""
+        assert isinstance(self._ssl, ssl.SSLContext), "a client certificate needs TLS"
+        with tempfile.NamedTemporaryFile(suffix=".crt") as crt, tempfile.NamedTemporaryFile(suffix=".key") as key_file:
+            crt.write(cert)
+            key_file.write(key)
+            crt.flush()
+            key_file.flush()
+            self._ssl.load_cert_chain(crt.name, key_file.name)
 
     @property
     def session(self) -> aiohttp.ClientSession:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.attachdetach import AttachDetachController
+from kubelite.controllers.bootstrapsigner import BootstrapSigner
 from kubelite.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from kubelite.controllers.csrapproving import CSRApprovingController
 from kubelite.controllers.deployment import DeploymentController
@@ -66,6 +67,7 @@ CONTROLLERS: dict[str, Factory] = {
     "clusterrole-aggregation": ClusterRoleAggregationController,
     "csrapproving": CSRApprovingController,
     "tokencleaner": TokenCleaner,
+    "bootstrapsigner": BootstrapSigner,
 }
 
 

@@ -1,37 +1,24 @@
 """The bootstrap token cleaner (pkg/controller/bootstrap/tokencleaner): deletes expired bootstrap token Secrets.
 
-A `bootstrap.kubernetes.io/token` Secret in kube-system whose `expiration` has passed is deleted (with
-its uid as precondition, so a recreated token survives); one not yet expired is looked at again when it
-expires. The authenticator already refuses expired tokens: this only keeps kube-system tidy.
+A `bootstrap.kubernetes.io/token` Secret in kube-system whose `expiration` has passed (or does not parse,
+as upstream's GetExpiration) is deleted (with its uid as precondition, so a recreated token survives); one
+not yet expired is looked at again when it expires. The authenticator already refuses expired tokens:
+this only keeps kube-system tidy.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 
 from kubelite.api.errors import ApiError
 from kubelite.client.informer import Handlers, Informer, Key
 from kubelite.client.interface import Client
-from kubelite.clock import Clock, parse_rfc3339
+from kubelite.clock import Clock
+from kubelite.controllers.bootstrap_secrets import NAMESPACE, SECRET_TYPE, get_expiration
 from kubelite.controllers.csr import Obj
 from kubelite.controllers.runner import Runner
 
-NAMESPACE = "kube-system"
-SECRET_TYPE = "bootstrap.kubernetes.io/token"
 WORKERS = 1
-
-
-def expiration(secret: Obj) -> float | None:
-    """The token's expiry (epoch seconds); None when it never expires or the field does not parse."""
-    raw = (secret.get("data") or {}).get("expiration")
-    if not raw:
-        return None
-    try:
-        return parse_rfc3339(base64.b64decode(raw, validate=True).decode())
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        return None
 
 
 class TokenCleaner:
@@ -56,12 +43,10 @@ class TokenCleaner:
         secret = self.secrets.get(*key)
         if secret is None or secret.get("type") != SECRET_TYPE:
             return
-        expires = expiration(secret)
-        if expires is None:
-            return
-        left = expires - self.clock.now()
-        if left > 0:
-            self.runner.queue.add_after(key, left)
+        left, expired = get_expiration(secret, self.clock.now())
+        if not expired:
+            if left > 0:
+                self.runner.queue.add_after(key, left)
             return
         try:
             await self.client.delete(f"/api/v1/namespaces/{NAMESPACE}/secrets/{key[1]}",

@@ -64,6 +64,9 @@ class KeyValue:
 class EventType(enum.StrEnum):
     PUT = "PUT"
     DELETE = "DELETE"
+    # A bookmark (etcd's progress notification): every change up to `revision` has been delivered. Its kv is
+    # empty; only a watch asked with progress=True yields them.
+    PROGRESS = "PROGRESS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +107,10 @@ class Store(Protocol):
         """Delete (guarded when `expected_mod_revision` is set); returns the tombstone."""
         ...
 
-    def watch(self, prefix: str, from_revision: int) -> AsyncIterator[Event]:
-        """Events with revision > `from_revision`, history first, then live, in order."""
+    def watch(self, prefix: str, from_revision: int, progress: bool = False) -> AsyncIterator[Event]:
+        """Events with revision > `from_revision`, history first, then live, in order; with `progress`, also
+        PROGRESS events when the store knows nothing before a newer revision is left to send. Raises Compacted
+        when `from_revision` (or, for a watch that resumes after a broken stream, its resume point) is gone."""
         ...
 
     async def compact(self, revision: int) -> None: ...

@@ -287,7 +287,8 @@ class SQLiteStore:
 
     # --- watch -----------------------------------------------------------------------------------
 
-    async def watch(self, prefix: str, from_revision: int) -> AsyncIterator[Event]:
+    async def watch(self, prefix: str, from_revision: int, progress: bool = False) -> AsyncIterator[Event]:
+        # `progress` asks for nothing here: this watch is fed by the one writer, so it is never behind its writes
         start = from_revision if from_revision else self._visible_rev
         if start < self._compacted:
             raise Compacted(start, self._compacted)

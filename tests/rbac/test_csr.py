@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from kubelite.agent.certificates import node_certificate_request
 from kubelite.apiserver import pki
 from kubelite.controllers.csrapproving import is_node_client_cert
 from kubelite.controllers.csrsigning import sign
@@ -110,7 +111,7 @@ def test_is_node_client_cert(name: str, pem: bytes, usages: list[str], ok: bool)
 
 def test_signed_certificate_carries_the_request_subject(tmp_path: Any) -> None:
     pki.ensure_pki(tmp_path, ["127.0.0.1"])
-    _, csr_pem = pki.node_certificate_request("n1")
+    _, csr_pem = node_certificate_request("n1")
     cert = x509.load_pem_x509_certificate(sign(x509.load_pem_x509_csr(csr_pem), ["client auth"],
                                                (tmp_path / "ca.crt").read_bytes(), (tmp_path / "ca.key").read_bytes(),
                                                1_800_000_000.0, 3600))

@@ -5,6 +5,9 @@ carries no credential of its kind, a `UserInfo` when it does and it is valid, an
 `InvalidCredential` when it does but it is not. The union tries each in turn (a later one may
 still accept), adds `system:authenticated`, and falls back to anonymous only when no
 authenticator saw a credential at all (union.NewFailOnError): a bad token is a 401, never anonymous.
+With anonymous authentication off, `anonymous_paths` still admit credential-less requests to those
+paths as `system:anonymous` (upstream's AuthenticationConfiguration `anonymous.conditions`, which
+kubeadm documents for `kube-public/cluster-info`); RBAC still decides what anonymous may do there.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ class Union:
 
     authenticators: Sequence[Authenticator]
     anonymous: bool = False
+    anonymous_paths: frozenset[str] = frozenset()
 
     def authenticate(self, request: AuthRequest) -> UserInfo | None:
         """The user, or None: 401. Anonymous is returned only when no credential was presented at all."""
@@ -92,4 +96,4 @@ class Union:
         if failures:
             log.info("unable to authenticate the request to %s: %s", request.path, "; ".join(failures))
             return None
-        return ANONYMOUS_USER if self.anonymous else None
+        return ANONYMOUS_USER if self.anonymous or request.path in self.anonymous_paths else None

@@ -7,58 +7,57 @@ auth reconcile` without --remove-extra-permissions). Setting the annotation to "
 object alone. admin/edit/view are aggregated (their rules come from the system:aggregate-to-*
 roles through the clusterrole-aggregation controller).
 
-Partial: a subset of upstream's roles (the per-controller `system:controller:*` roles, kube-proxy's,
-kube-dns's and the monitoring roles are not defined); kubelite-only additions are marked.
+The per-controller `system:controller:*` roles are in controllerpolicy. Partial: a subset of upstream's
+roles (kube-proxy's, kube-dns's and the monitoring roles are not defined); kubelite-only additions are marked.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from kubelite.api.errors import ApiError
 from kubelite.apiserver.auth.bootstraptoken import DEFAULT_NODE_GROUP
+from kubelite.apiserver.auth.controllerpolicy import (
+    controller_role_bindings,
+    controller_roles,
+    namespace_role_bindings,
+    namespace_roles,
+)
+from kubelite.apiserver.auth.policyrules import (
+    AGGREGATE_TO,
+    APPS,
+    AUTHN,
+    AUTHZ,
+    AUTOUPDATE,
+    BATCH,
+    CERTIFICATES,
+    COORDINATION,
+    DISCOVERY,
+    KUBELITE,
+    LEGACY,
+    POLICY,
+    RBAC_GROUP,
+    READ,
+    READ_WRITE,
+    SCHEDULING,
+    STORAGE,
+    WRITE,
+    Obj,
+    event_rules,
+    labelled,
+    rule,
+    urls,
+)
 from kubelite.apiserver.registry.base import Resource
-from kubelite.apiserver.registry.rbac import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES
+from kubelite.apiserver.registry.rbac import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES
 from kubelite.apiserver.rest import Registry
 
 log = logging.getLogger("kubelite.apiserver.rbac")
-Obj = dict[str, Any]
-
-AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
-BOOTSTRAPPING_LABEL = ("kubernetes.io/bootstrapping", "rbac-defaults")
-AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
-READ = ["get", "list", "watch"]
-WRITE = ["create", "delete", "deletecollection", "patch", "update"]
-READ_WRITE = READ + WRITE
-LEGACY, APPS, BATCH, POLICY = "", "apps", "batch", "policy"
-RBAC_GROUP, AUTHZ, AUTHN = "rbac.authorization.k8s.io", "authorization.k8s.io", "authentication.k8s.io"
-COORDINATION, CERTIFICATES, DISCOVERY = "coordination.k8s.io", "certificates.k8s.io", "discovery.k8s.io"
-EVENTS, STORAGE, SCHEDULING = "events.k8s.io", "storage.k8s.io", "scheduling.k8s.io"
-KUBELITE = "kubelite.io"  # kubelite's own group (the scheduler's SchedulingExplanations)
-
-
-def rule(verbs: list[str], groups: list[str], resources: list[str], names: list[str] | None = None) -> Obj:
-    out: Obj = {"verbs": verbs, "apiGroups": groups, "resources": resources}
-    if names:
-        out["resourceNames"] = names
-    return out
-
-
-def urls(verbs: list[str], paths: list[str]) -> Obj:
-    return {"verbs": verbs, "nonResourceURLs": paths}
-
-
-def event_rules() -> list[Obj]:
-    return [rule(["create", "update", "patch"], [LEGACY, EVENTS], ["events"])]
-
-
 def _role(name: str, rules: list[Obj], labels: dict[str, str] | None = None,
           aggregate: list[str] | None = None) -> Obj:
-    meta: Obj = {"name": name, "annotations": {AUTOUPDATE: "true"},
-                 "labels": {BOOTSTRAPPING_LABEL[0]: BOOTSTRAPPING_LABEL[1], **(labels or {})}}
-    role: Obj = {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole", "metadata": meta}
+    role: Obj = labelled({"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole",
+                          "metadata": {"name": name, "labels": labels or {}}})
     if aggregate is not None:
         role["aggregationRule"] = {"clusterRoleSelectors": [{"matchLabels": {AGGREGATE_TO + a: "true"}}
                                                             for a in aggregate]}
@@ -200,10 +199,8 @@ def cluster_roles() -> list[Obj]:
 
 
 def _binding(role: str, subjects: list[Obj], name: str | None = None) -> Obj:
-    return {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": name or role, "annotations": {AUTOUPDATE: "true"},
-                         "labels": {BOOTSTRAPPING_LABEL[0]: BOOTSTRAPPING_LABEL[1]}},
-            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role}, "subjects": subjects}
+    return labelled({"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name or role},
+                     "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role}, "subjects": subjects})
 
 
 def group(name: str) -> Obj:
@@ -256,17 +253,17 @@ def _merged(current: Obj, default: Obj) -> Obj | None:
 
 async def _reconcile(registry: Registry, resource: Resource, defaults: list[Obj]) -> None:
     for default in defaults:
-        name = default["metadata"]["name"]
-        current = registry.get(resource.plural, "", name)
+        name, namespace = default["metadata"]["name"], default["metadata"].get("namespace", "")
+        current = registry.get(resource.plural, namespace, name)
         try:
             if current is None:
-                await registry.create(resource, "", copy.deepcopy(default))
+                await registry.create(resource, namespace, copy.deepcopy(default))
                 continue
             if (current["metadata"].get("annotations") or {}).get(AUTOUPDATE) == "false":
                 continue
             merged = _merged(current, default)
             if merged is not None:
-                await registry.update(resource, "", name, merged)
+                await registry.update(resource, namespace, name, merged)
         except ApiError as exc:  # as upstream's hook: report and carry on; the next start tries again
             log.warning("could not reconcile %s %s: %s", resource.kind, name, exc)
 
@@ -274,3 +271,7 @@ async def _reconcile(registry: Registry, resource: Resource, defaults: list[Obj]
 async def ensure_bootstrap_policy(registry: Registry) -> None:
     await _reconcile(registry, CLUSTER_ROLES, cluster_roles())
     await _reconcile(registry, CLUSTER_ROLE_BINDINGS, cluster_role_bindings())
+    await _reconcile(registry, CLUSTER_ROLES, controller_roles())
+    await _reconcile(registry, CLUSTER_ROLE_BINDINGS, controller_role_bindings())
+    await _reconcile(registry, ROLES, namespace_roles())
+    await _reconcile(registry, ROLE_BINDINGS, namespace_role_bindings())

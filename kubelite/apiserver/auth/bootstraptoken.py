@@ -27,6 +27,10 @@ NAMESPACE = "kube-system"
 USER_PREFIX = "system:bootstrap:"
 GROUP = "system:bootstrappers"
 DEFAULT_NODE_GROUP = "system:bootstrappers:kubeadm:default-node-token"  # kubeadm's, bound to join nodes
+# kubeadm's discovery reads this without credentials (it does not trust the server yet), so with bootstrap
+# tokens on it is served to anonymous requests even under --anonymous-auth=false; the JWS signatures in it
+# (the bootstrapsigner controller's) are what a joining machine checks.
+CLUSTER_INFO_PATH = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kubelite.apiserver.auth import authenticator
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
-from kubelite.apiserver.auth.bootstraptoken import BootstrapTokens
+from kubelite.apiserver.auth.bootstraptoken import CLUSTER_INFO_PATH, BootstrapTokens
 from kubelite.apiserver.auth.config import ADMIN_USER, AuthConfig
 from kubelite.apiserver.auth.serviceaccount import ServiceAccountTokens
 from kubelite.apiserver.auth.tokenfile import StaticTokens
@@ -26,7 +26,7 @@ class Authentication:
 
 def build(config: AuthConfig, admin_tokens: Collection[str], lookup: Lookup, clock: Clock) -> Authentication:
     """x509 client certificates, then bearer tokens (admin and token file, then service-account JWTs), then
-    anonymous if enabled, as kube-apiserver's union."""
+    anonymous if enabled (or, with bootstrap tokens, for cluster-info only), as kube-apiserver's union."""
     sa = config.service_accounts
     tokens = admission = None
     if sa is not None:
@@ -45,4 +45,6 @@ def build(config: AuthConfig, admin_tokens: Collection[str], lookup: Lookup, clo
     # Service-account tokens alone do not turn authentication on: without an admin token or any other
     # authenticator the server is --insecure (plain HTTP on loopback), where every request is unsecured.
     enabled = bool(static) or config.client_certificates or config.anonymous
-    return Authentication(authenticator.Union(chain, config.anonymous) if enabled else None, tokens, admission)
+    anonymous_paths = frozenset({CLUSTER_INFO_PATH}) if config.bootstrap_tokens else frozenset()
+    union = authenticator.Union(chain, config.anonymous, anonymous_paths)
+    return Authentication(union if enabled else None, tokens, admission)

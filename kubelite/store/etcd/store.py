@@ -10,7 +10,9 @@ The mapping is kube-apiserver's (k8s.io/apiserver/pkg/storage/etcd3/store.go):
   → put/delete, else → range key, to tell "missing" from "changed" and to return the current value);
 - lists are key ranges read in pages of `PAGE` (`limit`, continuing after the last key) at one revision;
 - watches ask for prev_kv and progress notifications; a broken stream (a member died) is resumed on
-  another member from the last revision delivered or acknowledged by a progress notification;
+  another member from the last revision delivered or acknowledged by a progress notification; a watch
+  asked with progress=True (the watch cache's) gets those notifications as PROGRESS events (bookmarks);
+  one whose resume point was compacted meanwhile raises Compacted (its owner relists);
 - compaction is etcd's Compact (logical; etcd defragments nothing by itself: see the README).
 """
 
@@ -257,7 +259,7 @@ class EtcdStore:
 
     # --- watch -----------------------------------------------------------------------------------
 
-    async def watch(self, prefix: str, from_revision: int) -> AsyncIterator[Event]:
+    async def watch(self, prefix: str, from_revision: int, progress: bool = False) -> AsyncIterator[Event]:
         if from_revision and from_revision < self._compacted:
             raise Compacted(from_revision, self._compacted)
         key, end = prefix.encode(), prefix_end(prefix).encode()
@@ -287,7 +289,11 @@ class EtcdStore:
                         self._seen(last)
                         yield event
                     if not resp.events:  # a progress notification: nothing up to here is left unsent
-                        last = max(last or 0, int(resp.header.revision))
+                        revision = int(resp.header.revision)
+                        if last is None or revision > last:
+                            last = revision
+                            if progress:
+                                yield Event(EventType.PROGRESS, KeyValue("", b"", 0, revision), None, revision)
             except grpc.aio.AioRpcError as exc:  # the watch cache lives on this loop: never give up on etcd
                 log.warning("etcd watch broken (%s: %s); resuming after revision %s", exc.code().name,
                             exc.details(), last)

@@ -1,0 +1,154 @@
+"""Client certificate rotation of a node agent against a real server over TLS: a node certificate living five
+seconds is renewed through a CSR the csrapproving controller approves as a self-renewal (selfnodeclient) and
+csrsigning signs; the kubeconfig is rewritten (0600) and the client, once the old certificate has expired, still
+gets in on a fresh connection, which the old certificate no longer does. Then the deadline's jitter (70-90% of the
+lifetime, as kubelet's) and a failing rotation that keeps retrying on a FakeClock."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from kubelite.agent.certificates import CertificateManager, kubeconfig_certificate, rotation_deadline
+from kubelite.api.errors import ApiError
+from kubelite.apiserver import pki
+from kubelite.client.http import ApiClient
+from kubelite.clock import FakeClock
+from tests.conftest import ServerProcess, start_server
+
+LIFETIME = 5.0
+
+
+def short_lived_node_certificate(pki_dir: Path, node: str, seconds: float) -> tuple[bytes, bytes]:
+    ca = x509.load_pem_x509_certificate((pki_dir / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki_dir / "ca.key").read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
+                                     x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node}")]))
+            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(seconds=1)).not_valid_after(now + dt.timedelta(seconds=seconds))
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM), key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    srv = start_server(tmp_path / "data", tmp_path / "home", extra=["--disable", "scheduler"])
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.mark.e2e
+async def test_short_lived_certificate_is_rotated_and_used(server: ServerProcess, tmp_path: Path) -> None:
+    pki_dir = server.data_dir / "pki"
+    old = short_lived_node_certificate(pki_dir, "rot", LIFETIME)
+    kubeconfig = tmp_path / "node.kubeconfig"
+    pki.write_kubeconfig(kubeconfig, f"https://127.0.0.1:{server.port}", None, pki_dir / "ca.crt", old)
+    client = ApiClient.from_kubeconfig(kubeconfig)
+    clock = FakeClock(time.time())
+    manager = CertificateManager(kubeconfig, client, clock, random.Random(0))
+    run = asyncio.create_task(manager.run())
+    try:
+        await client.get("/api/v1/nodes")  # the old certificate gets in while valid
+        for _ in range(400):  # fake time to the rotation deadline and through the CSR polls; real time for the API
+            if manager.rotations:
+                break
+            await clock.advance(0.5)
+            await asyncio.sleep(0.02)
+        assert manager.rotations == 1
+        new = kubeconfig_certificate(kubeconfig)
+        assert new is not None and new[0] != old[0] and new[1] != old[1]
+        assert kubeconfig.stat().st_mode & 0o777 == 0o600
+        cert = x509.load_pem_x509_certificate(new[0])
+        assert cert.subject.rfc4514_string() == "CN=system:node:rot,O=system:nodes"
+        csrs = (await ApiClient.from_kubeconfig(server.kubeconfig).get(
+            "/apis/certificates.k8s.io/v1/certificatesigningrequests"))["items"]
+        assert [(c["spec"]["username"], [x["reason"] for x in c["status"]["conditions"]]) for c in csrs] == \
+            [("system:node:rot", ["AutoApproved"])]
+
+        expired = x509.load_pem_x509_certificate(old[0]).not_valid_after_utc.timestamp()
+        await asyncio.sleep(max(0.0, expired - time.time() + 1.5))
+        await client.get("/api/v1/nodes")  # a fresh connection (rotation closed the old ones) with the new certificate
+        stale = ApiClient(client.server, None, (pki_dir / "ca.crt").read_bytes(), client_cert=old)
+        try:
+            with pytest.raises(ApiError):
+                await stale.get("/api/v1/nodes")
+        finally:
+            await stale.close()
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+        await client.close()
+
+
+class Cert:
+    """Only what rotation_deadline reads."""
+
+    not_valid_before_utc = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    not_valid_after_utc = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=1000)
+
+
+class Fixed(random.Random):
+    def __init__(self, value: float) -> None:
+        super().__init__()
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+@pytest.mark.parametrize("draw,fraction", [(0.0, 0.7), (0.5, 0.8), (1.0, 0.9)],
+                         ids=["earliest: 70% of the lifetime", "middle: 80%", "latest: 90%"])
+def test_rotation_deadline_jitter(draw: float, fraction: float) -> None:
+    start = Cert.not_valid_before_utc.timestamp()
+    assert rotation_deadline(Cert(), Fixed(draw)) == pytest.approx(start + 1000 * fraction)  # type: ignore[arg-type]
+
+
+class RefusingClient:
+    def __init__(self) -> None:
+        self.attempts = 0
+
+    async def create(self, path: str, obj: Any) -> Any:
+        self.attempts += 1
+        raise ApiError(503, "ServiceUnavailable", "the server is unavailable")
+
+    def use_client_certificate(self, cert: bytes, key: bytes) -> None:
+        raise AssertionError("nothing was issued")
+
+    async def close_connections(self) -> None:
+        raise AssertionError("nothing was issued")
+
+
+async def test_failed_rotation_is_retried_and_never_ends_the_loop(tmp_path: Path) -> None:
+    pki.ensure_pki(tmp_path / "pki", ["127.0.0.1"])
+    cert, key = short_lived_node_certificate(tmp_path / "pki", "n", 100)
+    kubeconfig = tmp_path / "kubeconfig"
+    pki.write_kubeconfig(kubeconfig, "https://127.0.0.1:1", None, tmp_path / "pki" / "ca.crt", (cert, key))
+    client = RefusingClient()
+    clock = FakeClock(time.time())
+    run = asyncio.create_task(CertificateManager(kubeconfig, client, clock).run())  # type: ignore[arg-type]
+    for _ in range(40):
+        await clock.advance(10)
+        await asyncio.sleep(0)
+    assert not run.done() and client.attempts >= 4
+    assert kubeconfig_certificate(kubeconfig) == (cert, key)
+    run.cancel()
+    await asyncio.gather(run, return_exceptions=True)
