@@ -116,7 +116,7 @@ def token_create(kubeconfig: Path, ttl: float, print_join_command: bool, descrip
 
 @dataclass(frozen=True)
 class JoinOptions:
-    server: str
+    servers: tuple[str, ...]  # --server: one URL, or several of an HA control plane (the client fails over)
     token: str
     ca_cert_hashes: tuple[str, ...]
     node_name: str
@@ -199,7 +199,7 @@ async def retrieve_validated_ca(fetch: ClusterInfoFetch, token: str, ca_cert_has
 async def discover_ca(opts: JoinOptions, clock: Clock) -> bytes:
     """The cluster's CA, read from the server at --server and trusted by the token's signature and the pin."""
     async def fetch(ca_pem: bytes | None) -> Obj:
-        client = ApiClient(opts.server, None, ca_pem)  # no credentials; unverified TLS until the CA is known
+        client = ApiClient(list(opts.servers), None, ca_pem)  # no credentials; unverified TLS until the CA is known
         try:
             return await client.get(bootstraptoken.CLUSTER_INFO_PATH)
         finally:
@@ -208,11 +208,13 @@ async def discover_ca(opts: JoinOptions, clock: Clock) -> bytes:
     return await retrieve_validated_ca(fetch, opts.token, opts.ca_cert_hashes, clock)
 
 
-async def request_certificate(opts: JoinOptions, ca_pem: bytes, clock: Clock) -> tuple[bytes, bytes]:
-    """The node's first certificate, requested with the bootstrap token over TLS verified by the CA."""
-    client = ApiClient(opts.server, opts.token, ca_pem)
+async def request_certificate(opts: JoinOptions, ca_pem: bytes, clock: Clock) -> tuple[bytes, bytes, str]:
+    """The node's first certificate, requested with the bootstrap token over TLS verified by the CA; and the
+    server that answered (of several, the first live one), which the node's kubeconfig names."""
+    client = ApiClient(list(opts.servers), opts.token, ca_pem)
     try:
-        return await request_client_certificate(client, opts.node_name, clock)
+        cert, key = await request_client_certificate(client, opts.node_name, clock)
+        return cert, key, client.server
     except CertificateRequestError as exc:
         raise JoinError(str(exc)) from None
     finally:
@@ -225,12 +227,12 @@ async def bootstrap(opts: JoinOptions, clock: Clock) -> Path:
     if kubeconfig.exists():
         return kubeconfig
     ca_pem = await discover_ca(opts, clock)
-    cert, key = await request_certificate(opts, ca_pem, clock)
+    cert, key, server = await request_certificate(opts, ca_pem, clock)
     opts.data_dir.mkdir(parents=True, exist_ok=True)
     opts.data_dir.chmod(0o700)
     ca_path = opts.data_dir / "ca.crt"
     ca_path.write_bytes(ca_pem)
-    pki.write_kubeconfig(kubeconfig, opts.server, None, ca_path, (cert, key))
+    pki.write_kubeconfig(kubeconfig, server, None, ca_path, (cert, key))
     return kubeconfig
 
 
@@ -240,8 +242,8 @@ def join(opts: JoinOptions) -> int:
     except (JoinError, OSError) as exc:
         print(f"kubelite join: {exc}", file=sys.stderr)
         return 1
-    print(f"kubelite: node {opts.node_name} joined {opts.server}; starting its agent", flush=True)
+    print(f"kubelite: node {opts.node_name} joined {', '.join(opts.servers)}; starting its agent", flush=True)
     argv = [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name",
             opts.node_name, "--data-dir", str(opts.data_dir / "agent"), "--address", opts.address,
-            *opts.agent_args]
+            *(["--server", ",".join(opts.servers)] if len(opts.servers) > 1 else []), *opts.agent_args]
     os.execv(sys.executable, argv)

@@ -186,7 +186,9 @@ def parser() -> argparse.ArgumentParser:
                               help="print the whole `kubelite join` command, not just the token")
     token_create.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     join = sub.add_parser("join", help="join this machine to a cluster as a node (bootstrap token + CSR)")
-    join.add_argument("--server", required=True, help="the API server's URL, e.g. https://10.0.0.1:6443")
+    join.add_argument("--server", required=True,
+                      help="the API server's URL, e.g. https://10.0.0.1:6443; several, comma-separated, for an HA "
+                           "control plane (the node's agent fails over between them)")
     join.add_argument("--token", required=True, help="a bootstrap token from `kubelite token create`")
     join.add_argument("--ca-cert-hash", action="append", default=[], required=True,
                       help="sha256:HEX of the cluster CA's public key (repeatable)")
@@ -249,7 +251,7 @@ def _main(argv: list[str] | None) -> int:
 
         agent_args = ["--proxy-mode", args.proxy_mode] + (["--node-config", str(args.node_config)]
                                                           if args.node_config else [])
-        return joining.join(joining.JoinOptions(args.server, args.token, tuple(args.ca_cert_hash), args.node_name,
+        return joining.join(joining.JoinOptions(server_urls(args), args.token, tuple(args.ca_cert_hash), args.node_name,
                                                 args.data_dir, args.address, tuple(agent_args)))
     if args.command == "agent":
         from kubelite.agent.config import NodeConfigError

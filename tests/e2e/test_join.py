@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubelite.testing import netns
-from tests.conftest import ServerProcess, start_server
+from tests.conftest import ServerProcess, free_port, start_server
 from tests.e2e import netns_nodes
 from tests.e2e.pods import apply_pod, pod_phase, sh, wait_for
 
@@ -67,6 +68,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             dirs[node] = base / node
             argv = [sys.executable, "-m", "kubelite.cli.main", *command[1:], "--node-name", node, "--data-dir",
                     str(dirs[node]), "--proxy-mode", "none"]
+            if node == "node-a":  # an HA list whose first server is down: discovery, CSR and agent fail over
+                url = argv.index("--server") + 1
+                argv[url] = f"https://127.0.0.1:{free_port()},{argv[url]}"
             with (base / f"{node}.log").open("wb") as log:
                 if node == "node-b" and lab is not None:
                     in_lab = lab.add_node(node)
@@ -91,6 +95,15 @@ def test_join_issued_node_certificates(cluster: Cluster) -> None:
     who = cluster.as_node("node-a", "auth", "whoami", "-o", "json")
     info = json.loads(who.stdout)["status"]["userInfo"]
     assert info["username"] == "system:node:node-a" and "system:nodes" in info["groups"]
+
+
+def test_join_with_several_servers_fails_over_past_a_dead_one(cluster: Cluster) -> None:
+    """node-a joined with `--server DEAD,LIVE`: it is Ready, so discovery, its CSR and its agent went past the
+    dead server; its kubeconfig names the live one (kubectl does not fail over)."""
+    config = yaml.safe_load((cluster.node_dirs["node-a"] / "kubeconfig").read_text())
+    live = cluster.join_command[cluster.join_command.index("--server") + 1]
+    assert config["clusters"][0]["cluster"]["server"] == live
+    assert "node-a" in ready_nodes(cluster.server)
 
 
 def test_pod_runs_on_the_joined_node(cluster: Cluster) -> None:
