@@ -25,7 +25,6 @@ node and says attached, so a second node never mounts the volume while the first
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -36,7 +35,7 @@ from kubelite.client.http import resource_path
 from kubelite.client.informer import Handlers, Informer, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.attachdetach")
 
@@ -125,14 +124,7 @@ class AttachDetachController:
                 self._attachment_changed(va)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in self.informers:
-                tasks.create_task(informer.run())
-            tasks.create_task(self.events.run())
-            for informer in self.informers:
-                await informer.synced.wait()
-            tasks.create_task(self.runner.run())
-            tasks.create_task(self._resync())
+        await run_synced(self.informers, (self.runner.run, self._resync), alongside=(self.events.run,))
 
     async def _resync(self) -> None:
         while True:

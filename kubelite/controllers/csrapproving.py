@@ -10,8 +10,6 @@ bindings, not this controller, decide who may join.
 
 from __future__ import annotations
 
-import asyncio
-
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
@@ -20,7 +18,7 @@ from kubelite.client.informer import Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers.csr import KUBELET_CLIENT_SIGNER, PATH, Obj, is_pending, parse_request
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 WORKERS = 1
 NODE_CLIENT_USAGES = frozenset({"key encipherment", "digital signature", "client auth"})
@@ -58,10 +56,7 @@ class CSRApprovingController:
             self.runner.enqueue(csr["metadata"]["name"])
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.csrs.run())
-            await self.csrs.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.csrs,), (self.runner.run,))
 
     async def _authorized(self, csr: Obj, subresource: str) -> bool:
         spec = csr.get("spec") or {}

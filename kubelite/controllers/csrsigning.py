@@ -8,7 +8,6 @@ to `/status`. Requests to other signers are left to their own signers.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import datetime as dt
 import functools
@@ -30,7 +29,7 @@ from kubelite.controllers.csr import (
     condition,
     parse_request,
 )
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 WORKERS = 1
 SIGNERS = frozenset({KUBELET_CLIENT_SIGNER, KUBE_APISERVER_CLIENT_SIGNER})
@@ -69,10 +68,7 @@ class CSRSigningController:
             self.runner.enqueue(csr["metadata"]["name"])
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.csrs.run())
-            await self.csrs.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.csrs,), (self.runner.run,))
 
     async def sync(self, name: str) -> None:
         csr = self.csrs.get("", name)

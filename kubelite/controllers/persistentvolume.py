@@ -8,7 +8,6 @@ object, so a binding step lost to a conflict or a crash is finished later.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -19,7 +18,7 @@ from kubelite.client.informer import Handlers, Informer, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.pv_binder import Binder
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.persistentvolume")
 
@@ -112,15 +111,9 @@ class PersistentVolumeController:
             self.claim_runner.enqueue(key)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in (self.classes, self.volumes, self.claims):
-                tasks.create_task(informer.run())
-            tasks.create_task(self.events.run())
-            for informer in (self.classes, self.volumes, self.claims):
-                await informer.synced.wait()
-            tasks.create_task(self.claim_runner.run())
-            tasks.create_task(self.volume_runner.run())
-            tasks.create_task(self._resync())
+        await run_synced((self.classes, self.volumes, self.claims),
+                         (self.claim_runner.run, self.volume_runner.run, self._resync),
+                         alongside=(self.events.run,))
 
     async def _resync(self) -> None:
         while True:

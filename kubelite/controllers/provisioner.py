@@ -21,7 +21,6 @@ Not done: deleting the backing directory on reclaim (the PV object goes, the dir
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import tempfile
 from pathlib import Path
@@ -34,7 +33,7 @@ from kubelite.client.http import resource_path
 from kubelite.client.informer import Handlers, Informer, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.provisioner")
 
@@ -89,13 +88,7 @@ class ProvisionerController:
         self.classes = Informer(client, "/apis/storage.k8s.io/v1/storageclasses", clock)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.classes.run())
-            tasks.create_task(self.claims.run())
-            tasks.create_task(self.events.run())
-            await self.classes.synced.wait()
-            await self.claims.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.classes, self.claims), (self.runner.run,), alongside=(self.events.run,))
 
     def _event(self, claim: Obj, event_type: str, reason: str, message: str) -> None:
         self.events.post(event_for({**claim, "apiVersion": "v1"}, reason, message, "PersistentVolumeClaim",

@@ -7,7 +7,6 @@ expires. The authenticator already refuses expired tokens: this only keeps kube-
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 
@@ -16,7 +15,7 @@ from kubelite.client.informer import Handlers, Informer, Key
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339
 from kubelite.controllers.csr import Obj
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 NAMESPACE = "kube-system"
 SECRET_TYPE = "bootstrap.kubernetes.io/token"
@@ -47,10 +46,7 @@ class TokenCleaner:
         self.runner.enqueue((NAMESPACE, secret["metadata"]["name"]))
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.secrets.run())
-            await self.secrets.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.secrets,), (self.runner.run,))
 
     async def sync(self, key: Key) -> None:
         secret = self.secrets.get(*key)

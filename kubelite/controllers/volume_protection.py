@@ -8,7 +8,6 @@ keeps its finalizer while it is Bound. So a volume in use is never removed from 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -18,7 +17,7 @@ from kubelite.client.http import resource_path
 from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.volume_protection")
 
@@ -60,12 +59,7 @@ class PVCProtectionController:
             self.runner.enqueue((ns, name))
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.claims.run())
-            tasks.create_task(self.pods.run())
-            await self.claims.synced.wait()
-            await self.pods.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.claims, self.pods), (self.runner.run,))
 
     async def _sync(self, key: Key) -> None:
         claim = self.claims.get(*key)
@@ -91,10 +85,7 @@ class PVProtectionController:
             lambda o: enqueue(key_of(o)), lambda _, n: enqueue(key_of(n))))
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.volumes.run())
-            await self.volumes.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.volumes,), (self.runner.run,))
 
     async def _sync(self, key: Key) -> None:
         pv = self.volumes.get(*key)
