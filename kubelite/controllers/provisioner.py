@@ -30,9 +30,10 @@ from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import Handlers, Informer, Key, key_of
+from kubelite.client.informer import Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.provisioner")
@@ -83,9 +84,9 @@ class ProvisionerController:
         self.events = EventSink(client, clock)
         self.runner: Runner[Key] = Runner("kubelite-provisioner", self._sync, clock)
         enqueue = self.runner.enqueue
-        self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock, Handlers(
+        self.claims = shared_informer(client, clock, "/api/v1/persistentvolumeclaims", Handlers(
             lambda o: enqueue(key_of(o)), lambda _, n: enqueue(key_of(n))))
-        self.classes = Informer(client, "/apis/storage.k8s.io/v1/storageclasses", clock)
+        self.classes = shared_informer(client, clock, "/apis/storage.k8s.io/v1/storageclasses")
 
     async def run(self) -> None:
         await run_synced((self.classes, self.claims), (self.runner.run,), alongside=(self.events.run,))

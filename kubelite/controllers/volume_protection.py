@@ -14,9 +14,10 @@ from typing import Any
 from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
-from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer, Key, key_of
+from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.volume_protection")
@@ -48,9 +49,9 @@ class PVCProtectionController:
         self.client = client
         self.runner: Runner[Key] = Runner("pvc-protection", self._sync, clock)
         enqueue = self.runner.enqueue
-        self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock, Handlers(
+        self.claims = shared_informer(client, clock, "/api/v1/persistentvolumeclaims", Handlers(
             lambda o: enqueue(key_of(o)), lambda _, n: enqueue(key_of(n))))
-        self.pods = Informer(client, "/api/v1/pods", clock, Handlers(
+        self.pods = shared_informer(client, clock, "/api/v1/pods", Handlers(
             lambda o: None, lambda _, n: self._pod_changed(n), self._pod_changed))
 
     def _pod_changed(self, pod: Obj) -> None:
@@ -81,7 +82,7 @@ class PVProtectionController:
         self.client = client
         self.runner: Runner[Key] = Runner("pv-protection", self._sync, clock)
         enqueue = self.runner.enqueue
-        self.volumes = Informer(client, "/api/v1/persistentvolumes", clock, Handlers(
+        self.volumes = shared_informer(client, clock, "/api/v1/persistentvolumes", Handlers(
             lambda o: enqueue(key_of(o)), lambda _, n: enqueue(key_of(n))))
 
     async def run(self) -> None:
