@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,52 @@ def alive(pid: int) -> bool:
 def group_alive(pgid: int) -> bool:
     """Any non-zombie process in the process group `pgid`."""
     return any(f[0] != "Z" and int(f[2]) == pgid for f in proc_stats().values())
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # exited between the scan and now
+        return b""
+
+
+def processes_under(base: Path) -> dict[int, str]:
+    """Live processes of a test's cluster under `base`: those whose command line names it (server, agents,
+    container shims: their paths are in it) and every process in a group one of them leads (a container runs
+    in its shim's session; its own processes, `sleep 60`, name nothing). This process and its group are never
+    included, whatever its own command line says (`--basetemp`)."""
+    stats = proc_stats()
+    me, my_group = os.getpid(), os.getpgid(0)
+    marker = os.path.join(base, "").encode()  # base/: not base1 when base is …/join1 and a sibling …/join10
+    marked = {pid for pid, f in stats.items() if f[0] != "Z" and marker in _cmdline(pid)} - {me}
+    groups = {pid for pid in marked if int(stats[pid][2]) == pid} - {my_group}
+    return {pid: _cmdline(pid).replace(b"\0", b" ").decode(errors="replace")[:200]
+            for pid, f in stats.items()
+            if f[0] != "Z" and pid != me and (pid in marked or int(f[2]) in groups)}
+
+
+def kill_leftovers(base: Path, timeout: float = 10) -> list[str]:
+    """Wait up to `timeout` for the processes under `base` to end, SIGKILL those still running (one test's leak
+    must not load the machine for the tests after it) and return their command lines."""
+    wait_for(lambda: not processes_under(base), timeout)
+    leaked = processes_under(base)
+    for pid in leaked:
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return sorted(leaked.values())
+
+
+@contextmanager
+def no_leftovers(base: Path, timeout: float = 10) -> Iterator[None]:
+    """Around a fixture's cluster under `base`: on the way out every process it started must have ended (the
+    agents stop their pods: `--shutdown-grace-period`); those still running are killed and fail the block."""
+    try:
+        yield
+    except BaseException:
+        kill_leftovers(base, timeout)
+        raise
+    leaked = kill_leftovers(base, timeout)
+    assert leaked == [], f"{len(leaked)} processes outlived the cluster under {base}:\n" + "\n".join(leaked)
 
 
 def agent_pid(up_pid: int) -> int:

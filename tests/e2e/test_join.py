@@ -15,10 +15,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import apply_pod, pod_phase, sh, wait_for
+from tests.e2e.pods import apply_pod, no_leftovers, pod_phase, sh, wait_for
 
 pytestmark = pytest.mark.e2e
 NODES = ("node-a", "node-b")
+# The joined agents stop their pods when stopped (as `kubelite up`'s): by default they leave them running.
+STOP_PODS_ON_SHUTDOWN = """\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+shutdownGracePeriod: 5s
+"""
 
 
 @dataclass
@@ -43,30 +49,33 @@ def ready_nodes(server: ServerProcess) -> set[str]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("join")
-    server = start_server(base / "data", base / "home", extra=["--authorization-mode", "Node,RBAC"])
-    agents: list[subprocess.Popen[bytes]] = []
-    dirs: dict[str, Path] = {}
-    try:
-        created = kubelite("token", "create", "--print-join-command", "--kubeconfig", str(server.kubeconfig))
-        assert created.returncode == 0, created.stderr
-        command = created.stdout.split()
-        assert command[:2] == ["kubelite", "join"] and "--ca-cert-hash" in command
-        for node in NODES:
-            dirs[node] = base / node
-            with (base / f"{node}.log").open("wb") as log:
-                agents.append(subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", *command[1:],
-                                                "--node-name", node, "--data-dir", str(dirs[node]),
-                                                "--proxy-mode", "none"], stdout=log, stderr=subprocess.STDOUT))
-        ready = wait_for(lambda: ready_nodes(server) >= set(NODES), timeout=60)
-        logs = "\n".join((base / f"{n}.log").read_text(errors="replace")[-3000:] for n in NODES)
-        assert ready, f"the joined nodes never became Ready:\n{logs}"
-        yield Cluster(server, dirs)
-    finally:
-        for agent in agents:
-            agent.terminate()
-        for agent in agents:
-            agent.wait(timeout=30)
-        server.stop()
+    (base / "node.yaml").write_text(STOP_PODS_ON_SHUTDOWN)
+    with no_leftovers(base):
+        server = start_server(base / "data", base / "home", extra=["--authorization-mode", "Node,RBAC"])
+        agents: list[subprocess.Popen[bytes]] = []
+        dirs: dict[str, Path] = {}
+        try:
+            created = kubelite("token", "create", "--print-join-command", "--kubeconfig", str(server.kubeconfig))
+            assert created.returncode == 0, created.stderr
+            command = created.stdout.split()
+            assert command[:2] == ["kubelite", "join"] and "--ca-cert-hash" in command
+            for node in NODES:
+                dirs[node] = base / node
+                with (base / f"{node}.log").open("wb") as log:
+                    agents.append(subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", *command[1:],
+                                                    "--node-name", node, "--data-dir", str(dirs[node]),
+                                                    "--proxy-mode", "none", "--node-config", str(base / "node.yaml")],
+                                                   stdout=log, stderr=subprocess.STDOUT))
+            ready = wait_for(lambda: ready_nodes(server) >= set(NODES), timeout=60)
+            logs = "\n".join((base / f"{n}.log").read_text(errors="replace")[-3000:] for n in NODES)
+            assert ready, f"the joined nodes never became Ready:\n{logs}"
+            yield Cluster(server, dirs)
+        finally:
+            for agent in agents:
+                agent.terminate()
+            for agent in agents:
+                agent.wait(timeout=30)
+            server.stop()
 
 
 def test_join_issued_node_certificates(cluster: Cluster) -> None:
