@@ -15,6 +15,10 @@ from typing import Any
 
 from tests.conftest import ServerProcess, start_server
 
+# Seconds a fixture's agents give their pods when stopped (`--shutdown-grace-period`, as `kubelite up`'s):
+# by default an agent leaves them running for the next one, and a test's pods would outlive the test.
+SHUTDOWN_GRACE = 5
+
 
 def apply_pod(c: ServerProcess, name: str, containers: list[dict[str, Any]], **spec: Any) -> None:
     c.kubectl("apply", "-f", "-", stdin=json.dumps({
@@ -138,7 +142,9 @@ def agent_pid(up_pid: int) -> int:
 
 
 class AgentProcess:
-    """A `kubelite agent` process for node `node`, as a user starts one beside `kubelite server`."""
+    """A `kubelite agent` process for node `node`, as a user starts one beside `kubelite server`, except that
+    it stops its pods when stopped (`--shutdown-grace-period`, as `kubelite up`'s): by default they keep
+    running for the next agent, and a test's would outlive it. A `kill9` leaves them, as a crash does."""
 
     def __init__(self, server: ServerProcess, data_dir: Path, node: str) -> None:
         self.server, self.data_dir, self.node = server, data_dir, node
@@ -150,7 +156,8 @@ class AgentProcess:
         with self.data_dir.with_suffix(".log").open("ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
                                           str(self.server.kubeconfig), "--node-name", self.node, "--data-dir",
-                                          str(self.data_dir)], stdout=subprocess.DEVNULL, stderr=log)
+                                          str(self.data_dir), "--shutdown-grace-period", str(SHUTDOWN_GRACE)],
+                                         stdout=subprocess.DEVNULL, stderr=log)
 
     def kill9(self) -> None:
         assert self.proc is not None
@@ -166,12 +173,13 @@ class AgentProcess:
 @contextmanager
 def server_and_agent(base: Path, node: str) -> Iterator[tuple[ServerProcess, AgentProcess]]:
     """`kubelite server` without the scheduler (pods name their node) and a `kubelite agent` for `node`."""
-    server = start_server(base / "server", base / "home", extra=["--disable", "scheduler"])
-    agent = AgentProcess(server, base / "agent", node)
-    agent.start()
-    try:
-        assert wait_for(lambda: node in server.kubectl("get", "nodes", check=False).stdout)
-        yield server, agent
-    finally:
-        agent.stop()
-        server.stop()
+    with no_leftovers(base):
+        server = start_server(base / "server", base / "home", extra=["--disable", "scheduler"])
+        agent = AgentProcess(server, base / "agent", node)
+        agent.start()
+        try:
+            assert wait_for(lambda: node in server.kubectl("get", "nodes", check=False).stdout)
+            yield server, agent
+        finally:
+            agent.stop()
+            server.stop()

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import apply_pod, no_leftovers, pod_phase, sh, wait_for
+from tests.e2e.pods import SHUTDOWN_GRACE, apply_pod, no_leftovers, pod_phase, sh, wait_for
 
 pytestmark = pytest.mark.e2e
 NODES = ("node-a", "node-b")
-# The joined agents stop their pods when stopped (as `kubelite up`'s): by default they leave them running.
-STOP_PODS_ON_SHUTDOWN = """\
+# `kubelite join` takes no --shutdown-grace-period: the node config says it (see tests/e2e/pods.py)
+STOP_PODS_ON_SHUTDOWN = f"""\
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-shutdownGracePeriod: 5s
+shutdownGracePeriod: {SHUTDOWN_GRACE}s
 """
 
 

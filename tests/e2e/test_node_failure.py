@@ -26,10 +26,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import apply_pod, get_pod, no_leftovers, sh, wait_for
+from tests.e2e.pods import SHUTDOWN_GRACE, apply_pod, get_pod, no_leftovers, sh, wait_for
 
 GRACE = 15.0  # above the agents' 10 s Lease renewal, as upstream's 40 s is above kubelet's
-SHUTDOWN_GRACE = 5  # the agents stop their pods when stopped (as `kubelite up`'s); by default they leave them
 
 
 @dataclass

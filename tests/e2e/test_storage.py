@@ -22,10 +22,18 @@ from typing import Any
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import apply_pod, container_status, get_pod, no_leftovers, pod_phase, sh, wait_for
+from tests.e2e.pods import (
+    SHUTDOWN_GRACE,
+    apply_pod,
+    container_status,
+    get_pod,
+    no_leftovers,
+    pod_phase,
+    sh,
+    wait_for,
+)
 
 Obj = dict[str, Any]
-SHUTDOWN_GRACE = 5  # the agents stop their pods when stopped (as `kubelite up`'s); by default they leave them
 
 
 @pytest.fixture(scope="module")
