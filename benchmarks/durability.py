@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import sys
 import tempfile
-import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,22 +31,11 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.conftest import start_server
-
-PODS = "/api/v1/namespaces/default/pods"
+from tests.e2e.writers import PODS, AcknowledgedCreates, stored_pods
 
 
 def _pod(name: str) -> bytes:
     return orjson.dumps({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
-
-
-def _create(port: int, name: str) -> bool:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{PODS}", data=_pod(name),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            return bool(resp.status == 201)
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
 
 
 @dataclass(frozen=True)
@@ -66,42 +51,19 @@ def kill_cycles(base: Path, writers: int, kills: int, run_for: float) -> KillRes
     data, home = base / "data", base / "home"
     server = start_server(data, home, insecure=True)
     port = server.port
-    acked: list[str] = []
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def writer(worker: int) -> None:
-        i = 0
-        while not stop.is_set():
-            name = f"w{worker}-{i}"
-            if _create(port, name):
-                with lock:
-                    acked.append(name)
-            else:
-                time.sleep(0.05)  # down: retry a new name shortly (the failed one may or may not be stored)
-            i += 1
-
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
     started = time.monotonic()
-    for t in threads:
-        t.start()
-    try:
+    with AcknowledgedCreates(port, writers) as load:
         for _ in range(kills):
             time.sleep(run_for)
             server.proc.send_signal(signal.SIGKILL)  # while writes are in flight
             server.proc.wait(timeout=10)
             server = start_server(data, home, port=port, insecure=True)
         time.sleep(run_for / 2)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join()
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{PODS}", timeout=30) as resp:
-            stored = {p["metadata"]["name"] for p in json.load(resp)["items"]}
+        stored = stored_pods(port, timeout=30)
     finally:
         server.stop()
-    return KillResult(kills, len(acked), sum(1 for n in acked if n not in stored), time.monotonic() - started)
+    return KillResult(kills, len(load.acked), len(load.missing(stored)), time.monotonic() - started)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ import argparse
 import asyncio
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -28,12 +30,13 @@ PODS = "/api/v1/namespaces/default/pods"
 STS = "/apis/apps/v1/namespaces/default/statefulsets"
 
 
-def _set(n: int) -> bytes:
-    return orjson.dumps({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"}, "spec": {
-        "replicas": n, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
-        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+def stateful_set(name: str, n: int) -> dict[str, Any]:
+    """A StatefulSet `name` of n `sleep 3600` pods labelled app=`name` (no readiness probe: Ready once running)."""
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name}, "spec": {
+        "replicas": n, "serviceName": name, "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}}, "spec": {
             "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]}}}})
+            "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]}}}}
 
 
 def _ready(pod: dict[str, object]) -> bool:
@@ -42,9 +45,9 @@ def _ready(pod: dict[str, object]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
 
-async def _watch(session: aiohttp.ClientSession, rv: str, n: int, created: dict[str, float],
+async def _watch(session: aiohttp.ClientSession, app: str, rv: str, n: int, created: dict[str, float],
                  ready: dict[str, float]) -> None:
-    async with session.get(f"{PODS}?watch=true&labelSelector=app%3Dweb&resourceVersion={rv}",
+    async with session.get(f"{PODS}?watch=true&labelSelector=app%3D{app}&resourceVersion={rv}",
                            timeout=aiohttp.ClientTimeout(total=None)) as resp:
         buffer = b""
         async for chunk in resp.content.iter_any():
@@ -61,16 +64,33 @@ async def _watch(session: aiohttp.ClientSession, rv: str, n: int, created: dict[
                 return
 
 
-async def startup(session: aiohttp.ClientSession, n: int) -> None:
+@dataclass(frozen=True)
+class Startup:
+    """When (perf_counter) the set was created, and each pod was first seen and became Ready."""
+
+    start: float
+    created: dict[str, float]
+    ready: dict[str, float]
+
+
+async def start_set(session: aiohttp.ClientSession, set_: dict[str, Any]) -> Startup:
+    """Create `set_` and watch its pods until all its replicas are Ready."""
+    name, n = set_["metadata"]["name"], set_["spec"]["replicas"]
     rv = (await (await session.get(f"{PODS}?limit=1")).json())["metadata"]["resourceVersion"]
     created: dict[str, float] = {}
     ready: dict[str, float] = {}
-    watcher = asyncio.create_task(_watch(session, rv, n, created, ready))
+    watcher = asyncio.create_task(_watch(session, name, rv, n, created, ready))
     start = time.perf_counter()
-    async with session.post(STS, data=_set(n)) as resp:
+    async with session.post(STS, data=orjson.dumps(set_)) as resp:
         assert resp.status == 201, await resp.text()
     await asyncio.wait_for(watcher, 60 + n * 5)
-    total = max(ready.values()) - start
+    return Startup(start, created, ready)
+
+
+async def startup(session: aiohttp.ClientSession, n: int) -> None:
+    run = await start_set(session, stateful_set("web", n))
+    created, ready = run.created, run.ready
+    total = max(ready.values()) - run.start
     order = sorted(created, key=created.__getitem__)
     assert order == [f"web-{i}" for i in range(n)], order
     reaction = [created[f"web-{i}"] - ready[f"web-{i - 1}"] for i in range(1, n)]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,59 +26,28 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.cluster import kubelite_up
 from benchmarks.scheduler import pct
-from benchmarks.statefulset import _ready
+from benchmarks.statefulset import start_set, stateful_set
 
-PODS = "/api/v1/namespaces/default/pods"
-STS = "/apis/apps/v1/namespaces/default/statefulsets"
 SCS = "/apis/storage.k8s.io/v1/storageclasses"
 
 
-def _set(name: str, n: int, volume: bool) -> bytes:
-    container: dict[str, Any] = {"name": "c", "image": "busybox", "command": ["sleep", "3600"]}
-    spec: dict[str, Any] = {
-        "replicas": n, "serviceName": name, "podManagementPolicy": "Parallel",
-        "selector": {"matchLabels": {"app": name}},
-        "template": {"metadata": {"labels": {"app": name}},
-                     "spec": {"terminationGracePeriodSeconds": 1, "containers": [container]}}}
+def _set(name: str, n: int, volume: bool) -> dict[str, Any]:
+    set_ = stateful_set(name, n)
+    spec = set_["spec"]
+    spec["podManagementPolicy"] = "Parallel"
     if volume:
-        container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        spec["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
         spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {
             "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
             "resources": {"requests": {"storage": "1Gi"}}}}]
-    return orjson.dumps({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name}, "spec": spec})
-
-
-async def _watch(session: aiohttp.ClientSession, app: str, rv: str, n: int, created: dict[str, float],
-                 ready: dict[str, float]) -> None:
-    async with session.get(f"{PODS}?watch=true&labelSelector=app%3D{app}&resourceVersion={rv}",
-                           timeout=aiohttp.ClientTimeout(total=None)) as resp:
-        buffer = b""
-        async for chunk in resp.content.iter_any():
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            now = time.perf_counter()
-            for line in lines:
-                pod = orjson.loads(line)["object"]
-                name = pod["metadata"]["name"]
-                created.setdefault(name, now)
-                if name not in ready and _ready(pod):
-                    ready[name] = now
-            if len(ready) == n:
-                return
+    return set_
 
 
 async def run_set(session: aiohttp.ClientSession, name: str, n: int, volume: bool) -> None:
-    rv = (await (await session.get(f"{PODS}?limit=1")).json())["metadata"]["resourceVersion"]
-    created: dict[str, float] = {}
-    ready: dict[str, float] = {}
-    watcher = asyncio.create_task(_watch(session, name, rv, n, created, ready))
-    start = time.perf_counter()
-    async with session.post(STS, data=_set(name, n, volume)) as resp:
-        assert resp.status == 201, await resp.text()
-    await asyncio.wait_for(watcher, 60 + n * 5)
-    boot = [ready[p] - created[p] for p in ready]
+    run = await start_set(session, _set(name, n, volume))
+    boot = [run.ready[p] - run.created[p] for p in run.ready]
     what = "with a local-path volume" if volume else "without volumes     "
-    print(f"{n} pods {what}: all Ready after {max(ready.values()) - start:.1f} s; pod created -> Ready "
+    print(f"{n} pods {what}: all Ready after {max(run.ready.values()) - run.start:.1f} s; pod created -> Ready "
           f"p50 {pct(boot, 0.5) * 1000:.0f} ms, p99 {pct(boot, 0.99) * 1000:.0f} ms", flush=True)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -16,22 +17,33 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from kubelite.apiserver.app import ApiServer
+from kubelite.apiserver.auth.config import AuthConfig
 from kubelite.clock import RealClock
+from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
+
+
+@contextlib.asynccontextmanager
+async def serving(store: Store, tokens: frozenset[str] = frozenset(), auth: AuthConfig | None = None
+                  ) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
+    """A real ApiServer on `store`, reached over HTTP on a loopback port; the store is closed after it."""
+    server = ApiServer(store, RealClock(), tokens, auth=auth or AuthConfig())
+    await server.start()
+    client = TestClient(TestServer(server.app()))
+    await client.start_server()
+    try:
+        yield client
+    finally:
+        await client.close()
+        await server.stop()
+        await store.close()
 
 
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
     """A real ApiServer on a real SQLite file, reached over HTTP on a loopback port."""
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, RealClock())
-    await server.start()
-    client = TestClient(TestServer(server.app()))
-    await client.start_server()
-    yield client
-    await client.close()
-    await server.stop()
-    await store.close()
+    async with serving(await SQLiteStore.open(tmp_path / "state.db")) as client:
+        yield client
 
 
 def free_port() -> int:

@@ -25,7 +25,6 @@ node and says attached, so a second node never mounts the volume while the first
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -33,10 +32,11 @@ from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import Handlers, Informer, Key, key_of
+from kubelite.client.informer import Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.informers import shared_informer
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.attachdetach")
 
@@ -82,16 +82,16 @@ class AttachDetachController:
         self.clock = clock
         self.events = EventSink(client, clock)
         self.runner: Runner[Key] = Runner("attachdetach", self._sync, clock)
-        self.pods = Informer(client, "/api/v1/pods", clock, Handlers(
+        self.pods = shared_informer(client, clock, "/api/v1/pods", Handlers(
             self._pod_changed, lambda _, n: self._pod_changed(n), self._pod_changed))
         self.pods.add_index(CLAIM_INDEX, _claim_keys)
-        self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock, Handlers(
+        self.claims = shared_informer(client, clock, "/api/v1/persistentvolumeclaims", Handlers(
             self._claim_changed, lambda _, n: self._claim_changed(n)))
-        self.volumes = Informer(client, "/api/v1/persistentvolumes", clock, Handlers(
+        self.volumes = shared_informer(client, clock, "/api/v1/persistentvolumes", Handlers(
             self._volume_changed, lambda _, n: self._volume_changed(n)))
-        self.attachments = Informer(client, f"/apis/{STORAGE_V1}/volumeattachments", clock, Handlers(
+        self.attachments = shared_informer(client, clock, f"/apis/{STORAGE_V1}/volumeattachments", Handlers(
             self._attachment_changed, lambda _, n: self._attachment_changed(n), self._attachment_changed))
-        self.nodes = Informer(client, "/api/v1/nodes", clock, Handlers(
+        self.nodes = shared_informer(client, clock, "/api/v1/nodes", Handlers(
             lambda o: None, lambda _, n: self._node_changed(n), self._node_changed))
         self.informers = (self.nodes, self.volumes, self.claims, self.attachments, self.pods)
 
@@ -125,14 +125,7 @@ class AttachDetachController:
                 self._attachment_changed(va)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in self.informers:
-                tasks.create_task(informer.run())
-            tasks.create_task(self.events.run())
-            for informer in self.informers:
-                await informer.synced.wait()
-            tasks.create_task(self.runner.run())
-            tasks.create_task(self._resync())
+        await run_synced(self.informers, (self.runner.run, self._resync), alongside=(self.events.run,))
 
     async def _resync(self) -> None:
         while True:

@@ -11,7 +11,6 @@ never sent to a server not yet trusted. Signatures of tokens that are gone are r
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -24,7 +23,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.bootstrap_secrets import NAMESPACE, SECRET_TYPE, get_data, get_expiration, parse_name
 from kubelite.controllers.csr import Obj
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers")
 
@@ -99,12 +98,7 @@ class BootstrapSigner:
         return Handlers(self._poke, lambda old, new: self._poke(), self._poke)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.config_maps.run())
-            tasks.create_task(self.secrets.run())
-            await self.config_maps.synced.wait()
-            await self.secrets.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.config_maps, self.secrets), (self.runner.run,))
 
     def tokens(self) -> dict[str, str]:
         """getTokens: token id → secret of every Secret that may sign (the first of duplicates wins)."""

@@ -8,7 +8,6 @@ pure computation over the informer's cache that writes only when the rules diffe
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kubelite.api.errors import ApiError
@@ -16,7 +15,7 @@ from kubelite.api.selectors import compile_label_selector
 from kubelite.client.informer import Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 Obj = dict[str, Any]
 PATH = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
@@ -51,10 +50,7 @@ class ClusterRoleAggregationController:
                 self.runner.enqueue(role["metadata"]["name"])
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.roles.run())
-            await self.roles.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.roles,), (self.runner.run,))
 
     async def sync(self, name: str) -> None:
         role = self.roles.get("", name)

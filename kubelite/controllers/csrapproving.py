@@ -10,19 +10,13 @@ bindings, not this controller, decide who may join.
 
 from __future__ import annotations
 
-import asyncio
-
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from kubelite.api.errors import ApiError
-from kubelite.client.informer import Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
-from kubelite.controllers.csr import KUBELET_CLIENT_SIGNER, PATH, Obj, is_pending, parse_request
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.csr import KUBELET_CLIENT_SIGNER, CertificateController, Obj, is_pending, parse_request
 
-WORKERS = 1
 NODE_CLIENT_USAGES = frozenset({"key encipherment", "digital signature", "client auth"})
 SAR_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
@@ -46,22 +40,12 @@ def common_name(request: x509.CertificateSigningRequest) -> str:
     return str(request.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value)
 
 
-class CSRApprovingController:
+class CSRApprovingController(CertificateController):
     def __init__(self, client: Client, clock: Clock) -> None:
-        self.client = client
-        self.clock = clock
-        self.runner: Runner[str] = Runner("csrapproving", self.sync, clock, WORKERS)
-        self.csrs = Informer(client, PATH, clock, Handlers(self._enqueue, lambda old, new: self._enqueue(new)))
+        super().__init__("csrapproving", client, clock)
 
-    def _enqueue(self, csr: Obj) -> None:
-        if is_pending(csr):
-            self.runner.enqueue(csr["metadata"]["name"])
-
-    async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.csrs.run())
-            await self.csrs.synced.wait()
-            tasks.create_task(self.runner.run())
+    def wants(self, csr: Obj) -> bool:
+        return is_pending(csr)
 
     async def _authorized(self, csr: Obj, subresource: str) -> bool:
         spec = csr.get("spec") or {}
@@ -73,9 +57,8 @@ class CSRApprovingController:
         answer = await self.client.create(SAR_PATH, review)
         return bool((answer.get("status") or {}).get("allowed"))
 
-    async def sync(self, name: str) -> None:
-        csr = self.csrs.get("", name)
-        if csr is None or not is_pending(csr) or (csr.get("spec") or {}).get("signerName") != KUBELET_CLIENT_SIGNER:
+    async def handle(self, csr: Obj) -> None:
+        if not is_pending(csr) or (csr.get("spec") or {}).get("signerName") != KUBELET_CLIENT_SIGNER:
             return
         request = parse_request(csr)
         if request is None or not is_node_client_cert(csr, request):
@@ -89,8 +72,4 @@ class CSRApprovingController:
             {"type": "Approved", "status": "True", "reason": "AutoApproved",
              "message": "Auto approving kubelet client certificate after SubjectAccessReview.",
              "lastUpdateTime": now, "lastTransitionTime": now}]}}
-        try:
-            await self.client.request("PUT", f"{PATH}/{name}/approval", approved)
-        except ApiError as exc:
-            if exc.code not in (404, 409):
-                raise
+        await self.put(approved, "approval")

@@ -8,7 +8,6 @@ to `/status`. Requests to other signers are left to their own signers.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import datetime as dt
 import functools
@@ -18,21 +17,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from kubelite.api.errors import ApiError
-from kubelite.client.informer import Handlers, Informer
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.csr import (
     KUBE_APISERVER_CLIENT_SIGNER,
     KUBELET_CLIENT_SIGNER,
-    PATH,
+    CertificateController,
     Obj,
     condition,
     parse_request,
 )
-from kubelite.controllers.runner import Runner
 
-WORKERS = 1
 SIGNERS = frozenset({KUBELET_CLIENT_SIGNER, KUBE_APISERVER_CLIENT_SIGNER})
 MAX_DURATION = 365 * 24 * 3600
 BACKDATE = 300  # upstream backdates five minutes for clock skew
@@ -56,27 +51,16 @@ def sign(request: x509.CertificateSigningRequest, usages: list[str], ca_cert: by
     return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
 
 
-class CSRSigningController:
+class CSRSigningController(CertificateController):
     def __init__(self, client: Client, clock: Clock, ca_cert: bytes, ca_key: bytes) -> None:
-        self.client = client
-        self.clock = clock
+        super().__init__("csrsigning", client, clock)
         self.ca_cert, self.ca_key = ca_cert, ca_key
-        self.runner: Runner[str] = Runner("csrsigning", self.sync, clock, WORKERS)
-        self.csrs = Informer(client, PATH, clock, Handlers(self._enqueue, lambda old, new: self._enqueue(new)))
 
-    def _enqueue(self, csr: Obj) -> None:
-        if condition(csr, "Approved") and not (csr.get("status") or {}).get("certificate"):
-            self.runner.enqueue(csr["metadata"]["name"])
+    def wants(self, csr: Obj) -> bool:
+        return condition(csr, "Approved") and not (csr.get("status") or {}).get("certificate")
 
-    async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.csrs.run())
-            await self.csrs.synced.wait()
-            tasks.create_task(self.runner.run())
-
-    async def sync(self, name: str) -> None:
-        csr = self.csrs.get("", name)
-        if csr is None or not condition(csr, "Approved") or condition(csr, "Failed") \
+    async def handle(self, csr: Obj) -> None:
+        if not condition(csr, "Approved") or condition(csr, "Failed") \
                 or (csr.get("status") or {}).get("certificate"):
             return
         spec = csr.get("spec") or {}
@@ -86,11 +70,7 @@ class CSRSigningController:
         seconds = min(int(spec.get("expirationSeconds") or MAX_DURATION), MAX_DURATION)
         pem = sign(request, list(spec.get("usages") or []), self.ca_cert, self.ca_key, self.clock.now(), seconds)
         signed = {**csr, "status": {**(csr.get("status") or {}), "certificate": base64.b64encode(pem).decode()}}
-        try:
-            await self.client.request("PUT", f"{PATH}/{name}/status", signed)
-        except ApiError as exc:
-            if exc.code not in (404, 409):
-                raise
+        await self.put(signed, "status")
 
 
 def factory(ca_cert: bytes, ca_key: bytes) -> functools.partial[CSRSigningController]:

@@ -20,7 +20,6 @@ Rollback is kubectl's own (`rollout undo` copies an old ReplicaSet's template in
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -50,7 +49,7 @@ from kubelite.controllers.revisions import (
     set_new_rs_annotations,
     set_replicas_annotations,
 )
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.deployment")
 
@@ -73,13 +72,8 @@ class DeploymentController:
         self.pods.add_index(OWNER_UID_INDEX, by_owner_uid)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.events.run())
-            for informer in (self.deployments, self.replicasets, self.pods):
-                tasks.create_task(informer.run())
-            for informer in (self.deployments, self.replicasets, self.pods):
-                await informer.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.deployments, self.replicasets, self.pods), (self.runner.run,),
+                         alongside=(self.events.run,))
 
     # --- event handlers --------------------------------------------------------------------------
 

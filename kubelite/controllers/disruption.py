@@ -12,7 +12,6 @@ something changed.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,7 +22,7 @@ from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.controllers.informers import shared_informer
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers")
 
@@ -120,13 +119,7 @@ class DisruptionController:
         return alive
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in (self.pdbs, self.pods):
-                tasks.create_task(informer.run())
-            await self.pdbs.synced.wait()
-            await self.pods.synced.wait()
-            tasks.create_task(self._resync())
-            tasks.create_task(self.runner.run())
+        await run_synced((self.pdbs, self.pods), (self._resync, self.runner.run))
 
     async def _resync(self) -> None:
         """Re-check every budget periodically so expired disruptedPods entries are dropped."""

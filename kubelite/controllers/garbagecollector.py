@@ -21,7 +21,6 @@ check.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +32,7 @@ from kubelite.clock import Clock
 from kubelite.controllers.discovery import ApiResource, deletable_resources
 from kubelite.controllers.informers import SharedInformerHandle, shared_informer
 from kubelite.controllers.ownership import STRATEGIC, remove_refs_patch
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.garbagecollector")
 
@@ -82,19 +81,17 @@ class GarbageCollector:
         self.runner: Runner[str] = Runner("garbagecollector", self.process, clock, workers)
 
     async def run(self) -> None:
-        resources = await self._discover()
-        async with asyncio.TaskGroup() as tasks:
-            for r in resources:
-                self.kinds[(r.group_version, r.kind)] = r
-                informer = shared_informer(self.client, self.clock, r.collection(), self._handlers(r))
-                self.informers.append(informer)
-                tasks.create_task(informer.run())
-            for informer in self.informers:
-                await informer.synced.wait()
-            for uid, node in list(self.nodes.items()):  # whatever happened while nobody was collecting
-                if node.owners or node.deleting:
-                    self.runner.enqueue(uid)
-            tasks.create_task(self.runner.run())
+        for r in await self._discover():
+            self.kinds[(r.group_version, r.kind)] = r
+            self.informers.append(shared_informer(self.client, self.clock, r.collection(), self._handlers(r)))
+        await run_synced(self.informers, (self._collect,))
+
+    async def _collect(self) -> None:
+        """Process whatever happened while nobody was collecting, then every change as it comes."""
+        for uid, node in list(self.nodes.items()):
+            if node.owners or node.deleting:
+                self.runner.enqueue(uid)
+        await self.runner.run()
 
     async def _discover(self) -> list[ApiResource]:
         while True:

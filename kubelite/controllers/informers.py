@@ -116,7 +116,8 @@ class SharedInformerHandle:
             self._shared.informer.add_index(name, fn)
 
     def add(self, obj: Obj) -> Obj | None:
-        """Put `obj` in the shared cache without calling handlers (tests stand in for a watch event)."""
+        """Put `obj` in the shared cache without calling handlers: tests stand in for a watch event, and the
+        PV controller stores its own writes (storeObjectUpdate) ahead of theirs."""
         return self._shared.informer.add(obj)
 
     def remove(self, key: Key) -> Obj | None:

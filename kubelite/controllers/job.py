@@ -60,7 +60,7 @@ from kubelite.controllers.job_indexes import (
 from kubelite.controllers.job_success_policy import REASON as SUCCESS_POLICY
 from kubelite.controllers.job_success_policy import match_success_policy
 from kubelite.controllers.podutil import is_pod_active, is_pod_ready
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.job")
 
@@ -170,13 +170,7 @@ class JobController:
             self.runner.enqueue(key)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.events.run())
-            for informer in (self.jobs, self.pods):
-                tasks.create_task(informer.run())
-            await self.jobs.synced.wait()
-            await self.pods.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.jobs, self.pods), (self.runner.run,), alongside=(self.events.run,))
 
     # --- sync -------------------------------------------------------------------------------------
 

@@ -11,7 +11,6 @@ API server removes the namespace.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -21,7 +20,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.discovery import deletable_resources
 from kubelite.controllers.informers import shared_informer
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.namespace")
 
@@ -49,10 +48,7 @@ class NamespaceController:
             self.runner.enqueue(key_of(ns))
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.namespaces.run())
-            await self.namespaces.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.namespaces,), (self.runner.run,))
 
     async def sync(self, key: Key) -> None:
         ns = self.namespaces.store.get(key)

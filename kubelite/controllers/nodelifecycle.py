@@ -41,7 +41,7 @@ from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.controllers import node_health as nh
 from kubelite.controllers import taints as tt
 from kubelite.controllers.informers import shared_informer
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.nodelifecycle")
 
@@ -121,16 +121,11 @@ class NodeLifecycleController:
     # --- running ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in (self.nodes, self.leases, self.pods):
-                tasks.create_task(informer.run())
-            tasks.create_task(self.events.run())
-            for informer in (self.nodes, self.leases, self.pods):
-                await informer.synced.wait()
-            tasks.create_task(self.no_schedule.run())
-            tasks.create_task(self.pod_updates.run())
-            tasks.create_task(self._loop(self._monitor_once, "monitoring node health"))
-            tasks.create_task(self._loop(self._taint_once, "NoExecute tainting"))
+        await run_synced((self.nodes, self.leases, self.pods), (
+            self.no_schedule.run, self.pod_updates.run,
+            lambda: self._loop(self._monitor_once, "monitoring node health"),
+            lambda: self._loop(self._taint_once, "NoExecute tainting"),
+        ), alongside=(self.events.run,))
 
     async def _loop(self, step: Callable[[], Awaitable[None]], what: str) -> None:
         """Run `step` forever; a failed step is logged and the next one runs as usual."""

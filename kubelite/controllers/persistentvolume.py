@@ -8,18 +8,18 @@ object, so a binding step lost to a conflict or a crash is finished later.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import Handlers, Informer, Key, key_of
+from kubelite.client.informer import Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
+from kubelite.controllers.informers import SharedInformerHandle, shared_informer
 from kubelite.controllers.pv_binder import Binder
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.persistentvolume")
 
@@ -47,9 +47,11 @@ class ApiWorld:
     def storage_class(self, name: str) -> Obj | None:
         return self.ctl.classes.get("", name) if name else None
 
-    async def _put(self, path: str, obj: Obj, informer: Informer) -> Obj:
+    async def _put(self, path: str, obj: Obj, informer: SharedInformerHandle) -> Obj:
         out: Obj = await self.client.request("PUT", path, obj)
-        informer.add(out)  # as upstream's storeObjectUpdate: later syncs see our own write at once
+        # As upstream's storeObjectUpdate: later syncs see our own write at once. The cache is shared: the other
+        # controllers see the newer object too, and its watch event reaches them as an update from itself.
+        informer.add(out)
         return out
 
     async def update_volume(self, pv: Obj) -> Obj:
@@ -93,11 +95,11 @@ class PersistentVolumeController:
         self.volume_runner: Runner[Key] = Runner("persistentvolume-binder volumes", self._sync_volume, clock)
         on_claim = self.claim_runner.enqueue
         on_volume = self.volume_runner.enqueue
-        self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock, Handlers(
+        self.claims = shared_informer(client, clock, "/api/v1/persistentvolumeclaims", Handlers(
             lambda o: on_claim(key_of(o)), lambda _, n: on_claim(key_of(n)), lambda o: self._claim_deleted(o)))
-        self.volumes = Informer(client, "/api/v1/persistentvolumes", clock, Handlers(
+        self.volumes = shared_informer(client, clock, "/api/v1/persistentvolumes", Handlers(
             lambda o: on_volume(key_of(o)), lambda _, n: on_volume(key_of(n)), lambda o: None))
-        self.classes = Informer(client, "/apis/storage.k8s.io/v1/storageclasses", clock, Handlers(
+        self.classes = shared_informer(client, clock, "/apis/storage.k8s.io/v1/storageclasses", Handlers(
             lambda o: self._resync_claims(), lambda o, n: None, lambda o: None))
         self.binder = Binder(ApiWorld(self))
 
@@ -112,15 +114,9 @@ class PersistentVolumeController:
             self.claim_runner.enqueue(key)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in (self.classes, self.volumes, self.claims):
-                tasks.create_task(informer.run())
-            tasks.create_task(self.events.run())
-            for informer in (self.classes, self.volumes, self.claims):
-                await informer.synced.wait()
-            tasks.create_task(self.claim_runner.run())
-            tasks.create_task(self.volume_runner.run())
-            tasks.create_task(self._resync())
+        await run_synced((self.classes, self.volumes, self.claims),
+                         (self.claim_runner.run, self.volume_runner.run, self._resync),
+                         alongside=(self.events.run,))
 
     async def _resync(self) -> None:
         while True:

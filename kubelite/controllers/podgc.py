@@ -19,7 +19,6 @@ state rather than a pod that vanished while Running.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import taints as tt
 from kubelite.controllers.informers import shared_informer
+from kubelite.controllers.runner import run_synced
 
 log = logging.getLogger("kubelite.controllers.podgc")
 
@@ -67,12 +67,7 @@ class PodGCController:
         self.quarantine: dict[str, float] = {}  # missing node -> when (monotonic) to look it up
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in (self.pods, self.nodes):
-                tasks.create_task(informer.run())
-            await self.pods.synced.wait()
-            await self.nodes.synced.wait()
-            tasks.create_task(self._loop())
+        await run_synced((self.pods, self.nodes), (self._loop,))
 
     async def _loop(self) -> None:
         while True:

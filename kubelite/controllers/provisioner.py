@@ -21,7 +21,6 @@ Not done: deleting the backing directory on reclaim (the PV object goes, the dir
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import tempfile
 from pathlib import Path
@@ -31,10 +30,11 @@ from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
-from kubelite.client.informer import Handlers, Informer, Key, key_of
+from kubelite.client.informer import Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.informers import shared_informer
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.provisioner")
 
@@ -84,18 +84,12 @@ class ProvisionerController:
         self.events = EventSink(client, clock)
         self.runner: Runner[Key] = Runner("kubelite-provisioner", self._sync, clock)
         enqueue = self.runner.enqueue
-        self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock, Handlers(
+        self.claims = shared_informer(client, clock, "/api/v1/persistentvolumeclaims", Handlers(
             lambda o: enqueue(key_of(o)), lambda _, n: enqueue(key_of(n))))
-        self.classes = Informer(client, "/apis/storage.k8s.io/v1/storageclasses", clock)
+        self.classes = shared_informer(client, clock, "/apis/storage.k8s.io/v1/storageclasses")
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.classes.run())
-            tasks.create_task(self.claims.run())
-            tasks.create_task(self.events.run())
-            await self.classes.synced.wait()
-            await self.claims.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.classes, self.claims), (self.runner.run,), alongside=(self.events.run,))
 
     def _event(self, claim: Obj, event_type: str, reason: str, message: str) -> None:
         self.events.post(event_for({**claim, "apiVersion": "v1"}, reason, message, "PersistentVolumeClaim",

@@ -42,7 +42,7 @@ from kubelite.controllers.ownership import (
     orphans_by_namespace,
     recheck_owner,
 )
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.replicaset")
 
@@ -126,13 +126,7 @@ class ReplicaSetController:
         self.pods.add_index(ORPHAN_INDEX, orphans_by_namespace)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.events.run())
-            for informer in (self.replicasets, self.pods):
-                tasks.create_task(informer.run())
-            await self.replicasets.synced.wait()
-            await self.pods.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.replicasets, self.pods), (self.runner.run,), alongside=(self.events.run,))
 
     # --- event handlers --------------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ server with this bundle (the ServiceAccount admission mounts it at
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kubelite.api.errors import ApiError
@@ -17,7 +16,7 @@ from kubelite.client.informer import Handlers
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.informers import shared_informer
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 Obj = dict[str, Any]
 NAME = "kube-root-ca.crt"
@@ -49,12 +48,7 @@ class RootCACertPublisher:
             self.runner.enqueue(cm["metadata"]["namespace"])
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.namespaces.run())
-            tasks.create_task(self.configmaps.run())
-            await self.namespaces.synced.wait()
-            await self.configmaps.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.namespaces, self.configmaps), (self.runner.run,))
 
     async def sync(self, namespace: str) -> None:
         ns = self.namespaces.get("", namespace)

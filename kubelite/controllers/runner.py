@@ -13,6 +13,9 @@ A port of client-go's workqueue as controllers use it (k8s.io/client-go/util/wor
 
 Every task — workers and delayed adds — belongs to the runner's `asyncio.TaskGroup`, so `run()`
 returning or being cancelled leaves nothing behind. Waiting goes through the injected clock.
+
+`run_synced` is every controller's `Run`: start the informers, wait for their caches to sync, then
+start the workers (runners and periodic loops).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable
+from typing import Any, Generic, Protocol, TypeVar
 
 from kubelite.api.errors import ApiError
 from kubelite.clock import Clock
@@ -184,3 +187,37 @@ class Runner(Generic[K]):
             finally:
                 self.queue.done(key)
 
+
+
+class Syncing(Protocol):
+    """What `run_synced` starts and waits for: an informer, a controller's own or a shared one's handle."""
+
+    synced: asyncio.Event
+
+    async def run(self) -> None: ...
+
+
+Start = Callable[[], Coroutine[Any, Any, None]]
+"""A task to start: a coroutine function taking nothing (`runner.run`), called only when it is started."""
+
+
+async def run_synced(informers: Iterable[Syncing], workers: Iterable[Start], *, alongside: Iterable[Start] = ()
+                     ) -> None:
+    """A controller's Run: start `informers` (and `alongside`, which reads no cache: the event sink), wait
+    until every informer's cache is synced, then start `workers`.
+
+    As upstream's `WaitForCacheSync` before the workers: a worker that read a half-listed cache would act
+    on objects as missing (create a pod that exists, delete an orphan whose owner is not listed yet).
+    Everything runs in one TaskGroup, so one task failing cancels the rest — the controller manager
+    restarts the controller whole — and cancelling this leaves nothing behind.
+    """
+    informers = list(informers)
+    async with asyncio.TaskGroup() as tasks:
+        for informer in informers:
+            tasks.create_task(informer.run())
+        for start in alongside:
+            tasks.create_task(start())
+        for informer in informers:
+            await informer.synced.wait()
+        for start in workers:
+            tasks.create_task(start())

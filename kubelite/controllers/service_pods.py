@@ -6,7 +6,6 @@ from the SharedInformerFactory: a pod write is decoded and cached once for all c
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Key, key_of
@@ -15,7 +14,7 @@ from kubelite.clock import Clock
 from kubelite.controllers import endpointslice_utils as u
 from kubelite.controllers.informers import SharedInformerHandle, shared_informer
 from kubelite.controllers.podutil import is_pod_ready
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 Obj = dict[str, Any]
 
@@ -67,12 +66,7 @@ class ServicePodsController:
                 if u.matches(selector, p)]
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in self.informers:
-                tasks.create_task(informer.run())
-            for informer in self.informers:
-                await informer.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced(self.informers, (self.runner.run,))
 
     async def reconcile(self, key: Key) -> None:
         raise NotImplementedError

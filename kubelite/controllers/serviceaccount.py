@@ -8,7 +8,6 @@ are the controller manager's shared ones (kubelite.controllers.informers).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kubelite.api.errors import ApiError
@@ -16,7 +15,7 @@ from kubelite.client.informer import Handlers
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.informers import shared_informer
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 Obj = dict[str, Any]
 ENSURED = ("default",)
@@ -40,12 +39,7 @@ class ServiceAccountsController:
             self.runner.enqueue(sa["metadata"]["namespace"])
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.namespaces.run())
-            tasks.create_task(self.accounts.run())
-            await self.namespaces.synced.wait()
-            await self.accounts.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.namespaces, self.accounts), (self.runner.run,))
 
     async def sync(self, namespace: str) -> None:
         ns = self.namespaces.get("", namespace)

@@ -17,7 +17,6 @@ Not done: stale-claim detection (PodClaimIsStale).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from kubelite.controllers import podcontrol as pc
 from kubelite.controllers import statefulset_utils as su
 from kubelite.controllers.informers import SharedInformerHandle, shared_informer
 from kubelite.controllers.ownership import ORPHAN_INDEX, RefManager, controller_of, orphans_by_namespace, recheck_owner
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 from kubelite.controllers.statefulset_control import StatefulSetControl
 
 log = logging.getLogger("kubelite.controllers.statefulset")
@@ -190,14 +189,8 @@ class StatefulSetController:
         self._pod_changed(new)
 
     async def run(self) -> None:
-        informers = (self.sets, self.pods, self.revisions, self.claims)
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.events.run())
-            for informer in informers:
-                tasks.create_task(informer.run())
-            for informer in informers:
-                await informer.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.sets, self.pods, self.revisions, self.claims), (self.runner.run,),
+                         alongside=(self.events.run,))
 
     async def _claim(self, set_: Obj, selector: LabelSelector, informer: SharedInformerHandle, resource: str,
                      belongs: Callable[[Obj], bool] = lambda obj: True) -> list[Obj]:

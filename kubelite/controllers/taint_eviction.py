@@ -20,7 +20,6 @@ and every reconcile re-reads the pod and its node's taints, so a stale timer doe
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +32,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import taints as tt
 from kubelite.controllers.informers import shared_informer
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.tainteviction")
 
@@ -65,13 +64,7 @@ class TaintEvictionController:
         self.pods.add_index(NODE_NAME_INDEX, by_node_name)
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in (self.nodes, self.pods):
-                tasks.create_task(informer.run())
-            tasks.create_task(self.events.run())
-            await self.nodes.synced.wait()
-            await self.pods.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.nodes, self.pods), (self.runner.run,), alongside=(self.events.run,))
 
     # --- informer handlers (handleNodeUpdate / handlePodUpdate) -----------------------------------
 

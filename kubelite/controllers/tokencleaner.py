@@ -8,15 +8,13 @@ this only keeps kube-system tidy.
 
 from __future__ import annotations
 
-import asyncio
-
 from kubelite.api.errors import ApiError
 from kubelite.client.informer import Handlers, Informer, Key
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers.bootstrap_secrets import NAMESPACE, SECRET_TYPE, get_expiration
 from kubelite.controllers.csr import Obj
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 WORKERS = 1
 
@@ -34,10 +32,7 @@ class TokenCleaner:
         self.runner.enqueue((NAMESPACE, secret["metadata"]["name"]))
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.secrets.run())
-            await self.secrets.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.secrets,), (self.runner.run,))
 
     async def sync(self, key: Key) -> None:
         secret = self.secrets.get(*key)

@@ -8,7 +8,6 @@ Foreground` and a uid precondition, so its pods go first and a re-created namesa
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kubelite.api.errors import ApiError
@@ -18,7 +17,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339
 from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.job import finish_condition
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.runner import Runner, run_synced
 
 Obj = dict[str, Any]
 
@@ -46,10 +45,7 @@ class TTLAfterFinishedController:
             self.runner.enqueue(key_of(job))
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.jobs.run())
-            await self.jobs.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.jobs,), (self.runner.run,))
 
     async def reconcile(self, key: Key) -> None:
         cached = self.jobs.store.get(key)

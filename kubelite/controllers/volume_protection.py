@@ -8,17 +8,17 @@ keeps its finalizer while it is Bound. So a volume in use is never removed from 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
-from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Informer, Key, key_of
+from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
-from kubelite.controllers.runner import Runner
+from kubelite.controllers.informers import shared_informer
+from kubelite.controllers.runner import Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.volume_protection")
 
@@ -49,9 +49,9 @@ class PVCProtectionController:
         self.client = client
         self.runner: Runner[Key] = Runner("pvc-protection", self._sync, clock)
         enqueue = self.runner.enqueue
-        self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock, Handlers(
+        self.claims = shared_informer(client, clock, "/api/v1/persistentvolumeclaims", Handlers(
             lambda o: enqueue(key_of(o)), lambda _, n: enqueue(key_of(n))))
-        self.pods = Informer(client, "/api/v1/pods", clock, Handlers(
+        self.pods = shared_informer(client, clock, "/api/v1/pods", Handlers(
             lambda o: None, lambda _, n: self._pod_changed(n), self._pod_changed))
 
     def _pod_changed(self, pod: Obj) -> None:
@@ -60,12 +60,7 @@ class PVCProtectionController:
             self.runner.enqueue((ns, name))
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.claims.run())
-            tasks.create_task(self.pods.run())
-            await self.claims.synced.wait()
-            await self.pods.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.claims, self.pods), (self.runner.run,))
 
     async def _sync(self, key: Key) -> None:
         claim = self.claims.get(*key)
@@ -87,14 +82,11 @@ class PVProtectionController:
         self.client = client
         self.runner: Runner[Key] = Runner("pv-protection", self._sync, clock)
         enqueue = self.runner.enqueue
-        self.volumes = Informer(client, "/api/v1/persistentvolumes", clock, Handlers(
+        self.volumes = shared_informer(client, clock, "/api/v1/persistentvolumes", Handlers(
             lambda o: enqueue(key_of(o)), lambda _, n: enqueue(key_of(n))))
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.volumes.run())
-            await self.volumes.synced.wait()
-            tasks.create_task(self.runner.run())
+        await run_synced((self.volumes,), (self.runner.run,))
 
     async def _sync(self, key: Key) -> None:
         pv = self.volumes.get(*key)

@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
-from kubelite.apiserver.app import ApiServer
-from kubelite.clock import RealClock
 from kubelite.store.etcd import EtcdStore, parse_url
 from tests import etcd_cluster
 from tests.api.test_pod_lifecycle_api import (  # noqa: F401 (collected here, on etcd)
@@ -32,18 +30,12 @@ from tests.api.test_rest import (  # noqa: F401 (collected here, on etcd)
     test_stale_update_is_conflict,
     test_status_subresource_separation,
 )
+from tests.conftest import serving
 
 
 @pytest.fixture
 async def api() -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
     cluster = etcd_cluster.shared(1)
     etcd_cluster.wipe(cluster)
-    store = await EtcdStore.open(parse_url(cluster.url))
-    server = ApiServer(store, RealClock())
-    await server.start()
-    client = TestClient(TestServer(server.app()))
-    await client.start_server()
-    yield client
-    await client.close()
-    await server.stop()
-    await store.close()
+    async with serving(await EtcdStore.open(parse_url(cluster.url))) as client:
+        yield client

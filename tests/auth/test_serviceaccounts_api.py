@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from kubelite.api.errors import ApiError
@@ -21,9 +21,10 @@ from kubelite.apiserver.auth.authorizer import Decision
 from kubelite.apiserver.auth.config import AuthConfig, ServiceAccountConfig
 from kubelite.apiserver.auth.requestinfo import RequestAttributes
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.clock import FakeClock, RealClock, parse_rfc3339
+from kubelite.clock import FakeClock, parse_rfc3339
 from kubelite.store.sqlite import SQLiteStore
 from kubelite.testing.builders import make_pod
+from tests.conftest import serving
 
 Client = TestClient  # type: ignore[type-arg]
 ADMIN = "admin-token"
@@ -32,15 +33,8 @@ NS = "/api/v1/namespaces/default"
 
 
 async def _server(tmp_path: Path, auth: AuthConfig) -> AsyncIterator[Client]:
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, RealClock(), frozenset({ADMIN}), auth=auth)
-    await server.start()
-    client = TestClient(TestServer(server.app()))
-    await client.start_server()
-    yield client
-    await client.close()
-    await server.stop()
-    await store.close()
+    async with serving(await SQLiteStore.open(tmp_path / "state.db"), frozenset({ADMIN}), auth) as client:
+        yield client
 
 
 @pytest.fixture

@@ -7,20 +7,26 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.client.informer import Handlers
 from kubelite.clock import FakeClock
+from kubelite.controllers.attachdetach import AttachDetachController
 from kubelite.controllers.endpoints import EndpointsController
 from kubelite.controllers.endpointslice import EndpointSliceController
 from kubelite.controllers.garbagecollector import GarbageCollector
 from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.namespace import NamespaceController
+from kubelite.controllers.persistentvolume import PersistentVolumeController
+from kubelite.controllers.provisioner import ProvisionerController
 from kubelite.controllers.replicaset import ReplicaSetController
 from kubelite.controllers.rootcacertpublisher import RootCACertPublisher
 from kubelite.controllers.serviceaccount import ServiceAccountsController
+from kubelite.controllers.statefulset import StatefulSetController
+from kubelite.controllers.volume_protection import PVCProtectionController, PVProtectionController
 from tests.controllers.conftest import eventually, running
 
 Obj = dict[str, Any]
@@ -141,3 +147,27 @@ async def test_service_and_account_controllers_use_the_shared_watches(client: In
         await eventually(account_and_ca_published)
         watched = Counter(counting.paths)
         assert {path: watched[path] for path in SHARED} == dict.fromkeys(SHARED, 1), watched
+
+
+STORAGE = ["/api/v1/pods", "/api/v1/persistentvolumeclaims", "/api/v1/persistentvolumes", "/api/v1/nodes",
+           "/apis/storage.k8s.io/v1/storageclasses", "/apis/storage.k8s.io/v1/volumeattachments"]
+
+
+async def test_storage_controllers_use_the_shared_watches(client: InProcessClient, tmp_path: Path) -> None:
+    """The PV binder, provisioner, attach/detach and protection controllers beside the StatefulSet and ReplicaSet
+    controllers (pods, claims): one watch per collection in all — pods were watched once per storage controller."""
+    counting = CountingClient(client.server)
+    clock = FakeClock()
+    controllers = [PersistentVolumeController(counting, clock), ProvisionerController(counting, clock, tmp_path),
+                   AttachDetachController(counting, clock), PVCProtectionController(counting, clock),
+                   PVProtectionController(counting, clock), StatefulSetController(counting, clock),
+                   ReplicaSetController(counting, clock)]
+    async with running(*(c.run() for c in controllers)):
+        await counting.create(PODS, pod("p1"))
+
+        async def every_controller_saw_the_pod() -> bool:
+            return all(c.pods.get("default", "p1") is not None and c.pods.synced.is_set()
+                       for c in (controllers[2], controllers[3], *controllers[5:]))
+        await eventually(every_controller_saw_the_pod)
+        watched = Counter(counting.paths)
+        assert {path: watched[path] for path in STORAGE} == dict.fromkeys(STORAGE, 1), watched

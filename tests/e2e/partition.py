@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -29,7 +28,7 @@ import yaml
 
 from tests.conftest import ServerProcess, start_server
 from tests.e2e.cuttable_proxy import CuttableProxy
-from tests.e2e.pods import get_pod, sh, wait_for
+from tests.e2e.pods import SHUTDOWN_GRACE, get_pod, no_leftovers, sh, wait_for
 
 GRACE = 15.0  # node-monitor-grace-period: above the agents' 10 s Lease renewal
 SELF_FENCE_AFTER = 4.0
@@ -49,7 +48,8 @@ def start_agent(p: Partition, name: str, kubeconfig: Path, *extra: str) -> None:
     with (p.base / f"{name}.log").open("wb") as log:
         p.agents[name] = subprocess.Popen(
             [sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(kubeconfig), "--node-name", name,
-             "--data-dir", str(p.base / name), "--proxy-mode", "none", *extra], stdout=log, stderr=subprocess.STDOUT)
+             "--data-dir", str(p.base / name), "--proxy-mode", "none", "--shutdown-grace-period", str(SHUTDOWN_GRACE),
+             *extra], stdout=log, stderr=subprocess.STDOUT)
 
 
 def ready(server: ServerProcess, name: str) -> str:
@@ -68,32 +68,32 @@ def partitioned_cluster(tmp_path: Path, fencing: dict[str, Any] | None, *agent_a
     if fencing is not None:
         (tmp_path / "fencing.yaml").write_text(yaml.safe_dump(fencing))
         extra += ["--fencing-config", str(tmp_path / "fencing.yaml")]
-    server = start_server(tmp_path / "data", tmp_path / "home", extra=extra)
-    kubeconfig = yaml.safe_load(server.kubeconfig.read_text())
-    proxy = CuttableProxy(server.port)
-    for cluster in kubeconfig["clusters"]:
-        cluster["cluster"]["server"] = cluster["cluster"]["server"].replace(f":{server.port}", f":{proxy.port}")
-    (tmp_path / "kubeconfig-a").write_text(yaml.safe_dump(kubeconfig))
-    p = Partition(server, proxy, tmp_path)
-    try:
-        start_agent(p, "node-a", tmp_path / "kubeconfig-a", *agent_a_flags)
-        assert wait_for(lambda: ready(server, "node-a") == "True", timeout=60)
-        server.kubectl("apply", "-f", "-", stdin=json.dumps({
-            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "shared"},
-            "provisioner": "kubelite.io/shared-path", "parameters": {"path": str(tmp_path / "shared")}}))
-        server.kubectl("apply", "-f", "-", stdin=json.dumps(statefulset()))
-        assert wait_for(lambda: running_on(server) == "node-a", timeout=60), get_pod(server, "web-0")
-        start_agent(p, "node-b", server.kubeconfig)  # only now: web-0 is on node-a
-        assert wait_for(lambda: ready(server, "node-b") == "True", timeout=60)
-        yield p
-    finally:
-        proxy.close()
-        for proc in p.agents.values():
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=30)
-        server.stop()
-        kill_leftovers(tmp_path)
+    with no_leftovers(tmp_path):
+        server = start_server(tmp_path / "data", tmp_path / "home", extra=extra)
+        kubeconfig = yaml.safe_load(server.kubeconfig.read_text())
+        proxy = CuttableProxy(server.port)
+        for cluster in kubeconfig["clusters"]:
+            cluster["cluster"]["server"] = cluster["cluster"]["server"].replace(f":{server.port}", f":{proxy.port}")
+        (tmp_path / "kubeconfig-a").write_text(yaml.safe_dump(kubeconfig))
+        p = Partition(server, proxy, tmp_path)
+        try:
+            start_agent(p, "node-a", tmp_path / "kubeconfig-a", *agent_a_flags)
+            assert wait_for(lambda: ready(server, "node-a") == "True", timeout=60)
+            server.kubectl("apply", "-f", "-", stdin=json.dumps({
+                "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "shared"},
+                "provisioner": "kubelite.io/shared-path", "parameters": {"path": str(tmp_path / "shared")}}))
+            server.kubectl("apply", "-f", "-", stdin=json.dumps(statefulset()))
+            assert wait_for(lambda: running_on(server) == "node-a", timeout=60), get_pod(server, "web-0")
+            start_agent(p, "node-b", server.kubeconfig)  # only now: web-0 is on node-a
+            assert wait_for(lambda: ready(server, "node-b") == "True", timeout=60)
+            yield p
+        finally:
+            proxy.close()
+            for proc in p.agents.values():  # a cut-off agent stops its pods too: they are its own processes
+                if proc.poll() is None:
+                    proc.terminate()
+                    proc.wait(timeout=30)
+            server.stop()
 
 
 def statefulset() -> dict[str, Any]:
@@ -133,17 +133,6 @@ def pids_with_env(marker: bytes) -> list[int]:
             if marker in env.split(b"\0"):
                 out.append(int(entry))
     return out
-
-
-def kill_leftovers(base: Path) -> None:
-    """Containers of a test's pods still running (the cut-off agent leaves them): killed by their marker dir."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if str(base).encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                continue
 
 
 class Watcher:

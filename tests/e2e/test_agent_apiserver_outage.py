@@ -19,7 +19,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import AgentProcess, apply_pod, container_status, group_alive, pod_phase, sh, wait_for
+from tests.e2e.pods import (
+    AgentProcess,
+    apply_pod,
+    container_status,
+    group_alive,
+    no_leftovers,
+    pod_phase,
+    sh,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 NODE = "outage-node"
@@ -42,12 +51,16 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("outage"))
-    c.agent.start()
-    assert wait_for(lambda: NODE in c.server.kubectl("get", "nodes", check=False).stdout)
-    yield c
-    c.agent.stop()
-    c.server.stop()
+    base = tmp_path_factory.mktemp("outage")
+    with no_leftovers(base):
+        c = Cluster(base)
+        try:
+            c.agent.start()
+            assert wait_for(lambda: NODE in c.server.kubectl("get", "nodes", check=False).stdout)
+            yield c
+        finally:
+            c.agent.stop()
+            c.server.stop()
 
 
 def shim_pid(server: ServerProcess, pod: str) -> int:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import start_server
-from tests.e2e.test_crash import _create
+from tests.e2e.writers import AcknowledgedCreates, stored_pods
 from tests.etcd_cluster import EtcdCluster
 
 pytestmark = pytest.mark.e2e
@@ -42,33 +40,15 @@ def test_killing_the_etcd_leader_loses_no_acknowledged_write(tmp_path: Path) -> 
     cluster.start()
     server = start_server(tmp_path / "data", tmp_path / "home", insecure=True,
                           extra=["--store", cluster.url, "--disable", "scheduler"])
-    acked: list[tuple[float, str]] = []
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def writer(worker: int) -> None:
-        i = 0
-        while not stop.is_set():
-            name = f"w{worker}-{i}"
-            if _create(server.port, name):
-                with lock:
-                    acked.append((time.monotonic(), name))
-            i += 1
-
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
     try:
-        for t in threads:
-            t.start()
-        time.sleep(1.5)
-        killed = _leader(cluster)
-        cluster.kill(killed)
-        killed_at = time.monotonic()
-        time.sleep(5)
-        stop.set()
-        for t in threads:
-            t.join()
-        before = sum(1 for at, _ in acked if at < killed_at)
-        after = sum(1 for at, _ in acked if at > killed_at + 3)  # a new leader, writes retried on it
+        with AcknowledgedCreates(server.port, WRITERS) as load:
+            time.sleep(1.5)
+            killed = _leader(cluster)
+            cluster.kill(killed)
+            killed_at = time.monotonic()
+            time.sleep(5)
+        before = load.count(before=killed_at)
+        after = load.count(after=killed_at + 3)  # a new leader, writes retried on it
         assert before > 30, "the load never got going"
         assert after > 30, f"the API stopped serving writes after the etcd leader died ({after} acknowledged)"
         server.stop()
@@ -77,14 +57,10 @@ def test_killing_the_etcd_leader_loses_no_acknowledged_write(tmp_path: Path) -> 
         second = start_server(tmp_path / "data2", tmp_path / "home2", insecure=True,
                               extra=["--store", "etcd://" + ",".join(survivors), "--disable", "scheduler"])
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{second.port}/api/v1/namespaces/default/pods",
-                                        timeout=10) as resp:
-                stored = {p["metadata"]["name"] for p in json.load(resp)["items"]}
-            missing = [n for _, n in acked if n not in stored]
-            assert missing == [], f"{len(missing)} of {len(acked)} acknowledged writes lost"
+            missing = load.missing(stored_pods(second.port))
+            assert missing == [], f"{len(missing)} of {len(load.acked)} acknowledged writes lost"
         finally:
             second.stop()
     finally:
-        stop.set()
         server.stop()
         cluster.stop()

@@ -22,10 +22,16 @@ import yaml
 from kubelite.testing import netns
 from tests.conftest import ServerProcess, free_port, start_server
 from tests.e2e import netns_nodes
-from tests.e2e.pods import apply_pod, pod_phase, sh, wait_for
+from tests.e2e.pods import SHUTDOWN_GRACE, apply_pod, no_leftovers, pod_phase, sh, wait_for
 
 pytestmark = pytest.mark.e2e
 NODES = ("node-a", "node-b")
+# `kubelite join` takes no --shutdown-grace-period: the node config says it (see tests/e2e/pods.py)
+STOP_PODS_ON_SHUTDOWN = f"""\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+shutdownGracePeriod: {SHUTDOWN_GRACE}s
+"""
 
 
 @dataclass
@@ -52,7 +58,8 @@ def ready_nodes(server: ServerProcess) -> set[str]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("join")
-    with contextlib.ExitStack() as stack:
+    (base / "node.yaml").write_text(STOP_PODS_ON_SHUTDOWN)
+    with no_leftovers(base), contextlib.ExitStack() as stack:
         lab = stack.enter_context(netns.Lab()) if netns.unavailable() is None else None
         server = start_server(base / "data", base / "home", extra=[
             "--authorization-mode", "Node,RBAC", *(netns_nodes.server_flags(lab) if lab else [])])
@@ -67,7 +74,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         for node in NODES:
             dirs[node] = base / node
             argv = [sys.executable, "-m", "kubelite.cli.main", *command[1:], "--node-name", node, "--data-dir",
-                    str(dirs[node]), "--proxy-mode", "none"]
+                    str(dirs[node]), "--proxy-mode", "none", "--node-config", str(base / "node.yaml")]
             if node == "node-a":  # an HA list whose first server is down: discovery, CSR and agent fail over
                 url = argv.index("--server") + 1
                 argv[url] = f"https://127.0.0.1:{free_port()},{argv[url]}"

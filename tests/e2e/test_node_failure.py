@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import apply_pod, get_pod, sh, wait_for
+from tests.e2e.pods import SHUTDOWN_GRACE, apply_pod, get_pod, no_leftovers, sh, wait_for
 
 GRACE = 15.0  # above the agents' 10 s Lease renewal, as upstream's 40 s is above kubelet's
 
@@ -43,20 +43,22 @@ def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
     if shutil.which("kubectl") is None:
         pytest.fail("kubectl is required for the end-to-end tests")
     base = tmp_path_factory.mktemp("nodes")
-    server = start_server(base / "data", base / "home", extra=["--node-monitor-grace-period", str(GRACE)])
-    agents = {name: subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
-                                      str(server.kubeconfig), "--node-name", name, "--data-dir", str(base / name)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-              for name in ("node-a", "node-b")}
-    try:
-        assert wait_for(lambda: all(_ready(server, n) == "True" for n in agents), timeout=60)
-        yield Nodes(server, {name: p.pid for name, p in agents.items()}, {name: base / name for name in agents})
-    finally:
-        for proc in agents.values():
-            os.kill(proc.pid, signal.SIGCONT)
-            proc.terminate()
-            proc.wait(timeout=30)
-        server.stop()
+    with no_leftovers(base):
+        server = start_server(base / "data", base / "home", extra=["--node-monitor-grace-period", str(GRACE)])
+        agents = {name: subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
+                                          str(server.kubeconfig), "--node-name", name, "--data-dir", str(base / name),
+                                          "--shutdown-grace-period", str(SHUTDOWN_GRACE)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                  for name in ("node-a", "node-b")}
+        try:
+            assert wait_for(lambda: all(_ready(server, n) == "True" for n in agents), timeout=60)
+            yield Nodes(server, {name: p.pid for name, p in agents.items()}, {name: base / name for name in agents})
+        finally:
+            for proc in agents.values():
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.terminate()
+                proc.wait(timeout=30)
+            server.stop()
 
 
 def _node(server: ServerProcess, name: str) -> dict[str, Any]:

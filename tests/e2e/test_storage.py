@@ -22,7 +22,16 @@ from typing import Any
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import apply_pod, container_status, get_pod, pod_phase, sh, wait_for
+from tests.e2e.pods import (
+    SHUTDOWN_GRACE,
+    apply_pod,
+    container_status,
+    get_pod,
+    no_leftovers,
+    pod_phase,
+    sh,
+    wait_for,
+)
 
 Obj = dict[str, Any]
 
@@ -34,23 +43,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]
     if shutil.which("bwrap") is None:
         pytest.fail("bubblewrap (bwrap) is required: claim volumes are bound into the sandbox")
     base = tmp_path_factory.mktemp("storage")
-    server = start_server(base / "data", base / "home")
-    agents = [subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
-                                str(server.kubeconfig), "--node-name", name, "--data-dir", str(base / name)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for name in ("node-a", "node-b")]
-    try:
-        assert wait_for(lambda: server.kubectl("get", "nodes", check=False).stdout.count(" Ready") == 2, timeout=60)
-        for sc in ({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
-                    "provisioner": "kubelite.io/local-path", "volumeBindingMode": "WaitForFirstConsumer"},
-                   {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "shared"},
-                    "provisioner": "kubelite.io/shared-path", "parameters": {"path": str(base / "shared")}}):
-            server.kubectl("apply", "-f", "-", stdin=json.dumps(sc))
-        yield server
-    finally:
-        for proc in agents:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        server.stop()
+    with no_leftovers(base):
+        server = start_server(base / "data", base / "home")
+        agents = [subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
+                                    str(server.kubeconfig), "--node-name", name, "--data-dir", str(base / name),
+                                    "--shutdown-grace-period", str(SHUTDOWN_GRACE)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                  for name in ("node-a", "node-b")]
+        try:
+            assert wait_for(lambda: server.kubectl("get", "nodes", check=False).stdout.count(" Ready") == 2,
+                            timeout=60)
+            for sc in ({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+                        "provisioner": "kubelite.io/local-path", "volumeBindingMode": "WaitForFirstConsumer"},
+                       {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "shared"},
+                        "provisioner": "kubelite.io/shared-path", "parameters": {"path": str(base / "shared")}}):
+                server.kubectl("apply", "-f", "-", stdin=json.dumps(sc))
+            yield server
+        finally:
+            for proc in agents:
+                os.kill(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=30)
+            server.stop()
 
 
 def _json(server: ServerProcess, *args: str) -> Obj:
