@@ -110,5 +110,10 @@ def rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(int(ts), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def micro_time(ts: float) -> str:
+    """metav1.MicroTime's wire form (a Lease's acquireTime and renewTime): microseconds, UTC, trailing Z."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def parse_rfc3339(value: str) -> float:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()

@@ -40,6 +40,7 @@ from kubelite.apiserver.auth.node import RestrictedNodes, admit_pod_create, rest
 from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
 from kubelite.apiserver.cache import Caches
+from kubelite.apiserver.endpoint_reconciler import EndpointReconciler
 from kubelite.apiserver.handlers import ResourceHandlers, negotiate, respond
 from kubelite.apiserver.metrics import ApiServerMetrics
 from kubelite.apiserver.metrics_api import MetricsApi
@@ -76,6 +77,7 @@ class ApiServer:
     authentication: setup.Authentication = field(init=False)
     authorization: authorization.Authorization = field(init=False)
     ready: bool = field(default=False, init=False)
+    endpoints: EndpointReconciler = field(init=False)  # this server in the kubernetes Service's endpoints
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -114,12 +116,17 @@ class ApiServer:
         await self.caches.start()
         await bootstrap.ensure_defaults(self.registry)
         await bootstrap.ensure_kubernetes_service(self.registry, self.server_address)
+        self.endpoints = EndpointReconciler(self.registry, self.clock, self.server_address)
+        await self.endpoints.reconcile()
+        self._tasks.append(asyncio.create_task(self.endpoints.run(), name="endpoint-reconciler"))
         if self.authorization.rbac is not None:
             await ensure_bootstrap_policy(self.registry)
         self._tasks.append(asyncio.create_task(self._compact_loop(), name="compaction"))
         self.ready = True
 
     async def stop(self) -> None:
+        if self.ready:  # leave the kubernetes Service's endpoints while the store is still here
+            await self.endpoints.remove()
         self.ready = False
         for t in self._tasks:
             t.cancel()

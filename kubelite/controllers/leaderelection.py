@@ -22,13 +22,12 @@ import socket
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
 from kubelite.client.interface import Client
-from kubelite.clock import Clock
+from kubelite.clock import Clock, micro_time
 
 log = logging.getLogger("kubelite.leaderelection")
 
@@ -67,11 +66,6 @@ class LeadershipLost(Exception):
 def identity() -> str:
     """Upstream's id: the hostname plus a uuid, unique per process."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def micro_time(ts: float) -> str:
-    """metav1.MicroTime's wire form."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass

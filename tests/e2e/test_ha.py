@@ -163,6 +163,18 @@ def test_one_scheduler_and_one_controller_manager_lead(cluster: Cluster) -> None
     assert [controllers in cluster.log(i) for i in range(3)].count(True) == 1
 
 
+def test_the_kubernetes_service_lists_every_server(cluster: Cluster) -> None:
+    """In-pod clients reach any live server: each server's identity Lease puts it in the endpoints
+    (kubelite/apiserver/endpoint_reconciler.py), whichever server is asked."""
+    ports = {s.port for s in cluster.servers}
+
+    def listed(via: int) -> set[int]:
+        subsets = cluster.get(via, "/api/v1/namespaces/default/endpoints/kubernetes").get("subsets") or []
+        return {p["port"] for subset in subsets for p in subset["ports"]}
+
+    assert wait_for(lambda: all(listed(i) == ports for i in range(3)), timeout=25), [listed(i) for i in range(3)]
+
+
 def test_sigkill_of_the_agents_server_fails_the_agent_over(cluster: Cluster) -> None:
     used = next(i for i, s in enumerate(cluster.servers) if cluster.agent_urls[0].endswith(f":{s.port}"))
     assert used != cluster.scheduler_leader()
