@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import signal
 import uuid
@@ -32,6 +33,7 @@ from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.client.interface import Client
 from kubelite.controllers import registry
 from kubelite.controllers.manager import keep_running
+from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.scheduler import Scheduler
 from kubelite.sim import workloads
@@ -98,6 +100,18 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
     for task in left:
         task.cancel()
     loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+
+
+def _controllers(scn: Scenario, node: NodeConfig) -> dict[str, registry.Factory]:
+    """The node lifecycle controller with the scenario's `controllerManager` flags. Its grace period
+    defaults to the nodes' Lease duration — upstream's 40 s for both — so a scenario that lengthens the
+    Lease (and with it the renew interval) does not see its nodes go Unknown between renewals."""
+    cm = scn.controller_manager
+    grace = cm.get("nodeMonitorGracePeriod", float(node.node_lease_duration))
+    options = NodeLifecycleOptions(node_monitor_period=cm.get("nodeMonitorPeriod", 5.0),
+                                   node_monitor_grace_period=grace,
+                                   node_startup_grace_period=cm.get("nodeStartupGracePeriod", max(60.0, grace)))
+    return {"nodelifecycle": functools.partial(NodeLifecycleController, options=options)}
 
 
 def _node_config(scn: Scenario) -> NodeConfig:
@@ -180,7 +194,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
     cluster = _Cluster(client, clock, scn, seed, work_dir)
     try:
         cluster.spawn("scheduler", lambda: Scheduler(client, clock, sched, seed=seed).run())
-        for name, start in registry.starters(client, clock).items():
+        for name, start in registry.starters(client, clock, factories=_controllers(scn, cluster.node_config)).items():
             cluster.spawn(f"{name} controller", start)
         for pc in scn.priority_classes:
             await client.create("/apis/scheduling.k8s.io/v1/priorityclasses",

@@ -185,6 +185,7 @@ class Scenario:
     timeline: list[str]  # pod names (prefixes) whose termination timeline the report draws
     priority_classes: list[Obj]
     node_config: Obj
+    controller_manager: Obj = field(default_factory=dict)  # kube-controller-manager flags (camelCase), as given
 
     def node_names(self) -> list[str]:
         return [f"{p.name}-{i}" for p in self.pools for i in range(p.count)]
@@ -341,7 +342,7 @@ def load(path: Path, seed: int = 0) -> Scenario:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path}: a scenario is a mapping (name, duration, nodePools, workloads, …)")
     ctx.known(raw, {"name", "duration", "sample", "nodePools", "workloads", "faults", "schedulerConfig",
-                    "timeline", "priorityClasses", "nodeConfig"}, "scenario")
+                    "timeline", "priorityClasses", "nodeConfig", "controllerManager"}, "scenario")
     rng = random.Random(seed)
     pools = [_pool(ctx, p) for p in ctx.items(raw, "nodePools")]
     if not pools:
@@ -360,4 +361,18 @@ def load(path: Path, seed: int = 0) -> Scenario:
                     ctx.seconds(raw, "sample", 60.0), pools, workloads,
                     sorted((_fault(ctx, f) for f in ctx.items(raw, "faults")), key=lambda f: f.at),
                     [path.parent / str(c) for c in configs], [str(t) for t in raw.get("timeline") or []],
-                    ctx.items(raw, "priorityClasses"), ctx.mapping(raw, "nodeConfig"))
+                    ctx.items(raw, "priorityClasses"), ctx.mapping(raw, "nodeConfig"),
+                    _controller_manager(ctx, ctx.mapping(raw, "controllerManager")))
+
+
+CONTROLLER_MANAGER = ("nodeMonitorPeriod", "nodeMonitorGracePeriod", "nodeStartupGracePeriod")
+
+
+def _controller_manager(ctx: _Ctx, raw: Obj) -> Obj:
+    """kube-controller-manager's node lifecycle flags (--node-monitor-period, …) as durations in seconds."""
+    ctx.known(raw, set(CONTROLLER_MANAGER), "controllerManager")
+    out = {k: ctx.seconds(raw, k) for k in CONTROLLER_MANAGER if k in raw}
+    for k, v in out.items():
+        if v <= 0:
+            raise ctx.fail(raw, k, f"controllerManager.{k}: must be positive")
+    return out
