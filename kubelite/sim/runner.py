@@ -36,8 +36,8 @@ from kubelite.controllers.manager import keep_running
 from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.scheduler import Scheduler
-from kubelite.sim import workloads
-from kubelite.sim.clock import PacedLoop, VirtualClock, VirtualTimeLoop
+from kubelite.sim import control, workloads
+from kubelite.sim.clock import ControlledLoop, VirtualClock, VirtualTimeLoop
 from kubelite.sim.recorder import Recorder
 from kubelite.sim.scenario import Fault, NodePool, Scenario, ScenarioError
 from kubelite.sim.store import InlineSQLiteStore
@@ -49,12 +49,14 @@ Progress = Callable[[float, float], None]  # (simulated seconds done, total)
 
 @dataclass(frozen=True)
 class Serve:
-    """`kubelite sim serve`: the simulation behind the HTTP API (insecure, loopback), at `speed`x real time."""
+    """`kubelite sim serve`: the simulation behind the HTTP API (insecure, loopback), at `speed`x real time
+    or paused, controlled at /simulation (control.py)."""
 
     port: int
     speed: float
     kubeconfig: Path
     bind: str = "127.0.0.1"
+    paused: bool = False
 
 
 @dataclass
@@ -84,7 +86,7 @@ def run(scn: Scenario, seed: int, config: Path | None, work_dir: Path, progress:
     """Run `scn` to its end on a fresh virtual-time loop; `work_dir` holds the hollow nodes' data dirs.
     With `serve`, on a loop paced to real time instead, serving HTTP, until interrupted (SIGINT/SIGTERM)."""
     sched = scheduler_config.load(config)
-    loop: asyncio.AbstractEventLoop = PacedLoop(serve.speed) if serve else VirtualTimeLoop()
+    loop: asyncio.AbstractEventLoop = ControlledLoop(serve.speed, serve.paused) if serve else VirtualTimeLoop()
     try:
         with seeded(seed):
             recorder = loop.run_until_complete(_simulate(loop, scn, seed, sched, work_dir, progress, serve))
@@ -188,7 +190,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
     store = InlineSQLiteStore()
     server = ApiServer(store, clock, server_address=f"127.0.0.1:{serve.port}" if serve else "127.0.0.1:6443")
     await server.start()
-    http = await _serve_http(server, serve) if serve else None
+    http = await _serve_http(server, serve, clock) if serve else None
     stop = _signalled() if serve else None
     client = InProcessClient(server)
     cluster = _Cluster(client, clock, scn, seed, work_dir)
@@ -229,13 +231,16 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
         await store.close()
 
 
-async def _serve_http(server: ApiServer, serve: Serve) -> web.AppRunner:
-    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+async def _serve_http(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.AppRunner:
+    loop = clock.loop
+    assert isinstance(loop, ControlledLoop)
+    runner = web.AppRunner(control.app(server, loop, clock), handler_cancellation=True, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, serve.bind, serve.port).start()
     url = f"http://{serve.bind}:{serve.port}"
     pki.write_kubeconfig(serve.kubeconfig, url, None, None)
-    print(f"kubelite sim: simulated cluster at {url} ({serve.speed:g}x real time); "
+    pace = "paused" if serve.paused else f"{serve.speed:g}x real time"
+    print(f"kubelite sim: simulated cluster at {url} ({pace}; control: kubelite sim control --server {url}); "
           f"export KUBECONFIG={serve.kubeconfig}", flush=True)
     return runner
 
