@@ -21,9 +21,15 @@ CASES = [
                  6, "unknown field 'gamma'", id="unknown distribution: its line"),
     pytest.param("duration: 1h\n" + GOOD_POOL + "faults:\n  - at: 1m\n    nodeLost: m-0\n", 6, "no node 'm-0'",
                  id="fault on an unknown node: its line"),
+    pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    behaviour:\n      probes:\n"
+                 "        liveness: {failAfter: 2m}\n", 8, "no container of the spec has a livenessProbe",
+                 id="a probe behaviour needs its probe in the spec"),
     pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    spec:\n      containers:\n"
-                 "        - {name: c, livenessProbe: {tcpSocket: {port: 80}}}\n", 7, "livenessProbe is not simulated",
-                 id="probes are refused, not silently failed"),
+                 "        - {name: c, readinessProbe: {tcpSocket: {port: 80}}}\n    behaviour:\n      probes:\n"
+                 "        readiness: {succeedAfter: 5m, failAfter: 1m}\n", 11, "failAfter must be after succeedAfter",
+                 id="a probe window that ends before it begins"),
+    pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    behaviour:\n      probes:\n"
+                 "        health: {failAfter: 2m}\n", 8, "unknown field 'health'", id="unknown probe kind"),
     pytest.param("duration: 1h\nnodePools: [\n", 3, "", id="YAML syntax error: its line"),
     pytest.param("duration: 1h\n", 1, "nodePools: at least one pool", id="no nodes"),
 ]
