@@ -103,8 +103,8 @@ def simulated(scale: float) -> str:
     return (f"SchedulingBasic in the simulator (x{scale:g}, hollow nodes with agents, one process): "
             f"{len(done) / elapsed:,.0f} pods/s ({len(done)}/{len(marks.created)} bound in {elapsed:.1f} s wall, "
             f"{cpu:.1f} CPU-s: {len(done) / cpu:,.0f} pods per CPU-s), "
-            f"latency p50 {p50 * 1000:.0f} ms p99 {p99 * 1000:.0f} ms; whole run {wall:.0f} s wall, {usage.ru_utime + usage.ru_stime:.0f} CPU-s, peak RSS "
-            f"{usage.ru_maxrss / 1024:.0f} MiB")
+            f"latency p50 {p50 * 1000:.0f} ms p99 {p99 * 1000:.0f} ms; whole run {wall:.0f} s wall, "
+            f"{usage.ru_utime + usage.ru_stime:.0f} CPU-s, peak RSS {usage.ru_maxrss / 1024:.0f} MiB")
 
 
 def main() -> None:
