@@ -42,6 +42,8 @@ def main() -> None:
     p.add_argument("--hours", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scenario", type=Path, default=None, help="run this scenario file instead (same report)")
+    p.add_argument("--duration", type=float, default=None,
+                   help="with --scenario: simulate only its first S seconds (arrivals after are not created)")
     p.add_argument("--lease-seconds", type=int, default=40,
                    help="the nodes' nodeLeaseDurationSeconds (renewed every quarter of it; upstream's 40)")
     args = p.parse_args()
@@ -51,6 +53,8 @@ def main() -> None:
         if args.scenario is None:
             path.write_text(yaml.safe_dump(build(args.nodes, args.pods, args.hours, args.lease_seconds)))
         scn = scenario.load(path, args.seed)
+        if args.duration is not None and args.duration < scn.duration:
+            scn.duration, scn.sample = args.duration, max(60.0, args.duration / 100)
         start = time.perf_counter()
 
         def progress(done: float, total: float) -> None:  # one line per sample: a run cut short still tells its rate

@@ -108,7 +108,7 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
     loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
 
-def _controllers(scn: Scenario, node: NodeConfig) -> dict[str, registry.Factory]:
+def controller_factories(scn: Scenario, node: NodeConfig) -> dict[str, registry.Factory]:
     """The node lifecycle controller with the scenario's `controllerManager` flags. Its grace period
     defaults to the nodes' Lease duration — upstream's 40 s for both — so a scenario that lengthens the
     Lease (and with it the renew interval) does not see its nodes go Unknown between renewals."""
@@ -120,7 +120,7 @@ def _controllers(scn: Scenario, node: NodeConfig) -> dict[str, registry.Factory]
     return {"nodelifecycle": functools.partial(NodeLifecycleController, options=options)}
 
 
-def _node_config(scn: Scenario) -> NodeConfig:
+def node_config(scn: Scenario) -> NodeConfig:
     try:
         cfg = parse_node_config({"kind": "KubeletConfiguration", **scn.node_config}) if scn.node_config \
             else NodeConfig()
@@ -140,7 +140,7 @@ class _Cluster:
         self.scn = scn
         self.seed = seed
         self.work_dir = work_dir
-        self.node_config = _node_config(scn)
+        self.node_config = node_config(scn)
         self.tasks: list[asyncio.Task[None]] = []
         self.agents: dict[str, asyncio.Task[None]] = {}
         self.runtimes: dict[str, HollowRuntime] = {}
@@ -154,7 +154,7 @@ class _Cluster:
         (self.work_dir / name).mkdir(parents=True, exist_ok=True)
         agent = Agent(self.client, self.clock, name, self.work_dir / name, self.node_config, runtime,
                       host_ip=f"10.{index // 65536 % 256}.{index // 256 % 256}.{index % 256}")
-        agent.eviction.manager.interval = self.scn.duration + SETTLE  # see _node_config: one round, at start
+        agent.eviction.manager.interval = self.scn.duration + SETTLE  # see node_config: one round, at start
         return agent
 
     async def add_node(self, pool: NodePool, name: str, index: int) -> None:
@@ -201,7 +201,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
     try:
         cluster.spawn("scheduler", lambda: Scheduler(client, clock, sched, seed=seed).run())
         for name, start in registry.starters(client, clock, [n for n in registry.CONTROLLERS if n not in NOT_RUN],
-                                             _controllers(scn, cluster.node_config)).items():
+                                             controller_factories(scn, cluster.node_config)).items():
             cluster.spawn(f"{name} controller", start)
         for pc in scn.priority_classes:
             await client.create("/apis/scheduling.k8s.io/v1/priorityclasses",
