@@ -100,35 +100,36 @@ class ResourceCache:
         self.resource = resource
         self.by_ns: dict[str, dict[str, Obj]] = {}
         # Insertion-ordered (a dict, not a set of id-hashed objects): watchers hear each event in the
-        # order they started, the same from run to run (a simulation's replay depends on it). Watchers
-        # with a trigger value are kept apart, by value; they hear an event after the others.
+        # order they started, the same from run to run (a simulation's replay depends on it). `watchers`
+        # holds every open watch; for dispatch, those with a trigger value are also filed by value (and
+        # hear an event after the unindexed ones, in `plain`).
         self.watchers: dict[Watcher, None] = {}
+        self.plain: dict[Watcher, None] = {}
         self.triggered: dict[str, dict[Watcher, None]] = {}
         self.trigger_field = TRIGGER_FIELDS.get((resource.group, resource.plural))
         self._trigger_of = resource.fields[self.trigger_field] if self.trigger_field else None
 
     def add(self, w: Watcher) -> None:
+        self.watchers[w] = None
         if w.trigger is None:
-            self.watchers[w] = None
+            self.plain[w] = None
         else:
             self.triggered.setdefault(w.trigger, {})[w] = None
 
     def discard(self, w: Watcher) -> None:
+        self.watchers.pop(w, None)
         if w.trigger is None:
-            self.watchers.pop(w, None)
+            self.plain.pop(w, None)
             return
         group = self.triggered.get(w.trigger, {})
         group.pop(w, None)
         if not group:
             self.triggered.pop(w.trigger, None)
 
-    def all_watchers(self) -> list[Watcher]:
-        return [*self.watchers, *(w for group in self.triggered.values() for w in group)]
-
     def offer(self, ev: CachedEvent) -> None:
         """Every watcher that may want `ev`: the unindexed ones, then those of its object's and its previous
         object's trigger values."""
-        for w in self.watchers:
+        for w in self.plain:
             w.offer(ev)
         if self._trigger_of is None or not self.triggered:
             return
@@ -199,7 +200,7 @@ class Caches:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         for cache in self.by_resource.values():
-            for w in cache.all_watchers():
+            for w in list(cache.watchers):
                 w.close()
 
     def _route(self, key: str) -> ResourceCache | None:

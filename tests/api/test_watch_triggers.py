@@ -84,7 +84,7 @@ async def test_a_node_watch_is_filed_under_its_node_and_offered_no_other_nodes_e
     await asyncio.sleep(0.05)
     cache = server.caches[next(r for r in server.caches.by_resource if r.plural == "pods" and not r.group)]
     (watcher,) = cache.triggered["node-a"]
-    assert watcher not in cache.watchers
+    assert watcher in cache.watchers and watcher not in cache.plain
     offered: list[str] = []
     original = Watcher.offer
 
@@ -103,4 +103,4 @@ async def test_a_node_watch_is_filed_under_its_node_and_offered_no_other_nodes_e
     watching.cancel()
     assert offered == ["here"]
     await asyncio.sleep(0.05)
-    assert "node-a" not in cache.triggered  # the watch ended: its entry is gone
+    assert "node-a" not in cache.triggered and watcher not in cache.watchers  # the watch ended: its entries are gone
