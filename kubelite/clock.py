@@ -95,8 +95,22 @@ async def bounded(clock: Clock, work: Awaitable[T], seconds: float) -> tuple[boo
     """Run `work` for at most `seconds` of `clock` time: (finished, result); unfinished work is cancelled."""
     task = asyncio.ensure_future(work)
     timer = asyncio.ensure_future(clock.sleep(max(0.0, seconds)))
-    await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
-    timer.cancel()
+    # asyncio.wait(FIRST_COMPLETED) by hand: no sets, no per-call closures over both — this runs for every
+    # API call of every node agent (a simulation's hot path)
+    first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def done(_: object) -> None:
+        if not first.done():
+            first.set_result(None)
+
+    task.add_done_callback(done)
+    timer.add_done_callback(done)
+    try:
+        await first
+    finally:
+        task.remove_done_callback(done)
+        timer.remove_done_callback(done)
+        timer.cancel()
     if task.done():
         return True, task.result()
     task.cancel()

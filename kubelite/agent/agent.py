@@ -72,7 +72,8 @@ class Agent:
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
                                  lambda: self.eviction.conditions(), self.fence_gate,
-                                 client.close_connections if isinstance(client, ApiClient) else None)
+                                 client.close_connections if isinstance(client, ApiClient) else None,
+                                 config.node_lease_duration)
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
@@ -257,7 +258,10 @@ class Agent:
                 ("node heartbeat", self.node.heartbeat), ("service informer", self.services.run),
                 ("pod informer", self._pods_after_services),
                 ("status manager", self.status.run), ("event sender", self.events.run),
-                ("eviction manager", self.eviction.run), ("self-fence", self.fence_gate.run),
+                ("eviction manager", self.eviction.run),
+                # without --self-fence-after the gate has nothing to time: no loop (the Fenced condition
+                # still reaches it with each heartbeat)
+                *([("self-fence", self.fence_gate.run)] if self.fence_gate.after else []),
                 *([("resource stats", self.resource_stats.run)] if http else []))]
             tasks.append(asyncio.create_task(self._clean_up_orphans()))
             if self.proxy is not None:

@@ -40,6 +40,7 @@ class NodeConfig:
     # the control plane's data dir). Not a KubeletConfiguration field: set by the command line.
     protected_paths: tuple[Path, ...] = ()
     self_fence_after: float = 0.0  # > 0: kill every container after this long without a Lease renewal (self_fence.py)
+    node_lease_duration: int = 40  # nodeLeaseDurationSeconds: the Lease is renewed every quarter of it (node.py)
 
 
 def parse(raw: dict[str, Any]) -> NodeConfig:
@@ -67,6 +68,11 @@ def parse(raw: dict[str, Any]) -> NodeConfig:
     cfg.max_pods = int(raw.get("maxPods", 110))
     if raw.get("shutdownGracePeriod"):
         cfg.shutdown_grace_period = duration(raw["shutdownGracePeriod"])
+    if "nodeLeaseDurationSeconds" in raw:
+        lease = raw["nodeLeaseDurationSeconds"]
+        if not isinstance(lease, int) or isinstance(lease, bool) or lease <= 0:
+            raise NodeConfigError("nodeLeaseDurationSeconds: must be a positive integer")
+        cfg.node_lease_duration = lease
     if raw.get("selfFenceAfter"):  # kubelite's own field
         cfg.self_fence_after = duration(raw["selfFenceAfter"])
     return cfg

@@ -31,8 +31,8 @@ from kubelite.clock import Clock, rfc3339
 log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
-LEASE_SECONDS = 40
-RENEW_INTERVAL = 10.0
+LEASE_SECONDS = 40  # KubeletConfiguration nodeLeaseDurationSeconds' default
+RENEW_FRACTION = 0.25  # kubelet's nodeLeaseRenewIntervalFraction: a 40 s Lease is renewed every 10 s
 RETRY_DELAY = 1.0  # after a failed heartbeat, doubling up to the renew interval (the lease controller backs off)
 STATUS_REPORT_INTERVAL = 300.0  # kubelet's nodeStatusReportFrequency: with leases, a full status every 5 min
 LEASES = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
@@ -54,7 +54,8 @@ class NodeReporter:
     def __init__(self, client: Client, clock: Clock, name: str, host_ip: str, capacity: dict[str, str],
                  port: Callable[[], int], pressure: Callable[[], list[Obj]] | None = None,
                  gate: FenceGate | None = None,
-                 close_connections: Callable[[], Awaitable[None]] | None = None) -> None:
+                 close_connections: Callable[[], Awaitable[None]] | None = None,
+                 lease_seconds: int = LEASE_SECONDS) -> None:
         self.client = client
         self.clock = clock
         self.name = name
@@ -64,8 +65,10 @@ class NodeReporter:
         self.pressure = pressure  # the eviction manager's MemoryPressure, DiskPressure and PIDPressure conditions
         self._since = rfc3339(clock.now())  # the conditions' transition time: they have held since start
         self.gate = gate or FenceGate(clock, None)  # told of each accepted renewal and of the Node's Fenced condition
+        self.lease_seconds = lease_seconds
+        renew = lease_seconds * RENEW_FRACTION
         # a self-fencing node renews at least 4 times per D, so one slow renewal does not trip it
-        self.renew_interval = min(RENEW_INTERVAL, self.gate.after / 4) if self.gate.after else RENEW_INTERVAL
+        self.renew_interval = min(renew, self.gate.after / 4) if self.gate.after else renew
         self._close_connections = close_connections  # the client's, when it has connections to close
 
     def node_object(self) -> Obj:
@@ -121,8 +124,10 @@ class NodeReporter:
                                                   {"status": self.node_object()["status"]}, STRATEGIC_PATCH))
 
     async def heartbeat(self) -> None:
-        """Renew the node's Lease in kube-node-lease every 10 s (NodeLease heartbeats) and post the full
-        node status every 5 minutes, as kubelet does when leases carry the liveness signal."""
+        """Renew the node's Lease in kube-node-lease every quarter of its duration (10 s by default: NodeLease
+        heartbeats) and post the full node status every 5 minutes, as kubelet does when leases carry the
+        liveness signal. The stored status is read with each renewal (kubelet: every nodeStatusUpdateFrequency,
+        also 10 s by default)."""
         reported = self.clock.now()
         retry = RETRY_DELAY
         while True:
@@ -192,7 +197,7 @@ class NodeReporter:
         stamp = rfc3339(self.clock.now()).replace("Z", ".000000Z")
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                  "metadata": {"name": self.name, "namespace": "kube-node-lease"},
-                 "spec": {"holderIdentity": self.name, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": stamp}}
+                 "spec": {"holderIdentity": self.name, "leaseDurationSeconds": self.lease_seconds, "renewTime": stamp}}
         try:
             await timed(self.clock, self.client.patch(f"{LEASES}/{self.name}", {"spec": lease["spec"]}))
         except ApiError as exc:

@@ -141,7 +141,8 @@ class ResourceHandlers:
             timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
             return await watch.serve(request, self.caches, r, target.namespace, matches, encoder,
                                      q.get("resourceVersion", ""), float(timeout) if timeout is not None else None,
-                                     parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), self.clock)
+                                     parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), self.clock,
+                                     _trigger(fields, self.caches[r].trigger_field))
         items, revision = await self._items(r, target.namespace, q.get("resourceVersion", ""),
                                             q.get("resourceVersionMatch", ""))
         if matches is not None:
@@ -335,6 +336,11 @@ def _check_types(body: Obj, model: str, kind: str) -> None:
     mismatch = typecheck.check(body, model)
     if mismatch is not None:
         raise errors.cannot_decode(kind, "v1", Cause("FieldValueInvalid", mismatch.error, mismatch.path))
+
+
+def _trigger(fields: FieldSelector, trigger_field: str | None) -> str | None:
+    """The value a watch's field selector requires of the resource's indexed trigger field, if it does."""
+    return next((req.value for req in fields.requirements if req.field == trigger_field and req.equal), None)
 
 
 def _dry_run(request: web.Request) -> bool:

@@ -73,8 +73,10 @@ def _synthetic(objs: list[Obj], resource: Resource) -> list[CachedEvent]:
 
 async def serve(request: web.Request, caches: Caches, resource: Resource, namespace: str,
                 matches: Callable[[Obj], bool] | None, encoder: Encoder, resource_version: str,
-                timeout: float | None, bookmarks: bool, clock: Clock) -> web.StreamResponse:
-    watcher = Watcher(namespace, matches)
+                timeout: float | None, bookmarks: bool, clock: Clock,
+                trigger: str | None = None) -> web.StreamResponse:
+    """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py)."""
+    watcher = Watcher(namespace, matches, trigger)
     cache = caches[resource]
     # Register before reading the backlog: the loop is single-threaded, so nothing slips between.
     if resource_version in ("", "0"):
@@ -95,7 +97,7 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
         initial = []
         for ev in backlog:
             watcher.offer(ev)
-    cache.watchers[watcher] = None
+    cache.add(watcher)
     pb = encoder is protobuf_event
     resp = web.StreamResponse(headers={"Content-Type": protobuf.WATCH_MEDIA_TYPE if pb else "application/json"})
     resp.enable_chunked_encoding()
@@ -125,7 +127,7 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
         pass
     finally:
         ticker.cancel()
-        cache.watchers.pop(watcher, None)
+        cache.discard(watcher)
     return resp
 
 

@@ -21,7 +21,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     serve = verbs.add_parser("serve", help="run a scenario behind the HTTP API (kubectl works) at N x real time")
     serve.add_argument("--port", type=int, default=6443)
     serve.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second")
+    serve.add_argument("--paused", action="store_true",
+                       help="start with simulated time standing still (then: kubelite sim control resume|step)")
     serve.add_argument("--config", type=Path, default=None, help="KubeSchedulerConfiguration")
+    ctl = verbs.add_parser("control", help="pause, resume, step or change the speed of a served simulation")
+    ctl.add_argument("action", choices=("status", "pause", "resume", "speed", "step"))
+    ctl.add_argument("value", nargs="?", help="speed: simulated seconds per real second; step: a duration (30s, 5m)")
+    ctl.add_argument("--server", default="http://127.0.0.1:6443", help="the served simulation's URL")
+    ctl.add_argument("-v", "--verbose", action="store_true", help=argparse.SUPPRESS)
     imp = verbs.add_parser("import", help="a scenario from a `kubectl get pods,nodes -A -o json` snapshot or an "
                                           "audit log (JSON lines)")
     imp.add_argument("source", type=Path)
@@ -67,6 +74,17 @@ def main(args: argparse.Namespace) -> int:
             args.out.write_text(yaml.safe_dump(importer.load(args.source), sort_keys=False))
             print(f"scenario: {args.out}")
             return 0
+        if args.sim_command == "control":
+            import json
+
+            from kubelite.sim import control
+
+            try:
+                print(json.dumps(control.call(args.server, args.action, args.value)))
+            except (ValueError, OSError) as exc:
+                print(f"kubelite sim control: {exc}", file=sys.stderr)
+                return 1
+            return 0
         scn = scenario.load(args.scenario, args.seed)
         show = not args.no_progress and sys.stderr.isatty()
         if args.sim_command == "serve":
@@ -78,7 +96,8 @@ def main(args: argparse.Namespace) -> int:
             config = args.config or (scn.scheduler_configs[0] if scn.scheduler_configs else None)
             with tempfile.TemporaryDirectory(prefix="kubelite-sim-nodes-") as work:
                 out = runner.run(scn, args.seed, config, Path(work),
-                                 serve=runner.Serve(args.port, args.speed, args.out / "kubeconfig"))
+                                 serve=runner.Serve(args.port, args.speed, args.out / "kubeconfig",
+                                                    paused=args.paused))
             report.write(out, args.out)
             return 0
         if args.sim_command == "run":

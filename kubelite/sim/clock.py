@@ -76,31 +76,102 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         raise RuntimeError("a virtual-time loop runs executor work inline")
 
 
-class _PacedSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
-    """Blocks for the real time a virtual timeout takes at `speed`x real time."""
+class _ControlledSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """Waits as its `ControlledLoop` says: the paced share of a timeout, for I/O only, or not at all."""
 
-    def __init__(self, speed: float) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._speed = speed
+        self.loop: ControlledLoop | None = None
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        events: list[tuple[selectors.SelectorKey, int]] = super().select(
-            None if timeout is None else timeout / self._speed)
+        assert self.loop is not None
+        events: list[tuple[selectors.SelectorKey, int]] = super().select(self.loop._real_timeout(timeout))
         return events
 
 
-class PacedLoop(asyncio.SelectorEventLoop):
-    """A loop whose time runs at `speed`x real time (for `kubelite sim serve`: a simulation kubectl can watch).
+class ControlledLoop(asyncio.SelectorEventLoop):
+    """A loop for `kubelite sim serve`: its time runs at `speed`x real time, stands still while paused, or jumps
+    from timer to timer (as `VirtualTimeLoop`) during a step, pausing again at the step's end.
 
-    Unlike `VirtualTimeLoop` it waits for real I/O (HTTP clients), so runs are not reproducible."""
+    It waits for real I/O (kubectl, the control endpoint) in every state, so runs are not reproducible.
+    Control calls (`pause`, `resume`, `set_speed`, `step`) are made on the loop itself, by its handlers."""
 
-    def __init__(self, speed: float) -> None:
-        super().__init__(_PacedSelector(speed))
-        self._speed = speed
-        self._real_start = time.monotonic()  # noqa: TID251 - the one real clock this loop's time is paced by
+    def __init__(self, speed: float = 1.0, paused: bool = False) -> None:
+        selector = _ControlledSelector()
+        super().__init__(selector)
+        selector.loop = self
+        self._clock_resolution = 0.0  # as VirtualTimeLoop: a step must not spin on timers "due within resolution"
+        self.speed = speed
+        self.paused = paused
+        self.step_until: float | None = None
+        self._virtual = 0.0  # the loop's time at `_real_anchor`
+        self._real_anchor = time.monotonic()  # noqa: TID251 - the one real clock this loop's time is paced by
+        self.step_done: list[asyncio.Future[None]] = []  # who waits for the current step to end
+
+    def _moving(self) -> bool:
+        return not self.paused and self.step_until is None
 
     def time(self) -> float:
-        return (time.monotonic() - self._real_start) * self._speed  # noqa: TID251 - see __init__
+        if not self._moving():
+            return self._virtual
+        return self._virtual + (time.monotonic() - self._real_anchor) * self.speed  # noqa: TID251 - see __init__
+
+    def _anchor(self) -> None:
+        self._virtual = self.time()
+        self._real_anchor = time.monotonic()  # noqa: TID251 - see __init__
+
+    def state(self) -> dict[str, Any]:
+        return {"time": self.time(), "speed": self.speed, "paused": self.paused,
+                "stepUntil": self.step_until}
+
+    def pause(self) -> None:
+        self._anchor()
+        self.paused = True
+
+    def resume(self) -> None:
+        self._anchor()
+        self.paused = False
+
+    def set_speed(self, speed: float) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self._anchor()
+        self.speed = speed
+
+    def step(self, seconds: float) -> asyncio.Future[None]:
+        """Pause, then run the next `seconds` of simulated time as fast as the work allows; the future is done
+        when time has reached the step's end (paused again). A step asked for during a step extends it."""
+        if seconds < 0:
+            raise ValueError("a step is a non-negative duration")
+        self._anchor()
+        self.paused = True
+        self.step_until = max(self.step_until or self._virtual, self._virtual) + seconds
+        done = self.create_future()
+        self.step_done.append(done)
+        return done
+
+    def _real_timeout(self, timeout: float | None) -> float | None:
+        """How long the selector may block for I/O, given asyncio's `timeout` to its earliest timer (loop time)."""
+        if self._ready:  # type: ignore[attr-defined]  # asyncio's own queue of callbacks due now
+            return 0
+        scheduled = self._scheduled  # type: ignore[attr-defined]  # asyncio's timer heap (its head is live here)
+        nxt = scheduled[0].when() if scheduled else math.inf
+        if self.step_until is not None:
+            if nxt <= self.step_until:  # jump to the next timer within the step (just past it, as VirtualTimeLoop)
+                self._virtual = math.nextafter(max(self._virtual, nxt), math.inf)
+                return 0
+            self._virtual, self.step_until = max(self._virtual, self.step_until), None  # paused at the step's end
+            for fut in self.step_done:
+                if not fut.done():
+                    fut.set_result(None)
+            self.step_done.clear()
+            return 0
+        if self.paused:
+            if nxt <= self._virtual:  # a timer due at the very instant time stopped: let it run, not spin
+                self._virtual = math.nextafter(self._virtual, math.inf)
+                return 0
+            return None  # timers stand still: only I/O (a request, a signal) wakes the loop
+        return None if timeout is None else timeout / self.speed
 
 
 class VirtualClock:

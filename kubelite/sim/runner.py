@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import signal
 import uuid
@@ -32,10 +33,11 @@ from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.client.interface import Client
 from kubelite.controllers import registry
 from kubelite.controllers.manager import keep_running
+from kubelite.controllers.nodelifecycle import NodeLifecycleController, NodeLifecycleOptions
 from kubelite.scheduler import config as scheduler_config
 from kubelite.scheduler.scheduler import Scheduler
-from kubelite.sim import workloads
-from kubelite.sim.clock import PacedLoop, VirtualClock, VirtualTimeLoop
+from kubelite.sim import control, workloads
+from kubelite.sim.clock import ControlledLoop, VirtualClock, VirtualTimeLoop
 from kubelite.sim.recorder import Recorder
 from kubelite.sim.scenario import Fault, NodePool, Scenario, ScenarioError
 from kubelite.sim.store import InlineSQLiteStore
@@ -43,16 +45,22 @@ from kubelite.sim.store import InlineSQLiteStore
 Obj = dict[str, Any]
 SETTLE = 30.0  # virtual seconds for nodes to register and components to sync before the scenario starts
 Progress = Callable[[float, float], None]  # (simulated seconds done, total)
+# Controllers a simulation does not run. The fencing controller (kubelite's own, S4) fences only nodes in
+# the pools of a FencingConfiguration, which a scenario cannot give, and hollow nodes have no fence device:
+# it could never act, yet it would check every node every second (a tenth of a 1,000-node run's time).
+NOT_RUN = ("fencing",)
 
 
 @dataclass(frozen=True)
 class Serve:
-    """`kubelite sim serve`: the simulation behind the HTTP API (insecure, loopback), at `speed`x real time."""
+    """`kubelite sim serve`: the simulation behind the HTTP API (insecure, loopback), at `speed`x real time
+    or paused, controlled at /simulation (control.py)."""
 
     port: int
     speed: float
     kubeconfig: Path
     bind: str = "127.0.0.1"
+    paused: bool = False
 
 
 @dataclass
@@ -82,7 +90,7 @@ def run(scn: Scenario, seed: int, config: Path | None, work_dir: Path, progress:
     """Run `scn` to its end on a fresh virtual-time loop; `work_dir` holds the hollow nodes' data dirs.
     With `serve`, on a loop paced to real time instead, serving HTTP, until interrupted (SIGINT/SIGTERM)."""
     sched = scheduler_config.load(config)
-    loop: asyncio.AbstractEventLoop = PacedLoop(serve.speed) if serve else VirtualTimeLoop()
+    loop: asyncio.AbstractEventLoop = ControlledLoop(serve.speed, serve.paused) if serve else VirtualTimeLoop()
     try:
         with seeded(seed):
             recorder = loop.run_until_complete(_simulate(loop, scn, seed, sched, work_dir, progress, serve))
@@ -100,7 +108,19 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
     loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
 
-def _node_config(scn: Scenario) -> NodeConfig:
+def controller_factories(scn: Scenario, node: NodeConfig) -> dict[str, registry.Factory]:
+    """The node lifecycle controller with the scenario's `controllerManager` flags. Its grace period
+    defaults to the nodes' Lease duration — upstream's 40 s for both — so a scenario that lengthens the
+    Lease (and with it the renew interval) does not see its nodes go Unknown between renewals."""
+    cm = scn.controller_manager
+    grace = cm.get("nodeMonitorGracePeriod", float(node.node_lease_duration))
+    options = NodeLifecycleOptions(node_monitor_period=cm.get("nodeMonitorPeriod", 5.0),
+                                   node_monitor_grace_period=grace,
+                                   node_startup_grace_period=cm.get("nodeStartupGracePeriod", max(60.0, grace)))
+    return {"nodelifecycle": functools.partial(NodeLifecycleController, options=options)}
+
+
+def node_config(scn: Scenario) -> NodeConfig:
     try:
         cfg = parse_node_config({"kind": "KubeletConfiguration", **scn.node_config}) if scn.node_config \
             else NodeConfig()
@@ -120,7 +140,7 @@ class _Cluster:
         self.scn = scn
         self.seed = seed
         self.work_dir = work_dir
-        self.node_config = _node_config(scn)
+        self.node_config = node_config(scn)
         self.tasks: list[asyncio.Task[None]] = []
         self.agents: dict[str, asyncio.Task[None]] = {}
         self.runtimes: dict[str, HollowRuntime] = {}
@@ -134,7 +154,7 @@ class _Cluster:
         (self.work_dir / name).mkdir(parents=True, exist_ok=True)
         agent = Agent(self.client, self.clock, name, self.work_dir / name, self.node_config, runtime,
                       host_ip=f"10.{index // 65536 % 256}.{index // 256 % 256}.{index % 256}")
-        agent.eviction.manager.interval = self.scn.duration + SETTLE  # see _node_config: one round, at start
+        agent.eviction.manager.interval = self.scn.duration + SETTLE  # see node_config: one round, at start
         return agent
 
     async def add_node(self, pool: NodePool, name: str, index: int) -> None:
@@ -174,13 +194,14 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
     store = InlineSQLiteStore()
     server = ApiServer(store, clock, server_address=f"127.0.0.1:{serve.port}" if serve else "127.0.0.1:6443")
     await server.start()
-    http = await _serve_http(server, serve) if serve else None
+    http = await _serve_http(server, serve, clock) if serve else None
     stop = _signalled() if serve else None
     client = InProcessClient(server)
     cluster = _Cluster(client, clock, scn, seed, work_dir)
     try:
         cluster.spawn("scheduler", lambda: Scheduler(client, clock, sched, seed=seed).run())
-        for name, start in registry.starters(client, clock).items():
+        for name, start in registry.starters(client, clock, [n for n in registry.CONTROLLERS if n not in NOT_RUN],
+                                             controller_factories(scn, cluster.node_config)).items():
             cluster.spawn(f"{name} controller", start)
         for pc in scn.priority_classes:
             await client.create("/apis/scheduling.k8s.io/v1/priorityclasses",
@@ -215,13 +236,16 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
         await store.close()
 
 
-async def _serve_http(server: ApiServer, serve: Serve) -> web.AppRunner:
-    runner = web.AppRunner(server.app(), handler_cancellation=True, access_log=None)
+async def _serve_http(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.AppRunner:
+    loop = clock.loop
+    assert isinstance(loop, ControlledLoop)
+    runner = web.AppRunner(control.app(server, loop, clock), handler_cancellation=True, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, serve.bind, serve.port).start()
     url = f"http://{serve.bind}:{serve.port}"
     pki.write_kubeconfig(serve.kubeconfig, url, None, None)
-    print(f"kubelite sim: simulated cluster at {url} ({serve.speed:g}x real time); "
+    pace = "paused" if serve.paused else f"{serve.speed:g}x real time"
+    print(f"kubelite sim: simulated cluster at {url} ({pace}; control: kubelite sim control --server {url}); "
           f"export KUBECONFIG={serve.kubeconfig}", flush=True)
     return runner
 

@@ -119,6 +119,7 @@ class Behaviour:
     startup: float = 0.0
     stop_after: float = 0.0  # on SIGTERM
     ignore_term: bool = False
+    probes: tuple[tuple[str, float, float], ...] = ()  # (startup|liveness|readiness, succeedAfter, failAfter)
 
     def command(self, run: float | None = None) -> list[str]:
         argv = ["hollow"]
@@ -133,6 +134,8 @@ class Behaviour:
             argv.append("--ignore-term")
         elif self.stop_after:
             argv += ["--term-after", f"{self.stop_after:g}"]
+        for kind, begin, end in self.probes:
+            argv += ["--probe", f"{kind}={begin:g}" + (f":{end:g}" if end < math.inf else "")]
         return argv
 
 
@@ -185,6 +188,7 @@ class Scenario:
     timeline: list[str]  # pod names (prefixes) whose termination timeline the report draws
     priority_classes: list[Obj]
     node_config: Obj
+    controller_manager: Obj = field(default_factory=dict)  # kube-controller-manager flags (camelCase), as given
 
     def node_names(self) -> list[str]:
         return [f"{p.name}-{i}" for p in self.pools for i in range(p.count)]
@@ -208,13 +212,41 @@ def _distribution(ctx: _Ctx, where: Obj, key: str) -> Distribution | None:
     return Distribution(kind, ctx.seconds(raw, kind))
 
 
-def _behaviour(ctx: _Ctx, raw: Obj) -> Behaviour:
-    ctx.known(raw, {"run", "exitCodes", "startup", "stopAfter", "ignoreTerm"}, "behaviour")
+PROBES = {"startup": "startupProbe", "liveness": "livenessProbe", "readiness": "readinessProbe"}
+
+
+def _behaviour(ctx: _Ctx, raw: Obj, spec: Obj) -> Behaviour:
+    ctx.known(raw, {"run", "exitCodes", "startup", "stopAfter", "ignoreTerm", "probes"}, "behaviour")
     codes = raw.get("exitCodes", [0])
     if not isinstance(codes, list) or not codes or not all(isinstance(c, int) for c in codes):
         raise ctx.fail(raw, "exitCodes", "behaviour.exitCodes: a non-empty list of integers")
     return Behaviour(_distribution(ctx, raw, "run"), tuple(codes), ctx.seconds(raw, "startup", 0.0),
-                     ctx.seconds(raw, "stopAfter", 0.0), bool(raw.get("ignoreTerm", False)))
+                     ctx.seconds(raw, "stopAfter", 0.0), bool(raw.get("ignoreTerm", False)),
+                     _probes(ctx, ctx.mapping(raw, "probes"), spec))
+
+
+def _probes(ctx: _Ctx, raw: Obj, spec: Obj) -> tuple[tuple[str, float, float], ...]:
+    """behaviour.probes: when each probe of the hollow containers succeeds — from `succeedAfter` (default 0)
+    until `failAfter` (default never), in seconds since the container (re)started. Each needs its probe in
+    the spec: the agent's prober runs it (period, thresholds, restarts), the hollow runtime only answers."""
+    ctx.known(raw, set(PROBES), "behaviour.probes")
+    declared = {key for c in spec.get("containers") or [] if isinstance(c, dict) for key in PROBES.values() if key in c}
+    out = []
+    for kind, field_name in PROBES.items():
+        if kind not in raw:
+            continue
+        window = raw[kind]
+        if not isinstance(window, dict):
+            raise ctx.fail(raw, kind, f"behaviour.probes.{kind}: a mapping {{succeedAfter, failAfter}}")
+        ctx.known(window, {"succeedAfter", "failAfter"}, f"behaviour.probes.{kind}")
+        if field_name not in declared:
+            raise ctx.fail(raw, kind, f"behaviour.probes.{kind}: no container of the spec has a {field_name}")
+        begin = ctx.seconds(window, "succeedAfter", 0.0)
+        end = ctx.seconds(window, "failAfter") if "failAfter" in window else math.inf
+        if end <= begin:
+            raise ctx.fail(window, "failAfter", f"behaviour.probes.{kind}: failAfter must be after succeedAfter")
+        out.append((kind, begin, end))
+    return tuple(out)
 
 
 def _arrivals(ctx: _Ctx, raw: Obj, base: Path, rng: random.Random) -> list[Arrival]:
@@ -275,12 +307,7 @@ def _workload(ctx: _Ctx, raw: Obj, base: Path, rng: random.Random) -> Workload:
     extra: Obj = {k: raw[k] for k in ("completions", "parallelism", "backoffLimit") if k in raw}
     labels = {str(k): str(v) for k, v in ctx.mapping(raw, "labels").items()} or {"app": name}
     spec = ctx.mapping(raw, "spec")
-    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        probe = next((k for k in ("livenessProbe", "readinessProbe", "startupProbe") if k in c), None)
-        if probe:  # they would run real exec/HTTP handlers against containers that do not exist
-            raise ctx.fail(spec, "containers" if c in (spec.get("containers") or []) else "initContainers",
-                           f"workload {name}: {probe} is not simulated (hollow containers answer no probes)")
-    behaviour = _behaviour(ctx, ctx.mapping(raw, "behaviour"))
+    behaviour = _behaviour(ctx, ctx.mapping(raw, "behaviour"), spec)
     arrivals = _arrivals(ctx, raw, base, rng)
     if kind == "Pod" and behaviour.run is not None and behaviour.run.kind != "fixed":
         # A bare pod's run time is drawn here, from the scenario's seed: the same pods run as long under every
@@ -341,7 +368,7 @@ def load(path: Path, seed: int = 0) -> Scenario:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path}: a scenario is a mapping (name, duration, nodePools, workloads, …)")
     ctx.known(raw, {"name", "duration", "sample", "nodePools", "workloads", "faults", "schedulerConfig",
-                    "timeline", "priorityClasses", "nodeConfig"}, "scenario")
+                    "timeline", "priorityClasses", "nodeConfig", "controllerManager"}, "scenario")
     rng = random.Random(seed)
     pools = [_pool(ctx, p) for p in ctx.items(raw, "nodePools")]
     if not pools:
@@ -360,4 +387,18 @@ def load(path: Path, seed: int = 0) -> Scenario:
                     ctx.seconds(raw, "sample", 60.0), pools, workloads,
                     sorted((_fault(ctx, f) for f in ctx.items(raw, "faults")), key=lambda f: f.at),
                     [path.parent / str(c) for c in configs], [str(t) for t in raw.get("timeline") or []],
-                    ctx.items(raw, "priorityClasses"), ctx.mapping(raw, "nodeConfig"))
+                    ctx.items(raw, "priorityClasses"), ctx.mapping(raw, "nodeConfig"),
+                    _controller_manager(ctx, ctx.mapping(raw, "controllerManager")))
+
+
+CONTROLLER_MANAGER = ("nodeMonitorPeriod", "nodeMonitorGracePeriod", "nodeStartupGracePeriod")
+
+
+def _controller_manager(ctx: _Ctx, raw: Obj) -> Obj:
+    """kube-controller-manager's node lifecycle flags (--node-monitor-period, …) as durations in seconds."""
+    ctx.known(raw, set(CONTROLLER_MANAGER), "controllerManager")
+    out = {k: ctx.seconds(raw, k) for k in CONTROLLER_MANAGER if k in raw}
+    for k, v in out.items():
+        if v <= 0:
+            raise ctx.fail(raw, k, f"controllerManager.{k}: must be positive")
+    return out

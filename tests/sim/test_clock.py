@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from kubelite.clock import bounded
-from kubelite.sim.clock import VirtualClock, VirtualTimeLoop
+from kubelite.sim.clock import ControlledLoop, VirtualClock, VirtualTimeLoop
 
 
 async def _sleeps(clock: VirtualClock) -> None:
@@ -58,3 +58,56 @@ def test_virtual_time(work: Callable[[VirtualClock], Awaitable[None]], virtual: 
     assert clock.monotonic() == pytest.approx(virtual, abs=1e-6)
     assert clock.now() == pytest.approx(clock.epoch + virtual, abs=1e-6)
     assert time.perf_counter() - start < 5.0
+
+
+async def _ticks(clock: VirtualClock, every: float, into: list[float]) -> None:
+    while True:
+        await clock.sleep(every)
+        into.append(clock.monotonic())
+
+
+async def _paused_stands_still(loop: ControlledLoop, clock: VirtualClock, ticks: list[float]) -> None:
+    await asyncio.to_thread(time.sleep, 0.2)  # real time: the loop's own timers stand still
+    assert ticks == [] and clock.monotonic() == 0.0
+
+
+async def _step_runs_the_timers_in_it(loop: ControlledLoop, clock: VirtualClock, ticks: list[float]) -> None:
+    began = time.perf_counter()
+    await loop.step(3605)
+    assert time.perf_counter() - began < 5.0  # an hour of 10 s ticks, as fast as they run
+    assert len(ticks) == 360 and ticks[-1] == pytest.approx(3600, abs=1e-6)
+    assert loop.paused and clock.monotonic() == pytest.approx(3605, abs=1e-6)
+
+
+async def _resumed_runs_at_its_speed(loop: ControlledLoop, clock: VirtualClock, ticks: list[float]) -> None:
+    loop.set_speed(100)
+    loop.resume()
+    await asyncio.to_thread(time.sleep, 0.5)  # real time: ~50 simulated seconds
+    loop.pause()
+    assert 2 <= len(ticks) <= 10 and 20 <= clock.monotonic() <= 100
+
+
+CONTROL_CASES = [
+    pytest.param(_paused_stands_still, id="paused: no timer fires, time stands still"),
+    pytest.param(_step_runs_the_timers_in_it, id="a step jumps through its timers and pauses at its end"),
+    pytest.param(_resumed_runs_at_its_speed, id="resumed at 100x: about 50 simulated seconds in half a second"),
+]
+
+
+@pytest.mark.parametrize("case", CONTROL_CASES)
+def test_controlled_loop(case: Callable[[ControlledLoop, VirtualClock, list[float]], Awaitable[None]]) -> None:
+    loop = ControlledLoop(speed=1.0, paused=True)
+    clock = VirtualClock(loop)
+    ticks: list[float] = []
+
+    async def main() -> None:
+        ticker = asyncio.ensure_future(_ticks(clock, 10.0, ticks))
+        try:
+            await case(loop, clock, ticks)
+        finally:
+            ticker.cancel()
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()

@@ -47,7 +47,7 @@ def test_watch_cache_fans_an_event_out_to_watchers_in_the_order_they_started() -
         w.n = n
         watchers.append(w)
     for w in random.Random(1).sample(watchers, len(watchers)):  # started in a shuffled order
-        cache.watchers[w] = None
+        cache.add(w)
     value = orjson.dumps({"metadata": {"namespace": "default", "name": "c"}})
     caches.apply(Event(EventType.PUT, KeyValue("/registry/core/configmaps/default/c", value, 2, 2), None, 2))
     assert heard == [w.n for w in cache.watchers]

@@ -44,3 +44,37 @@ def test_bad_run_spec_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="not SECONDS, exp:MEAN or uniform:LOW:HIGH"):  # a failed start, not an exit
         asyncio.new_event_loop().run_until_complete(
             runtime.start(["hollow", "--run", "gamma:3"], {}, None, tmp_path / "c" / "0.log"))
+
+
+PROBE_CASES = [
+    pytest.param([], "Liveness", 0.0, True, id="no flag: the probe succeeds"),
+    pytest.param(["--probe", "startup=40"], "Startup", 39.0, False, id="startup before succeedAfter fails"),
+    pytest.param(["--probe", "startup=40"], "Startup", 40.0, True, id="startup from succeedAfter succeeds"),
+    pytest.param(["--probe", "liveness=0:120"], "Liveness", 119.0, True, id="liveness before failAfter succeeds"),
+    pytest.param(["--probe", "liveness=0:120"], "Liveness", 120.0, False, id="liveness from failAfter fails"),
+    pytest.param(["--probe", "liveness=0:120"], "Readiness", 500.0, True, id="another kind's window does not apply"),
+]
+
+
+@pytest.mark.parametrize("flags,kind,at,ok", PROBE_CASES)
+def test_hollow_probe_answers(tmp_path: Path, flags: list[str], kind: str, at: float, ok: bool) -> None:
+    loop = VirtualTimeLoop()
+    clock = VirtualClock(loop)
+    runtime = HollowRuntime(clock)
+
+    async def probe() -> bool:
+        p = await runtime.start(["hollow", *flags], {}, None, tmp_path / "c" / "0.log")
+        await clock.sleep(at)
+        return (await runtime.answer_probe(p, kind, {}))[0]
+
+    try:
+        assert loop.run_until_complete(probe()) is ok
+    finally:
+        loop.close()
+
+
+def test_bad_probe_spec_is_refused(tmp_path: Path) -> None:
+    runtime = HollowRuntime(VirtualClock(VirtualTimeLoop()))
+    with pytest.raises(OSError, match="KIND=SUCCEED_AFTER"):
+        asyncio.new_event_loop().run_until_complete(
+            runtime.start(["hollow", "--probe", "health=3"], {}, None, tmp_path / "c" / "0.log"))

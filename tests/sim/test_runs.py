@@ -79,6 +79,24 @@ def test_restart_backoff_example_doubles_the_delay(tmp_path: Path) -> None:
     assert gaps[:8] == [0, 10, 20, 40, 80, 160, 300, 300]
 
 
+def test_probes_example_startup_readiness_and_liveness_restarts(tmp_path: Path) -> None:
+    """Probes run by the agent's prober, answered by the hollow runtime: a startup probe passing at 40 s gates
+    readiness; a liveness probe failing from 2 min kills the container after 3 failures (10 s apart), then
+    again each run, with the restart back-off between (10 s, 20 s, …)."""
+    _run(tmp_path, "probes.yaml")
+    events = _events(tmp_path)
+    ready = [e["t"] for e in events if e.get("pod") == "default/slow-start" and e.get("ready") == "True"]
+    assert ready[0] == 40.0
+    unhealthy = [e["t"] for e in events if e.get("event") == "Unhealthy" and e["object"] == "Pod default/slow-start"]
+    assert unhealthy == [0.0, 10.0, 20.0, 30.0]
+    restarts: dict[int, float] = {}
+    for e in events:
+        if e.get("pod") == "default/wedged" and e["containers"]:
+            restarts.setdefault(e["containers"][0][2], e["t"])
+    # killed at 140 s and restarted at once; then each run lives 140 s, after back-offs of 10 s, 20 s, 40 s
+    assert [restarts[n] for n in (1, 2, 3, 4)] == [140.0, 290.0, 450.0, 630.0]
+
+
 def test_termination_example_grace_period(tmp_path: Path) -> None:
     """Seed 003: deleted at 60 s with 30 s grace: one stops 10 s after SIGTERM (143), the other is killed (137)."""
     m = _run(tmp_path, "termination.yaml")

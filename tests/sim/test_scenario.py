@@ -21,9 +21,15 @@ CASES = [
                  6, "unknown field 'gamma'", id="unknown distribution: its line"),
     pytest.param("duration: 1h\n" + GOOD_POOL + "faults:\n  - at: 1m\n    nodeLost: m-0\n", 6, "no node 'm-0'",
                  id="fault on an unknown node: its line"),
+    pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    behaviour:\n      probes:\n"
+                 "        liveness: {failAfter: 2m}\n", 8, "no container of the spec has a livenessProbe",
+                 id="a probe behaviour needs its probe in the spec"),
     pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    spec:\n      containers:\n"
-                 "        - {name: c, livenessProbe: {tcpSocket: {port: 80}}}\n", 7, "livenessProbe is not simulated",
-                 id="probes are refused, not silently failed"),
+                 "        - {name: c, readinessProbe: {tcpSocket: {port: 80}}}\n    behaviour:\n      probes:\n"
+                 "        readiness: {succeedAfter: 5m, failAfter: 1m}\n", 11, "failAfter must be after succeedAfter",
+                 id="a probe window that ends before it begins"),
+    pytest.param("duration: 1h\n" + GOOD_POOL + "workloads:\n  - name: w\n    behaviour:\n      probes:\n"
+                 "        health: {failAfter: 2m}\n", 8, "unknown field 'health'", id="unknown probe kind"),
     pytest.param("duration: 1h\nnodePools: [\n", 3, "", id="YAML syntax error: its line"),
     pytest.param("duration: 1h\n", 1, "nodePools: at least one pool", id="no nodes"),
 ]
@@ -53,3 +59,25 @@ def test_examples_parse() -> None:
     for path in sorted(Path("examples/sim").glob("*.yaml")):
         if "KubeSchedulerConfiguration" not in path.read_text():
             assert load(path).pools, path
+
+
+LIFECYCLE_CASES = [
+    pytest.param("", (5.0, 40.0, 60.0), id="upstream's defaults: period 5 s, grace 40 s, startup grace 60 s"),
+    pytest.param("nodeConfig: {nodeLeaseDurationSeconds: 240}\n", (5.0, 240.0, 240.0),
+                 id="a longer Lease lengthens the grace periods with it"),
+    pytest.param("nodeConfig: {nodeLeaseDurationSeconds: 240}\ncontrollerManager: {nodeMonitorGracePeriod: 2m, "
+                 "nodeMonitorPeriod: 10s}\n", (10.0, 120.0, 120.0), id="controllerManager flags win"),
+]
+
+
+@pytest.mark.parametrize("extra,want", LIFECYCLE_CASES)
+def test_node_lifecycle_options_follow_the_scenario(tmp_path: Path, extra: str,
+                                                    want: tuple[float, float, float]) -> None:
+    from kubelite.sim import runner
+
+    path = tmp_path / "s.yaml"
+    path.write_text("duration: 1h\n" + GOOD_POOL + extra)
+    scn = load(path)
+    options = runner.controller_factories(scn, runner.node_config(scn))["nodelifecycle"].keywords["options"]  # type: ignore[attr-defined]
+    assert (options.node_monitor_period, options.node_monitor_grace_period,
+            options.node_startup_grace_period) == want

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from kubelite.sim import importer, scenario
+from kubelite.sim import control, importer, scenario
 from kubelite.sim.recorder import ZONE
 
 
@@ -58,3 +58,36 @@ def test_kubectl_sees_the_simulated_cluster(tmp_path: Path) -> None:
     scn = scenario.load(imported)
     assert sorted((p.count, p.labels[ZONE]) for p in scn.pools) == [(2, "zoneA"), (2, "zoneB")]
     assert sorted(w.name for w in scn.workloads) == ["existing-1", "existing-2", "existing-3", "mypod"]
+
+
+def test_served_simulation_starts_paused_steps_and_changes_speed(tmp_path: Path) -> None:
+    port = _free_port()
+    server = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "sim", "serve", "examples/sim/spread.yaml",
+                             "--port", str(port), "--paused", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "kubeconfig").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert control.call(server, "status")["time"] == 0.0
+        time.sleep(1)
+        assert control.call(server, "status")["time"] == 0.0  # paused: time stands still
+        # mypod arrives 1 simulated minute after the 30 s settle: a 90 s step ends with it placed, paused again.
+        stepped = control.call(server, "step", "90s")
+        assert stepped["paused"] and stepped["time"] >= 90
+        env = {**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig")}
+        out = subprocess.run(["kubectl", "get", "pod", "mypod", "-o", "json"], env=env, capture_output=True, text=True)
+        assert json.loads(out.stdout)["spec"]["nodeName"] in ("node3-0", "node4-0")
+        control.call(server, "speed", "50")
+        resumed = control.call(server, "resume")
+        time.sleep(1)
+        running = control.call(server, "pause")
+        assert not resumed["paused"] and running["paused"] and running["time"] > stepped["time"] + 10
+        bad = subprocess.run([sys.executable, "-m", "kubelite.cli.main", "sim", "control", "--server", server,
+                              "step", "soon"], capture_output=True, text=True)
+        assert bad.returncode == 1 and "duration must be" in bad.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, proc.stdout.read() if proc.stdout else ""

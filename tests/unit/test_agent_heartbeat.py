@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from kubelite.agent.config import NodeConfigError
+from kubelite.agent.config import parse as parse_node_config
 from kubelite.agent.node import NodeReporter
 from kubelite.api.errors import ApiError
 from kubelite.clock import FakeClock
@@ -37,16 +39,19 @@ class RecordingClient:
         return body  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("name,path,kinds,want_times", [
-    ("the lease is created, then renewed every 10 s", LEASE, ("create", "patch"),
+@pytest.mark.parametrize("name,lease_seconds,path,kinds,want_times", [
+    ("the lease is created, then renewed every 10 s", 40, LEASE, ("create", "patch"),
      [0.0, 0.0, 10.0, 20.0, 30.0]),
-    ("the node status is posted every 5 minutes", "/api/v1/nodes/n1/status", ("patch",), [300.0, 600.0]),
+    ("the node status is posted every 5 minutes", 40, "/api/v1/nodes/n1/status", ("patch",), [300.0, 600.0]),
+    ("a 240 s lease (nodeLeaseDurationSeconds) is renewed every quarter of it", 240, LEASE, ("create", "patch"),
+     [0.0, 0.0, 60.0, 120.0, 180.0]),
 ])
-async def test_heartbeats(tmp_path: Path, name: str, path: str, kinds: tuple[str, ...],
+async def test_heartbeats(tmp_path: Path, name: str, lease_seconds: int, path: str, kinds: tuple[str, ...],
                           want_times: list[float]) -> None:
     clock = FakeClock()
     client = RecordingClient(clock)
-    node = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0)  # type: ignore[arg-type]
+    node = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0,  # type: ignore[arg-type]
+                        lease_seconds=lease_seconds)
     task = asyncio.ensure_future(node.heartbeat())
     await clock.advance(0)
     for _ in range(60):
@@ -69,3 +74,38 @@ async def test_status_is_posted_at_once_when_the_node_is_shown_not_ready() -> No
     await clock.advance(10)
     task.cancel()
     assert [t for t, _, p in client.writes if p == "/api/v1/nodes/n1/status"] == [20.0]
+
+
+@pytest.mark.parametrize("value,want", [
+    pytest.param(None, 40, id="absent: upstream's 40 s"),
+    pytest.param(240, 240, id="a positive integer is taken"),
+    pytest.param(0, "must be a positive integer", id="zero is refused"),
+    pytest.param("40s", "must be a positive integer", id="a duration string is refused (the field is seconds)"),
+    pytest.param(True, "must be a positive integer", id="a boolean is refused"),
+])
+def test_node_lease_duration_seconds_is_parsed(value: object, want: int | str) -> None:
+    raw: dict[str, Any] = {"kind": "KubeletConfiguration"}
+    if value is not None:
+        raw["nodeLeaseDurationSeconds"] = value
+    if isinstance(want, int):
+        assert parse_node_config(raw).node_lease_duration == want
+    else:
+        with pytest.raises(NodeConfigError, match=want):
+            parse_node_config(raw)
+
+
+async def test_the_lease_carries_its_duration() -> None:
+    clock = FakeClock()
+    bodies: list[Any] = []
+
+    class Capturing(RecordingClient):
+        async def create(self, path: str, body: Any) -> dict[str, Any]:
+            bodies.append(body)
+            return await super().create(path, body)
+
+    node = NodeReporter(Capturing(clock), clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0,  # type: ignore[arg-type]
+                        lease_seconds=240)
+    task = asyncio.ensure_future(node.heartbeat())
+    await clock.advance(0)
+    task.cancel()
+    assert [b["spec"]["leaseDurationSeconds"] for b in bodies if b.get("kind") == "Lease"] == [240]

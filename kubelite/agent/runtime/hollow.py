@@ -8,6 +8,11 @@ also takes a distribution, `exp:MEAN` or `uniform:LOW:HIGH`, drawn per run from 
 random source so a simulation is reproducible), exit with a code (with --exits, the n-th run of the
 container exits with the n-th code, the last one repeating), and on the stop signal either exit at once
 (code 143), after a delay, or not at all (then only SIGKILL ends it, code 137).
+
+Probes: a hollow container has no process to exec nor port to connect to, so the runtime answers its
+probes itself (`answer_probe`, the prober's seam; upstream's exec probes go through the runtime too):
+`--probe KIND=SUCCEED_AFTER[:FAIL_AFTER]` (KIND startup, liveness or readiness; seconds since this run
+started) makes that probe succeed only in [SUCCEED_AFTER, FAIL_AFTER). A probe without a flag succeeds.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import math
 import random
 import signal
 from dataclasses import dataclass, field
@@ -35,7 +41,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--exits", default="")
     p.add_argument("--ignore-term", action="store_true")
     p.add_argument("--term-after", type=float, default=0.0)
+    p.add_argument("--probe", type=_probe_spec, action="append", default=[])
     return p
+
+
+PROBE_KINDS = ("startup", "liveness", "readiness")
+
+
+def _probe_spec(text: str) -> tuple[str, float, float]:
+    """`KIND=SUCCEED_AFTER[:FAIL_AFTER]`: when, in seconds since the run started, the probe succeeds."""
+    kind, _, window = text.partition("=")
+    begin, _, end = window.partition(":")
+    try:
+        if kind not in PROBE_KINDS:
+            raise ValueError(kind)
+        return kind, float(begin or 0), float(end) if end else math.inf
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--probe: {text!r} is not KIND=SUCCEED_AFTER[:FAIL_AFTER] with KIND one "
+                                         f"of {', '.join(PROBE_KINDS)}") from None
 
 
 def _run_spec(text: str) -> tuple[str, float, float]:
@@ -57,6 +80,7 @@ class HollowProcess(Handle):
     code: int = 0
     ignore_term: bool = False
     term_after: float = 0.0
+    probes: dict[str, tuple[float, float]] = field(default_factory=dict)  # kind -> when it succeeds (since start)
     signals: list[int] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
 
@@ -85,11 +109,21 @@ class HollowRuntime:
         if args.start_after > 0:
             await self.clock.sleep(args.start_after)
         p = HollowProcess(next(self._pids), self.clock.now(), self._duration(args.run), code, args.ignore_term,
-                          args.term_after)
+                          args.term_after, {kind: (begin, end) for kind, begin, end in args.probe})
         if p.run_for is not None:
             p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code)))
         self.started.append(p)
         return p
+
+    async def answer_probe(self, p: Handle, kind: str, spec: dict[str, Any]) -> tuple[bool, str]:
+        """The probe `kind` (Startup, Liveness, Readiness) of container `p`, as its --probe flags say."""
+        assert isinstance(p, HollowProcess), "a hollow runtime answers only its own containers' probes"
+        begin, end = p.probes.get(kind.lower(), (0.0, math.inf))
+        since = self.clock.now() - p.started
+        if begin <= since < end:
+            return True, ""
+        return False, f"hollow {kind.lower()} probe fails {since:.0f} s after start (succeeds from {begin:g} s" + \
+            (f" until {end:g} s)" if end < math.inf else ")")
 
     def _duration(self, spec: tuple[str, float, float] | None) -> float | None:
         if spec is None:
