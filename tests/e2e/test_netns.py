@@ -27,8 +27,14 @@ from tests.e2e.pods import apply_pod, get_pod, pod_phase, wait_for
 
 pytestmark = pytest.mark.e2e
 NODES = ("node-a", "node-b")
-GRACE = 15.0  # --node-monitor-grace-period: above the agents' Lease renewal
-RENEW = 10.0  # the agents' Lease renewal interval (kubelite/agent/node.py)
+LEASE = 8  # the agents' nodeLeaseDurationSeconds: renewed every quarter of it (kubelite/agent/node.py)
+RENEW = LEASE / 4
+GRACE = 8.0  # --node-monitor-grace-period: several renewals, so a loaded machine does not flap a node
+NODE_CONFIG = f"""\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+nodeLeaseDurationSeconds: {LEASE}
+"""
 HOST_PORT = 8080  # free in every node's fresh namespace, whatever the host itself listens on
 SERVE_NODE_NAME = """\
 import os, socket
@@ -53,10 +59,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         server = start_server(base / "data", base / "home", extra=[
             *netns_nodes.server_flags(lab), "--node-monitor-grace-period", str(GRACE)])
         agents: list[subprocess.Popen[bytes]] = []
+        (base / "node.yaml").write_text(NODE_CONFIG)
         try:
             for name in NODES:
                 # on SIGTERM the agent stops its pods: none is left running in the namespace
-                agents.append(netns_nodes.start_agent(lab.add_node(name), server, base, "--shutdown-grace-period", "2"))
+                agents.append(netns_nodes.start_agent(lab.add_node(name), server, base, "--shutdown-grace-period", "2",
+                                                      "--node-config", str(base / "node.yaml")))
             up = wait_for(lambda: all(ready(server, n) == "True" for n in NODES), timeout=60)
             assert up, "\n".join((base / f"{n}.log").read_text(errors="replace")[-2000:] for n in NODES)
             yield Cluster(server, lab)
