@@ -40,6 +40,17 @@ async def serving(store: Store, tokens: frozenset[str] = frozenset(), auth: Auth
 
 
 @pytest.fixture
+async def inprocess_server(tmp_path: Path) -> AsyncIterator[ApiServer]:
+    """A real ApiServer on a real SQLite file, for in-process clients (no HTTP)."""
+    store = await SQLiteStore.open(tmp_path / "state.db")
+    srv = ApiServer(store, RealClock())
+    await srv.start()
+    yield srv
+    await srv.stop()
+    await store.close()
+
+
+@pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
     """A real ApiServer on a real SQLite file, reached over HTTP on a loopback port."""
     async with serving(await SQLiteStore.open(tmp_path / "state.db")) as client:

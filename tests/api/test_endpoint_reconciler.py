@@ -5,6 +5,7 @@ two servers on one etcd, on a fake clock."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,9 @@ async def settle(clock: FakeClock, *servers: ApiServer) -> None:
     await caught_up(*servers)
 
 
-async def test_every_live_server_is_an_endpoint_and_a_dead_one_drops_out(tmp_path: Path) -> None:
+@pytest.fixture
+async def two_servers(tmp_path: Path) -> AsyncIterator[tuple[FakeClock, ApiServer, ApiServer]]:
+    """Servers at 10.0.0.1 and .2 on one SQLite file, started in that order (a fake clock for both)."""
     store = await SQLiteStore.open(tmp_path / "state.db")
     clock = FakeClock(NOW)
     one = ApiServer(store, clock, server_address="10.0.0.1:6443")
@@ -88,37 +91,33 @@ async def test_every_live_server_is_an_endpoint_and_a_dead_one_drops_out(tmp_pat
         assert addresses(one) == {("10.0.0.1", 6443)}
         await caught_up(one)
         await two.start()
-        await settle(clock, one, two)
-        assert addresses(one) == addresses(two) == {("10.0.0.1", 6443), ("10.0.0.2", 6443)}
-        # `two` dies without a word: its Lease is no longer renewed; within the TTL it is still listed
-        two_tasks = list(two._tasks)
-        for task in two_tasks:
-            task.cancel()
-        await settle(clock, one)
-        assert ("10.0.0.2", 6443) in addresses(one)
-        await settle(clock, one)  # 20 s after its last renewal, past the 15 s TTL
-        assert addresses(one) == {("10.0.0.1", 6443)}
+        yield clock, one, two
     finally:
-        two.ready = False  # it "died": no clean removal
         await two.stop()
         await one.stop()
         await store.close()
 
 
-async def test_a_clean_stop_leaves_the_endpoints_at_once(tmp_path: Path) -> None:
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    clock = FakeClock(NOW)
-    one = ApiServer(store, clock, server_address="10.0.0.1:6443")
-    two = ApiServer(store, clock, server_address="10.0.0.2:6443")
-    try:
-        await one.start()
-        await caught_up(one)
-        await two.start()
-        assert addresses(two) == {("10.0.0.1", 6443), ("10.0.0.2", 6443)}
-        await two.stop()
-        await caught_up(one)  # no reconcile by `one`: the departure itself rewrote the endpoints
-        assert addresses(one) == {("10.0.0.1", 6443)}
-        assert one.registry.get("leases", "kube-system", two.endpoints.name) is None
-    finally:
-        await one.stop()
-        await store.close()
+async def test_every_live_server_is_an_endpoint_and_a_dead_one_drops_out(
+        two_servers: tuple[FakeClock, ApiServer, ApiServer]) -> None:
+    clock, one, two = two_servers
+    await settle(clock, one, two)
+    assert addresses(one) == addresses(two) == {("10.0.0.1", 6443), ("10.0.0.2", 6443)}
+    # `two` dies without a word: its Lease is no longer renewed, nor is it removed on the way out
+    two.ready = False
+    for task in two._tasks:
+        task.cancel()
+    await settle(clock, one)  # within the TTL it is still listed
+    assert ("10.0.0.2", 6443) in addresses(one)
+    await settle(clock, one)  # 20 s after its last renewal, past the 15 s TTL
+    assert addresses(one) == {("10.0.0.1", 6443)}
+
+
+async def test_a_clean_stop_leaves_the_endpoints_at_once(
+        two_servers: tuple[FakeClock, ApiServer, ApiServer]) -> None:
+    _, one, two = two_servers
+    assert addresses(two) == {("10.0.0.1", 6443), ("10.0.0.2", 6443)}
+    await two.stop()
+    await caught_up(one)  # no reconcile by `one`: the departure itself rewrote the endpoints
+    assert addresses(one) == {("10.0.0.1", 6443)}
+    assert one.registry.get("leases", "kube-system", two.endpoints.name) is None

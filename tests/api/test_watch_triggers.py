@@ -5,8 +5,6 @@ exactly what an unindexed watch with the same selector would. Real API server on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +12,6 @@ import pytest
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.cache import Watcher
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.clock import RealClock
-from kubelite.store.sqlite import SQLiteStore
 from kubelite.testing.builders import make_pod
 
 Obj = dict[str, Any]
@@ -23,13 +19,8 @@ PODS = "/api/v1/namespaces/default/pods"
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    srv = ApiServer(store, RealClock())
-    await srv.start()
-    yield srv
-    await srv.stop()
-    await store.close()
+def server(inprocess_server: ApiServer) -> ApiServer:
+    return inprocess_server
 
 
 async def _collect(client: InProcessClient, selector: str, into: list[tuple[str, str]]) -> None:

@@ -5,25 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.clock import FakeClock, RealClock
-from kubelite.store.sqlite import SQLiteStore
+from kubelite.clock import FakeClock
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    srv = ApiServer(store, RealClock())
-    await srv.start()
-    yield srv
-    await srv.stop()
-    await store.close()
+def server(inprocess_server: ApiServer) -> ApiServer:
+    return inprocess_server
 
 
 @pytest.fixture
