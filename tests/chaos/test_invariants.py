@@ -16,6 +16,7 @@ from kubelite.testing.chaos.observations import (
     Observations,
     PodSample,
     ProcSample,
+    Removal,
     Window,
 )
 
@@ -159,6 +160,23 @@ FENCE: list[Case] = [
         pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")], fences=[Fence(2.5, "node-a")]), 1),
     ("pod whose processes died long before its removal (the agent's normal delete)", Observations(
         pods=[pod(5, "u1")], pod_list_times=[5, 6], procs=[proc(1, "db-0", "u1")]), 0),
+    ("a fence cleared before the removal does not count", Observations(
+        pods=[pod(1, "u1")], pod_list_times=[1, 3], procs=[proc(2.9, "db-0", "u1")],
+        fences=[Fence(0.5, "node-a", cleared=1.0)]), 1),
+    ("a fence cleared after the removal still covers it", Observations(
+        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")],
+        fences=[Fence(0.5, "node-a", cleared=9.0)]), 0),
+    ("force deleted while the API showed it running, processes never seen", Observations(
+        removals=[Removal(4.0, "u1", "db-0", "node-a", 0, running=True)]), 1),
+    ("force deleted while shown running, after a confirmed fence", Observations(
+        removals=[Removal(4.0, "u1", "db-0", "node-a", 0, running=True)], fences=[Fence(3.0, "node-a")]), 0),
+    ("the agent's delete after its terminal status is no force delete", Observations(
+        removals=[Removal(4.0, "u1", "db-0", "node-a", 0, running=False)]), 0),
+    ("a pod bound to no node runs nowhere", Observations(
+        removals=[Removal(4.0, "u1", "db-0", "", 0, running=True)]), 0),
+    ("both kinds of evidence for one pod are one violation", Observations(
+        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")],
+        removals=[Removal(1.6, "u1", "db-0", "node-a", 0, running=True)]), 1),
 ]
 
 

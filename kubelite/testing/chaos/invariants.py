@@ -173,21 +173,36 @@ def removed_only_when_dead(obs: Observations) -> list[Violation]:
     return out
 
 
+def _fenced(obs: Observations, node: str, t: float) -> bool:
+    """Whether `node` had a confirmed fence at `t`, not cleared before then (a clear is seen up to one poll
+    late)."""
+    return any(f.node == node and f.t <= t and (f.cleared is None or f.cleared >= t - obs.pod_list_interval)
+               for f in obs.fences)
+
+
 def force_delete_needs_fence(obs: Observations) -> list[Violation]:
-    """S4: a pod whose processes were still running (its node unreachable) is removed only after a
-    confirmed fence of that node."""
-    removed = _removed_at(obs)
+    """S4: a pod that may still be running is removed from the API only after a confirmed fence of its node.
+
+    Two kinds of evidence that it may still run: its processes seen in /proc just before its removal
+    (whatever the API said), or a final state — the DELETED watch event's object — that still reports a
+    container running with no terminal phase, i.e. a force delete that no agent confirmed (the agent
+    writes the terminal status before its own grace-0 DELETE). A pod bound to no node runs nowhere."""
+    suspects: dict[str, tuple[float, str, str, str]] = {}  # uid -> (removed at, name, node, why)
     last_alive: dict[str, float] = {}
     for p in obs.procs:
         last_alive[p.pod_uid] = max(last_alive.get(p.pod_uid, p.t), p.t)
-    out = []
-    for uid, (t, name, node) in sorted(removed.items(), key=lambda kv: kv[1][0]):
-        if last_alive.get(uid, -1.0) + obs.sample_interval < t - obs.sample_interval * 4:
-            continue  # its processes were dead well before: the agent removed it as usual
-        if not any(f.node == node and f.t <= t for f in obs.fences):
-            out.append(Violation("force-delete-needs-fence", t, f"{name} (uid {uid[:8]}) on {node} removed at "
-                                 f"t={t:.1f} while its processes ran, with no confirmed fence of {node}"))
-    return out
+    for uid, (t, name, node) in _removed_at(obs).items():
+        if last_alive.get(uid, -1.0) + obs.sample_interval >= t - obs.sample_interval * 4:
+            suspects[uid] = (t, name, node, "while its processes ran")
+    for r in obs.removals:
+        if r.running and r.node:
+            earlier = suspects.get(r.uid)
+            why = f"with grace {r.grace} while the API still showed it running"
+            suspects[r.uid] = (r.t, r.name, r.node, why) if earlier is None or r.t <= earlier[0] else earlier
+    return [Violation("force-delete-needs-fence", t, f"{name} (uid {uid[:8]}) on {node} removed at t={t:.1f} "
+                      f"{why}, with no confirmed fence of {node}")
+            for uid, (t, name, node, why) in sorted(suspects.items(), key=lambda kv: kv[1][0])
+            if not _fenced(obs, node, t)]
 
 
 def rwo_single_node(obs: Observations) -> list[Violation]:
@@ -217,7 +232,7 @@ CHECKERS: list[Checker] = [
             killed_within_grace),
     Checker("force-delete-needs-fence", "S4", "a running pod removed without a confirmed fence of its node",
             force_delete_needs_fence, needs=FENCING,
-            skip_reason="no fencing controller yet (no NodeFence API); removed-only-when-dead covers the case"),
+            skip_reason="the cluster serves no NodeFences; removed-only-when-dead covers the case"),
     Checker("rwo-single-node", "S5", "one ReadWriteOnce volume mounted on two nodes",
             rwo_single_node, needs=STORAGE,
             skip_reason="the cluster serves no VolumeAttachments"),
@@ -225,10 +240,10 @@ CHECKERS: list[Checker] = [
 
 
 # Capabilities whose observations the observer collects: Observations.mounts for STORAGE (procs.mounts,
-# from each workload process's mountinfo). Not yet .fences for FENCING: the fencing work adds its
-# collector to observer.py and the name here. Until then its row is skipped even on a cluster that has
-# the API — an empty list of fences would otherwise look at nothing.
-COLLECTED: frozenset[str] = frozenset({STORAGE})
+# from each workload process's mountinfo); .fences (Observer.list_fences) and .removals
+# (Observer.watch_removals) for FENCING. A capability's row runs only when it is listed here: an empty
+# list of observations nobody collected would otherwise look at nothing.
+COLLECTED: frozenset[str] = frozenset({STORAGE, FENCING})
 
 
 def run_checkers(obs: Observations, capabilities: set[str],

@@ -131,11 +131,13 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
     cluster = Cluster(workdir, run_id, clock=clock)
     tasks: list[asyncio.Task[None]] = []
     client: ApiClient | None = None
+    observer: Observer | None = None
     try:
         await cluster.start()
         client = ApiClient.from_kubeconfig(cluster.kubeconfig)
         observer = Observer(client, run_id, cluster.clock)
-        tasks = [asyncio.create_task(c) for c in (observer.sample_procs(), observer.list_pods())]
+        tasks = [asyncio.create_task(c) for c in (observer.sample_procs(), observer.list_pods(),
+                                                  observer.list_fences(), observer.watch_removals())]
         for path, obj in workload.manifests(run_id, cluster.shared):
             await client.request("POST", path, obj)
         if not await _wait_healthy(observer, READY_TIMEOUT):
@@ -149,7 +151,7 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
         injections = [asyncio.create_task(_at(observer, f.at, _inject(cluster, client, f))) for f in shifted]
         await clock.sleep(max(0.0, offset + duration - observer.now()))
         await asyncio.gather(*injections)
-        tasks[-1].cancel()  # stop writing; what was acknowledged must survive
+        await observer.stop_writing(tasks.pop())  # what was acknowledged must survive
         cluster.heal()
         if not await _wait_healthy(observer, recovery_timeout):
             report.error = (f"{UNRECOVERED} within {recovery_timeout:.0f} s of the last fault "
@@ -164,6 +166,8 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
         report.acked_writes = len(observer.obs.acked_writes)
         return report
     finally:
+        if observer is not None:
+            observer.stopped.set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
