@@ -149,34 +149,27 @@ def test_removed_only_when_dead(name: str, obs: Observations, want: int) -> None
     _run(invariants.removed_only_when_dead, obs, want)
 
 
+def removal(t: float = 4.0, node: str = "node-a", running: bool = True) -> Removal:
+    return Removal(t, "u1", "db-0", node, 0, running)
+
+
 FENCE: list[Case] = [
-    ("running pod removed, no fence", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")]), 1),
-    ("running pod removed after a confirmed fence of its node", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")], fences=[Fence(1.5, "node-a")]), 0),
-    ("a fence of another node does not count", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")], fences=[Fence(1.5, "node-b")]), 1),
-    ("a fence confirmed only after the removal does not count", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")], fences=[Fence(2.5, "node-a")]), 1),
-    ("pod whose processes died long before its removal (the agent's normal delete)", Observations(
-        pods=[pod(5, "u1")], pod_list_times=[5, 6], procs=[proc(1, "db-0", "u1")]), 0),
-    ("a fence cleared before the removal does not count", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 3], procs=[proc(2.9, "db-0", "u1")],
-        fences=[Fence(0.5, "node-a", cleared=1.0)]), 1),
-    ("a fence cleared after the removal still covers it", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")],
-        fences=[Fence(0.5, "node-a", cleared=9.0)]), 0),
-    ("force deleted while the API showed it running, processes never seen", Observations(
-        removals=[Removal(4.0, "u1", "db-0", "node-a", 0, running=True)]), 1),
-    ("force deleted while shown running, after a confirmed fence", Observations(
-        removals=[Removal(4.0, "u1", "db-0", "node-a", 0, running=True)], fences=[Fence(3.0, "node-a")]), 0),
+    ("force deleted while the API showed it running, no fence", Observations(removals=[removal()]), 1),
+    ("force deleted while shown running, after a confirmed fence of its node", Observations(
+        removals=[removal()], fences=[Fence(3.0, "node-a")]), 0),
+    ("a fence of another node does not count", Observations(removals=[removal()], fences=[Fence(3.0, "node-b")]), 1),
+    ("a fence confirmed only after the deletion does not count", Observations(
+        removals=[removal()], fences=[Fence(4.5, "node-a")]), 1),
+    ("a fence cleared before the deletion does not count", Observations(
+        removals=[removal()], fences=[Fence(1.0, "node-a", cleared=2.0)]), 1),
+    ("a fence cleared after the deletion still covers it", Observations(
+        removals=[removal()], fences=[Fence(1.0, "node-a", cleared=9.0)]), 0),
     ("the agent's delete after its terminal status is no force delete", Observations(
-        removals=[Removal(4.0, "u1", "db-0", "node-a", 0, running=False)]), 0),
-    ("a pod bound to no node runs nowhere", Observations(
-        removals=[Removal(4.0, "u1", "db-0", "", 0, running=True)]), 0),
-    ("both kinds of evidence for one pod are one violation", Observations(
+        removals=[removal(running=False)]), 0),
+    ("a pod bound to no node runs nowhere", Observations(removals=[removal(node="")]), 0),
+    ("processes seen just before a removal are not evidence (every prompt agent delete looks so)", Observations(
         pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")],
-        removals=[Removal(1.6, "u1", "db-0", "node-a", 0, running=True)]), 1),
+        removals=[removal(1.95, running=False)]), 0),
 ]
 
 

@@ -144,7 +144,7 @@ def killed_within_grace(obs: Observations) -> list[Violation]:
     return out
 
 
-def _removed_at(obs: Observations) -> dict[str, tuple[float, str, str]]:
+def removed_at(obs: Observations) -> dict[str, tuple[float, str, str]]:
     """uid -> (the first successful pod list after its last appearance that no longer had it, name, node)."""
     last_seen: dict[str, tuple[float, str, str]] = {}
     for s in obs.pods:
@@ -162,7 +162,7 @@ def _removed_at(obs: Observations) -> dict[str, tuple[float, str, str]]:
 def removed_only_when_dead(obs: Observations) -> list[Violation]:
     """S1/S2: a pod object is gone only after its processes are confirmed dead — no process of a pod is
     alive after its object was listed as gone."""
-    removed = _removed_at(obs)
+    removed = removed_at(obs)
     out, reported = [], set()
     for p in sorted(obs.procs, key=lambda p: p.t):
         gone = removed.get(p.pod_uid)
@@ -181,28 +181,19 @@ def _fenced(obs: Observations, node: str, t: float) -> bool:
 
 
 def force_delete_needs_fence(obs: Observations) -> list[Violation]:
-    """S4: a pod that may still be running is removed from the API only after a confirmed fence of its node.
+    """S4: no pod object is removed unconfirmed — its processes confirmed dead by its agent or its node
+    confirmed fenced. The evidence is the pod's final state (its DELETED watch event): still reporting a
+    container running, with no terminal phase, is a force delete nobody confirmed (the agent writes the
+    terminal status before its own grace-0 DELETE; PodGC sets the phase Failed before its own). A pod
+    bound to no node runs nowhere.
 
-    Two kinds of evidence that it may still run: its processes seen in /proc just before its removal
-    (whatever the API said), or a final state — the DELETED watch event's object — that still reports a
-    container running with no terminal phase, i.e. a force delete that no agent confirmed (the agent
-    writes the terminal status before its own grace-0 DELETE). A pod bound to no node runs nowhere."""
-    suspects: dict[str, tuple[float, str, str, str]] = {}  # uid -> (removed at, name, node, why)
-    last_alive: dict[str, float] = {}
-    for p in obs.procs:
-        last_alive[p.pod_uid] = max(last_alive.get(p.pod_uid, p.t), p.t)
-    for uid, (t, name, node) in _removed_at(obs).items():
-        if last_alive.get(uid, -1.0) + obs.sample_interval >= t - obs.sample_interval * 4:
-            suspects[uid] = (t, name, node, "while its processes ran")
-    for r in obs.removals:
-        if r.running and r.node:
-            earlier = suspects.get(r.uid)
-            why = f"with grace {r.grace} while the API still showed it running"
-            suspects[r.uid] = (r.t, r.name, r.node, why) if earlier is None or r.t <= earlier[0] else earlier
-    return [Violation("force-delete-needs-fence", t, f"{name} (uid {uid[:8]}) on {node} removed at t={t:.1f} "
-                      f"{why}, with no confirmed fence of {node}")
-            for uid, (t, name, node, why) in sorted(suspects.items(), key=lambda kv: kv[1][0])
-            if not _fenced(obs, node, t)]
+    The process table is not used here: a process seen just before a removal is what every prompt
+    agent-confirmed removal looks like too (the first version of this check reported those), and one
+    alive after its removal is `removed-only-when-dead`'s finding, fenced or not."""
+    return [Violation("force-delete-needs-fence", r.t, f"{r.name} (uid {r.uid[:8]}) on {r.node} deleted (grace "
+                      f"{r.grace}) at t={r.t:.1f} while the API still showed it running, with no confirmed "
+                      f"fence of {r.node}")
+            for r in sorted(obs.removals, key=lambda r: r.t) if r.running and r.node and not _fenced(obs, r.node, r.t)]
 
 
 def rwo_single_node(obs: Observations) -> list[Violation]:

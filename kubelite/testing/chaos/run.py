@@ -15,7 +15,7 @@ from kubelite.client.http import ApiClient
 from kubelite.clock import RealClock
 from kubelite.testing.chaos import workload
 from kubelite.testing.chaos.cluster import NODES, Cluster
-from kubelite.testing.chaos.invariants import STORAGE, Violation, run_checkers
+from kubelite.testing.chaos.invariants import FENCING, STORAGE, Violation, removed_at, run_checkers
 from kubelite.testing.chaos.observations import Window
 from kubelite.testing.chaos.observer import Observer
 from kubelite.testing.chaos.schedule import POD_DELETE, Fault, generate
@@ -185,6 +185,8 @@ def _missing_evidence(observer: Observer, capabilities: set[str]) -> str:
         ("acknowledged writes", obs.acked_writes), ("pod lists", obs.pod_list_times)]
     if STORAGE in capabilities:
         needed.append(("volume mounts", obs.mounts))
+    if FENCING in capabilities and removed_at(obs):  # the pod lists saw removals: the watch must have too
+        needed.append(("pod deletions on the watch", obs.removals))
     missing = [what for what, seen in needed if not seen]
     return f"no {', no '.join(missing)} observed" if missing else ""
 
