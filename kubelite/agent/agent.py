@@ -72,7 +72,8 @@ class Agent:
         self.capacity = host_capacity(data_dir, config.max_pods)
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
                                  lambda: self.eviction.conditions(), self.fence_gate,
-                                 client.close_connections if isinstance(client, ApiClient) else None)
+                                 client.close_connections if isinstance(client, ApiClient) else None,
+                                 lambda node: self.claim_volumes.reclaim(node))
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
