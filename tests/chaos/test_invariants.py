@@ -124,6 +124,13 @@ KILLED: list[Case] = [
         pods=[pod(1, "u1", 6, 5)], procs=[proc(12, "db-0", "u1")], faults=[Window(2, 4, "server_kill", "server")]), 0),
     ("another node's fault does not excuse it", Observations(
         pods=[pod(1, "u1", 6, 5)], procs=[proc(12, "db-0", "u1")], faults=[Window(0, 20, "drop", "node-b")]), 1),
+    ("deleted just after a half-open link healed: the agent's old connections stay dead until a heartbeat "
+     "notices", Observations(pods=[pod(1, "u1", 6, 5)], procs=[proc(12, "db-0", "u1")],
+                             faults=[Window(-3, 0, "half_open", "node-a")]), 0),
+    ("deleted just after a cut healed: the agent reconnected at once", Observations(
+        pods=[pod(1, "u1", 6, 5)], procs=[proc(12, "db-0", "u1")], faults=[Window(-3, 0, "cut", "node-a")]), 1),
+    ("a half-open link long healed does not excuse it", Observations(
+        pods=[pod(30, "u1", 35, 5)], procs=[proc(41, "db-0", "u1")], faults=[Window(-3, 0, "half_open", "node-a")]), 1),
 ]
 
 
