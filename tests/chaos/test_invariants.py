@@ -217,3 +217,4 @@ def test_every_checker_has_a_table() -> None:
     tested = {"at-most-once-processes", "at-most-once-files", "acknowledged-writes-kept", "grace-never-lengthened",
               "killed-within-grace", "removed-only-when-dead", "force-delete-needs-fence", "rwo-single-node"}
     assert {c.name for c in CHECKERS} == tested
+

@@ -14,7 +14,7 @@ from typing import Any
 from kubelite.client.http import ApiClient
 from kubelite.clock import RealClock
 from kubelite.testing.chaos import workload
-from kubelite.testing.chaos.cluster import NODES, Cluster
+from kubelite.testing.chaos.cluster import NODE_MONITOR_GRACE, NODES, Cluster
 from kubelite.testing.chaos.invariants import FENCING, STORAGE, Violation, removed_at, run_checkers
 from kubelite.testing.chaos.observations import Fence, Window
 from kubelite.testing.chaos.observer import Observer
@@ -47,7 +47,7 @@ class RunReport:
     error: str = ""
     offset: float = 0.0  # when the schedule started, on the observations' clock (the workload's start)
     fences: int = 0  # confirmed fences (with --fencing)
-    replacements: list[float] = field(default_factory=list)  # fault start -> healthy again, per fenced node fault
+    replacements: list[float] = field(default_factory=list)  # per fence: its fault's start -> healthy again
 
     @property
     def ok(self) -> bool:
@@ -119,15 +119,16 @@ def recovery_times(faults: list[Fault], health: list[tuple[float, bool]]) -> lis
 
 
 def replacement_times(faults: list[Fault], fences: list[Fence], health: list[tuple[float, bool]]) -> list[float]:
-    """Per fault on a node that got a confirmed fence while the fault lasted (a partition, a killed or stopped
-    agent): from the fault's start to the first healthy look after the fence — the node's pods replaced
-    elsewhere (S4's "partition -> replacement running")."""
+    """Per confirmed fence, from the start of the fault that cut its node off — the last one on that node
+    to start at least the node monitor grace before the fence (a node is declared lost no sooner) — to the
+    first healthy look after the fence: S4's "partition -> replacement running"."""
     out = []
-    for f in faults:
-        fence = next((x for x in fences if x.node == f.target and f.at <= x.t <= f.end), None)
-        healed = None if fence is None else next((t for t, ok in health if ok and t >= fence.t), None)
-        if healed is not None:
-            out.append(round(healed - f.at, 2))
+    for fence in fences:
+        cause = max((f for f in faults if f.target == fence.node and f.at <= fence.t - NODE_MONITOR_GRACE),
+                    key=lambda f: f.at, default=None)
+        healed = next((t for t, ok in health if ok and t >= fence.t), None)
+        if cause is not None and healed is not None:
+            out.append(round(healed - cause.at, 2))
     return out
 
 
