@@ -97,7 +97,7 @@ class Observations:
     final_writes: set[str] | None = None  # the names readable after recovery (None: never read)
     mounts: list[MountSample] = field(default_factory=list)
     fences: list[Fence] = field(default_factory=list)
-    removals: list[Removal] = field(default_factory=list)  # only those a watch saw (none missed in a gap)
+    removals: list[Removal] = field(default_factory=list)  # as the pod watch saw them (a 410 relist loses some)
     faults: list[Window] = field(default_factory=list)
     sample_interval: float = 0.25
     pod_list_interval: float = 0.5

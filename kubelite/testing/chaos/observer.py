@@ -132,7 +132,7 @@ class Observer:
     async def _watch_pods(self) -> None:
         """Record every pod deletion's final state. The watch resumes where it broke (the server restarted),
         so no deletion is missed unless the version is too old (410: listed afresh, deletions in between
-        lost — the /proc evidence still covers them)."""
+        lost — removed-only-when-dead still sees any process that outlived its pod object)."""
         if not self._pods_version:
             self._pods_version = (await self._call("GET", PODS))["metadata"]["resourceVersion"]
         try:
