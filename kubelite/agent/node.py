@@ -55,7 +55,8 @@ class NodeReporter:
                  port: Callable[[], int], pressure: Callable[[], list[Obj]] | None = None,
                  gate: FenceGate | None = None,
                  close_connections: Callable[[], Awaitable[None]] | None = None,
-                 reclaim: Callable[[Obj], Awaitable[None]] | None = None) -> None:
+                 reclaim: Callable[[Obj], Awaitable[None]] | None = None,
+                 reconnected: Callable[[], None] = lambda: None) -> None:
         self.client = client
         self.clock = clock
         self.name = name
@@ -69,6 +70,7 @@ class NodeReporter:
         self.renew_interval = min(RENEW_INTERVAL, self.gate.after / 4) if self.gate.after else RENEW_INTERVAL
         self._close_connections = close_connections  # the client's, when it has connections to close
         self.reclaim = reclaim  # local-path volumes' reclaim (ClaimVolumes.reclaim), given each Node read
+        self.reconnected = reconnected  # told when a heartbeat goes through after failing (informers retry now)
         self._node: Obj | None = None  # the Node as last read
 
     def node_object(self) -> Obj:
@@ -136,6 +138,8 @@ class NodeReporter:
                     reported = self.clock.now()
                     await self.post_status()
                 await self.renew_lease()
+                if retry != RETRY_DELAY:  # the first heartbeat through after failures
+                    self.reconnected()
                 retry = RETRY_DELAY
                 await self._reclaim()
             except asyncio.CancelledError:
