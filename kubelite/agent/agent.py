@@ -73,7 +73,8 @@ class Agent:
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
                                  lambda: self.eviction.conditions(), self.fence_gate,
                                  client.close_connections if isinstance(client, ApiClient) else None,
-                                 config.node_lease_duration)
+                                 config.node_lease_duration, lambda node: self.claim_volumes.reclaim(node),
+                                 self._retry_informers)
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
@@ -286,6 +287,12 @@ class Agent:
             await self.objects.close()
             if endpoint is not None:
                 await endpoint.stop()
+
+    def _retry_informers(self) -> None:
+        """The heartbeat went through again: the pod and service watches reconnect now, not when their
+        back-off (up to 30 s after a long outage) runs out — a pod deleted meanwhile is stopped at once."""
+        for informer in (self.services, self.pods):
+            informer.retry_now()
 
     async def _pods_after_services(self) -> None:
         """Pods start only once the Services are listed, so their service links are complete (as kubelet)."""

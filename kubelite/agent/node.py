@@ -55,7 +55,9 @@ class NodeReporter:
                  port: Callable[[], int], pressure: Callable[[], list[Obj]] | None = None,
                  gate: FenceGate | None = None,
                  close_connections: Callable[[], Awaitable[None]] | None = None,
-                 lease_seconds: int = LEASE_SECONDS) -> None:
+                 lease_seconds: int = LEASE_SECONDS,
+                 reclaim: Callable[[Obj], Awaitable[None]] | None = None,
+                 reconnected: Callable[[], None] = lambda: None) -> None:
         self.client = client
         self.clock = clock
         self.name = name
@@ -70,6 +72,9 @@ class NodeReporter:
         # a self-fencing node renews at least 4 times per D, so one slow renewal does not trip it
         self.renew_interval = min(renew, self.gate.after / 4) if self.gate.after else renew
         self._close_connections = close_connections  # the client's, when it has connections to close
+        self.reclaim = reclaim  # local-path volumes' reclaim (ClaimVolumes.reclaim), given each Node read
+        self.reconnected = reconnected  # told when a heartbeat goes through after failing (informers retry now)
+        self._node: Obj | None = None  # the Node as last read
 
     def node_object(self) -> Obj:
         now = rfc3339(self.clock.now())
@@ -138,7 +143,10 @@ class NodeReporter:
                     reported = self.clock.now()
                     await self.post_status()
                 await self.renew_lease()
+                if retry != RETRY_DELAY:  # the first heartbeat through after failures
+                    self.reconnected()
                 retry = RETRY_DELAY
+                await self._reclaim()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -173,9 +181,21 @@ class NodeReporter:
         except ApiError:
             return False  # the Lease renewal below still goes ahead
         self.gate.node_seen(node, phase, asked)
+        self._node = node
         ready: Obj = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
                           {})
         return ready.get("status") != "True"
+
+    async def _reclaim(self) -> None:
+        """Volume reclaims asked of this node, after the Lease renewal (which they must never delay or fail)."""
+        node, self._node = self._node, None
+        if self.reclaim is None or node is None:
+            return
+        try:
+            await timed(self.clock, self.reclaim(node))
+        except Exception as exc:
+            log.warning("reclaiming local-path volumes failed (%s: %s); trying again with the next heartbeat",
+                        type(exc).__name__, exc)
 
     async def fence_phase(self) -> str | None:
         """The phase of this node's NodeFence (kubelite.io/v1alpha1), None when there is none."""

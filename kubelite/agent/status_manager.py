@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,11 +59,16 @@ class _PodStatus:
         return self.version > self.acked or (self.delete and not self.deleted)
 
 
-def summary(status: Obj) -> tuple[Any, ...]:
-    """What must match between the cached and the API status (fields the server may add are left out)."""
+def summary(status: Obj, conditions: Iterable[str] = ()) -> tuple[Any, ...]:
+    """What must match between the cached and the API status (fields the server may add are left out),
+    including the status of each condition type in `conditions` — those the agent sets, as kubelet's
+    isPodStatusByKubeletEqual compares its own: the node lifecycle controller sets Ready=False on the pods
+    of a node it lost (MarkPodsNotReady), and the agent, back, must put its own word back (in a chaos
+    run the pods stayed not Ready for good after every node had been cut off, seed 3)."""
     containers = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
-    return status.get("phase"), tuple((c.get("name"), c.get("restartCount"), tuple(c.get("state") or {}))
-                                      for c in containers)
+    shown = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    return (status.get("phase"), tuple((c.get("name"), c.get("restartCount"), tuple(c.get("state") or {}))
+                                       for c in containers), tuple(shown.get(kind) for kind in conditions))
 
 
 class StatusManager:
@@ -148,7 +153,8 @@ class StatusManager:
             pod = self.lookup(entry.namespace, entry.name)
             if pod is None or pod["metadata"].get("uid") != entry.uid:
                 continue
-            if summary(pod.get("status") or {}) != summary(entry.status):
+            own = [c.get("type") for c in entry.status.get("conditions") or []]
+            if summary(pod.get("status") or {}, own) != summary(entry.status, own):
                 log.info("pod %s/%s: the API does not show the acknowledged status; sending it again",
                          entry.namespace, entry.name)
                 entry.acked = 0

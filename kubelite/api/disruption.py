@@ -60,6 +60,17 @@ def compute(pdb: Obj, pods: list[Obj]) -> Budget:
     return budget(pdb, members(pdb, pods))
 
 
+def current(pdb: Obj, pods: list[Obj]) -> Budget:
+    """The budget as the eviction API reads it: the disruption controller's status when it is current
+    (it also counts the evictions spent since), else computed from `pods` (the namespace's) now."""
+    status = pdb.get("status") or {}
+    if status.get("observedGeneration") is not None and \
+            status["observedGeneration"] >= pdb["metadata"].get("generation", 1):
+        return Budget(status.get("expectedPods", 0), status.get("currentHealthy", 0),
+                      status.get("desiredHealthy", 0), status.get("disruptionsAllowed", 0))
+    return compute(pdb, pods)
+
+
 def budget(pdb: Obj, expected_pods: Mapping[str, bool]) -> Budget:
     """The budget over its expected pods (name → ready); pods already in `status.disruptedPods`
     (evicted, not yet gone) do not count as healthy."""

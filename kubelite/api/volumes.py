@@ -186,3 +186,27 @@ def claim_names(pod: Obj) -> list[str]:
     """The claims a pod's volumes name (persistentVolumeClaim sources), in volume order."""
     return [vol["persistentVolumeClaim"]["claimName"] for vol in (pod.get("spec") or {}).get("volumes") or []
             if (vol.get("persistentVolumeClaim") or {}).get("claimName")]
+
+
+# Reclaim policy Delete of a kubelite.io/local-path volume: only the node's agent reaches its directory, so
+# the provisioner asks through the Node (its own rights already cover it: no new API and no new agent
+# permission) and the agent answers there. Each annotation holds PV names separated by spaces.
+ANN_LOCAL_PATH_DELETE = "kubelite.io/local-path-delete"  # set by the provisioner: directories to delete
+ANN_LOCAL_PATH_DELETED = "kubelite.io/local-path-deleted"  # set by the agent: those deleted (or never made)
+
+
+def annotation_names(obj: Obj | None, key: str) -> list[str]:
+    """The PV names listed in annotation `key` of `obj`, in order, without duplicates."""
+    value = ((obj or {}).get("metadata", {}).get("annotations") or {}).get(key) or ""
+    return list(dict.fromkeys(value.split()))
+
+
+def pinned_node(pv: Obj) -> str | None:
+    """The one node a local-path volume's node affinity names (as the provisioner writes it), if any."""
+    for term in ((((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {})
+                 .get("nodeSelectorTerms") or []):
+        for expr in term.get("matchExpressions") or []:
+            values = expr.get("values") or []
+            if expr.get("key") == HOSTNAME_LABEL and expr.get("operator") == "In" and len(values) == 1:
+                return str(values[0])
+    return None

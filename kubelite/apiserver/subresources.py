@@ -75,17 +75,6 @@ async def bind(registry: Registry, namespace: str, binding: Obj, dry_run: bool) 
     await registry.guaranteed_update(PODS, namespace, name, assign, dry_run)
 
 
-def _budget(pdb: Obj, pods: list[Obj]) -> disruption.Budget:
-    """The disruption controller's status when it is current, else computed from the pods now."""
-    status = pdb.get("status") or {}
-    written = status.get("observedGeneration") is not None and \
-        status["observedGeneration"] >= pdb["metadata"].get("generation", 1)
-    if written:
-        return disruption.Budget(status.get("expectedPods", 0), status.get("currentHealthy", 0),
-                                 status.get("desiredHealthy", 0), status.get("disruptionsAllowed", 0))
-    return disruption.compute(pdb, pods)
-
-
 async def evict(registry: Registry, namespace: str, name: str, eviction: Obj, dry_run: bool) -> Obj:
     pod = registry.current(PODS, namespace, name)
     options: dict[str, Any] = dict(eviction.get("deleteOptions") or {})
@@ -119,7 +108,7 @@ async def _take_disruption(registry: Registry, pdb: Obj, pod: Obj, dry_run: bool
     policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy", "IfHealthyBudget")
 
     def spend(p: Obj) -> Obj:
-        b = _budget(p, pods)
+        b = disruption.current(p, pods)
         if not disruption.pod_is_ready(pod) and (policy == "AlwaysAllow" or b.current_healthy >= b.desired_healthy):
             return p  # an unready pod may go without spending the budget
         if b.disruptions_allowed <= 0:

@@ -3,6 +3,8 @@
 Each pass (every `period` seconds) it
 1. picks candidates (fencing_policy): unreachable longer than `delay`, in a pool, holding
    StatefulSet or ReadWriteOnce pods; highest pod priority first; at most `maxConcurrent` at once;
+   none whose fence would take PodDisruptionBudget-healthy pods beyond what the budgets allow
+   (event FenceHeldByDisruptionBudget once per hold; the pass after the budget allows it, it goes);
 2. fences each in a task: a NodeFence (kubelite.io/v1alpha1, named after the node) records the
    phase, attempts, agent and message; the pool's agents are tried in order until one confirms;
    a round with no confirmation is Failed and retried with doubling back-off; a node that comes
@@ -26,10 +28,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from kubelite.api import disruption
 from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
-from kubelite.client.informer import Handlers, Informer
+from kubelite.client.informer import NAMESPACE_INDEX, NODE_NAME_INDEX, Handlers, by_node_name
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import fencing_policy as policy
@@ -37,13 +40,14 @@ from kubelite.controllers import taints as tt
 from kubelite.controllers.attachdetach import FENCED_CONDITION
 from kubelite.controllers.fencing_agents import Outcome, Target, node_address
 from kubelite.controllers.fencing_config import FencingConfig, build_agent, load
+from kubelite.controllers.informers import shared_informer
+from kubelite.controllers.runner import run_synced
 
 log = logging.getLogger("kubelite.controllers.fencing")
 
 Obj = dict[str, Any]
 GROUP_VERSION = "kubelite.io/v1alpha1"
 COMPONENT = "fencing-controller"
-NODE_INDEX = "node"
 # Kept on a fenced node until the fence is cleared: the scheduler places nothing there meanwhile (its agent
 # would refuse it: NodeFenced), though the node lifecycle controller lifts its own taints once it is Ready.
 FENCED_TAINT: Obj = {"key": "kubelite.io/fenced", "effect": "NoSchedule"}
@@ -59,17 +63,19 @@ class FencingController:
         self.clock = clock
         self.config = config or FencingConfig()  # no pools: nothing is ever fenced (seed 002's safe default)
         self.events = EventSink(client, clock)
-        self.nodes = Informer(client, "/api/v1/nodes", clock)
-        self.pods = Informer(client, "/api/v1/pods", clock)
-        self.pods.add_index(NODE_INDEX, lambda p: [(p.get("spec") or {}).get("nodeName") or ""])
-        self.claims = Informer(client, "/api/v1/persistentvolumeclaims", clock)
-        self.fences = Informer(client, fences_path(), clock)
-        self.leases = Informer(client, resource_path("leases", "kube-node-lease",
-                                                     group_version="coordination.k8s.io/v1"), clock,
-                               Handlers(self._lease_seen, lambda _, n: self._lease_seen(n)))
-        self.informers = (self.nodes, self.pods, self.claims, self.fences, self.leases)
+        self.nodes = shared_informer(client, clock, "/api/v1/nodes")
+        self.pods = shared_informer(client, clock, "/api/v1/pods")
+        self.pods.add_index(NODE_NAME_INDEX, by_node_name)
+        self.claims = shared_informer(client, clock, "/api/v1/persistentvolumeclaims")
+        self.pdbs = shared_informer(client, clock, resource_path("poddisruptionbudgets", group_version="policy/v1"))
+        self.fences = shared_informer(client, clock, fences_path())
+        self.leases = shared_informer(client, clock, resource_path("leases", "kube-node-lease",
+                                                                   group_version="coordination.k8s.io/v1"),
+                                      Handlers(self._lease_seen, lambda _, n: self._lease_seen(n)))
+        self.informers = (self.nodes, self.pods, self.claims, self.pdbs, self.fences, self.leases)
         self.renewals: dict[str, tuple[str, float]] = {}  # node -> (renewTime, monotonic when first seen)
         self.running: dict[str, asyncio.Task[None]] = {}
+        self.held: dict[str, str] = {}  # node -> why a budget holds its fence (evented once per reason)
 
     def _lease_seen(self, lease: Obj) -> None:
         """The `self` agent's clock: when this controller saw each node's Lease renewTime change."""
@@ -82,13 +88,7 @@ class FencingController:
         return seen[1] if seen else None
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as tasks:
-            for informer in self.informers:
-                tasks.create_task(informer.run())
-            tasks.create_task(self.events.run())
-            for informer in self.informers:
-                await informer.synced.wait()
-            tasks.create_task(self._loop())
+        await run_synced(self.informers, (self._loop,), alongside=(self.events.run,))
 
     async def _loop(self) -> None:
         try:
@@ -116,14 +116,32 @@ class FencingController:
         free = self.config.max_concurrent - len(self.running)
         if free <= 0:
             return
+        pods_on = functools.partial(self.pods.by_index, NODE_NAME_INDEX)
         chosen = policy.candidates(
-            self.nodes.store.values(), lambda n: self.pods.by_index(NODE_INDEX, n), self.claims.get,
+            self.nodes.store.values(), pods_on, self.claims.get,
             lambda n: self.config.pool_for(n["metadata"].get("labels")) is not None, self.clock.now(),
-            self.config.delay)
-        for candidate in [c for c in chosen if c.node not in self.running and
-                          (fences.get(c.node) or {}).get("status", {}).get("phase") != "Succeeded"][:free]:
+            self.config.delay, self.budgets_of)
+        admitted, held = policy.within_budgets(
+            [c for c in chosen if c.node not in self.running and
+             (fences.get(c.node) or {}).get("status", {}).get("phase") != "Succeeded"],
+            self.running, pods_on, self.budgets_of, free)
+        for h in held:
+            if self.held.get(h.node) != h.reason and (held_node := self.nodes.get("", h.node)) is not None:
+                log.info("fence of node %s held: %s", h.node, h.reason)
+                self._event(held_node, "FenceHeldByDisruptionBudget", f"Not fencing node {h.node} yet: {h.reason}")
+        self.held = {h.node: h.reason for h in held}
+        for candidate in admitted:
             self.running[candidate.node] = asyncio.create_task(self.fence(candidate.node),
                                                                name=f"fence {candidate.node}")
+
+    def budgets_of(self, pod: Obj) -> list[tuple[str, disruption.Budget]]:
+        """The PodDisruptionBudgets that count `pod`, each with its budget as the eviction API reads it."""
+        ns = pod["metadata"].get("namespace", "")
+        pdbs = [b for b in self.pdbs.by_index(NAMESPACE_INDEX, ns) if disruption.counts(b, pod)]
+        if not pdbs:
+            return []
+        pods = self.pods.by_index(NAMESPACE_INDEX, ns)
+        return [(f"{ns}/{b['metadata']['name']}", disruption.current(b, pods)) for b in pdbs]
 
     # --- one fence ------------------------------------------------------------------------------------
 
@@ -229,7 +247,7 @@ class FencingController:
             await self._set_condition(name, str((fence.get("status") or {}).get("message") or "fenced"))
         if not tt.taint_exists(tt.taints_of(node), FENCED_TAINT):
             await tt.swap_node_taints(self.client, node, [FENCED_TAINT], [], self.clock.now())
-        for pod in self.pods.by_index(NODE_INDEX, name):
+        for pod in self.pods.by_index(NODE_NAME_INDEX, name):
             meta = pod["metadata"]
             try:
                 await self.client.delete(resource_path("pods", meta["namespace"], meta["name"]),

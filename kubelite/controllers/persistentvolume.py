@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kubelite.api.errors import ApiError
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
 from kubelite.client.informer import Handlers, Key, key_of
@@ -60,14 +59,6 @@ class ApiWorld:
     async def update_volume_status(self, pv: Obj) -> Obj:
         return await self._put(resource_path("persistentvolumes", name=pv["metadata"]["name"], subresource="status"),
                                pv, self.ctl.volumes)
-
-    async def delete_volume(self, pv: Obj) -> None:
-        try:
-            await self.client.delete(resource_path("persistentvolumes", name=pv["metadata"]["name"]),
-                                     {"preconditions": {"uid": pv["metadata"]["uid"]}})
-        except ApiError as exc:
-            if exc.code != 404:
-                raise
 
     async def update_claim(self, claim: Obj) -> Obj:
         ns, name = key_of(claim)

@@ -7,9 +7,10 @@ makes it fail (409) and the key is synced again from fresh state, as upstream.
 
 Phases: a volume is Available (no claim), Bound, Released (its claim is gone) or Failed (its
 reclaim policy could not be carried out); a claim is Pending, Bound or Lost. Reclaim: Retain
-keeps a Released volume; Delete removes a dynamically provisioned one (the backing directory is
-left to its node; see README "Storage"); Recycle is refused (Failed), as upstream without a
-recycler plugin.
+keeps a Released volume; Delete of a dynamically provisioned one is its provisioner's (as upstream
+leaves an external provisioner's volumes to it: kubelite's own deletes the directory, then the PV —
+provisioner.py); Delete of any other volume and Recycle are refused (Failed), as upstream without a
+deleter or recycler plugin.
 """
 
 from __future__ import annotations
@@ -46,8 +47,6 @@ class VolumeWorld(Protocol):
     async def update_volume(self, pv: Obj) -> Obj: ...
 
     async def update_volume_status(self, pv: Obj) -> Obj: ...
-
-    async def delete_volume(self, pv: Obj) -> None: ...
 
     async def update_claim(self, claim: Obj) -> Obj: ...
 
@@ -275,9 +274,7 @@ class Binder:
         if policy == "Retain":
             return
         if policy == "Delete" and _has_ann(pv, vu.ANN_DYNAMICALLY_PROVISIONED):
-            if not pv["metadata"].get("deletionTimestamp"):
-                await self.world.delete_volume(pv)
-            return
+            return  # an external provisioner's volume (kubelite's own included): it deletes the storage, then the PV
         if (pv.get("status") or {}).get("phase") == "Failed":
             return
         reason, message = ("VolumeFailedDelete", "error getting deleter volume plugin for volume "

@@ -16,6 +16,7 @@ from kubelite.testing.chaos.observations import (
     Observations,
     PodSample,
     ProcSample,
+    Removal,
     Window,
 )
 
@@ -123,6 +124,13 @@ KILLED: list[Case] = [
         pods=[pod(1, "u1", 6, 5)], procs=[proc(12, "db-0", "u1")], faults=[Window(2, 4, "server_kill", "server")]), 0),
     ("another node's fault does not excuse it", Observations(
         pods=[pod(1, "u1", 6, 5)], procs=[proc(12, "db-0", "u1")], faults=[Window(0, 20, "drop", "node-b")]), 1),
+    ("deleted just after a half-open link healed: the agent's old connections stay dead until a heartbeat "
+     "notices", Observations(pods=[pod(1, "u1", 6, 5)], procs=[proc(12, "db-0", "u1")],
+                             faults=[Window(-3, 0, "half_open", "node-a")]), 0),
+    ("deleted just after a cut healed: the agent reconnected at once", Observations(
+        pods=[pod(1, "u1", 6, 5)], procs=[proc(12, "db-0", "u1")], faults=[Window(-3, 0, "cut", "node-a")]), 1),
+    ("a half-open link long healed does not excuse it", Observations(
+        pods=[pod(30, "u1", 35, 5)], procs=[proc(41, "db-0", "u1")], faults=[Window(-3, 0, "half_open", "node-a")]), 1),
 ]
 
 
@@ -148,17 +156,27 @@ def test_removed_only_when_dead(name: str, obs: Observations, want: int) -> None
     _run(invariants.removed_only_when_dead, obs, want)
 
 
+def removal(t: float = 4.0, node: str = "node-a", running: bool = True) -> Removal:
+    return Removal(t, "u1", "db-0", node, 0, running)
+
+
 FENCE: list[Case] = [
-    ("running pod removed, no fence", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")]), 1),
-    ("running pod removed after a confirmed fence of its node", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")], fences=[Fence(1.5, "node-a")]), 0),
-    ("a fence of another node does not count", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")], fences=[Fence(1.5, "node-b")]), 1),
-    ("a fence confirmed only after the removal does not count", Observations(
-        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")], fences=[Fence(2.5, "node-a")]), 1),
-    ("pod whose processes died long before its removal (the agent's normal delete)", Observations(
-        pods=[pod(5, "u1")], pod_list_times=[5, 6], procs=[proc(1, "db-0", "u1")]), 0),
+    ("force deleted while the API showed it running, no fence", Observations(removals=[removal()]), 1),
+    ("force deleted while shown running, after a confirmed fence of its node", Observations(
+        removals=[removal()], fences=[Fence(3.0, "node-a")]), 0),
+    ("a fence of another node does not count", Observations(removals=[removal()], fences=[Fence(3.0, "node-b")]), 1),
+    ("a fence confirmed only after the deletion does not count", Observations(
+        removals=[removal()], fences=[Fence(4.5, "node-a")]), 1),
+    ("a fence cleared before the deletion does not count", Observations(
+        removals=[removal()], fences=[Fence(1.0, "node-a", cleared=2.0)]), 1),
+    ("a fence cleared after the deletion still covers it", Observations(
+        removals=[removal()], fences=[Fence(1.0, "node-a", cleared=9.0)]), 0),
+    ("the agent's delete after its terminal status is no force delete", Observations(
+        removals=[removal(running=False)]), 0),
+    ("a pod bound to no node runs nowhere", Observations(removals=[removal(node="")]), 0),
+    ("processes seen just before a removal are not evidence (every prompt agent delete looks so)", Observations(
+        pods=[pod(1, "u1")], pod_list_times=[1, 2], procs=[proc(1.9, "db-0", "u1")],
+        removals=[removal(1.95, running=False)]), 0),
 ]
 
 
@@ -199,3 +217,4 @@ def test_every_checker_has_a_table() -> None:
     tested = {"at-most-once-processes", "at-most-once-files", "acknowledged-writes-kept", "grace-never-lengthened",
               "killed-within-grace", "removed-only-when-dead", "force-delete-needs-fence", "rwo-single-node"}
     assert {c.name for c in CHECKERS} == tested
+

@@ -167,3 +167,22 @@ async def test_back_off_grows_while_the_server_stays_away() -> None:
 
 def test_key_of_cluster_scoped() -> None:
     assert key_of({"metadata": {"name": "n1"}}) == ("", "n1")
+
+
+async def test_retry_now_ends_a_grown_back_off_at_once() -> None:
+    """After a long outage the back-off has grown (here 8 failures: 30 s and more); `retry_now` — the agent's
+    heartbeat is through again — lists at once instead of waiting it out."""
+    clock = FakeClock()
+    client = ScriptedClient([*[unavailable("refused")] * 8, listing(1)], [])
+    inf = informer(client, clock)
+    task = asyncio.create_task(inf.run())
+    while len(client.lists) > 1:  # all 8 failures consumed: now in the long back-off before the 9th list
+        await clock.advance(0.5)
+    failed_at = clock.monotonic()
+    await clock.advance(1.0)
+    assert not inf.synced.is_set()
+    inf.retry_now()
+    for _ in range(10):
+        await clock.advance(0)
+    task.cancel()
+    assert inf.synced.is_set() and clock.monotonic() - failed_at < 2.0

@@ -192,6 +192,30 @@ async def test_deleting_the_node_fence_clears_the_condition(cluster: Cluster) ->
         assert "FenceCleared" in {e["reason"] for e in await _events(c)}
 
 
+async def _set_ready(c: Cluster, pod: Obj, ready: bool) -> None:
+    await c.client.patch(f"{PODS}/{pod['metadata']['name']}/status", {"metadata": {"uid": pod["metadata"]["uid"]},
+                         "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}})
+
+
+async def test_a_budget_holds_a_fence_only_while_the_fence_would_take_pods_it_counts_healthy(cluster: Cluster) -> None:
+    """A NotReady node whose pod still reads Ready: fencing it would be a voluntary disruption, and its
+    PodDisruptionBudget (minAvailable 1 of 1) allows none — held, with an event. Once the pod is marked
+    NotReady (as the node lifecycle controller does) the outage has happened and the fence goes."""
+    c = cluster
+    await c.node("a", ready="False")
+    pod = await stateful_pod(c, "web-0", "a")
+    await _set_ready(c, pod, True)
+    await c.client.create("/apis/policy/v1/namespaces/default/poddisruptionbudgets", {
+        "metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {}}})
+    async with controller(c, config()):
+        await idle(c, DELAY + 10)
+        assert CALLS == [] and not await exists(c, f"{FENCES}/a"), "fenced through a budget allowing 0"
+        held = [e for e in await _events(c) if e["reason"] == "FenceHeldByDisruptionBudget"]
+        assert len(held) == 1 and "PodDisruptionBudget default/web allows 0" in held[0]["message"]
+        await _set_ready(c, pod, False)
+        await until(c, lambda: _gone(c, f"{PODS}/web-0"), "the fence once the pod was counted unhealthy")
+
+
 @pytest.mark.parametrize("name,exit_code,fenced", [
     ("a command exiting 0 confirms the fence", 0, True),
     ("a command exiting 1 is a failed attempt", 1, False),

@@ -1,4 +1,5 @@
-"""The fencing policy (which unreachable nodes to fence, in what order) as a table over plain objects."""
+"""The fencing policy (which unreachable nodes to fence, in what order, and which a PodDisruptionBudget holds)
+as tables over plain objects."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from kubelite.api.disruption import Budget
 from kubelite.clock import rfc3339
-from kubelite.controllers.fencing_policy import candidates
+from kubelite.controllers.fencing_policy import Candidate, candidates, within_budgets
 
 Obj = dict[str, Any]
 NOW = 1_700_000_000.0
@@ -24,13 +26,23 @@ def node(name: str, ready: str = "Unknown", unready_for: float = 60.0, pool: boo
 
 
 def pod(name: str, node: str, owner: str = "StatefulSet", claim: str = "", priority: int = 0,
-        phase: str = "Running") -> Obj:
-    meta: Obj = {"name": name, "namespace": "default"}
+        phase: str = "Running", ready: bool = False, app: str = "db") -> Obj:
+    """A pod; not Ready by default, as the node lifecycle controller leaves the pods of an unready node."""
+    meta: Obj = {"name": name, "namespace": "default", "labels": {"app": app}}
     if owner:
         meta["ownerReferences"] = [{"kind": owner, "name": "x", "controller": True}]
     volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}] if claim else []
     return {"metadata": meta, "spec": {"nodeName": node, "priority": priority, "volumes": volumes},
-            "status": {"phase": phase}}
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def budgets(**by_app: Budget) -> Any:
+    """budgets_of over one budget per app label (its key "default/<app>")."""
+    return lambda p: [(f"default/{a}", b) for a, b in by_app.items() if p["metadata"]["labels"]["app"] == a]
+
+
+def allowing(n: int, healthy: int = 3, desired: int = 2) -> Budget:
+    return Budget(3, healthy, desired, n)
 
 
 CLAIMS = {"rwo": {"spec": {"accessModes": ["ReadWriteOnce"]}},
@@ -61,12 +73,49 @@ CLAIMS = {"rwo": {"spec": {"accessModes": ["ReadWriteOnce"]}},
      [node("a", unready_for=40), node("b", unready_for=90)], [pod("p", "a"), pod("q", "b")], ["b", "a"]),
     ("a node's priority is its highest pod's", [node("a"), node("b")],
      [pod("p", "a", priority=5), pod("p2", "a", priority=500), pod("q", "b", priority=100)], ["a", "b"]),
+    ("at equal priority a node holding pods of a budget below its desired count goes first (it restores it)",
+     [node("a", unready_for=90), node("b", unready_for=40)], [pod("p", "a", app="web"), pod("q", "b", app="db")],
+     ["b", "a"]),
+    ("a breached budget does not outrank priority", [node("a"), node("b")],
+     [pod("p", "a", app="web", priority=100), pod("q", "b", app="db")], ["a", "b"]),
 ])
 def test_candidates(name: str, nodes: list[Obj], pods: list[Obj], want: list[str]) -> None:
     chosen = candidates(nodes, lambda n: [p for p in pods if p["spec"]["nodeName"] == n],
                         lambda ns, c: CLAIMS.get(c), lambda n: n["metadata"]["labels"].get("fence") == "yes",
-                        NOW, DELAY)
+                        NOW, DELAY, budgets(db=allowing(0, healthy=1), web=allowing(1)))
     assert [c.node for c in chosen] == want
+
+
+def cand(name: str) -> Candidate:
+    return Candidate(name, 0, NOW - 60)
+
+
+@pytest.mark.parametrize("name,chosen,running,pods,by_app,free,want,want_held", [
+    ("a budget at 0 allowed never holds a fence of pods it already counts unhealthy (the outage happened)",
+     ["a"], [], [pod("p", "a")], {"db": allowing(0, healthy=2, desired=3)}, 1, ["a"], []),
+    ("a fence that takes a healthy pod spends one allowed disruption", ["a"], [],
+     [pod("p", "a", ready=True)], {"db": allowing(1)}, 1, ["a"], []),
+    ("a fence that would take a healthy pod from a budget allowing 0 is held", ["a"], [],
+     [pod("p", "a", ready=True)], {"db": allowing(0, healthy=2)}, 1, [], ["a"]),
+    ("two fences may not spend one allowed disruption twice: the second waits", ["a", "b"], [],
+     [pod("p", "a", ready=True), pod("q", "b", ready=True)], {"db": allowing(1)}, 2, ["a"], ["b"]),
+    ("a running fence's healthy pods count against the budget", ["b"], ["a"],
+     [pod("p", "a", ready=True), pod("q", "b", ready=True)], {"db": allowing(1)}, 1, [], ["b"]),
+    ("a held candidate lets the next one go", ["a", "b"], [],
+     [pod("p", "a", ready=True), pod("q", "b", app="web")], {"db": allowing(0, healthy=2)}, 1, ["b"], ["a"]),
+    ("every pod on the node counts, not only those that need the fence", ["a"], [],
+     [pod("p", "a"), pod("w", "a", owner="ReplicaSet", app="web", ready=True)], {"web": allowing(0, healthy=2)}, 1,
+     [], ["a"]),
+    ("pods no budget selects never hold a fence", ["a"], [], [pod("p", "a", ready=True)], {}, 1, ["a"], []),
+    ("no more than the free slots", ["a", "b"], [], [pod("p", "a"), pod("q", "b")], {}, 1, ["a"], []),
+])
+def test_within_budgets(name: str, chosen: list[str], running: list[str], pods: list[Obj], by_app: dict[str, Budget],
+                        free: int, want: list[str], want_held: list[str]) -> None:
+    admitted, held = within_budgets([cand(n) for n in chosen], running,
+                                    lambda n: [p for p in pods if p["spec"]["nodeName"] == n], budgets(**by_app), free)
+    assert [c.node for c in admitted] == want
+    assert [h.node for h in held] == want_held
+    assert all("PodDisruptionBudget default/" in h.reason for h in held)
 
 
 @pytest.mark.parametrize("name,renewed_at,want_fenced,want_done_at", [

@@ -78,10 +78,6 @@ class World:
     async def update_volume_status(self, pv: Obj) -> Obj:
         return await self._write(self.pvs, pv)
 
-    async def delete_volume(self, pv: Obj) -> None:
-        self.changed = True
-        self.pvs.pop(pv["metadata"]["name"], None)
-
     async def update_claim(self, c: Obj) -> Obj:
         return await self._write(self.pvcs, c)
 
@@ -291,10 +287,12 @@ MULTI_SYNC_CASES = [
           volume("volume10-2-2", "1Gi")],
          [claim("claim10-2", "uid10-2", "1Gi", "volume10-2-1", "Bound", BBC, BC)],
          [claim("claim10-2", "uid10-2", "1Gi", "volume10-2-1", "Bound", BBC, BC)], [], "claim"),
-    Case("4-3 with Delete - a released dynamically provisioned volume is deleted",
-         [{**volume("pvc-1", "1Gi", "uid-gone", "gone", "Bound", "Delete")}], [], [], [], [], "volume"),
+    Case("4-3 with Delete - a released dynamically provisioned volume is left to its (external) provisioner",
+         [volume("pvc-1", "1Gi", "uid-gone", "gone", "Bound", "Delete")],
+         [volume("pvc-1", "1Gi", "uid-gone", "gone", "Released", "Delete")], [], [], [], "volume"),
 ]
-MULTI_SYNC_CASES[2].volumes[0]["metadata"]["annotations"][vu.ANN_DYNAMICALLY_PROVISIONED] = vu.LOCAL_PATH
+for _pv in (*MULTI_SYNC_CASES[2].volumes, *MULTI_SYNC_CASES[2].expected_volumes):
+    _pv["metadata"]["annotations"][vu.ANN_DYNAMICALLY_PROVISIONED] = vu.LOCAL_PATH
 
 
 def _world(case: Case) -> World:

@@ -1,6 +1,7 @@
 """The volume controllers together against a real API server (SQLite, in-process client, fake clock):
-binder + provisioner (dynamic provisioning, delayed binding), attach/detach (the attach lock: one node at a
-time, detach only after the old pod object is gone or its node fenced), pvc/pv-protection."""
+binder + provisioner (dynamic provisioning, delayed binding, reclaim policy Delete on real directories),
+attach/detach (the attach lock: one node at a time, detach only after the old pod object is gone or its node
+fenced), pvc/pv-protection."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from kubelite.agent.volumes.claims import LOCAL_PATH_DIR, ClaimVolumes
 from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.controllers.attachdetach import FENCED_CONDITION, AttachDetachController, node_fenced
 from kubelite.controllers.persistentvolume import PersistentVolumeController
-from kubelite.controllers.provisioner import ProvisionerController
+from kubelite.controllers.provisioner import ProvisionerController, shared_directory
 from kubelite.controllers.volume_protection import PVCProtectionController, PVProtectionController
 from kubelite.testing.builders import make_node, make_pod
 from tests.controllers.harness import Harness, running
@@ -200,7 +202,7 @@ async def test_a_pod_its_agent_reported_finished_no_longer_holds_the_volume(tmp_
 
 async def test_bound_volume_is_kept_until_released_then_retained_or_deleted(tmp_path: Path) -> None:
     """pv-protection holds a deleted volume while Bound; once its claim is gone it is Released and goes. A
-    Delete-policy provisioned volume is removed by the binder when its claim is deleted."""
+    Delete-policy provisioned volume is removed (by its provisioner) when its claim is deleted."""
     async with running(tmp_path, *CONTROLLERS) as h:
         await _setup(h)
         await h.client.create(PVS, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "static"},
@@ -227,3 +229,84 @@ async def test_bound_volume_is_kept_until_released_then_retained_or_deleted(tmp_
         pv_name = (await _bound_claim(h, "dyn"))["spec"]["volumeName"]
         await h.client.delete(f"{PVCS}/dyn")
         await h.until(lambda: gone(f"{PVS}/{pv_name}"), "the provisioned volume deleted (reclaim policy Delete)")
+
+
+async def _gone(h: Harness, path: str) -> bool:
+    return await _get(h, path) is None
+
+
+async def test_reclaim_delete_removes_a_shared_path_directory_then_the_volume(tmp_path: Path) -> None:
+    root = tmp_path / "shared"
+    async with running(tmp_path, *CONTROLLERS) as h:
+        await _setup(h)
+        await h.client.create(SCS, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                    "metadata": {"name": "here"}, "provisioner": vu.SHARED_PATH,
+                                    "parameters": {"path": str(root)}})
+        for name in ("dropped", "kept"):
+            await h.client.create(PVCS, claim(name, "here"))
+        dirs = {}
+        for name in ("dropped", "kept"):
+            pv = await _get(h, f"{PVS}/{(await _bound_claim(h, name))['spec']['volumeName']}")
+            assert pv is not None
+            dirs[name] = Path(pv["spec"]["csi"]["volumeAttributes"]["path"])
+            (dirs[name] / "sub").mkdir(parents=True)  # what the agent makes on first mount, and a pod writes
+            (dirs[name] / "sub" / "data").write_text(name)
+        pv_name = dirs["dropped"].name
+        await h.client.delete(f"{PVCS}/dropped")
+        await h.until(lambda: _gone(h, f"{PVS}/{pv_name}"), "the released volume deleted")
+        assert not dirs["dropped"].exists(), "the PV went but its directory stayed"
+        assert (dirs["kept"] / "sub" / "data").read_text() == "kept" and root.is_dir()
+
+
+@pytest.mark.parametrize("name,path,sc,want", [
+    ("a directory named after the volume under its class's root is ours", "/r/pvc-1", {"path": "/r"}, "/r/pvc-1"),
+    ("a path not named after the volume is left alone", "/r/etc", {"path": "/r"}, None),
+    ("a path outside the class's root is left alone", "/elsewhere/pvc-1", {"path": "/r"}, None),
+    ("the class gone: the name alone decides", "/elsewhere/pvc-1", None, "/elsewhere/pvc-1"),
+    ("no path at all is left alone", "", {"path": "/r"}, None),
+])
+def test_shared_directory_deletes_only_what_the_provisioner_made(name: str, path: str, sc: Obj | None,
+                                                                 want: str | None) -> None:
+    pv = {"metadata": {"name": "pvc-1"}, "spec": {"csi": {"volumeAttributes": {"path": path}}}}
+    cls = None if sc is None else {"metadata": {"name": "c"}, "provisioner": vu.SHARED_PATH, "parameters": sc}
+    got = shared_directory(pv, cls, Path("/default-root"))
+    assert (str(got) if isinstance(got, Path) else None) == want
+
+
+async def test_reclaim_delete_of_a_local_path_volume_goes_through_its_nodes_agent(tmp_path: Path) -> None:
+    """The provisioner asks node n2 (annotation), n2's agent (the real ClaimVolumes on a real data dir) deletes
+    the directory once no pod of its links to it and answers, then the PV goes and the request is withdrawn."""
+    data_dir = tmp_path / "n2"
+    async with running(tmp_path, *CONTROLLERS) as h:
+        await _setup(h)
+        await h.client.create(SCS, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                    "metadata": {"name": "local"}, "provisioner": vu.LOCAL_PATH,
+                                    "volumeBindingMode": "WaitForFirstConsumer"})
+        c = await h.client.create(PVCS, {**claim("data", "local"), "metadata": {
+            "name": "data", "annotations": {vu.ANN_SELECTED_NODE: "n2"}}})
+        pv_name = (await _bound_claim(h, c["metadata"]["name"]))["spec"]["volumeName"]
+        directory = data_dir / LOCAL_PATH_DIR / pv_name
+        (directory / "sub").mkdir(parents=True)
+        (directory / "sub" / "data").write_text("x")
+        link = data_dir / "pods" / "default_p_uid" / "volumes" / "data"  # a pod of n2 still mounts it
+        link.parent.mkdir(parents=True)
+        link.symlink_to(directory)
+        agent = ClaimVolumes(h.client, "n2", data_dir)
+
+        async def asked() -> bool:
+            return pv_name in vu.annotation_names(await h.client.get("/api/v1/nodes/n2"), vu.ANN_LOCAL_PATH_DELETE)
+        await h.client.delete(f"{PVCS}/data")
+        await h.until(asked, "the provisioner asking n2")
+        await agent.reclaim(await h.client.get("/api/v1/nodes/n2"))
+        assert directory.is_dir() and await _get(h, f"{PVS}/{pv_name}") is not None, "deleted while in use"
+        link.unlink()
+        await agent.reclaim(await h.client.get("/api/v1/nodes/n2"))
+        assert not directory.exists() and (data_dir / LOCAL_PATH_DIR).is_dir()
+        await h.until(lambda: _gone(h, f"{PVS}/{pv_name}"), "the PV deleted after the agent's answer")
+
+        async def withdrawn() -> bool:
+            return not await asked()
+        await h.until(withdrawn, "the request withdrawn")
+        await agent.reclaim(await h.client.get("/api/v1/nodes/n2"))
+        annotations = (await h.client.get("/api/v1/nodes/n2"))["metadata"].get("annotations") or {}
+        assert vu.ANN_LOCAL_PATH_DELETE not in annotations and vu.ANN_LOCAL_PATH_DELETED not in annotations

@@ -6,6 +6,8 @@
   the API (node-b's VolumeAttachment create is AlreadyExists) and through scheduling (a second pod
   on the other node waits in ContainerCreating with a Multi-Attach message until the first pod is
   gone, then starts and sees the first pod's data on the shared-path volume).
+- Reclaim policy Delete: deleting the claims of a local-path and a shared-path volume deletes their
+  directories (the local-path one by its node's agent) and then their PVs.
 """
 
 from __future__ import annotations
@@ -142,3 +144,30 @@ def test_rwo_volume_waits_for_the_first_node_to_let_go(cluster: ServerProcess) -
     assert wait_for(lambda: pod_phase(cluster, "second") == "Running", timeout=60), get_pod(cluster, "second")
     assert _json(cluster, "volumeattachment", f"kubelite-{pv_name}")["spec"]["nodeName"] == "node-b"
     assert wait_for(lambda: _logs(cluster, "second").split() == ["from-first", "from-second"]), _logs(cluster, "second")
+
+
+def test_reclaim_delete_removes_the_directories_then_the_volumes(cluster: ServerProcess) -> None:
+    base = cluster.data_dir.parent
+    volumes, mounts = [], []
+    for cls in ("local", "shared"):
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": f"gone-{cls}"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": cls,
+                     "resources": {"requests": {"storage": "1Gi"}}}}))
+        volumes.append({"name": cls, "persistentVolumeClaim": {"claimName": f"gone-{cls}"}})
+        mounts.append({"name": cls, "mountPath": f"/{cls}"})
+    apply_pod(cluster, "filler", [sh("main", "echo x > /local/f; echo x > /shared/f; echo done; sleep 3600",
+                                     volumeMounts=mounts)], volumes=volumes, terminationGracePeriodSeconds=1)
+    assert wait_for(lambda: "done" in _logs(cluster, "filler"), timeout=60), get_pod(cluster, "filler")
+    node = get_pod(cluster, "filler")["spec"]["nodeName"]
+    pvs = {cls: _json(cluster, "pvc", f"gone-{cls}")["spec"]["volumeName"] for cls in ("local", "shared")}
+    dirs = {"local": base / node / "volumes" / "local-path" / pvs["local"], "shared": base / "shared" / pvs["shared"]}
+    assert all((d / "f").read_text() == "x\n" for d in dirs.values())
+    cluster.kubectl("delete", "pod", "filler")
+    cluster.kubectl("delete", "pvc", "gone-local", "gone-shared", "--wait=false")
+    # the local one waits for the agent's next heartbeat (every 10 s) to see the request on its Node
+    assert wait_for(lambda: not _json(cluster, "pv", pvs["local"]) and not _json(cluster, "pv", pvs["shared"]),
+                    timeout=45), cluster.kubectl("get", "pv", "-o", "wide").stdout
+    assert not dirs["local"].exists() and not dirs["shared"].exists()
+    annotations = _json(cluster, "node", node)["metadata"].get("annotations") or {}
+    assert "kubelite.io/local-path-delete" not in annotations, annotations

@@ -109,3 +109,27 @@ async def test_the_lease_carries_its_duration() -> None:
     await clock.advance(0)
     task.cancel()
     assert [b["spec"]["leaseDurationSeconds"] for b in bodies if b.get("kind") == "Lease"] == [240]
+
+
+async def test_a_heartbeat_through_after_failures_tells_the_informers_to_retry_now() -> None:
+    clock = FakeClock()
+    client = RecordingClient(clock)
+    told: list[float] = []
+    failing = [True]
+
+    async def renew(*_: Any) -> dict[str, Any]:
+        if failing[0]:
+            raise ApiError(503, "ServiceUnavailable", "cut")
+        return {}
+    client.patch = renew  # type: ignore[method-assign]
+    node = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0,  # type: ignore[arg-type]
+                        reconnected=lambda: told.append(clock.monotonic()))
+    task = asyncio.ensure_future(node.heartbeat())
+    for _ in range(30):
+        await clock.advance(1)
+    assert told == [], "told while the heartbeats still failed"
+    failing[0] = False
+    for _ in range(60):
+        await clock.advance(1)
+    task.cancel()
+    assert len(told) == 1, told

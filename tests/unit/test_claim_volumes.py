@@ -139,3 +139,36 @@ def test_protected_dirs_stay_masked_under_a_claim_volume(tmp_path: Path) -> None
     args = _mounts(POD, container, root, [tmp_path / "agent"])
     assert args[:3] == ["--bind", "/", "/host"]
     assert ["--tmpfs", f"/host{tmp_path}/agent"] == args[3:5]
+
+
+@pytest.mark.parametrize("name,asked,answered,in_use,want_answer,want_deleted", [
+    ("an asked directory is deleted and answered", "pvc-1", "", False, "pvc-1", ["pvc-1"]),
+    ("one a pod of this node links to is kept, and not answered", "pvc-1", "", True, None, []),
+    ("a name that is not a volume's (a path) is never deleted", "../../../etc pvc-1", "", False, "pvc-1", ["pvc-1"]),
+    ("a never-made directory is answered all the same", "pvc-2", "", False, "pvc-2", []),
+    ("an answer no longer asked for is withdrawn", "", "pvc-9", False, "", []),
+    ("nothing asked, nothing answered: no write", "", "", False, None, []),
+])
+async def test_reclaim_of_local_path_directories(client: InProcessClient, tmp_path: Path, name: str, asked: str,
+                                                 answered: str, in_use: bool, want_answer: str | None,
+                                                 want_deleted: list[str]) -> None:
+    annotations = {k: v for k, v in (("kubelite.io/local-path-delete", asked),
+                                     ("kubelite.io/local-path-deleted", answered)) if v}
+    node = await client.create("/api/v1/nodes", {"metadata": {"name": NODE, "annotations": annotations}})
+    root = tmp_path / "data" / "volumes" / "local-path"
+    (root / "pvc-1").mkdir(parents=True)
+    (root / "pvc-1" / "f").write_text("x")
+    outside = tmp_path / "etc"
+    outside.mkdir()
+    if in_use:
+        link = tmp_path / "data" / "pods" / "default_p_u" / "volumes" / "data"
+        link.parent.mkdir(parents=True)
+        link.symlink_to(root / "pvc-1")
+    await ClaimVolumes(client, NODE, tmp_path / "data").reclaim(node)
+    after = (await client.get(f"/api/v1/nodes/{NODE}"))["metadata"]
+    got = (after.get("annotations") or {}).get("kubelite.io/local-path-deleted")
+    if want_answer is None:
+        assert after["resourceVersion"] == node["metadata"]["resourceVersion"], "wrote the Node for nothing"
+    else:
+        assert (got or "") == want_answer
+    assert (not (root / "pvc-1").exists()) == ("pvc-1" in want_deleted) and outside.is_dir()

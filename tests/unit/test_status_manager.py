@@ -135,3 +135,23 @@ async def test_reconcile_pod_status() -> None:
         await clock.advance(1)
     task.cancel()
     assert [body for _, _, body in client.acked] == [{"phase": "Running"}, {"phase": "Running"}]
+
+
+async def test_resync_restores_the_agents_condition_the_node_lifecycle_controller_overwrote() -> None:
+    """kubelet's isPodStatusByKubeletEqual compares the conditions kubelet owns: a pod the node lifecycle
+    controller marked Ready=False while its node was unreachable gets the agent's Ready=True again at the next
+    resync, though its phase and containers are as acknowledged; a condition the agent does not set
+    (DisruptionTarget) is not the agent's to correct."""
+    clock = FakeClock()
+    client = FlakyClient(clock, 0)
+    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    api: dict[str, Obj] = {"p": {**POD, "status": ready}}
+    manager = StatusManager(client, clock, lambda ns, name: api.get(name))  # type: ignore[arg-type]
+    manager.set_status(POD, ready)
+    api["p"] = {**POD, "status": {**ready, "conditions": [{"type": "Ready", "status": "True"},
+                                                           {"type": "DisruptionTarget", "status": "True"}]}}
+    await _run(manager, clock, 15)
+    assert len(client.acked) == 1, "re-sent for a condition the agent does not own"
+    api["p"] = {**POD, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}}
+    await _run(manager, clock, 11)
+    assert [body for _, _, body in client.acked] == [ready, ready]

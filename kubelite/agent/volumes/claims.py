@@ -16,11 +16,18 @@ directories). Directories of kubelite's own drivers are created here on first mo
 (provisioning on first use; see controllers/provisioner.py). "Mounting" places a
 symlink `<pod dir>/volumes/<volume name>` to the directory, which the sandbox binds at each
 mountPath (sandbox.py); a volume whose checks fail has its symlink removed.
+
+Reclaim policy Delete of a local-path volume (`reclaim`): the provisioner lists the PVs whose
+directories to delete on this Node; the agent deletes each one no pod of this node links to, and
+lists those done on the Node in answer (controllers/provisioner.py has the other half).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +41,7 @@ log = logging.getLogger("kubelite.agent.volumes")
 
 Obj = dict[str, Any]
 LOCAL_PATH_DIR = Path("volumes") / "local-path"
+PV_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")  # a DNS subdomain: no "/", never "." or ".."
 
 
 class NotReady(Exception):
@@ -127,3 +135,33 @@ class ClaimVolumes:
                 link.unlink(missing_ok=True)
                 link.symlink_to(directory)
         return "; ".join(problems)
+
+    def _in_use(self) -> set[Path]:
+        """The directories a pod of this node links to (its claim volumes)."""
+        return {link.resolve() for link in (self.data_dir / "pods").glob("*/volumes/*") if link.is_symlink()}
+
+    async def reclaim(self, node: Obj) -> None:
+        """Delete the local-path directories the provisioner asks for on this `node` (as just read) and
+        answer with the names done — all asked for but those a pod still links to (asked again next time)."""
+        asked = vu.annotation_names(node, vu.ANN_LOCAL_PATH_DELETE)
+        answered = vu.annotation_names(node, vu.ANN_LOCAL_PATH_DELETED)
+        if not asked and not answered:
+            return
+        in_use = self._in_use()
+        done = []
+        for name in asked:
+            directory = self.data_dir / LOCAL_PATH_DIR / name
+            if name not in answered and (not PV_NAME.fullmatch(name) or directory.resolve() in in_use):
+                log.warning("not deleting local-path volume %s: %s", name,
+                            "a pod of this node uses it" if PV_NAME.fullmatch(name) else "not a volume name")
+                continue
+            if name not in answered:
+                await asyncio.to_thread(shutil.rmtree, directory, ignore_errors=True)
+                if directory.exists():
+                    log.warning("deleting local-path volume %s (%s) failed; trying again later", name, directory)
+                    continue
+                log.info("reclaim policy Delete: deleted local-path volume %s (%s)", name, directory)
+            done.append(name)
+        if done != answered:
+            await self.client.patch(resource_path("nodes", name=self.node_name), {"metadata": {"annotations": {
+                vu.ANN_LOCAL_PATH_DELETED: " ".join(done) or None}}})

@@ -23,6 +23,7 @@ def summary(reports: list[RunReport]) -> dict[str, object]:
     # episode began before the workload was healthy again (then the time is not this episode's).
     recoveries = [e.recovery.seconds for rep in reports for e in rep.episodes
                   if e.recovery.seconds is not None and e.recovery.disrupted and not e.recovery.overlapped]
+    replaced = [r for rep in reports for r in rep.replacements]
     kinds: dict[str, int] = {}
     for rep in reports:
         for f in rep.faults:
@@ -36,6 +37,9 @@ def summary(reports: list[RunReport]) -> dict[str, object]:
             "recovery_p50_s": round(percentile(recoveries, 50), 2) if recoveries else None,
             "recovery_p99_s": round(percentile(recoveries, 99), 2) if recoveries else None,
             "acked_writes": sum(r.acked_writes for r in reports),
+            "fences": sum(r.fences for r in reports),
+            "replacement_p50_s": round(percentile(replaced, 50), 2) if replaced else None,
+            "replacement_p99_s": round(percentile(replaced, 99), 2) if replaced else None,
             "failed_seeds": [r.seed for r in reports if not r.ok]}
 
 
@@ -47,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exclude", default="", metavar="KIND[,KIND]",
                         help=f"fault kinds to leave out (the others stay as the seed has them): {', '.join(KINDS)}")
     parser.add_argument("--workdir", type=Path, default=None, help="where runs keep their data and logs")
+    parser.add_argument("--fencing", action="store_true",
+                        help="fence nodes lost for 5 s by powering them off (power.py); off: nothing is fenced")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
@@ -60,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     reports = []
     for i in range(args.schedules):
         seed = args.seed + i
-        report = asyncio.run(run_one(seed, args.duration, base / f"seed-{seed}", exclude))
+        report = asyncio.run(run_one(seed, args.duration, base / f"seed-{seed}", exclude, fencing=args.fencing))
         print(report.text(), flush=True)
         reports.append(report)
     result = summary(reports)

@@ -1,6 +1,10 @@
 """A real cluster on this machine for a chaos run: one `kubelite server` (API server, scheduler and
 controllers in one process) and three `kubelite agent` processes, each reaching the server only through
-its own `LinkProxy`, plus the faults the schedule applies to them."""
+its own `LinkProxy`, plus the faults the schedule applies to them.
+
+With `fencing`, the server's fencing controller fences every node it loses for `FENCE_DELAY` with the
+`power` command (power.py: the agent and its node's workload SIGKILLed); a powered-off node stays off
+until `power_on` at the end of the schedule restarts its agent and deletes its NodeFence."""
 
 from __future__ import annotations
 
@@ -17,7 +21,10 @@ from pathlib import Path
 
 import yaml
 
+from kubelite.api.errors import ApiError
+from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock
+from kubelite.controllers.fencing import fences_path
 from kubelite.testing.chaos import procs
 from kubelite.testing.chaos.proxy import LinkProxy
 from kubelite.testing.chaos.schedule import SERVER, Fault
@@ -26,6 +33,7 @@ log = logging.getLogger(__name__)
 
 NODES = ["node-a", "node-b", "node-c"]
 NODE_MONITOR_GRACE = 15.0  # as tests/e2e/test_node_failure.py: above the agents' 10 s Lease renewal
+FENCE_DELAY = 5.0  # NotReady/Unknown this long before the fence: a partition of 20 s or more gets fenced
 
 
 def _free_port() -> int:
@@ -55,6 +63,7 @@ class Cluster:
     links: dict[str, LinkProxy] = field(default_factory=dict)
     clock: Clock = field(default_factory=RealClock)
     nodes: list[str] = field(default_factory=lambda: list(NODES))
+    fencing: bool = False
 
     @property
     def kubeconfig(self) -> Path:
@@ -65,8 +74,21 @@ class Cluster:
         """The directory every node mounts (outside each agent's protected data dir)."""
         return self.workdir / "shared"
 
+    @property
+    def fencing_config(self) -> Path:
+        return self.workdir / "fencing.yaml"
+
+    def powered_off(self, node: str) -> bool:
+        return (self.workdir / f"{node}.off").exists()
+
     async def start(self) -> None:
         self.shared.mkdir(parents=True, exist_ok=True)
+        if self.fencing:
+            command = [sys.executable, "-m", "kubelite.testing.chaos.power", str(self.workdir), self.run_id, "{node}"]
+            self.fencing_config.write_text(yaml.safe_dump({
+                "apiVersion": "kubelite.io/v1alpha1", "kind": "FencingConfiguration", "delay": FENCE_DELAY,
+                "maxConcurrent": 1, "retry": {"initial": 1, "max": 4},
+                "pools": [{"name": "chaos", "nodeSelector": {}, "agents": [{"command": command, "timeout": 20}]}]}))
         await self.start_server()
         for node in self.nodes:
             link = LinkProxy(node, self.port, clock=self.clock)
@@ -81,6 +103,7 @@ class Cluster:
     async def start_server(self) -> None:
         self.server = _kubelite("server", "--data-dir", str(self.workdir / "server"), "--port", str(self.port),
                                 "--node-monitor-grace-period", str(NODE_MONITOR_GRACE),
+                                *(("--fencing-config", str(self.fencing_config)) if self.fencing else ()),
                                 log_path=self.workdir / "server.log")
         for _ in range(600):
             if self.server.poll() is not None:
@@ -96,9 +119,26 @@ class Cluster:
         raise RuntimeError("kubelite server did not start in 60 s")
 
     def start_agent(self, node: str) -> None:
+        (self.workdir / f"{node}.off").unlink(missing_ok=True)
         self.agents[node] = _kubelite("agent", "--kubeconfig", str(self.workdir / f"{node}.kubeconfig"),
                                       "--node-name", node, "--data-dir", str(self.workdir / node),
                                       "--proxy-mode", "none", log_path=self.workdir / f"{node}.log")
+        (self.workdir / f"{node}.pid").write_text(str(self.agents[node].pid))  # for power.py
+
+    async def power_on(self, client: Client) -> None:
+        """Bring every powered-off node back: its agent restarted, then its NodeFence deleted (the
+        administrator's word that it may run pods again; the controller then clears its condition)."""
+        for node in self.nodes:
+            if not self.powered_off(node):
+                continue
+            if self.agents[node].poll() is None:  # powered off mid-start: the agent is not the one it killed
+                continue
+            self.start_agent(node)
+            try:
+                await client.delete(fences_path(node))
+            except ApiError as exc:
+                if exc.code != 404:
+                    raise
 
     async def inject(self, fault: Fault) -> None:
         """Apply `fault`, hold it for its duration, then end it (heal, SIGCONT or restart)."""
@@ -111,7 +151,8 @@ class Cluster:
             await self.clock.sleep(fault.duration)
             if fault.kind == "agent_kill":
                 proc.wait()
-                self.start_agent(fault.target)
+                if not self.powered_off(fault.target):  # a fenced node stays off until power_on
+                    self.start_agent(fault.target)
             else:
                 _signal(proc, signal.SIGCONT)
         else:

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubelite.testing.chaos.observations import Observations, ProcSample
+from kubelite.testing.chaos.observations import Observations, ProcSample, Window
 
 # A process sampled alive at t was alive somewhere in (t - interval, t]; allow for the sampling period
 # and for the 2 s minimum stop window (L12) when comparing against API times.
@@ -22,6 +22,11 @@ KILL_SLACK = 3.0
 # A partitioned or stopped agent sees a deletion only once it is back: it then owes the kill within this
 # (reconnect and relist; the node lifecycle controller's grace period is the same order) plus the grace.
 RECONNECT_SLACK = 15.0
+# A half-open link leaves the agent's side of its connections open and dead after the link heals: it learns
+# only when a heartbeat goes unanswered (its 10 s Lease renewal interval + 10 s request timeout) and closes
+# them all. So its disturbance lasts this long past its end (seed 8: a pod deleted 3 s after a half-open
+# ended was seen 2 s later, after the heartbeat noticed, and killed 1.5 s past the plain deadline + slack).
+HALF_OPEN_DETECTION = 20.0
 
 
 @dataclass(frozen=True)
@@ -109,9 +114,15 @@ def grace_never_lengthened(obs: Observations) -> list[Violation]:
     return out
 
 
+def _disturbed_until(w: Window) -> float:
+    return w.end + (HALF_OPEN_DETECTION if w.kind == "half_open" else 0.0)
+
+
 def _last_disturbance(obs: Observations, node: str, start: float, end: float) -> float | None:
-    """When the last fault between `node`'s agent and the API server within [start, end] ended."""
-    ends = [w.end for w in obs.faults if w.start <= end and w.end >= start and w.target in (node, "server")]
+    """When the last disturbance between `node`'s agent and the API server within [start, end] ended (a
+    half-open link's lasts until the agent can have noticed it)."""
+    ends = [_disturbed_until(w) for w in obs.faults
+            if w.start <= end and _disturbed_until(w) >= start and w.target in (node, "server")]
     return max(ends) if ends else None
 
 
@@ -144,7 +155,7 @@ def killed_within_grace(obs: Observations) -> list[Violation]:
     return out
 
 
-def _removed_at(obs: Observations) -> dict[str, tuple[float, str, str]]:
+def removed_at(obs: Observations) -> dict[str, tuple[float, str, str]]:
     """uid -> (the first successful pod list after its last appearance that no longer had it, name, node)."""
     last_seen: dict[str, tuple[float, str, str]] = {}
     for s in obs.pods:
@@ -162,7 +173,7 @@ def _removed_at(obs: Observations) -> dict[str, tuple[float, str, str]]:
 def removed_only_when_dead(obs: Observations) -> list[Violation]:
     """S1/S2: a pod object is gone only after its processes are confirmed dead — no process of a pod is
     alive after its object was listed as gone."""
-    removed = _removed_at(obs)
+    removed = removed_at(obs)
     out, reported = [], set()
     for p in sorted(obs.procs, key=lambda p: p.t):
         gone = removed.get(p.pod_uid)
@@ -173,21 +184,27 @@ def removed_only_when_dead(obs: Observations) -> list[Violation]:
     return out
 
 
+def _fenced(obs: Observations, node: str, t: float) -> bool:
+    """Whether `node` had a confirmed fence at `t`, not cleared before then (a clear is seen up to one poll
+    late)."""
+    return any(f.node == node and f.t <= t and (f.cleared is None or f.cleared >= t - obs.pod_list_interval)
+               for f in obs.fences)
+
+
 def force_delete_needs_fence(obs: Observations) -> list[Violation]:
-    """S4: a pod whose processes were still running (its node unreachable) is removed only after a
-    confirmed fence of that node."""
-    removed = _removed_at(obs)
-    last_alive: dict[str, float] = {}
-    for p in obs.procs:
-        last_alive[p.pod_uid] = max(last_alive.get(p.pod_uid, p.t), p.t)
-    out = []
-    for uid, (t, name, node) in sorted(removed.items(), key=lambda kv: kv[1][0]):
-        if last_alive.get(uid, -1.0) + obs.sample_interval < t - obs.sample_interval * 4:
-            continue  # its processes were dead well before: the agent removed it as usual
-        if not any(f.node == node and f.t <= t for f in obs.fences):
-            out.append(Violation("force-delete-needs-fence", t, f"{name} (uid {uid[:8]}) on {node} removed at "
-                                 f"t={t:.1f} while its processes ran, with no confirmed fence of {node}"))
-    return out
+    """S4: no pod object is removed unconfirmed — its processes confirmed dead by its agent or its node
+    confirmed fenced. The evidence is the pod's final state (its DELETED watch event): still reporting a
+    container running, with no terminal phase, is a force delete nobody confirmed (the agent writes the
+    terminal status before its own grace-0 DELETE; PodGC sets the phase Failed before its own). A pod
+    bound to no node runs nowhere.
+
+    The process table is not used here: a process seen just before a removal is what every prompt
+    agent-confirmed removal looks like too (the first version of this check reported those), and one
+    alive after its removal is `removed-only-when-dead`'s finding, fenced or not."""
+    return [Violation("force-delete-needs-fence", r.t, f"{r.name} (uid {r.uid[:8]}) on {r.node} deleted (grace "
+                      f"{r.grace}) at t={r.t:.1f} while the API still showed it running, with no confirmed "
+                      f"fence of {r.node}")
+            for r in sorted(obs.removals, key=lambda r: r.t) if r.running and r.node and not _fenced(obs, r.node, r.t)]
 
 
 def rwo_single_node(obs: Observations) -> list[Violation]:
@@ -217,7 +234,7 @@ CHECKERS: list[Checker] = [
             killed_within_grace),
     Checker("force-delete-needs-fence", "S4", "a running pod removed without a confirmed fence of its node",
             force_delete_needs_fence, needs=FENCING,
-            skip_reason="no fencing controller yet (no NodeFence API); removed-only-when-dead covers the case"),
+            skip_reason="the cluster serves no NodeFences; removed-only-when-dead covers the case"),
     Checker("rwo-single-node", "S5", "one ReadWriteOnce volume mounted on two nodes",
             rwo_single_node, needs=STORAGE,
             skip_reason="the cluster serves no VolumeAttachments"),
@@ -225,10 +242,10 @@ CHECKERS: list[Checker] = [
 
 
 # Capabilities whose observations the observer collects: Observations.mounts for STORAGE (procs.mounts,
-# from each workload process's mountinfo). Not yet .fences for FENCING: the fencing work adds its
-# collector to observer.py and the name here. Until then its row is skipped even on a cluster that has
-# the API — an empty list of fences would otherwise look at nothing.
-COLLECTED: frozenset[str] = frozenset({STORAGE})
+# from each workload process's mountinfo); .fences (Observer.list_fences) and .removals
+# (Observer.watch_removals) for FENCING. A capability's row runs only when it is listed here: an empty
+# list of observations nobody collected would otherwise look at nothing.
+COLLECTED: frozenset[str] = frozenset({STORAGE, FENCING})
 
 
 def run_checkers(obs: Observations, capabilities: set[str],

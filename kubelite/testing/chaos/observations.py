@@ -53,10 +53,28 @@ class MountSample:
 
 @dataclass(frozen=True)
 class Fence:
-    """A fence of `node` confirmed at `t` (a NodeFence object's state, once the fencing controller exists)."""
+    """A fence of `node` confirmed at `t` (its NodeFence's status.fencedTime: second precision, so up to 1 s
+    early) and cleared (the NodeFence deleted: the node may run pods again) at `cleared`, if it was."""
 
     t: float
     node: str
+    cleared: float | None = None
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A pod object deleted from the API, as the DELETED watch event showed its final state at `t`.
+
+    `running`: that final state still reported a container running and no terminal phase — so nobody
+    had confirmed its processes dead (the agent publishes the terminal status before its grace-0
+    DELETE, PodGC sets the phase Failed before its own)."""
+
+    t: float
+    uid: str
+    name: str
+    node: str
+    grace: int | None  # metadata.deletionGracePeriodSeconds of the final state (0: a force delete)
+    running: bool
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,7 @@ class Observations:
     final_writes: set[str] | None = None  # the names readable after recovery (None: never read)
     mounts: list[MountSample] = field(default_factory=list)
     fences: list[Fence] = field(default_factory=list)
+    removals: list[Removal] = field(default_factory=list)  # as the pod watch saw them (a 410 relist loses some)
     faults: list[Window] = field(default_factory=list)
     sample_interval: float = 0.25
     pod_list_interval: float = 0.5

@@ -58,3 +58,30 @@ def scan(run_id: str, t: float, proc: Path = Path("/proc")) -> list[ProcSample]:
         out.append(ProcSample(t, int(entry.name), env.get("CHAOS_IDENTITY", ""), env.get("CHAOS_POD_UID", ""),
                               env.get("CHAOS_NODE", ""), env.get("CHAOS_KIND") == "statefulset"))
     return out
+
+
+def node_processes(run_id: str, node: str, proc: Path = Path("/proc")) -> list[int]:
+    """Every live process of run `run_id`'s workload on `node`: the loops and their children alike."""
+    out = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if stat[stat.rindex(")") + 2] in "ZX":
+                continue
+            env = _environ(entry)
+        except (OSError, ValueError):
+            continue
+        if env.get(RUN_ENV) == run_id and env.get("CHAOS_NODE") == node:
+            out.append(int(entry.name))
+    return out
+
+
+def alive(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether `pid` is a live process (a zombie, dead but not yet reaped by its parent, is not)."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"

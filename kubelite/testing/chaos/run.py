@@ -14,9 +14,9 @@ from typing import Any
 from kubelite.client.http import ApiClient
 from kubelite.clock import RealClock
 from kubelite.testing.chaos import workload
-from kubelite.testing.chaos.cluster import NODES, Cluster
-from kubelite.testing.chaos.invariants import STORAGE, Violation, run_checkers
-from kubelite.testing.chaos.observations import Window
+from kubelite.testing.chaos.cluster import NODE_MONITOR_GRACE, NODES, Cluster
+from kubelite.testing.chaos.invariants import FENCING, STORAGE, Violation, removed_at, run_checkers
+from kubelite.testing.chaos.observations import Fence, Window
 from kubelite.testing.chaos.observer import Observer
 from kubelite.testing.chaos.schedule import POD_DELETE, Fault, generate
 
@@ -46,6 +46,8 @@ class RunReport:
     acked_writes: int = 0
     error: str = ""
     offset: float = 0.0  # when the schedule started, on the observations' clock (the workload's start)
+    fences: int = 0  # confirmed fences (with --fencing)
+    replacements: list[float] = field(default_factory=list)  # per fence: its fault's start -> healthy again
 
     @property
     def ok(self) -> bool:
@@ -56,7 +58,7 @@ class RunReport:
                 "violations": [v.__dict__ for v in self.violations], "skipped": self.skipped,
                 "recoveries": [r.__dict__ for r in self.recoveries],
                 "episodes": [{"start": e.start, "end": e.end, **e.recovery.__dict__} for e in self.episodes],
-                "acked_writes": self.acked_writes,
+                "acked_writes": self.acked_writes, "fences": self.fences, "replacements": self.replacements,
                 "error": self.error, "offset": self.offset}
 
     def text(self) -> str:
@@ -71,6 +73,9 @@ class RunReport:
             healed = "never recovered" if r.seconds is None else f"healthy {r.seconds:.1f}s after"
             note = "" if r.disrupted else " (undisturbed)"
             lines.append(f"  episode t={e.start:.1f}-{e.end:.1f}s: {healed}{note}")
+        if self.fences:
+            lines.append(f"  {self.fences} confirmed fences; fault start -> replacement healthy: "
+                         + ", ".join(f"{r:.1f}s" for r in self.replacements))
         if self.violations:  # the checkers' times count from the workload's creation
             lines.append(f"  (violation times below: fault time + {self.offset:.1f}s)")
         lines += [f"  VIOLATION {v.invariant} at t={v.t:.1f}s: {v.message}" for v in self.violations]
@@ -113,6 +118,20 @@ def recovery_times(faults: list[Fault], health: list[tuple[float, bool]]) -> lis
     return out
 
 
+def replacement_times(faults: list[Fault], fences: list[Fence], health: list[tuple[float, bool]]) -> list[float]:
+    """Per confirmed fence, from the start of the fault that cut its node off — the last one on that node
+    to start at least the node monitor grace before the fence (a node is declared lost no sooner) — to the
+    first healthy look after the fence: S4's "partition -> replacement running"."""
+    out = []
+    for fence in fences:
+        cause = max((f for f in faults if f.target == fence.node and f.at <= fence.t - NODE_MONITOR_GRACE),
+                    key=lambda f: f.at, default=None)
+        healed = next((t for t, ok in health if ok and t >= fence.t), None)
+        if cause is not None and healed is not None:
+            out.append(round(healed - cause.at, 2))
+    return out
+
+
 async def _wait_healthy(observer: Observer, timeout: float) -> bool:
     start = observer.now()
     while observer.now() - start < timeout:
@@ -123,19 +142,21 @@ async def _wait_healthy(observer: Observer, timeout: float) -> bool:
 
 
 async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[str] = frozenset(),
-                  recovery_timeout: float = RECOVERY_TIMEOUT) -> RunReport:
+                  recovery_timeout: float = RECOVERY_TIMEOUT, fencing: bool = False) -> RunReport:
     faults = generate(seed, duration, NODES, workload.DELETE_TARGETS, exclude=exclude)
     report = RunReport(seed, duration, faults)
     clock = RealClock()
     run_id = f"chaos-{seed}-{int(clock.now())}"
-    cluster = Cluster(workdir, run_id, clock=clock)
+    cluster = Cluster(workdir, run_id, clock=clock, fencing=fencing)
     tasks: list[asyncio.Task[None]] = []
     client: ApiClient | None = None
+    observer: Observer | None = None
     try:
         await cluster.start()
         client = ApiClient.from_kubeconfig(cluster.kubeconfig)
         observer = Observer(client, run_id, cluster.clock)
-        tasks = [asyncio.create_task(c) for c in (observer.sample_procs(), observer.list_pods())]
+        tasks = [asyncio.create_task(c) for c in (observer.sample_procs(), observer.list_pods(),
+                                                  observer.list_fences(), observer.watch_removals())]
         for path, obj in workload.manifests(run_id, cluster.shared):
             await client.request("POST", path, obj)
         if not await _wait_healthy(observer, READY_TIMEOUT):
@@ -149,8 +170,10 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
         injections = [asyncio.create_task(_at(observer, f.at, _inject(cluster, client, f))) for f in shifted]
         await clock.sleep(max(0.0, offset + duration - observer.now()))
         await asyncio.gather(*injections)
-        tasks[-1].cancel()  # stop writing; what was acknowledged must survive
+        await observer.stop_writing(tasks.pop())  # what was acknowledged must survive
         cluster.heal()
+        if fencing:
+            await cluster.power_on(client)
         if not await _wait_healthy(observer, recovery_timeout):
             report.error = (f"{UNRECOVERED} within {recovery_timeout:.0f} s of the last fault "
                             f"(last look: {observer.unhealthy})")
@@ -162,8 +185,12 @@ async def run_one(seed: int, duration: float, workdir: Path, exclude: frozenset[
         report.recoveries = recovery_times(shifted, observer.health)
         report.episodes = episodes(shifted, observer.health)
         report.acked_writes = len(observer.obs.acked_writes)
+        report.fences = len(observer.obs.fences)
+        report.replacements = replacement_times(shifted, observer.obs.fences, observer.health)
         return report
     finally:
+        if observer is not None:
+            observer.stopped.set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -181,6 +208,8 @@ def _missing_evidence(observer: Observer, capabilities: set[str]) -> str:
         ("acknowledged writes", obs.acked_writes), ("pod lists", obs.pod_list_times)]
     if STORAGE in capabilities:
         needed.append(("volume mounts", obs.mounts))
+    if FENCING in capabilities and removed_at(obs):  # the pod lists saw removals: the watch must have too
+        needed.append(("pod deletions on the watch", obs.removals))
     missing = [what for what, seen in needed if not seen]
     return f"no {', no '.join(missing)} observed" if missing else ""
 
