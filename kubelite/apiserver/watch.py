@@ -22,7 +22,10 @@ from kubelite.apiserver.cache import CachedEvent, Caches, Watcher
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.clock import Clock, bounded
 
-BOOKMARK_INTERVAL = 60.0
+# A watch that asked for bookmarks gets one at least this often, so a client can tell a dead connection
+# (a half-open link, a frozen server) from a quiet watch by silence alone: HTTP/1.1 has no pings, where
+# client-go's HTTP/2 health check pings after 30 s of silence and gives up 15 s later.
+BOOKMARK_INTERVAL = 20.0
 FRESHNESS_WAIT = 3.0  # cacher's blockTimeout for a resourceVersion ahead of the cache
 
 Encoder = Callable[[CachedEvent], bytes]

@@ -44,9 +44,10 @@ CONNECT_TIMEOUT = 10.0
 # a SIGSTOPped server must not hang its clients. The API server answers every non-watch request
 # from memory or one SQLite transaction, so this is generous.
 READ_TIMEOUT = 30.0
-# A watch that asked for bookmarks hears from the server at least every BOOKMARK_INTERVAL (60 s);
-# silence for twice that plus slack means the server is gone, and the informer resumes elsewhere.
-WATCH_READ_TIMEOUT = 150.0
+# A watch that asked for bookmarks hears from the server at least every BOOKMARK_INTERVAL (20 s);
+# silence for twice that plus slack means the connection or the server is gone (client-go's HTTP/2 health
+# check: 30 s without a frame, then a 15 s ping), and the informer resumes, elsewhere if need be.
+WATCH_READ_TIMEOUT = 45.0
 
 
 def resource_path(plural: str, namespace: str = "", name: str = "", subresource: str = "",
@@ -189,7 +190,7 @@ class ApiClient(RestVerbs):
     async def close_connections(self) -> None:
         """Close every connection of this client, idle or in flight, as kubelet's closeAllConns does when a
         heartbeat fails: a half-open connection (the server's side gone, ours never told) is otherwise found
-        out only by its read timeout, 150 s for a watch. In-flight requests and watches fail at once with
+        out only by its read timeout, 45 s for a watch. In-flight requests and watches fail at once with
         Unavailable, so their callers back off and retry; the next request opens a fresh connection."""
         session, self._session = self._session, None
         for resp in self._reading:
