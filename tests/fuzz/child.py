@@ -7,8 +7,8 @@ garbage collections nor counts in the server's, and the probe is paused by neith
     python -m tests.fuzz.child server <state.db> <summary.json>   # prints its port, serves until SIGTERM
     python -m tests.fuzz.child probe <port> <summary.json>        # GETs /readyz every 20 ms until SIGTERM
 
-On SIGTERM each writes its measurements as JSON: the server its full collections (wall and CPU time, objects
-walked), the probe every latency.
+On SIGTERM each writes its measurements as JSON: the server its full collections once started (wall and CPU
+time, objects walked), the probe every latency.
 """
 
 from __future__ import annotations
@@ -53,14 +53,14 @@ class FullCollections:
 
 
 async def serve(db: Path, summary: Path) -> None:
-    collections = FullCollections()
-    gc.callbacks.append(collections)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     store = await SQLiteStore.open(db)
     server = ApiServer(store, RealClock())
     await server.start()
     gc_tuning.after_start_up()  # as `kubelite serve` does
+    collections = FullCollections()  # those while serving
+    gc.callbacks.append(collections)
     runner = web.AppRunner(server.app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
