@@ -4,15 +4,16 @@ As in kube-apiserver, gets and lists are served from memory, and watches fan out
 here: each change is decoded once and each wire encoding of it is made once, however
 many watchers receive it. A bounded ring of recent events lets watches resume from a
 resourceVersion; older ones get 410 Gone ("too old resource version"), as upstream.
-The ring keeps each event as the store's bytes in one tuple of atomic values, one object for the cyclic
-garbage collector to walk instead of a tree of dicts and lists: kept as decoded objects, 50,000 pod events
-were 1.35 million tracked containers and a full collection stopped every thread for 1.1 s of CPU
-(RELIABILITY.md, "Fuzz suite"). A watch
-that resumes from a resourceVersion decodes the events it needs again; live watchers get the decoded
-event as it happens. The ring is bounded by count and by bytes (upstream bounds its cache by time and
-count; bytes are what bounds memory here, objects being up to ~1.5 MB each).
 Writes wait until the cache has seen their revision before they are acknowledged, so
 a client always reads its own writes.
+
+The ring keeps each event as the store's bytes in one tuple of atomic values: one object
+for CPython's cyclic collector to walk instead of a tree of dicts and lists. Kept decoded,
+50,000 pod events were 1.35 million tracked containers, and each full collection (which
+stops every thread) took 1.1 s of CPU (RELIABILITY.md, "Fuzz suite"). Live watchers get
+each event decoded as it happens; a watch that resumes from a resourceVersion decodes
+the events it needs again. The ring is bounded by count and by bytes: upstream bounds its
+cache by count and by time, but bytes are what bound memory and the cost of a resume here.
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from kubelite.apiserver import nesting
+from kubelite.apiserver import gc_tuning, nesting
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.store.interface import Event, EventType, KeyValue, Store
 
 RING_SIZE = 50_000  # events at most (upstream's upper bound is 102,400)
-RING_BYTES = 64 << 20  # encoded bytes at most, object and previous object counted
+# Encoded bytes at most (object and previous object counted). This bounds memory and the worst resume: a watch
+# from the ring's oldest revision decodes all of it on the event loop, at ~130 MB/s of CPU here (8.5 µs per 1 KB
+# pod), so 32 MiB is ~0.25 s of CPU, about a second of wall time when the machine's load is 8 on 2 cores.
+RING_BYTES = 32 << 20
 
 
 def decode(kv: KeyValue) -> Obj:
@@ -251,13 +255,14 @@ class Caches:
         far (every event after `start_revision` is in the ring)."""
         if revision < self.start_revision:
             return None
-        out: list[CachedEvent] = []
+        held: list[Recorded] = []
         for rec in reversed(self.ring):
             if rec.revision <= revision:
                 break
             if rec.key_prefix == resource.key_prefix:
-                prev = decode_value(rec.prev_value, rec.prev_mod_revision) if rec.prev_value is not None else None
-                out.append(CachedEvent(rec.type, decode_value(rec.value, rec.mod_revision), prev, rec.revision,
-                                       resource))
-        out.reverse()
-        return out
+                held.append(rec)
+        held.reverse()
+        with gc_tuning.paused():
+            return [CachedEvent(rec.type, decode_value(rec.value, rec.mod_revision),
+                                None if rec.prev_value is None else decode_value(rec.prev_value, rec.prev_mod_revision),
+                                rec.revision, resource) for rec in held]

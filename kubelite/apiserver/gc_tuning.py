@@ -16,7 +16,9 @@ quarter of those it found) already keeps full collections proportional to the he
 
 from __future__ import annotations
 
+import contextlib
 import gc
+from collections.abc import Iterator
 
 
 def after_start_up() -> None:
@@ -25,3 +27,18 @@ def after_start_up() -> None:
     The collection first frees start-up's cyclic garbage (frozen garbage would never be freed)."""
     gc.collect()
     gc.freeze()
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """No collection while a block builds many objects that all stay alive (decoding a watch's backlog).
+
+    Each collection triggered meanwhile would walk everything built so far, to free nothing: decoding 30,000
+    pod events took 18-29 s with the collector on and 1.8 s with it paused (on this machine, loaded)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

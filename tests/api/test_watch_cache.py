@@ -217,3 +217,17 @@ async def test_after_start_up_a_full_collection_walks_none_of_the_start_up_objec
     finally:
         await server.stop()
         await store.close()
+
+
+def test_a_resume_decodes_its_backlog_without_full_collections(walked: list[int]) -> None:
+    """Every object a resume decodes stays alive until written: collections meanwhile would only walk them again
+    and again (30,000 pod events: 18-29 s of a loaded machine instead of 1.8 s)."""
+    caches = Caches(None, RESOURCES)  # type: ignore[arg-type]  # apply() never reads the store
+    encoded = orjson.dumps(pod("p", {"app": "web"}))
+    for revision in range(1, 5_001):
+        caches.apply(Event(EventType.PUT, KeyValue(key(PODS, "p"), encoded, 1, revision), None, revision))
+    collections = len(walked)
+    backlog = caches.events_since(PODS, 0)
+    assert backlog is not None and len(backlog) == 5_000
+    assert len(walked) == collections
+    assert gc.isenabled()
