@@ -1,9 +1,10 @@
 """The cyclic garbage collector, tuned for a long-running server.
 
 CPython's full (generation 2) collections stop every thread of the process for as long as they take to walk
-every tracked container object. In the fuzz campaign of 2026-11-24 the `/readyz` probe waited up to 11.9 s,
-and timing the collector showed its full collections, not requests (RELIABILITY.md, "Fuzz suite"). Measured
-on this machine: the API server holds ~105,000 tracked objects once started (modules, OpenAPI schemas,
+every tracked container object. In the fuzz campaign of 2026-11-24 the `/readyz` probe waited up to 11.9 s
+behind such collections (RELIABILITY.md, "Fuzz suite"): there, mostly of the fuzzer's memory, the server
+being a thread of the test process; but the server's own heap makes them too. Measured on this machine:
+the API server holds ~105,000 tracked objects once started (modules, OpenAPI schemas,
 pydantic models), 60 ms of CPU per full collection before any object is stored, several times that in wall
 time under load; they never become garbage. `after_start_up` moves them out of the collector's reach with
 `gc.freeze()` (the permanent generation: never walked, never collected; reference counting still frees
