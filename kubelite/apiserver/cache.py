@@ -65,6 +65,31 @@ class Recorded(NamedTuple):
         return len(self.value) + len(self.prev_value or b"")
 
 
+class Ring(deque[Recorded]):
+    """The recent events, oldest first, within a count and a byte bound; `clear()` (a relist) empties both."""
+
+    def __init__(self, count: int, size: int) -> None:
+        super().__init__()
+        self.limits = (count, size)
+        self.bytes = 0
+
+    def record(self, entry: Recorded) -> int | None:
+        """Append, evicting the oldest events beyond the bounds; the revision of the last evicted, if any."""
+        self.append(entry)
+        self.bytes += entry.size()
+        count, size = self.limits
+        evicted = None
+        while len(self) > count or (self.bytes > size and len(self) > 1):
+            old = self.popleft()
+            self.bytes -= old.size()
+            evicted = old.revision
+        return evicted
+
+    def clear(self) -> None:
+        super().clear()
+        self.bytes = 0
+
+
 @dataclass(slots=True)
 class CachedEvent:
     type: str  # ADDED, MODIFIED, DELETED
@@ -159,9 +184,7 @@ class Caches:
         self.by_resource = {r: ResourceCache(r) for r in resources}
         self._by_prefix = sorted(((r.key_prefix, c) for r, c in self.by_resource.items()),
                                  key=lambda p: -len(p[0]))
-        self.ring: deque[Recorded] = deque()
-        self.ring_bytes = 0
-        self.ring_limits = (RING_SIZE, RING_BYTES)
+        self.ring = Ring(RING_SIZE, RING_BYTES)
         # Watches from this revision on are served from the ring: the start, then the last event evicted.
         self.start_revision = 0
         self.revision = 0
@@ -224,8 +247,7 @@ class Caches:
                     fut.set_result(None)
 
     def _record(self, ev: Event, cev: CachedEvent) -> None:
-        """Append to the ring as bytes (the previous object re-encoded only when the store did not send it) and
-        evict the oldest events beyond the ring's limits."""
+        """Append to the ring as bytes (the previous object re-encoded only when the store did not send it)."""
         prev_value, prev_mod = None, 0
         if ev.prev is not None:
             prev_value, prev_mod = ev.prev.value, ev.prev.mod_revision
@@ -233,13 +255,9 @@ class Caches:
             prev_value, prev_mod = nesting.dumps(cev.prev), int(cev.prev["metadata"]["resourceVersion"])
         entry = Recorded(ev.revision, cev.type, cev.resource.key_prefix, ev.kv.value, ev.kv.mod_revision,
                          prev_value, prev_mod)
-        self.ring.append(entry)
-        self.ring_bytes += entry.size()
-        count, size = self.ring_limits
-        while len(self.ring) > count or (self.ring_bytes > size and len(self.ring) > 1):
-            old = self.ring.popleft()
-            self.ring_bytes -= old.size()
-            self.start_revision = old.revision
+        evicted = self.ring.record(entry)
+        if evicted is not None:
+            self.start_revision = evicted
 
     async def wait_for(self, revision: int) -> None:
         if revision <= self.revision:

@@ -20,7 +20,7 @@ import pytest
 
 from kubelite.apiserver import gc_tuning
 from kubelite.apiserver.app import ApiServer
-from kubelite.apiserver.cache import RING_SIZE, CachedEvent, Caches, Watcher
+from kubelite.apiserver.cache import RING_SIZE, CachedEvent, Caches, Recorded, Ring, Watcher
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.clock import RealClock
@@ -110,7 +110,7 @@ RING_CASES = [
 @pytest.mark.parametrize("case", RING_CASES, ids=lambda c: c.name)
 async def test_ring_resumes_from_what_it_holds_and_expires_the_rest(
         store: SQLiteStore, caches: Caches, case: RingCase) -> None:
-    caches.ring_limits = case.limits
+    caches.ring.limits = case.limits
     before = caches.revision
     revisions = [await write(store, caches, PODS, pod("p", {"gen": str(i)}, i)) for i in range(case.writes + 1)]
     await write(store, caches, CONFIGMAPS, {"metadata": {"name": "other", "namespace": "default"}})
@@ -123,6 +123,17 @@ async def test_ring_resumes_from_what_it_holds_and_expires_the_rest(
     assert [e.revision for e in backlog] == [r for r in revisions if r > resume]
     assert [e.type for e in backlog] == ["ADDED" if r == revisions[0] else "MODIFIED" for r in revisions if r > resume]
     assert all(e.obj["metadata"]["resourceVersion"] == str(e.revision) for e in backlog)
+
+
+def test_a_cleared_ring_counts_no_bytes() -> None:
+    """A relist empties the ring (`ring.clear()`): what it held must not count against what comes next."""
+    ring = Ring(10, 100)
+    for revision in (1, 2):
+        assert ring.record(Recorded(revision, "ADDED", PODS.key_prefix, b"x" * 60, revision, None, 0)) == \
+            (None if revision == 1 else 1)
+    ring.clear()
+    assert ring.record(Recorded(3, "ADDED", PODS.key_prefix, b"x" * 90, 3, None, 0)) is None
+    assert (len(ring), ring.bytes) == (1, 90)
 
 
 async def test_a_resumed_watch_sees_what_a_live_one_saw(store: SQLiteStore, caches: Caches) -> None:
@@ -184,7 +195,7 @@ def test_a_full_ring_adds_one_object_per_event_to_a_full_collection(walked: list
     1.1 s of CPU (several seconds of wall time under load); as bytes, one tuple per event."""
     caches = Caches(None, RESOURCES)  # type: ignore[arg-type]  # apply() never reads the store
     events, pods = RING_SIZE, 500
-    caches.ring_limits = (events, 1 << 40)  # bytes unbounded: the count is what is measured
+    caches.ring.limits = (events, 1 << 40)  # bytes unbounded: the count is what is measured
     encoded = [orjson.dumps(pod(f"p{i}", {"app": "web"}, i)) for i in range(pods)]
     prev: dict[str, KeyValue] = {}
     for revision in range(1, events + 1):
