@@ -51,7 +51,7 @@ def decode_value(value: bytes, mod_revision: int) -> Obj:
 
 class Recorded(NamedTuple):
     """An event as the ring keeps it: atomic values only (str, int, bytes), so a full collection visits one
-    object per event (50,000 events: 14 ms of CPU instead of 1.1 s as decoded objects)."""
+    object per event (50,000 events of 500 pods: 22 ms of CPU instead of 1.1 s as decoded objects)."""
 
     revision: int
     type: str  # ADDED, MODIFIED, DELETED
