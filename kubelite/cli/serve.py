@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry
 
 from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
-from kubelite.apiserver import encryption, node_connection, pki
+from kubelite.apiserver import encryption, gc_tuning, node_connection, pki
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.auth import authorization, jwt, tokenfile
@@ -198,6 +198,7 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", service_cidr=opts.service_cidr,
                            agent_tls=agent_tls, auth=auth)
         await server.start()
+        gc_tuning.after_start_up()  # its schemas and start-up objects out of every full collection
         cleanup.push_async_callback(server.stop)
         # On stop, requests in flight get REQUEST_DRAIN seconds and are then cancelled: watches never end by
         # themselves, and aiohttp's default (60 s per connection) kept a server with open watches alive for a minute.
