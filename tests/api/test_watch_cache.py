@@ -142,7 +142,7 @@ async def test_a_resumed_watch_sees_what_a_live_one_saw(store: SQLiteStore, cach
         return bool(obj["metadata"].get("labels", {}).get("x") == "1")
 
     live = Watcher("default", selected)
-    caches[PODS].watchers[live] = None
+    caches[PODS].add(live)
     start = caches.revision
     for labels in ({"x": "1"}, {"x": "2"}, {"x": "1"}, {"x": "1", "y": "1"}):
         await write(store, caches, PODS, pod("p", labels))

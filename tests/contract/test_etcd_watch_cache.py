@@ -77,7 +77,7 @@ async def test_compaction_during_reconnect_relists_instead_of_stopping(setup: Se
     await writer.create(PREFIX + "a", pod("a"))
     await setup.until(lambda: setup.names() == {"a"}, "a in the cache")
     watcher = Watcher("", None)
-    caches[PODS].watchers[watcher] = None
+    caches[PODS].add(watcher)
 
     setup.proxy.cut()  # the cache's watch breaks and keeps retrying
     await writer.create(PREFIX + "b", pod("b"))
