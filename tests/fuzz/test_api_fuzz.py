@@ -233,6 +233,13 @@ async def _stored(db: Path) -> list[ListResult]:
         await store.close()
 
 
+def _fuzzed(objects: dict[tuple[str, str], Any]) -> dict[tuple[str, str], Any]:
+    """Without the server's own identity Lease (endpoint_reconciler.py): renewed every 10 s and deleted by the
+    clean stop below, so the API's copy and the store's differ by design."""
+    return {k: o for k, o in objects.items()
+            if "apiserver.kubernetes.io/identity" not in (o["metadata"].get("labels") or {})}
+
+
 def test_server_is_ready_and_store_consistent_after_the_run(harness: Harness) -> None:
     started = time.perf_counter()
     status, _ = harness.send("GET", "/readyz", None)
@@ -245,7 +252,7 @@ def test_server_is_ready_and_store_consistent_after_the_run(harness: Harness) ->
     checked = 0
     for r, in_api, stored in zip(TYPED, listed, asyncio.run(_stored(harness.db)), strict=True):
         in_store = {_key(o): o for o in map(decode, stored.items)}
-        assert in_api == in_store, r.plural
+        assert _fuzzed(in_api) == _fuzzed(in_store), r.plural
         for obj in in_store.values():
             assert typecheck.check(obj, r.model) is None, (r.plural, obj)
             checked += 1
