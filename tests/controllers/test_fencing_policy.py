@@ -115,7 +115,8 @@ def test_within_budgets(name: str, chosen: list[str], running: list[str], pods: 
                                     lambda n: [p for p in pods if p["spec"]["nodeName"] == n], budgets(**by_app), free)
     assert [c.node for c in admitted] == want
     assert [h.node for h in held] == want_held
-    assert all("PodDisruptionBudget default/" in h.reason for h in held)
+    assert all(h.reason == "FenceHeldByDisruptionBudget" and "PodDisruptionBudget default/" in h.message
+               for h in held)
 
 
 @pytest.mark.parametrize("name,renewed_at,want_fenced,want_done_at", [
