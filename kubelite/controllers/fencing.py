@@ -5,6 +5,11 @@ Each pass (every `period` seconds) it
    StatefulSet or ReadWriteOnce pods; highest pod priority first; at most `maxConcurrent` at once;
    none whose fence would take PodDisruptionBudget-healthy pods beyond what the budgets allow
    (event FenceHeldByDisruptionBudget once per hold; the pass after the budget allows it, it goes);
+   and none the zone brake holds (fencing_policy.ZoneBrake, upstream's handleDisruption: no fence in a
+   fully disrupted zone or while every zone is, none in a small partially disrupted zone, and at most
+   `fenceRate` a second per zone; events FenceHeldByZoneDisruption, FenceHeldByClusterDisruption,
+   FenceRateLimited once per hold). A fence not yet confirmed whose zone the brake comes to stop is
+   abandoned before its next attempt (its NodeFence deleted), freeing its slot;
 2. fences each in a task: a NodeFence (kubelite.io/v1alpha1, named after the node) records the
    phase, attempts, agent and message; the pool's agents are tried in order until one confirms;
    a round with no confirmation is Failed and retried with doubling back-off; a node that comes
@@ -17,7 +22,8 @@ Each pass (every `period` seconds) it
    NODE` is the administrator's word that the node may run pods again (README, Fencing).
 
 Nothing is force deleted without a Succeeded NodeFence for the node. Errors are logged and the
-next pass carries on. Events on the Node: FencingNode, FenceFailed, NodeFenced, FenceCleared.
+next pass carries on. Events on the Node: FencingNode, FenceFailed, NodeFenced, FenceCleared, and the
+holds named in 1.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from kubelite.client.informer import NAMESPACE_INDEX, NODE_NAME_INDEX, Handlers,
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import fencing_policy as policy
+from kubelite.controllers import node_health as nh
 from kubelite.controllers import taints as tt
 from kubelite.controllers.attachdetach import FENCED_CONDITION
 from kubelite.controllers.fencing_agents import Outcome, Target, node_address
@@ -75,7 +82,8 @@ class FencingController:
         self.informers = (self.nodes, self.pods, self.claims, self.pdbs, self.fences, self.leases)
         self.renewals: dict[str, tuple[str, float]] = {}  # node -> (renewTime, monotonic when first seen)
         self.running: dict[str, asyncio.Task[None]] = {}
-        self.held: dict[str, str] = {}  # node -> why a budget holds its fence (evented once per reason)
+        self.held: dict[str, tuple[str, str]] = {}  # node -> (reason, message) holding its fence: evented once
+        self.brake = policy.ZoneBrake(self.config)
 
     def _lease_seen(self, lease: Obj) -> None:
         """The `self` agent's clock: when this controller saw each node's Lease renewTime change."""
@@ -103,6 +111,8 @@ class FencingController:
                 task.cancel()
 
     async def reconcile(self) -> None:
+        mono = self.clock.monotonic()
+        self.brake.observe(self.nodes.store.values(), self.clock.now(), mono)
         fences = {f["spec"]["nodeName"]: f for f in self.fences.store.values()}
         for node in list(self.nodes.store.values()):
             name = node["metadata"]["name"]
@@ -120,16 +130,16 @@ class FencingController:
         chosen = policy.candidates(
             self.nodes.store.values(), pods_on, self.claims.get,
             lambda n: self.config.pool_for(n["metadata"].get("labels")) is not None, self.clock.now(),
-            self.config.delay, self.budgets_of)
-        admitted, held = policy.within_budgets(
+            self.config.delay, self.budgets_of, self.brake.resumed_at)
+        admitted, held = policy.admit(
             [c for c in chosen if c.node not in self.running and
              (fences.get(c.node) or {}).get("status", {}).get("phase") != "Succeeded"],
-            self.running, pods_on, self.budgets_of, free)
+            self.running, pods_on, self.budgets_of, free, self.brake, mono)
         for h in held:
-            if self.held.get(h.node) != h.reason and (held_node := self.nodes.get("", h.node)) is not None:
-                log.info("fence of node %s held: %s", h.node, h.reason)
-                self._event(held_node, "FenceHeldByDisruptionBudget", f"Not fencing node {h.node} yet: {h.reason}")
-        self.held = {h.node: h.reason for h in held}
+            if self.held.get(h.node) != (h.reason, h.message) and (held_node := self.nodes.get("", h.node)):
+                log.info("fence of node %s held (%s): %s", h.node, h.reason, h.message)
+                self._event(held_node, h.reason, f"Not fencing node {h.node} yet: {h.message}")
+        self.held = {h.node: (h.reason, h.message) for h in held}
         for candidate in admitted:
             self.running[candidate.node] = asyncio.create_task(self.fence(candidate.node),
                                                                name=f"fence {candidate.node}")
@@ -168,6 +178,13 @@ class FencingController:
             return True
         pool = self.config.pool_for(node["metadata"].get("labels"))
         if pool is None:
+            return True
+        if (stop := self.brake.stopped(name, nh.zone_key(node))) is not None:
+            # Its zone (or the whole cluster) went down since the fence was decided: the fence waits its turn
+            # again as a candidate, and its slot is free meanwhile.
+            self.held[name] = (stop.reason, stop.message)
+            self._event(node, stop.reason, f"Not fencing node {name} any further for now: {stop.message}")
+            await self._abandon(name, stop.message)
             return True
         fence = await self._fence_object(name)
         attempts = int((fence.get("status") or {}).get("attempts") or 0) + 1

@@ -6,6 +6,12 @@
     maxConcurrent: 1       # fences in progress at once, at most
     selfFenceMargin: 5     # the `self` agent's safety margin on top of the node's advertised D
     retry: {initial: 1, max: 60}   # back-off between failed attempts (doubling)
+    # The zone brake (fencing_policy.ZoneBrake), upstream's node eviction flags and defaults:
+    fenceRate: 0.1                 # fences a second per zone (--node-eviction-rate)
+    secondaryFenceRate: 0.01       # in a partially disrupted zone (--secondary-node-eviction-rate) ...
+    largeClusterSizeThreshold: 50  # ... of more nodes than this; smaller ones stop (--large-cluster-size-threshold)
+    unhealthyZoneThreshold: 0.55   # not-Ready share (of more than 2 nodes) for PartialDisruption
+    fenceFullyDisruptedZones: false  # true: upstream's eviction rule, a zone with no Ready node at fenceRate
     pools:                 # the first pool whose nodeSelector matches a node fences it
     - name: rack-a
       nodeSelector: {matchLabels: {rack: a}}
@@ -69,6 +75,11 @@ class FencingConfig:
     retry_initial: float = 1.0
     retry_max: float = 60.0
     period: float = 1.0  # how often the policy looks at the nodes
+    fence_rate: float = 0.1
+    secondary_fence_rate: float = 0.01
+    large_cluster_size_threshold: int = 50
+    unhealthy_zone_threshold: float = 0.55
+    fence_fully_disrupted_zones: bool = False
     pools: tuple[Pool, ...] = field(default_factory=tuple)
 
     def pool_for(self, labels: dict[str, str] | None) -> Pool | None:
@@ -119,10 +130,22 @@ def parse(raw: Any) -> FencingConfig:
     retry = raw.get("retry") or {}
     if not isinstance(retry, dict):
         raise FencingConfigError("retry: must be a mapping with initial and max")
+    large = _number(raw, "largeClusterSizeThreshold", 50)
+    if not large.is_integer():
+        raise FencingConfigError(f"largeClusterSizeThreshold: must be a whole number, not {large:g}")
+    threshold = _number(raw, "unhealthyZoneThreshold", 0.55, 0.001)
+    if threshold > 1:
+        raise FencingConfigError(f"unhealthyZoneThreshold: must be a fraction of the zone (<= 1), not {threshold:g}")
+    full = raw.get("fenceFullyDisruptedZones", False)
+    if not isinstance(full, bool):
+        raise FencingConfigError(f"fenceFullyDisruptedZones: must be true or false, not {full!r}")
     return FencingConfig(delay=_number(raw, "delay", 30.0), max_concurrent=int(max_concurrent),
                          self_fence_margin=_number(raw, "selfFenceMargin", 5.0),
                          retry_initial=_number(retry, "initial", 1.0, 0.001), retry_max=_number(retry, "max", 60.0),
-                         period=_number(raw, "period", 1.0, 0.01), pools=tuple(pools))
+                         period=_number(raw, "period", 1.0, 0.01), fence_rate=_number(raw, "fenceRate", 0.1, 0.0001),
+                         secondary_fence_rate=_number(raw, "secondaryFenceRate", 0.01),
+                         large_cluster_size_threshold=int(large), unhealthy_zone_threshold=threshold,
+                         fence_fully_disrupted_zones=full, pools=tuple(pools))
 
 
 def load(path: Path) -> FencingConfig:

@@ -142,6 +142,17 @@ def compute_zone_state(ready_conditions: list[Obj | None], unhealthy_threshold: 
     return not_ready, ZoneState.NORMAL
 
 
+def zone_rate(state: ZoneState, size: int, healthy_qps: float, secondary_qps: float,
+              large_cluster_size_threshold: int) -> float:
+    """setLimiterInZone: HealthyQPSFunc for normal and fully disrupted zones; ReducedQPSFunc for a partially
+    disrupted one — the secondary rate in a zone of more than large-cluster-size-threshold nodes, else 0 (in
+    a small zone a few more failures would take it all, so the controller waits instead). Shared by the node
+    lifecycle controller (taint rate) and the fencing controller (fence rate)."""
+    if state is ZoneState.PARTIAL_DISRUPTION:
+        return secondary_qps if size > large_cluster_size_threshold else 0.0
+    return healthy_qps
+
+
 class TokenBucket:
     """flowcontrol.NewTokenBucketRateLimiter's TryAccept: `qps` tokens a second, at most `burst` saved.
     A rate of 0 accepts nothing (flowcontrol.NewFakeNeverRateLimiter, as SwapLimiter(0) installs)."""

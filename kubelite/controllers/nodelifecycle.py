@@ -320,12 +320,8 @@ class NodeLifecycleController:
             self.zone_states[zone] = new
 
     def _zone_rate(self, size: int, state: nh.ZoneState) -> float:
-        """setLimiterInZone: HealthyQPSFunc for normal and fully disrupted zones, ReducedQPSFunc for partial."""
-        if state is nh.ZoneState.PARTIAL_DISRUPTION:
-            if size > self.options.large_cluster_size_threshold:
-                return self.options.secondary_node_eviction_rate
-            return 0.0
-        return self.options.node_eviction_rate
+        return nh.zone_rate(state, size, self.options.node_eviction_rate, self.options.secondary_node_eviction_rate,
+                            self.options.large_cluster_size_threshold)
 
     # --- tainting passes -------------------------------------------------------------------------
 

@@ -33,6 +33,12 @@ def pool(*agents: Obj, selector: Obj | None = None) -> Obj:
     ("a negative delay", {"delay": -1}, "delay: must be a number >= 0"),
     ("zero concurrent fences", {"maxConcurrent": 0}, "maxConcurrent: must be a number >= 1"),
     ("a delay given as text", {"delay": "30s"}, "delay: must be a number"),
+    ("a zone threshold above the whole zone", {"unhealthyZoneThreshold": 1.5}, "unhealthyZoneThreshold: must be a "
+                                                                               "fraction"),
+    ("a fence rate of 0 (it would never fence: leave out the pools instead)", {"fenceRate": 0}, "fenceRate: must be"),
+    ("a fractional large-cluster size", {"largeClusterSizeThreshold": 2.5}, "largeClusterSizeThreshold: must be a "
+                                                                           "whole number"),
+    ("fenceFullyDisruptedZones given as text", {"fenceFullyDisruptedZones": "yes"}, "must be true or false"),
     ("a bad selector operator", {"pools": [pool(AGENT, selector={"matchExpressions": [
         {"key": "a", "operator": "Near", "values": ["b"]}]})]}, "nodeSelector"),
 ])
@@ -53,6 +59,18 @@ def test_a_full_configuration() -> None:
     agents = [build_agent(a, FakeClock(), cfg.self_fence_margin, lambda n: None) for a in cfg.pools[0].agents]
     assert [type(a) for a in agents] == [CommandAgent, WebhookAgent, PythonAgent, SelfFenceAgent]
     assert isinstance(agents[0], CommandAgent) and agents[0].timeout == 5
+
+
+def test_the_zone_brake_defaults_are_upstreams_eviction_defaults() -> None:
+    """--node-eviction-rate 0.1, --secondary-node-eviction-rate 0.01, --large-cluster-size-threshold 50,
+    --unhealthy-zone-threshold 0.55; a fully disrupted zone held (the one departure, see fencing_policy)."""
+    cfg = parse({})
+    assert (cfg.fence_rate, cfg.secondary_fence_rate, cfg.large_cluster_size_threshold, cfg.unhealthy_zone_threshold,
+            cfg.fence_fully_disrupted_zones) == (0.1, 0.01, 50, 0.55, False)
+    cfg = parse({"fenceRate": 1, "secondaryFenceRate": 0, "largeClusterSizeThreshold": 10,
+                 "unhealthyZoneThreshold": 0.3, "fenceFullyDisruptedZones": True})
+    assert (cfg.fence_rate, cfg.secondary_fence_rate, cfg.large_cluster_size_threshold, cfg.unhealthy_zone_threshold,
+            cfg.fence_fully_disrupted_zones) == (1, 0, 10, 0.3, True)
 
 
 def test_no_pools_fence_nothing() -> None:

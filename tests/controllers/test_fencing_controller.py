@@ -99,9 +99,13 @@ async def idle(c: Cluster, seconds: float, step: float = 0.5) -> None:
 
 
 @contextlib.asynccontextmanager
-async def controller(c: Cluster, cfg: FencingConfig) -> AsyncIterator[FencingController]:
+async def controller(c: Cluster, cfg: FencingConfig, witness: bool = True) -> AsyncIterator[FencingController]:
+    """The controller running; with a Ready `witness` node, since with every node down the zone brake
+    (rightly) fences nothing — as upstream's disruption tests keep a healthy node for the same reason."""
     SCRIPT.clear()
     CALLS.clear()
+    if witness:
+        await c.node("witness", ready="True")
     ctl = FencingController(c.client, c.clock, cfg)
     task = asyncio.create_task(ctl.run())
     try:
@@ -214,6 +218,78 @@ async def test_a_budget_holds_a_fence_only_while_the_fence_would_take_pods_it_co
         assert len(held) == 1 and "PodDisruptionBudget default/web allows 0" in held[0]["message"]
         await _set_ready(c, pod, False)
         await until(c, lambda: _gone(c, f"{PODS}/web-0"), "the fence once the pod was counted unhealthy")
+
+
+ZONE_A = {"topology.kubernetes.io/region": "r", "topology.kubernetes.io/zone": "a"}
+ZONE_B = {"topology.kubernetes.io/region": "r", "topology.kubernetes.io/zone": "b"}
+
+
+async def _held_events(c: Cluster, reason: str) -> list[str]:
+    return sorted(e["involvedObject"]["name"] for e in await _events(c) if e["reason"] == reason)
+
+
+async def test_a_whole_zone_partition_holds_its_fences_while_a_single_lost_node_is_fenced(cluster: Cluster) -> None:
+    """The zone brake against a real API server: zone a loses both its nodes, zone b one of three. b1 is
+    fenced; a1 and a2 are not — one FenceHeldByZoneDisruption event each, no NodeFence, their pods kept.
+    Once a2 is back, zone a is Normal again and a1 is fenced, no sooner than 1/fenceRate later (the limiter
+    swapped in from 0 starts drained)."""
+    c = cluster
+    for name, labels, ready in (("a1", ZONE_A, "Unknown"), ("a2", ZONE_A, "Unknown"), ("b1", ZONE_B, "Unknown"),
+                                ("b2", ZONE_B, "True"), ("b3", ZONE_B, "True")):
+        await c.node(name, ready=ready, labels=labels)
+    for name in ("a1", "a2", "b1"):
+        await stateful_pod(c, f"web-{name}", name)
+    async with controller(c, config(maxConcurrent=3), witness=False):
+        await until(c, lambda: _gone(c, f"{PODS}/web-b1"), "the single lost node of zone b fenced")
+        await idle(c, DELAY)
+        assert CALLS == ["b1"]
+        for name in ("a1", "a2"):
+            assert await exists(c, f"{PODS}/web-{name}") and not await exists(c, f"{FENCES}/{name}")
+        held = [e for e in await _events(c) if e["reason"] == "FenceHeldByZoneDisruption"]
+        assert sorted(e["involvedObject"]["name"] for e in held) == ["a1", "a2"], "one event per hold, not per pass"
+        assert "zone r/a is in FullDisruption" in held[0]["message"]
+        back = c.clock.monotonic()
+        await c.post_status("a2", "True")
+        await until(c, lambda: _gone(c, f"{PODS}/web-a1"), "a1 fenced once its zone is not fully disrupted")
+        assert c.clock.monotonic() - back >= 10.0, "fenced before the zone's drained limiter had a token"
+        assert CALLS == ["b1", "a1"] and await exists(c, f"{PODS}/web-a2")
+
+
+async def test_with_every_node_down_nothing_is_fenced_until_a_node_is_back_and_the_delay_has_run_again(
+        cluster: Cluster) -> None:
+    """All zones fully disrupted: the control plane is the likely one cut off, so nothing is fenced (one
+    FenceHeldByClusterDisruption per node). When one node reports Ready the others are candidates again
+    only after the delay counted from then — they may simply not have reported back yet."""
+    c = cluster
+    for name in ("a", "b", "c"):
+        await unreachable_node(c, name)
+        await stateful_pod(c, f"web-{name}", name)
+    async with controller(c, config(maxConcurrent=3), witness=False):
+        await idle(c, DELAY * 3)
+        assert CALLS == [] and await _held_events(c, "FenceHeldByClusterDisruption") == ["a", "b", "c"]
+        await c.post_status("c", "True")
+        back = c.clock.monotonic()
+        await until(c, lambda: _gone(c, f"{PODS}/web-a"), "a fence once the delay ran again")
+        assert c.clock.monotonic() - back >= DELAY
+        assert CALLS[0] in ("a", "b") and await exists(c, f"{PODS}/web-c")
+
+
+async def test_a_fence_not_yet_confirmed_is_abandoned_when_its_zone_goes_down(cluster: Cluster) -> None:
+    """A fence decided while its zone was Normal, failing, whose zone then loses its last Ready node: the
+    next attempt does not run — the NodeFence is deleted (nothing was fenced) and the node waits as a
+    candidate held by the zone brake, with its slot free."""
+    c = cluster
+    await c.node("a1", ready="Unknown", labels=ZONE_A)
+    await c.node("a2", ready="True", labels=ZONE_A)
+    await stateful_pod(c, "web-0", "a1")
+    async with controller(c, config()):
+        SCRIPT.extend([False])
+        await until(c, lambda: _phase(c, "a1", "Failed"), "the first attempt failing")
+        await c.post_status("a2", "Unknown")
+        await until(c, lambda: _gone(c, f"{FENCES}/a1"), "the NodeFence abandoned")
+        await idle(c, DELAY)
+        assert CALLS == ["a1"] and await exists(c, f"{PODS}/web-0") and await fenced_condition(c, "a1") is None
+        assert await _held_events(c, "FenceHeldByZoneDisruption") == ["a1"]
 
 
 @pytest.mark.parametrize("name,exit_code,fenced", [

@@ -10,7 +10,9 @@ link is cut; node-a goes Unknown; then
   unreachable node (the seed's safe default);
 - with `--self-fence-after` on node-a and only the `self` agent, node-a's container is dead before
   the replacement starts — the old container's last sighting in the host's /proc against the
-  replacement's own start stamp.
+  replacement's own start stamp;
+- with node-a alone in its zone (zone labels), the zone brake holds the fence: a whole-zone partition
+  is not fenced; labelled into node-b's zone, the same lost node is fenced.
 """
 
 from __future__ import annotations
@@ -68,6 +70,39 @@ def test_a_partitioned_node_is_fenced_and_its_statefulset_pod_moves_with_its_dat
     assert first.split()[1] == old["metadata"]["uid"] and second.split()[1] == new["metadata"]["uid"]
     vas = json.loads(p.server.kubectl("get", "volumeattachments", "-o", "json").stdout)["items"]
     assert [va["spec"]["nodeName"] for va in vas] == ["node-b"]
+
+
+def _label_zone(p: Partition, node: str, zone: str) -> None:
+    p.server.kubectl("label", "node", node, "--overwrite", "topology.kubernetes.io/region=r",
+                     f"topology.kubernetes.io/zone={zone}")
+
+
+def _events(p: Partition, reason: str) -> list[dict[str, object]]:
+    items = json.loads(p.server.kubectl("get", "events", "-A", "-o", "json").stdout)["items"]
+    return [e for e in items if e["reason"] == reason]
+
+
+def test_a_partitioned_zone_is_not_fenced_until_its_node_shares_a_zone_with_a_ready_one(
+        fenced_by_command: Partition) -> None:
+    """The zone brake on real processes. node-a alone in zone a, node-b in zone b: cutting node-a's link is
+    a whole-zone partition — held (FenceHeldByZoneDisruption), no fence runs, web-0 stays. The same lost
+    node labelled into node-b's zone is a single-node loss in a Normal zone: fenced, and web-0 moves."""
+    p = fenced_by_command
+    _label_zone(p, "node-a", "a")
+    _label_zone(p, "node-b", "b")
+    old = get_pod(p.server, "web-0")
+    p.proxy.cut()
+    assert wait_for(lambda: ready(p.server, "node-a") == "Unknown", timeout=GRACE + 20)
+    assert wait_for(lambda: bool(_events(p, "FenceHeldByZoneDisruption")), timeout=20)
+    time.sleep(5)  # well past the fencing delay (2 s) and many passes (0.5 s)
+    held = _events(p, "FenceHeldByZoneDisruption")
+    assert len(held) == 1 and "zone r/a is in FullDisruption" in str(held[0]["message"])
+    assert not (p.base / "calls").exists()
+    assert p.server.kubectl("get", "nodefences", "-o", "name").stdout.strip() == ""
+    assert get_pod(p.server, "web-0")["metadata"]["uid"] == old["metadata"]["uid"]
+    _label_zone(p, "node-a", "b")
+    assert wait_for(lambda: running_on(p.server) == "node-b", timeout=60), get_pod(p.server, "web-0")
+    assert (p.base / "calls").read_text().split()[0] == "node-a"
 
 
 @pytest.fixture
