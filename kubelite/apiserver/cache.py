@@ -232,8 +232,7 @@ class Caches:
     def __init__(self, store: Store, resources: tuple[Resource, ...]) -> None:
         self.store = store
         self.by_resource = {r: ResourceCache(r) for r in resources}
-        self._by_prefix = sorted(((r.key_prefix, c) for r, c in self.by_resource.items()),
-                                 key=lambda p: -len(p[0]))
+        self._by_prefix = {r.key_prefix: c for r, c in self.by_resource.items()}  # each /registry/GROUP/PLURAL/
         self.ring = Ring(RING_SIZE, RING_BYTES)
         # Watches from this revision on are served from the ring: the start, then the last event evicted.
         self.start_revision = 0
@@ -266,10 +265,9 @@ class Caches:
                 w.close()
 
     def _route(self, key: str) -> ResourceCache | None:
-        for prefix, cache in self._by_prefix:
-            if key.startswith(prefix):
-                return cache
-        return None
+        """The cache whose key prefix (three segments: /registry/GROUP/PLURAL/) begins `key`."""
+        parts = key.split("/", 4)
+        return self._by_prefix.get(f"/{parts[1]}/{parts[2]}/{parts[3]}/") if len(parts) == 5 else None
 
     async def _run(self, from_revision: int) -> None:
         """Follow the store; when the watch's resume point was compacted away (etcd compacted while the stream

@@ -17,6 +17,7 @@ one `/metrics` shows the scheduler's and controllers' metrics too.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ from kubelite.apiserver import metrics_api
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.request import APPLY_PATCH, media_type, parse_bool
+from kubelite.apiserver.watch import WatchResponse
 from kubelite.clock import Clock
 
 _disable_created_metrics()  # type: ignore[no-untyped-call]  # upstream exposes no `_created` series
@@ -46,6 +48,7 @@ REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresourc
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 NON_RESOURCE_PATHS = frozenset({"/", "/api", "/apis", "/healthz", "/livez", "/readyz", "/metrics", "/version",
                                 "/openapi/v2", "/openapi/v3"})
+PATH_CACHE = 32_768  # paths whose labels are remembered (a few MiB at most)
 _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _SERVED = {(r.group, r.version, r.plural): r.subresources for r in (*RESOURCES, *metrics_api.RESOURCES)}
 _SERVED["", "v1", "bindings"] = ()
@@ -65,6 +68,8 @@ class RequestInfo:
     dry_run: str = ""
 
 
+# A pure function of its arguments, asked on every request: the same paths recur (a node's Lease, its status).
+@functools.lru_cache(maxsize=PATH_CACHE)
 def request_info(method: str, path: str, watch: bool = False, apply: bool = False, dry_run: str = "") -> RequestInfo:
     """Labels for a request as upstream derives them (requestinfo.go, CleanScope, CanonicalVerb, cleanVerb)."""
     parts = [p for p in path.split("/") if p]
@@ -153,6 +158,9 @@ class ApiServerMetrics:
         try:
             response = await inner(request, handler)
             code = response.status
+            if isinstance(response, WatchResponse):  # in process: the watch is read after this returns
+                stream_code, code = code, 0
+                response.stream.on_close(lambda: self.record(info, stream_code, self.clock.monotonic() - started))
             return response
         except web.HTTPException as exc:
             code = exc.status

@@ -8,6 +8,7 @@ protobuf envelopes of any kind with an upstream message, YAML bodies.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ class Target:
     group_version: str
 
 
+@functools.lru_cache(maxsize=32_768)  # pure, and asked of the same paths over and over (a node's Lease)
 def parse_target(path: str) -> Target | None:
     """Map `/api/v1/...` and `/apis/G/V/...` paths to a Target; None when it names no resource."""
     parts = [p for p in path.split("/") if p]
