@@ -222,8 +222,9 @@ class InProcessClient(RestVerbs):
         if headers is None:
             fields = {"Accept": JSON, **self._auth, "Content-Type": content_type}
             headers = self._headers[content_type] = CIMultiDictProxy(CIMultiDict(fields))
-        if "%" in path:  # an escaped path means what it means over HTTP: let yarl decode it as aiohttp would
-            path = URL(path).path
+        if "%" in path or "?" in path:  # escapes or a query in the path: read by yarl as aiohttp would read them
+            url = URL(path).update_query(dict(params or {}))
+            path, params = url.path, url.query
         query = MultiDictProxy(MultiDict(params)) if params else _NO_QUERY
         return LoopbackRequest(method, path, query, headers, body)
 

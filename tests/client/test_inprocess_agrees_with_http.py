@@ -97,6 +97,8 @@ CASES = [
     pytest.param(Call("GET", PODS, params={"labelSelector": "app in (a"}), id="malformed label selector"),
     pytest.param(Call("GET", PODS, params={"limit": "many"}), id="malformed limit: BadRequest"),
     pytest.param(Call("GET", PODS, params={"limit": "1"}), id="a page of one pod, with a continue token"),
+    pytest.param(Call("GET", f"{PODS}?limit=1&labelSelector=a%3Db"), id="a query written into the path"),
+    pytest.param(Call("GET", "/api/v1/namespaces/default/pods/%70"), id="an escaped path"),
     pytest.param(Call("GET", PODS, params={"fieldSelector": "spec.nodeName=", "resourceVersionMatch": "NotOlderThan",
                                            "resourceVersion": "0"}), id="list by field selector"),
     pytest.param(Call("GET", f"{PODS}/p/log"), id="logs of a pod on no node (the streamed path)"),
