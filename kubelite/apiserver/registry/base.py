@@ -104,7 +104,7 @@ class Strategy:
 
     # update of the status subresource: only status changes
     def prepare_status_update(self, new: Obj, old: Obj) -> Obj:
-        out: Obj = copy_obj(old)  # `old` is the registry's own copy, decoded from JSON
+        out = copy_obj(old)  # `old` is the registry's own copy, decoded from JSON
         out["metadata"] = new.get("metadata", out["metadata"])
         if "status" in new:
             out["status"] = new["status"]
