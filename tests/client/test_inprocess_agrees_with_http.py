@@ -22,9 +22,9 @@ from aiohttp.test_utils import TestServer
 
 from kubelite.api.errors import ApiError
 from kubelite.apiserver.app import ApiServer
-from kubelite.apiserver.auth import authorizer
 from kubelite.apiserver.auth.authorizer import Decision
 from kubelite.apiserver.auth.config import ADMIN_USER, AuthConfig
+from kubelite.apiserver.auth.node import restrict_request
 from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, UNSECURED_USER, UserInfo
 from kubelite.apiserver.inprocess import InProcessClient
@@ -259,7 +259,29 @@ async def test_authorization_shortcut_agrees_with_the_full_check(tmp_path: Path,
         for method, path in REQUESTS:  # what the shortcut skips would have allowed every one of these
             attributes = RequestAttributes(user, new_request_info(method, path, {}))
             assert server.authorization.authorizer.authorize(attributes)[0] is Decision.ALLOW
-            assert not isinstance(server.authorization.authorizer, authorizer.Union) or not \
-                server.authorization.node_restriction or user.name != NODE_USER.name
+            assert restrict_request(attributes, server.registry) is None
     finally:
         await store.close()
+
+
+async def test_watchers_never_share_the_servers_objects(tmp_path: Path) -> None:
+    """Each in-process watcher decodes its own copy of an event: mutating one changes neither the other
+    watcher's nor the watch cache's."""
+    async with _servers(tmp_path) as (_, inprocess, servers):
+        listed = await inprocess.get(PODS)
+        watching = [asyncio.create_task(_raw_events(inprocess, listed["metadata"]["resourceVersion"]))
+                    for _ in range(2)]
+        await asyncio.sleep(0.05)
+        await inprocess.create(PODS, make_pod("a").obj())  # one event, one encoding, two watchers
+        first, second = await asyncio.wait_for(asyncio.gather(*watching), 10)
+        first[0]["object"]["metadata"]["labels"] = {"mutated": "yes"}
+        first[0]["object"]["spec"]["containers"].clear()
+        assert "labels" not in second[0]["object"]["metadata"] and second[0]["object"]["spec"]["containers"]
+        cached = servers[1].registry.get("pods", "default", "a")
+        assert cached is not None and "labels" not in cached["metadata"] and cached["spec"]["containers"]
+
+
+async def _raw_events(client: InProcessClient, resource_version: str) -> list[dict[str, Any]]:
+    async for event in client.watch(PODS, {"resourceVersion": resource_version}):
+        return [event]
+    return []
