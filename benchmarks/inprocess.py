@@ -88,13 +88,15 @@ async def _watch_cost(client: InProcessClient, n: int, watchers: int) -> float:
     rv = (await client.get(LEASES))["metadata"]["resourceVersion"]
     tasks = [asyncio.create_task(follow()) for _ in range(watchers)]
     await asyncio.sleep(0.05)
-    received = 0
-    started = time.process_time()
-    for i in range(n):
-        await renew(i)
-    while received < n * watchers:
-        await asyncio.sleep(0)
-    elapsed = (time.process_time() - started) / n * 1e6
+    elapsed = float("inf")
+    for _ in range(3):  # the best of three rounds, as _timed
+        received = 0
+        started = time.process_time()
+        for i in range(n):
+            await renew(i)
+        while received < n * watchers:
+            await asyncio.sleep(0)
+        elapsed = min(elapsed, (time.process_time() - started) / n * 1e6)
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

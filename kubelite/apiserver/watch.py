@@ -111,9 +111,7 @@ class WatchStream:
             if watcher.bookmark_due:
                 watcher.bookmark_due = False
                 yield self.bookmark(self.resource, self.caches.revision)
-            watcher.wake.clear()
-            if not watcher.pending and not watcher.closed:
-                await watcher.wake.wait()
+            await watcher.wait()
 
     def on_close(self, callback: Callable[[], None]) -> None:
         self._closers.append(callback)
@@ -208,7 +206,7 @@ async def _tick(watcher: Watcher, clock: Clock, lifetime: float, bookmarks: bool
         if bookmarks and clock.monotonic() >= next_bookmark:
             next_bookmark += BOOKMARK_INTERVAL
             watcher.bookmark_due = True
-            watcher.wake.set()
+            watcher.wake()
 
 
 def _bookmark(resource: Resource, revision: int) -> bytes:
