@@ -13,7 +13,7 @@ Two paths, one set of handlers:
   and body are set directly (no message parsing, no StreamReader, no writer, no task). A watch is
   handed back unwritten (`watch.WatchResponse`) and its chunks are read in the caller's own task;
   everything else answers whole, as a `web.Response`. Requests whose handlers stream over a
-  connection (pod logs, exec/attach/portforward) take the second path.
+  connection (pod logs, exec/attach/portforward) get a complete request, as `exchange` builds it.
 - `exchange` builds a complete aiohttp `web.Request` in memory and collects what the handler
   writes, chunk by chunk, as a client reads HTTP: status, headers, body (tests read any answer so).
 
@@ -177,7 +177,7 @@ class _Body:
 
 _NO_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
 _PROTOCOL = _Protocol()
-# The handlers that write to a connection as they go (resp.prepare): these requests take the exchange path.
+# The handlers that write to a connection as they go (resp.prepare): these requests get a complete web.Request.
 _STREAMED = frozenset({"log", *streaming.SUBRESOURCES})
 
 
@@ -209,7 +209,7 @@ class InProcessClient(RestVerbs):
         # As kube-apiserver's loopback client: the server's own components present a token it trusts.
         token = next(iter(sorted(server.tokens)), None)
         self._auth = {"Authorization": f"Bearer {token}"} if token else {}
-        # The headers of a loopback request by Content-Type (immutable, so one proxy serves every request)
+        # The headers of a loopback request by Content-Type (immutable: one proxy serves every such request)
         self._headers: dict[str, CIMultiDictProxy[str]] = {}
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
@@ -218,9 +218,10 @@ class InProcessClient(RestVerbs):
 
     def _loopback(self, method: str, path: str, params: Mapping[str, str] | None, body: bytes,
                   content_type: str) -> LoopbackRequest:
+        """`content_type` "" for a request without a body: no Content-Type header, as ApiClient sends it."""
         headers = self._headers.get(content_type)
         if headers is None:
-            fields = {"Accept": JSON, **self._auth, "Content-Type": content_type}
+            fields = {"Accept": JSON, **self._auth, **({"Content-Type": content_type} if content_type else {})}
             headers = self._headers[content_type] = CIMultiDictProxy(CIMultiDict(fields))
         if "%" in path or "?" in path:  # escapes or a query in the path: read by yarl as aiohttp would read them
             url = URL(path).update_query(dict(params or {}))
@@ -260,7 +261,7 @@ class InProcessClient(RestVerbs):
         data = orjson.dumps(body) if body is not None else b""
         if path.rsplit("/", 1)[-1] in _STREAMED:
             return await self._streamed(method, path, data, content_type, params)
-        resp = await self._serve(self._loopback(method, path, params, data, content_type))
+        resp = await self._serve(self._loopback(method, path, params, data, content_type if data else ""))
         if isinstance(resp, WatchResponse):  # ?watch=true asked of request(): the whole stream is the body, as HTTP
             try:
                 payload = b"".join([chunk async for chunk in resp.stream.chunks()])
@@ -296,7 +297,7 @@ class InProcessClient(RestVerbs):
         into its lines and each decoded (the shared encoding is made once per event, the copy once per
         watcher). Closing the iterator takes the watch out of the cache.
         """
-        resp = await self._serve(self._loopback("GET", path, {**params, "watch": "true"}, b"", JSON))
+        resp = await self._serve(self._loopback("GET", path, {**params, "watch": "true"}, b"", ""))
         if not isinstance(resp, WatchResponse):  # refused: a Status
             self._decoded(resp.status, resp.content_type, cast(bytes, cast(web.Response, resp).body or b"{}"))
             raise status_error(resp.status, {})  # a non-error answer to a watch: never served

@@ -32,7 +32,7 @@ from kubelite.api.errors import ApiError
 from kubelite.apiserver import metrics_api
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.registry import RESOURCES
-from kubelite.apiserver.request import APPLY_PATCH, media_type, parse_bool
+from kubelite.apiserver.request import APPLY_PATCH, PATH_CACHE, media_type, parse_bool
 from kubelite.apiserver.watch import WatchResponse
 from kubelite.clock import Clock
 
@@ -48,7 +48,6 @@ REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresourc
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 NON_RESOURCE_PATHS = frozenset({"/", "/api", "/apis", "/healthz", "/livez", "/readyz", "/metrics", "/version",
                                 "/openapi/v2", "/openapi/v3"})
-PATH_CACHE = 32_768  # paths whose labels are remembered (a few MiB at most)
 _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _SERVED = {(r.group, r.version, r.plural): r.subresources for r in (*RESOURCES, *metrics_api.RESOURCES)}
 _SERVED["", "v1", "bindings"] = ()
