@@ -17,6 +17,7 @@ one `/metrics` shows the scheduler's and controllers' metrics too.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,8 @@ from kubelite.api.errors import ApiError
 from kubelite.apiserver import metrics_api
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.registry import RESOURCES
-from kubelite.apiserver.request import APPLY_PATCH, media_type, parse_bool
+from kubelite.apiserver.request import APPLY_PATCH, CACHED_PATH, PATH_CACHE, media_type, parse_bool
+from kubelite.apiserver.watch import WatchResponse
 from kubelite.clock import Clock
 
 _disable_created_metrics()  # type: ignore[no-untyped-call]  # upstream exposes no `_created` series
@@ -67,6 +69,12 @@ class RequestInfo:
 
 def request_info(method: str, path: str, watch: bool = False, apply: bool = False, dry_run: str = "") -> RequestInfo:
     """Labels for a request as upstream derives them (requestinfo.go, CleanScope, CanonicalVerb, cleanVerb)."""
+    if len(path) <= CACHED_PATH:
+        return _remembered_info(method, path, watch, apply, dry_run)
+    return _request_info(method, path, watch, apply, dry_run)
+
+
+def _request_info(method: str, path: str, watch: bool, apply: bool, dry_run: str) -> RequestInfo:
     parts = [p for p in path.split("/") if p]
     if len(parts) >= 3 and parts[0] == "api":
         group, version, rest = "", parts[1], parts[2:]
@@ -94,6 +102,10 @@ def request_info(method: str, path: str, watch: bool = False, apply: bool = Fals
     elif method == "PATCH" and apply:
         verb = "APPLY"
     return RequestInfo(verb, group, version, resource, subresource, scope, True, dry_run)
+
+
+# A pure function of its arguments, asked on every request: the same paths recur (a node's Lease, its status).
+_remembered_info = functools.lru_cache(maxsize=PATH_CACHE)(_request_info)
 
 
 def _non_resource_path(path: str) -> str:
@@ -153,6 +165,9 @@ class ApiServerMetrics:
         try:
             response = await inner(request, handler)
             code = response.status
+            if isinstance(response, WatchResponse):  # in process: the watch is read after this returns
+                stream_code, code = code, 0
+                response.stream.on_close(lambda: self.record(info, stream_code, self.clock.monotonic() - started))
             return response
         except web.HTTPException as exc:
             code = exc.status

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from kubelite.api.errors import ApiError, bad_request
-from kubelite.apiserver.nesting import MAX_DEPTH, TooDeep, check_depth, dumps, headroom
+from kubelite.apiserver.nesting import MAX_DEPTH, TooDeep, check_depth, copy_obj, dumps, headroom
 
 MAX_JSON_PATCH_OPERATIONS = 10_000
 MAX_COPY_BYTES = 3 * 1024 * 1024
@@ -227,7 +227,7 @@ def strategic_merge_patch(original: dict[str, Any], patch: Any, kind: str) -> di
     if not isinstance(patch, dict):
         raise bad_request("strategic merge patch must be a JSON object")
     with headroom():
-        result = _smp_map(copy.deepcopy(original), patch, (), PATCH_META.get(kind, {}))
+        result = _smp_map(copy_obj(original), patch, (), PATCH_META.get(kind, {}))
     return result if isinstance(result, dict) else {}
 
 

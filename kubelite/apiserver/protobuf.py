@@ -11,6 +11,7 @@ message cannot carry and for lists longer than MAX_LIST_ITEMS; Tables are always
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any
 
@@ -74,6 +75,7 @@ def watch_frame(event_type: str, obj: Obj) -> bytes | None:
     return struct.pack(">I", len(event)) + event
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of a header that nearly every client sends the same
 def prefers_protobuf(accept: str) -> bool:
     """Whether the Accept header ranks protobuf above JSON (q values, then order), as client-go's typed
     clients send `application/vnd.kubernetes.protobuf,application/json`. Table requests never are."""

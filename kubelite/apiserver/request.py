@@ -8,6 +8,7 @@ protobuf envelopes of any kind with an upstream message, YAML bodies.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -24,6 +25,11 @@ from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Resource
 
 MAX_BODY = 3 * 1024 * 1024
+# Paths whose parse is remembered, here and for the metrics' labels: ≈ 7 MiB for each cache when full. Only
+# paths up to CACHED_PATH long are (every path a component sends): a client sending 8 KiB paths cannot make
+# the caches hold 16,384 of them.
+PATH_CACHE = 16_384
+CACHED_PATH = 256
 DECODE_INLINE = 64 * 1024  # bodies above this are decoded in a worker thread
 YAML_EXPANSION = 10  # nodes a YAML document may have per byte once its aliases are expanded (plus 10,000)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -57,6 +63,10 @@ class Target:
 
 def parse_target(path: str) -> Target | None:
     """Map `/api/v1/...` and `/apis/G/V/...` paths to a Target; None when it names no resource."""
+    return _remembered_target(path) if len(path) <= CACHED_PATH else _parse_target(path)
+
+
+def _parse_target(path: str) -> Target | None:
     parts = [p for p in path.split("/") if p]
     if len(parts) >= 2 and parts[0] == "api":
         gv, rest = parts[1], parts[2:]
@@ -74,6 +84,10 @@ def parse_target(path: str) -> Target | None:
     if gv == "v1" and rest[0] == "bindings" and len(rest) == 1:
         return Target(None, namespace, "", "binding", gv)
     return _target(gv, rest[0], namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
+
+
+# Pure, and asked of the same paths over and over (a node's Lease, its status).
+_remembered_target = functools.lru_cache(maxsize=PATH_CACHE)(_parse_target)
 
 
 def _target(gv: str, plural: str, namespace: str, name: str, sub: str) -> Target | None:

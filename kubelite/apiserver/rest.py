@@ -21,6 +21,7 @@ from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
 from kubelite.apiserver import deletion, nesting, typecheck
 from kubelite.apiserver.cache import Caches, decode
+from kubelite.apiserver.nesting import copy_obj
 from kubelite.apiserver.registry import STRATEGIES
 from kubelite.apiserver.registry.base import Obj, Resource, Strategy
 from kubelite.apiserver.registry.core import NAMESPACES
@@ -39,12 +40,6 @@ def _generated_suffix() -> str:
     """Five characters for generateName from the process's generator (a simulation seeds it): names need
     uniqueness, not secrecy, as upstream's SimpleNameGenerator uses math/rand."""
     return "".join(random.choices(_NAME_CHARS, k=5))
-
-
-def copy_obj(obj: Obj) -> Obj:
-    """A deep copy at orjson speed (about 10x faster than copy.deepcopy for a pod)."""
-    out: Obj = orjson.loads(nesting.dumps(obj))
-    return out
 
 
 def encode(obj: Obj) -> bytes:

@@ -111,6 +111,7 @@ def description(model: str) -> str:
     return "" if doc.startswith("NOTE: This class is auto generated") else doc.split("\n\n")[0].strip()
 
 
+@cache
 def go_name(model: str) -> tuple[str, str]:
     """(Go package, Go type) of a client model: `V1PodSpec` → (`v1`, `PodSpec`), `CoreV1Event` → (`v1`, `Event`)."""
     m = _MODEL_NAME.match(model)
@@ -159,12 +160,12 @@ def _walk(value: Any, typ: FieldType, path: str, unknown: list[str]) -> None:
     elif typ.kind == "model" and isinstance(value, dict):
         known = fields(typ.model)
         for key in list(value):
-            sub = f"{path}.{key}" if path else key
-            if key not in known:
-                unknown.append(sub)
+            field = known.get(key)
+            if field is None:
+                unknown.append(f"{path}.{key}" if path else key)
                 del value[key]
-            else:
-                _walk(value[key], known[key].type, sub, unknown)
+            elif isinstance(value[key], (dict, list)):  # a scalar has no fields to prune
+                _walk(value[key], field.type, f"{path}.{key}" if path else key, unknown)
 
 
 def duplicate_fields(body: bytes) -> list[str]:

@@ -23,6 +23,7 @@ from kubelite.apiserver import schema
 from kubelite.apiserver.schema import FieldType
 
 _RANGES = {"integer": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
+_TAKE_STRINGS = frozenset({"string", "time", "bytes", "int-or-string", "any"})  # kinds any string fits (_scalar_fits)
 _SCALAR_GO = {"string": "string", "integer": "int64", "int32": "int32", "boolean": "bool", "number": "float64",
               "time": "v1.Time", "bytes": "[]uint8", "quantity": "resource.Quantity",
               "int-or-string": "intstr.IntOrString", "any": "interface {}"}
@@ -88,6 +89,8 @@ def _struct(obj: dict[str, Any], model: str, path: str, go_path: str) -> None:
         if value is None:
             if field.type.kind != "time":
                 del obj[key]
+            continue
+        if type(value) is str and field.type.kind in _TAKE_STRINGS:  # most fields: no call, no path built
             continue
         _value(value, field.type, f"{path}.{key}" if path else key, f"{go_path}.{key}" if go_path else key, struct)
 

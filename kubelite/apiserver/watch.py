@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
@@ -74,13 +74,75 @@ def _synthetic(objs: list[Obj], resource: Resource) -> list[CachedEvent]:
     return [CachedEvent("ADDED", o, None, int(o["metadata"]["resourceVersion"]), resource) for o in ordered]
 
 
-async def serve(request: web.Request, caches: Caches, resource: Resource, namespace: str,
-                matches: Callable[[Obj], bool] | None, encoder: Encoder, resource_version: str,
-                timeout: float | None, bookmarks: bool, clock: Clock,
-                trigger: str | None = None) -> web.StreamResponse:
-    """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py)."""
+LOOPBACK = web.RequestKey("loopback", bool)  # set by the in-process transport: hand the stream over, unwritten
+
+
+class WatchStream:
+    """One watch, registered with the watch cache, as the chunks its client reads (each whole lines or frames).
+
+    The same stream is written to an HTTP response by `serve` or handed to an in-process client by
+    `WatchResponse`; either way its owner calls `close()` when done (the watcher leaves the cache).
+    """
+
+    def __init__(self, caches: Caches, resource: Resource, watcher: Watcher | None, encoder: Encoder,
+                 first: bytes, bookmarks: bool, lifetime: float, clock: Clock) -> None:
+        self.caches, self.resource, self.watcher, self.encoder = caches, resource, watcher, encoder
+        self.first = first  # the initial events (and bookmark), or the one ERROR event of an expired watch
+        self.bookmarks, self.lifetime, self.clock = bookmarks, lifetime, clock
+        self.bookmark = _protobuf_bookmark if encoder is protobuf_event else _bookmark
+        self.content_type = protobuf.WATCH_MEDIA_TYPE if encoder is protobuf_event else "application/json"
+        self._ticker: asyncio.Task[None] | None = None
+        self._closers: list[Callable[[], None]] = []
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The chunks in order, until the watch closes (its lifetime ends, the cache relists, or the server stops)."""
+        watcher = self.watcher
+        if self.first:
+            yield self.first
+        if watcher is None:  # expired: the ERROR event was all
+            return
+        self._ticker = asyncio.create_task(_tick(watcher, self.clock, self.lifetime, self.bookmarks))
+        while True:
+            if watcher.pending:
+                batch, watcher.pending = watcher.pending, []
+                yield b"".join(self.encoder(e) for e in batch)
+            if watcher.closed:
+                return
+            if watcher.bookmark_due:
+                watcher.bookmark_due = False
+                yield self.bookmark(self.resource, self.caches.revision)
+            await watcher.wait()
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        self._closers.append(callback)
+
+    def close(self) -> None:
+        """Leave the watch cache (idempotent); then the callbacks (the request's metrics), once."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+        if self.watcher is not None:
+            self.caches[self.resource].discard(self.watcher)
+        closers, self._closers = self._closers, []
+        for callback in closers:
+            callback()
+
+
+class WatchResponse(web.StreamResponse):
+    """A watch answered to an in-process client: the stream itself, read in the client's task (no HTTP framing,
+    no writer task); status and headers as `serve` would have sent them."""
+
+    def __init__(self, stream: WatchStream) -> None:
+        super().__init__(headers={"Content-Type": stream.content_type})
+        self.stream = stream
+
+
+async def open_stream(caches: Caches, resource: Resource, namespace: str, matches: Callable[[Obj], bool] | None,
+                      encoder: Encoder, resource_version: str, timeout: float | None, bookmarks: bool,
+                      clock: Clock, trigger: str | None = None) -> WatchStream:
+    """Register the watch (or find its resourceVersion expired); a bad or future resourceVersion raises before."""
     watcher = Watcher(namespace, matches, trigger)
     cache = caches[resource]
+    lifetime = timeout if timeout is not None else random.uniform(1800, 3600)
     # Register before reading the backlog: the loop is single-threaded, so nothing slips between.
     if resource_version in ("", "0"):
         initial = [e for e in _synthetic(cache.list(namespace), resource) if matches is None or matches(e.obj)]
@@ -96,41 +158,38 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
                 raise errors.too_large_resource_version(start, caches.revision)
         backlog = caches.events_since(resource, start)
         if backlog is None:
-            return await _expired(request, start, caches.revision)
+            return WatchStream(caches, resource, None, encoder, _expired(start, caches.revision), False, 0.0, clock)
         initial = []
         for ev in backlog:
             watcher.offer(ev)
     cache.add(watcher)
-    pb = encoder is protobuf_event
-    resp = web.StreamResponse(headers={"Content-Type": protobuf.WATCH_MEDIA_TYPE if pb else "application/json"})
+    stream = WatchStream(caches, resource, watcher, encoder, b"", bookmarks, lifetime, clock)
+    stream.first = b"".join(encoder(e) for e in initial)
+    if bookmarks and resource_version in ("", "0"):
+        stream.first += stream.bookmark(resource, start)
+    return stream
+
+
+async def serve(request: web.Request, caches: Caches, resource: Resource, namespace: str,
+                matches: Callable[[Obj], bool] | None, encoder: Encoder, resource_version: str,
+                timeout: float | None, bookmarks: bool, clock: Clock,
+                trigger: str | None = None) -> web.StreamResponse:
+    """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py)."""
+    stream = await open_stream(caches, resource, namespace, matches, encoder, resource_version, timeout, bookmarks,
+                               clock, trigger)
+    if request.get(LOOPBACK):
+        return WatchResponse(stream)
+    resp = web.StreamResponse(headers={"Content-Type": stream.content_type})
     resp.enable_chunked_encoding()
-    bookmark = _protobuf_bookmark if pb else _bookmark
-    lifetime = timeout if timeout is not None else random.uniform(1800, 3600)
-    ticker = asyncio.create_task(_tick(watcher, clock, lifetime, bookmarks))
     try:
         await resp.prepare(request)
-        if initial:
-            await resp.write(b"".join(encoder(e) for e in initial))
-        if bookmarks and resource_version in ("", "0"):
-            await resp.write(bookmark(resource, start))
-        while True:
-            if watcher.pending:
-                batch, watcher.pending = watcher.pending, []
-                await resp.write(b"".join(encoder(e) for e in batch))
-            if watcher.closed:
-                break
-            if watcher.bookmark_due:
-                watcher.bookmark_due = False
-                await resp.write(bookmark(resource, caches.revision))
-            watcher.wake.clear()
-            if not watcher.pending and not watcher.closed:
-                await watcher.wake.wait()
+        async for chunk in stream.chunks():
+            await resp.write(chunk)
         await resp.write_eof()
     except (ConnectionResetError, ConnectionError):
         pass
     finally:
-        ticker.cancel()
-        cache.discard(watcher)
+        stream.close()
     return resp
 
 
@@ -147,7 +206,7 @@ async def _tick(watcher: Watcher, clock: Clock, lifetime: float, bookmarks: bool
         if bookmarks and clock.monotonic() >= next_bookmark:
             next_bookmark += BOOKMARK_INTERVAL
             watcher.bookmark_due = True
-            watcher.wake.set()
+            watcher.wake()
 
 
 def _bookmark(resource: Resource, revision: int) -> bytes:
@@ -163,10 +222,7 @@ def _protobuf_bookmark(resource: Resource, revision: int) -> bytes:
     return frame
 
 
-async def _expired(request: web.Request, requested: int, current: int) -> web.StreamResponse:
-    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
-    await resp.prepare(request)
+def _expired(requested: int, current: int) -> bytes:
+    """The one ERROR event (410 Expired) of a watch from a resourceVersion the cache no longer reaches."""
     status: dict[str, Any] = errors.gone(f"too old resource version: {requested} ({current})").status()
-    await resp.write(orjson.dumps({"type": "ERROR", "object": status}) + b"\n")
-    await resp.write_eof()
-    return resp
+    return orjson.dumps({"type": "ERROR", "object": status}) + b"\n"

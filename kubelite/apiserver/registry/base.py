@@ -7,7 +7,6 @@ prepared and checked. Handlers stay generic and call these hooks in upstream's o
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -16,6 +15,7 @@ from kubelite.api.errors import Cause
 from kubelite.api.selectors import COMMON_FIELDS, FieldGetter
 from kubelite.api.validation import is_dns1123_subdomain, validate_object_meta
 from kubelite.apiserver import enums
+from kubelite.apiserver.nesting import copy_obj
 
 Obj = dict[str, Any]
 
@@ -88,7 +88,7 @@ class Strategy:
     def prepare_update(self, new: Obj, old: Obj) -> None:
         if self.has_status:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = copy_obj(old["status"])
             else:
                 new.pop("status", None)
         if self.has_spec_generation:
@@ -104,7 +104,7 @@ class Strategy:
 
     # update of the status subresource: only status changes
     def prepare_status_update(self, new: Obj, old: Obj) -> Obj:
-        out = copy.deepcopy(old)
+        out = copy_obj(old)  # `old` is the registry's own copy, decoded from JSON
         out["metadata"] = new.get("metadata", out["metadata"])
         if "status" in new:
             out["status"] = new["status"]
