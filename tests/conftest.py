@@ -14,29 +14,41 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
 
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.auth.config import AuthConfig
-from kubelite.clock import RealClock
+from kubelite.clock import Clock, RealClock
 from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
 
 
 @contextlib.asynccontextmanager
-async def serving(store: Store, tokens: frozenset[str] = frozenset(), auth: AuthConfig | None = None
-                  ) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
-    """A real ApiServer on `store`, reached over HTTP on a loopback port; the store is closed after it."""
-    server = ApiServer(store, RealClock(), tokens, auth=auth or AuthConfig())
-    await server.start()
-    client = TestClient(TestServer(server.app()))
-    await client.start_server()
+async def serving_server(store: Store, tokens: frozenset[str] = frozenset(), auth: AuthConfig | None = None,
+                         clock: Clock | None = None) -> AsyncIterator[tuple[ApiServer, TestClient]]:  # type: ignore[type-arg]
+    """A real ApiServer on `store`, reached over HTTP on a loopback port, and the server itself (for tests that
+    also reach its registry or store); the store is closed after it."""
     try:
-        yield client
+        server = ApiServer(store, clock or RealClock(), tokens, auth=auth or AuthConfig())
+        await server.start()
+        client = TestClient(TestServer(server.app()))
+        await client.start_server()
+        try:
+            yield server, client
+        finally:
+            await client.close()
+            await server.stop()
     finally:
-        await client.close()
-        await server.stop()
         await store.close()
+
+
+@contextlib.asynccontextmanager
+async def serving(store: Store, tokens: frozenset[str] = frozenset(), auth: AuthConfig | None = None,
+                  clock: Clock | None = None) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
+    """A real ApiServer on `store`, reached over HTTP on a loopback port; the store is closed after it."""
+    async with serving_server(store, tokens, auth, clock) as (_, client):
+        yield client
 
 
 @pytest.fixture
@@ -55,6 +67,18 @@ async def api(tmp_path: Path) -> AsyncIterator[TestClient]:  # type: ignore[type
     """A real ApiServer on a real SQLite file, reached over HTTP on a loopback port."""
     async with serving(await SQLiteStore.open(tmp_path / "state.db")) as client:
         yield client
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_api(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
+    """One `api` for a whole module, for tables of cases that write nothing (each is refused before the store)
+    or only objects no other case reads: starting a server per case was most of such a table's time. Its
+    tests run on the module's event loop: mark them `@SHARED_LOOP`."""
+    async with serving(await SQLiteStore.open(tmp_path_factory.mktemp("api") / "state.db")) as client:
+        yield client
+
+
+SHARED_LOOP = pytest.mark.asyncio(loop_scope="module")
 
 
 def free_port() -> int:

@@ -108,7 +108,10 @@ class FilterOutcome:
         return res is None or bool(res.passed[row])
 
     def unresolvable(self) -> BoolArray:
-        """Nodes whose first rejection was UnschedulableAndUnresolvable (preemption skips them)."""
+        """Nodes whose first rejection was UnschedulableAndUnresolvable (preemption skips them); a PreFilter
+        rejection is every node's (upstream copies its status to all nodes)."""
+        if self.prefilter_status is not None and not self.prefilter_status.ok:
+            return np.full(len(self.feasible), self.prefilter_status.code is Code.UnschedulableAndUnresolvable)
         out = np.zeros(len(self.feasible), np.bool_)
         for i, res in enumerate(self.results):
             if res is None:

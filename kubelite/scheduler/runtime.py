@@ -86,8 +86,10 @@ class Framework:
         for p in self.pre_filter:
             status = p.pre_filter(state, pod, table)
             if not status.ok:
-                outcome = FilterOutcome(np.zeros(n, np.bool_), failed_by, self.filter_names, [],
-                                        Status(status.code, status.reasons, p.name))
+                # No Filter ran, but `results` stays parallel to `plugins` (one None each): preemption and
+                # explain zip the two; the PreFilter's status speaks for every node (upstream's NodeToStatus).
+                outcome = FilterOutcome(np.zeros(n, np.bool_), failed_by, self.filter_names,
+                                        [None] * len(self.filter), Status(status.code, status.reasons, p.name))
                 state.write(FILTER_OUTCOME, outcome)
                 return outcome
         results: list[FilterResult | None] = []
@@ -167,7 +169,11 @@ class Framework:
     def dry_run_extensions(self, outcome: FilterOutcome) -> DryRunPlugins | None:
         """The extensions of every Filter plugin that had a verdict for the pod, or None when one has none
         (the dry run must then edit the table and run the Filters over it). Node-only plugins
-        (NodeVerdict) are not asked per trial: their cycle verdicts are folded into one mask."""
+        (NodeVerdict) are not asked per trial: their cycle verdicts are folded into one mask.
+        None too after a PreFilter rejected the pod: no Filter has a verdict yet, and only rerunning the
+        PreFilters on the edited table can tell whether removing pods lifts the rejection."""
+        if outcome.prefilter_status is not None and not outcome.prefilter_status.ok:
+            return None
         changing: list[PreFilterExtensions] = []
         fixed_ok = np.ones(len(outcome.feasible), np.bool_)
         for name, res in zip(outcome.plugins, outcome.results, strict=True):

@@ -16,11 +16,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubelite.agent.server import ensure_serving_cert, tls_context
 from kubelite.apiserver import protobuf
-from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.metrics_api import cpu_quantity, memory_quantity
 from kubelite.clock import FakeClock
 from kubelite.store.sqlite import SQLiteStore
 from kubelite.testing.builders import make_pod
+from tests.conftest import serving
 
 Client = TestClient  # type: ignore[type-arg]
 GV = "/apis/metrics.k8s.io/v1beta1"
@@ -50,22 +50,17 @@ class Cluster:
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     clock = FakeClock()
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, clock)
-    await server.start()
-    api = TestClient(TestServer(server.app()))
-    await api.start_server()
     agent = FakeAgent()
     app = web.Application()
     app.router.add_get("/stats/summary", agent.handle)
     agent_server = TestServer(app)  # the agent serves TLS (its self-signed certificate, as kubelet's)
-    await agent_server.start_server(ssl=tls_context(*ensure_serving_cert(tmp_path / "agent", "127.0.0.1"), None))
-    assert agent_server.port is not None
-    yield Cluster(api, clock, agent, agent_server.port)
-    await agent_server.close()
-    await api.close()
-    await server.stop()
-    await store.close()
+    async with serving(await SQLiteStore.open(tmp_path / "state.db"), clock=clock) as api:
+        await agent_server.start_server(ssl=tls_context(*ensure_serving_cert(tmp_path / "agent", "127.0.0.1"), None))
+        assert agent_server.port is not None
+        try:
+            yield Cluster(api, clock, agent, agent_server.port)
+        finally:
+            await agent_server.close()
 
 
 async def call(api: Client, method: str, path: str, body: Any = None, expect: int = 200,

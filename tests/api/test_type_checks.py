@@ -15,14 +15,14 @@ from typing import Any
 
 import orjson
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.registry.pods import PODS as POD_RESOURCE
-from kubelite.clock import RealClock
 from kubelite.store.sqlite import SQLiteStore
 from kubelite.testing.builders import make_node, make_pod
 from tests.api.test_rest import PODS, call
+from tests.conftest import SHARED_LOOP, serving_server
 
 Client = TestClient  # type: ignore[type-arg]
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
@@ -88,14 +88,16 @@ CREATE_CASES = [
 ]
 
 
+@SHARED_LOOP
 @pytest.mark.parametrize(("path", "body", "field", "error"), CREATE_CASES)
-async def test_create_with_a_wrong_type_is_refused(api: Client, path: str, body: Any, field: str, error: str) -> None:
+async def test_create_with_a_wrong_type_is_refused(shared_api: Client, path: str, body: Any, field: str,
+                                                  error: str) -> None:
     kind = "Lease" if path == LEASES else "Pod"
-    out = await call(api, "POST", path, body, expect=400)
+    out = await call(shared_api, "POST", path, body, expect=400)
     assert out["reason"] == "BadRequest"
     assert out["message"] == f'{kind} in version "v1" cannot be handled as a {kind}: {error}'
     assert out["details"]["causes"] == [{"reason": "FieldValueInvalid", "message": error, "field": field}]
-    listed = await call(api, "GET", path, expect=200)
+    listed = await call(shared_api, "GET", path, expect=200)
     assert listed["items"] == []
 
 
@@ -144,15 +146,8 @@ async def test_update_and_status_update_with_a_wrong_type_are_refused(api: Clien
 
 @pytest.fixture
 async def server_and_client(tmp_path: Path) -> AsyncIterator[tuple[ApiServer, Client]]:
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, RealClock())
-    await server.start()
-    client = TestClient(TestServer(server.app()))
-    await client.start_server()
-    yield server, client
-    await client.close()
-    await server.stop()
-    await store.close()
+    async with serving_server(await SQLiteStore.open(tmp_path / "state.db")) as served:
+        yield served
 
 
 async def test_get_table_renders_a_row_for_an_object_its_printer_cannot_read(
@@ -207,10 +202,11 @@ INT32_CASES = [
 ]
 
 
+@SHARED_LOOP
 @pytest.mark.parametrize(("kind", "path", "body", "field", "error"), INT32_CASES)
-async def test_integer_out_of_its_go_type_is_refused(api: Client, kind: str, path: str, body: Any, field: str,
-                                                     error: str) -> None:
-    out = await call(api, "POST", path, json.dumps(body).encode(), expect=400)  # orjson stops at 64 bits
+async def test_integer_out_of_its_go_type_is_refused(shared_api: Client, kind: str, path: str, body: Any,
+                                                     field: str, error: str) -> None:
+    out = await call(shared_api, "POST", path, json.dumps(body).encode(), expect=400)  # orjson stops at 64 bits
     assert out["message"] == f'{kind} in version "v1" cannot be handled as a {kind}: {error}'
     assert out["details"]["causes"] == [{"reason": "FieldValueInvalid", "message": error, "field": field}]
 
@@ -290,10 +286,11 @@ ENUM_CASES = [
 ]
 
 
+@SHARED_LOOP
 @pytest.mark.parametrize(("path", "body", "field", "message"), ENUM_CASES)
-async def test_enum_value_outside_upstreams_values_is_invalid(api: Client, path: str, body: Any, field: str,
-                                                              message: str) -> None:
-    out = await call(api, "POST", path, body, expect=422)
+async def test_enum_value_outside_upstreams_values_is_invalid(shared_api: Client, path: str, body: Any,
+                                                              field: str, message: str) -> None:
+    out = await call(shared_api, "POST", path, body, expect=422)
     assert out["reason"] == "Invalid"
     assert {"reason": "FieldValueNotSupported", "message": message, "field": field} in out["details"]["causes"]
     assert [c["field"] for c in out["details"]["causes"]].count(field) == 1, out  # one table, no second check

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import ServerProcess, free_port
+from tests.e2e.pods import no_leftovers
 
 NODE_CONFIG = """\
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -23,21 +24,29 @@ imageCatalog:
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """`kubelite up` for a test module; on the way out every process it started (server, agent, containers) must
+    have ended (no_leftovers: `up`'s agent stops its pods when `up` stops)."""
     base = tmp_path_factory.mktemp("up")
     (base / "node.yaml").write_text(NODE_CONFIG)
     port = free_port()
     data = base / "data"
-    proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "up", "--data-dir", str(data), "--port",
-                             str(port), "--node-config", str(base / "node.yaml")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    server = ServerProcess(data, port, proc, base / "home")
-    (base / "home").mkdir()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if (data / "kubeconfig").exists() and server.kubectl("get", "nodes", check=False).stdout.count("Ready"):
-            break
-        time.sleep(0.2)
-    else:
-        raise RuntimeError("kubelite up did not become ready")
-    yield server
-    server.stop()
+    with no_leftovers(base):
+        # Output to a file, never an undrained pipe (see tests/conftest.py start_server).
+        with (base / "up.log").open("wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "up", "--data-dir", str(data),
+                                     "--port", str(port), "--node-config", str(base / "node.yaml")],
+                                    stdout=log, stderr=subprocess.STDOUT)
+        server = ServerProcess(data, port, proc, base / "home")
+        (base / "home").mkdir()
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if (data / "kubeconfig").exists() and server.kubectl("get", "nodes", check=False).stdout.count(
+                        "Ready"):
+                    break
+                time.sleep(0.2)
+            else:
+                raise RuntimeError(f"kubelite up did not become ready: {(base / 'up.log').read_text()[-4000:]}")
+            yield server
+        finally:
+            server.stop()

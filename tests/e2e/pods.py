@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,13 @@ def no_leftovers(base: Path, timeout: float = 10) -> Iterator[None]:
     assert leaked == [], f"{len(leaked)} processes outlived the cluster under {base}:\n" + "\n".join(leaked)
 
 
+def short_lease_config(path: Path, lease_seconds: int) -> Path:
+    """A KubeletConfiguration at `path` whose node Lease lasts `lease_seconds` (renewed every quarter of it), for
+    tests that wait for renewals or for a node's grace period: kubelite's 40 s default renews every 10 s."""
+    path.write_text(f"kind: KubeletConfiguration\nnodeLeaseDurationSeconds: {lease_seconds}\n")
+    return path
+
+
 def agent_pid(up_pid: int) -> int:
     """The `kubelite agent` child process of `kubelite up`."""
     for pid, fields in proc_stats().items():
@@ -146,8 +153,8 @@ class AgentProcess:
     it stops its pods when stopped (`--shutdown-grace-period`, as `kubelite up`'s): by default they keep
     running for the next agent, and a test's would outlive it. A `kill9` leaves them, as a crash does."""
 
-    def __init__(self, server: ServerProcess, data_dir: Path, node: str) -> None:
-        self.server, self.data_dir, self.node = server, data_dir, node
+    def __init__(self, server: ServerProcess, data_dir: Path, node: str, extra: Sequence[str] = ()) -> None:
+        self.server, self.data_dir, self.node, self.extra = server, data_dir, node, list(extra)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -156,7 +163,8 @@ class AgentProcess:
         with self.data_dir.with_suffix(".log").open("ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
                                           str(self.server.kubeconfig), "--node-name", self.node, "--data-dir",
-                                          str(self.data_dir), "--shutdown-grace-period", str(SHUTDOWN_GRACE)],
+                                          str(self.data_dir), "--shutdown-grace-period", str(SHUTDOWN_GRACE),
+                                          *self.extra],
                                          stdout=subprocess.DEVNULL, stderr=log)
 
     def kill9(self) -> None:

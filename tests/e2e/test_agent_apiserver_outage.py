@@ -27,19 +27,22 @@ from tests.e2e.pods import (
     no_leftovers,
     pod_phase,
     sh,
+    short_lease_config,
     wait_for,
 )
 
 pytestmark = pytest.mark.e2e
 NODE = "outage-node"
 SERVER_ARGS = ["--disable", "scheduler"]
+LEASE_SECONDS = 8  # a renewal every 2 s: an outage of a few seconds already spans several
 
 
 class Cluster:
     def __init__(self, base: Path) -> None:
         self.base = base
         self.server = start_server(base / "server", base / "home", extra=SERVER_ARGS)
-        self.agent = AgentProcess(self.server, base / "agent", NODE)
+        config = short_lease_config(base / "node.yaml", LEASE_SECONDS)
+        self.agent = AgentProcess(self.server, base / "agent", NODE, ["--node-config", str(config)])
 
     def restart_server(self) -> None:
         self.server = start_server(self.server.data_dir, self.server.home, port=self.server.port, extra=SERVER_ARGS)
@@ -70,7 +73,7 @@ def shim_pid(server: ServerProcess, pod: str) -> int:
 def kill_and_restart(c: Cluster) -> None:
     c.server.proc.kill()
     c.server.proc.wait()
-    time.sleep(15)  # past a Lease renewal (10 s) and a status write while the server is gone
+    time.sleep(6)  # past 3 Lease renewals (every 2 s) and the finisher's exit (4 s) while the server is gone
     c.restart_server()
 
 

@@ -26,9 +26,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import ServerProcess, start_server
-from tests.e2e.pods import SHUTDOWN_GRACE, apply_pod, get_pod, no_leftovers, sh, wait_for
+from tests.e2e.pods import SHUTDOWN_GRACE, apply_pod, get_pod, no_leftovers, sh, short_lease_config, wait_for
 
-GRACE = 15.0  # above the agents' 10 s Lease renewal, as upstream's 40 s is above kubelet's
+# The agents renew their Lease every 2 s (a quarter of nodeLeaseDurationSeconds) and the grace is 4 renewals, as
+# upstream's 40 s is to kubelet's 10 s: the same margins as the defaults, at a fifth of the wait (kubelite's
+# default 10 s renewal and a 15 s grace made each failure here cost up to 25 s).
+LEASE_SECONDS = 8
+GRACE = 8.0
 
 
 @dataclass
@@ -43,11 +47,13 @@ def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
     if shutil.which("kubectl") is None:
         pytest.fail("kubectl is required for the end-to-end tests")
     base = tmp_path_factory.mktemp("nodes")
+    node_config = short_lease_config(base / "node.yaml", LEASE_SECONDS)
     with no_leftovers(base):
         server = start_server(base / "data", base / "home", extra=["--node-monitor-grace-period", str(GRACE)])
         agents = {name: subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig",
                                           str(server.kubeconfig), "--node-name", name, "--data-dir", str(base / name),
-                                          "--shutdown-grace-period", str(SHUTDOWN_GRACE)],
+                                          "--shutdown-grace-period", str(SHUTDOWN_GRACE),
+                                          "--node-config", str(node_config)],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                   for name in ("node-a", "node-b")}
         try:

@@ -1,6 +1,7 @@
 """Two real `kubelite scheduler --leader-elect` processes against one server (bare nodes, no agent): only the
 holder of the kube-system/kube-scheduler Lease schedules; SIGKILL it and pods wait, unbound, until the Lease
-expires as the standby observes it, then the standby takes over within the lease duration (15 s) and binds them.
+expires as the standby observes it, then the standby takes over within the lease duration and binds them. The
+timings are upstream's (15 s, 10 s, 2 s) scaled down, so that the wait is seconds.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from tests.e2e.pods import wait_for
 
 pytestmark = pytest.mark.e2e
 
-LEASE_DURATION = 15.0
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 10.0, 7.0, 1.0
+# The standby polls at most 2.2 retry periods apart (client-go's jitter 1.2) and each poll sees a renewal, so it
+# cannot take the Lease before LEASE_DURATION - 2.2 * RETRY_PERIOD = 7.8 s after the kill; the pods are looked at
+# well before that.
+UNBOUND_UNTIL = 5.0
 ACQUIRED = "successfully acquired lease kube-system/kube-scheduler"
 
 
@@ -34,7 +39,10 @@ def _node(name: str) -> str:
 
 def _scheduler(server: ServerProcess, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "scheduler", "--kubeconfig",
-                             str(server.kubeconfig), "--leader-elect"],
+                             str(server.kubeconfig), "--leader-elect",
+                             "--leader-elect-lease-duration", str(LEASE_DURATION),
+                             "--leader-elect-renew-deadline", str(RENEW_DEADLINE),
+                             "--leader-elect-retry-period", str(RETRY_PERIOD)],
                             stdout=subprocess.DEVNULL, stderr=log.open("wb"))
 
 
@@ -70,7 +78,7 @@ def test_one_scheduler_active_and_the_standby_takes_over_after_sigkill(cluster: 
         assert wait_for(lambda: bool(leaders()), timeout=30), [log.read_text() for log in logs]
         cluster.kubectl("run", "before", "--image=pause")
         assert wait_for(lambda: _node_of(cluster, "before") != "", timeout=20)
-        time.sleep(3)  # a few of the standby's retry periods
+        time.sleep(3 * RETRY_PERIOD)  # a few of the standby's retry periods
         (active,) = leaders()
         first = _holder(cluster)
 
@@ -79,9 +87,8 @@ def test_one_scheduler_active_and_the_standby_takes_over_after_sigkill(cluster: 
         killed = time.monotonic()
         for i in range(3):
             cluster.kubectl("run", f"after-{i}", "--image=pause")
-        # The standby saw the Lease renewed at most one retry period (2 s, jittered) before the kill, so it may not
-        # take it for ~12 s: were it scheduling without the Lease, these pods would be bound by now.
-        time.sleep(5)
+        # Were the standby scheduling without the Lease, these pods would be bound by now.
+        time.sleep(max(0.0, killed + UNBOUND_UNTIL - time.monotonic()))
         assert [_node_of(cluster, f"after-{i}") for i in range(3)] == ["", "", ""]
         assert wait_for(lambda: all(_node_of(cluster, f"after-{i}") for i in range(3)), timeout=LEASE_DURATION + 10)
         took = time.monotonic() - killed

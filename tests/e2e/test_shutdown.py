@@ -55,9 +55,11 @@ def _wait_ready(command: str, data: Path, proc: subprocess.Popen[bytes]) -> None
 ])
 def test_ctrl_c_shuts_down_cleanly(tmp_path: Path, command: str, when: str) -> None:
     data = tmp_path / "data"
+    # A terminal's foreground job has SIGINT's default action; a suite started in the background (`pytest &` from
+    # a script) has it ignored, which its children inherit, and Ctrl-C while starting would then go unheard.
     proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", command, "--data-dir", str(data),
                              "--port", str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         if when == "running":
             _wait_ready(command, data, proc)

@@ -4,13 +4,15 @@ policy, 403s with upstream's message, escalation prevention, the access reviews 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+import pytest_asyncio
+from aiohttp.test_utils import TestClient
 
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.auth.bootstrappolicy import AUTOUPDATE, ensure_bootstrap_policy
@@ -21,6 +23,7 @@ from kubelite.clock import RealClock
 from kubelite.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from kubelite.store.sqlite import SQLiteStore
 from kubelite.testing.builders import make_pod
+from tests.conftest import SHARED_LOOP, serving_server
 
 Client = TestClient  # type: ignore[type-arg]
 ADMIN = "admin-token"
@@ -29,26 +32,38 @@ RBAC = "/apis/rbac.authorization.k8s.io/v1"
 AUTHZ = "/apis/authorization.k8s.io/v1"
 
 
+@contextlib.asynccontextmanager
+async def rbac_server(db: Path) -> AsyncIterator[tuple[Client, ApiServer]]:
+    """A real ApiServer on `db` authorizing with RBAC, and the aggregation controller that fills view/edit/admin."""
+    async with serving_server(await SQLiteStore.open(db), frozenset({ADMIN}),
+                              AuthConfig(USERS, authorization_modes=("RBAC",))) as (server, client):
+        aggregation = asyncio.create_task(ClusterRoleAggregationController(InProcessClient(server), RealClock()).run())
+        try:
+            yield client, server
+        finally:
+            aggregation.cancel()
+            await asyncio.gather(aggregation, return_exceptions=True)
+
+
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[Client, ApiServer]]:
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, RealClock(), frozenset({ADMIN}),
-                       auth=AuthConfig(USERS, authorization_modes=("RBAC",)))
-    await server.start()
-    aggregation = asyncio.create_task(ClusterRoleAggregationController(InProcessClient(server), RealClock()).run())
-    client = TestClient(TestServer(server.app()))
-    await client.start_server()
-    yield client, server
-    aggregation.cancel()
-    await asyncio.gather(aggregation, return_exceptions=True)
-    await client.close()
-    await server.stop()
-    await store.close()
+    async with rbac_server(tmp_path / "state.db") as pair:
+        yield pair
 
 
 @pytest.fixture
 async def api(served: tuple[Client, ApiServer]) -> Client:
     return served[0]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alice_views(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
+    """One server for the module's read-only cases (reviews, refusals, the default policy): alice is bound to
+    `view` in default once the aggregation controller has filled it; no case writes anything else."""
+    async with rbac_server(tmp_path_factory.mktemp("rbac") / "state.db") as (client, _):
+        await aggregated(client, "view")
+        await bind_in_default(client, "alice", "view")
+        yield client
 
 
 async def call(api: Client, method: str, path: str, body: Any = None, token: str = ADMIN,
@@ -86,8 +101,10 @@ async def aggregated(api: Client, name: str) -> None:
     await eventually(api, name, bool)
 
 
-async def test_default_policy_is_bootstrapped(api: Client) -> None:
-    roles = {r["metadata"]["name"]: r for r in (await call(api, "GET", f"{RBAC}/clusterroles", expect=200))["items"]}
+@SHARED_LOOP
+async def test_default_policy_is_bootstrapped(alice_views: Client) -> None:
+    listed = await call(alice_views, "GET", f"{RBAC}/clusterroles", expect=200)
+    roles = {r["metadata"]["name"]: r for r in listed["items"]}
     for name in ("cluster-admin", "admin", "edit", "view", "system:basic-user", "system:discovery",
                  "system:public-info-viewer", "system:kube-scheduler", "system:kube-controller-manager",
                  "system:node", "system:node-bootstrapper",
@@ -96,7 +113,7 @@ async def test_default_policy_is_bootstrapped(api: Client) -> None:
         assert roles[name]["metadata"]["annotations"][AUTOUPDATE] == "true", name
     assert roles["view"]["aggregationRule"]["clusterRoleSelectors"] == [
         {"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}}]
-    admins = await call(api, "GET", f"{RBAC}/clusterrolebindings/cluster-admin", expect=200)
+    admins = await call(alice_views, "GET", f"{RBAC}/clusterrolebindings/cluster-admin", expect=200)
     assert admins["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                                    "name": "system:masters"}]
 
@@ -151,10 +168,11 @@ async def test_view_user_lists_pods_but_cannot_create(api: Client) -> None:
                                  'group "" in the namespace "default"')
 
 
-async def test_nonresource_paths(api: Client) -> None:
-    resp = await api.get("/apis", headers={"Authorization": "Bearer carol-token"})
+@SHARED_LOOP
+async def test_nonresource_paths(alice_views: Client) -> None:
+    resp = await alice_views.get("/apis", headers={"Authorization": "Bearer carol-token"})
     assert resp.status == 200  # system:discovery, bound to system:authenticated
-    refused = await call(api, "GET", "/metrics", token="carol-token", expect=403)
+    refused = await call(alice_views, "GET", "/metrics", token="carol-token", expect=403)
     assert refused["message"] == 'forbidden: User "carol" cannot get path "/metrics"'
 
 
@@ -211,28 +229,27 @@ CAN_I = [  # kubectl auth can-i VERB RESOURCE as alice (view in default)
 ]
 
 
+@SHARED_LOOP
 @pytest.mark.parametrize("name,verb,resource,namespace,allowed", CAN_I, ids=[c[0] for c in CAN_I])
-async def test_self_subject_access_review(api: Client, name: str, verb: str, resource: str, namespace: str,
-                                          allowed: bool) -> None:
-    await aggregated(api, "view")
-    await bind_in_default(api, "alice", "view")
+async def test_self_subject_access_review(alice_views: Client, name: str, verb: str, resource: str,
+                                          namespace: str, allowed: bool) -> None:
     body = access_review(verb, resource, namespace)
     if resource == "deployments":
         body["spec"]["resourceAttributes"]["group"] = "apps"
-    out = await call(api, "POST", f"{AUTHZ}/selfsubjectaccessreviews", body, token="alice-token", expect=201)
+    out = await call(alice_views, "POST", f"{AUTHZ}/selfsubjectaccessreviews", body, token="alice-token", expect=201)
     assert out["status"]["allowed"] is allowed
 
 
-async def test_subject_access_review_for_another_user(api: Client) -> None:
-    await aggregated(api, "view")
-    await bind_in_default(api, "alice", "view")
+@SHARED_LOOP
+async def test_subject_access_review_for_another_user(alice_views: Client) -> None:
     body = {"kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
             "spec": {"user": "alice", "resourceAttributes": {"verb": "list", "resource": "pods",
                                                              "namespace": "default"}}}
-    out = await call(api, "POST", f"{AUTHZ}/subjectaccessreviews", body, expect=201)
+    out = await call(alice_views, "POST", f"{AUTHZ}/subjectaccessreviews", body, expect=201)
     assert out["status"]["allowed"] is True
     assert out["status"]["reason"].startswith('RBAC: allowed by RoleBinding "default/alice-view" of ClusterRole')
-    await call(api, "POST", f"{AUTHZ}/subjectaccessreviews", body, token="alice-token", expect=403)  # not hers
+    # not hers to ask
+    await call(alice_views, "POST", f"{AUTHZ}/subjectaccessreviews", body, token="alice-token", expect=403)
 
 
 INVALID_REVIEWS = [
@@ -243,16 +260,17 @@ INVALID_REVIEWS = [
 ]
 
 
+@SHARED_LOOP
 @pytest.mark.parametrize("name,spec,field", INVALID_REVIEWS, ids=[c[0] for c in INVALID_REVIEWS])
-async def test_invalid_subject_access_review(api: Client, name: str, spec: dict[str, Any], field: str) -> None:
-    out = await call(api, "POST", f"{AUTHZ}/subjectaccessreviews", {"spec": spec}, expect=422)
+async def test_invalid_subject_access_review(alice_views: Client, name: str, spec: dict[str, Any],
+                                             field: str) -> None:
+    out = await call(alice_views, "POST", f"{AUTHZ}/subjectaccessreviews", {"spec": spec}, expect=422)
     assert field in [c["field"] for c in out["details"]["causes"]]
 
 
-async def test_self_subject_rules_review(api: Client) -> None:
-    await aggregated(api, "view")
-    await bind_in_default(api, "alice", "view")
-    out = await call(api, "POST", f"{AUTHZ}/selfsubjectrulesreviews", {"spec": {"namespace": "default"}},
+@SHARED_LOOP
+async def test_self_subject_rules_review(alice_views: Client) -> None:
+    out = await call(alice_views, "POST", f"{AUTHZ}/selfsubjectrulesreviews", {"spec": {"namespace": "default"}},
                      token="alice-token", expect=201)
     status = out["status"]
     assert status["incomplete"] is False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,8 +12,13 @@ import pytest
 from kubelite.scheduler.candidate import PreemptionResult
 from kubelite.scheduler.config import Profile
 from kubelite.scheduler.cycle_state import CycleState
+from kubelite.scheduler.framework import SUCCESS, Code, FilterResult, Status
 from kubelite.scheduler.nodetable import NodeTable
-from kubelite.scheduler.profile import build
+from kubelite.scheduler.plugins.default_preemption import DefaultPreemption
+from kubelite.scheduler.plugins.node_resources import NodeResourcesFit
+from kubelite.scheduler.plugins.volume_cache import VolumeCache
+from kubelite.scheduler.podinfo import PodInfo
+from kubelite.scheduler.profile import ProfileHandle, build
 from kubelite.scheduler.queue import Nominator
 from kubelite.scheduler.runtime import Framework
 from kubelite.testing.builders import make_pod
@@ -33,6 +39,7 @@ class _Handle:
     nominator: Nominator = field(default_factory=Nominator)
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     client: Any = None
+    volume_cache: VolumeCache | None = None  # None: the profile's volume plugins know no claims
 
     def now(self) -> float:
         return NOW
@@ -59,14 +66,23 @@ def _p(name: str, priority: int, cpu: str = "1", node_name: str = "", start: str
     return obj
 
 
-def _preempt(nodes: list[Obj], existing: list[Obj], incoming: Obj, pdbs: list[Obj] | None = None) -> PreemptionResult:
-    """The default profile's PostFilter (DefaultPreemption) after its Filters, as a scheduling cycle runs them."""
-    t = table(nodes, existing)
-    info = pod(incoming)
+def _handle(t: NodeTable, existing: list[Obj], pdbs: list[Obj] | None = None,
+            volume_cache: VolumeCache | None = None) -> _Handle:
     by_ns: dict[str, list[Obj]] = {}
     for e in existing:
         by_ns.setdefault(e["metadata"]["namespace"], []).append(e)
-    fw = build(Profile(), _Handle(t, pdbs or [], by_ns))
+    return _Handle(t, pdbs or [], by_ns, volume_cache=volume_cache)
+
+
+def _preempt(nodes: list[Obj], existing: list[Obj], incoming: Obj, pdbs: list[Obj] | None = None,
+             volume_cache: VolumeCache | None = None, framework: Callable[[_Handle], Framework] | None = None
+             ) -> PreemptionResult:
+    """The default profile's PostFilter (DefaultPreemption) after its Filters, as a scheduling cycle runs them
+    (`framework`: another profile built on the same handle)."""
+    t = table(nodes, existing)
+    info = pod(incoming)
+    handle = _handle(t, existing, pdbs, volume_cache)
+    fw = framework(handle) if framework is not None else build(Profile(), handle)
     state = CycleState()
     outcome = fw.run_filters(state, info, t)
     before = {n: sorted(t.pods[t.index[n]]) for n in t.names}
@@ -221,3 +237,98 @@ def test_unresolvable_nodes_are_not_candidates() -> None:
     assert result.candidate is None
     assert result.message == ("preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
                               "1 Preemption is not helpful for scheduling.")
+
+
+HOLDER = "holds-claim"
+
+
+class ClaimHeld:
+    """A PreFilter that rejects the pod as a whole (plain Unschedulable, which preemption may resolve) while
+    any pod labelled `holds-claim` runs anywhere, like a claim only one pod may use at a time."""
+
+    name = "ClaimHeld"
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> Status:
+        held = any(HOLDER in p.labels for pods in table.pods for p in pods.values() if p.uid != pod.uid)
+        return Status(Code.Unschedulable, ("claim in use",), self.name) if held else SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult | None:
+        return None
+
+
+def _claim_held_profile(handle: _Handle) -> Framework:
+    """ClaimHeld then NodeResourcesFit, with DefaultPreemption as the PostFilter."""
+    profile_handle = ProfileHandle(handle)
+    fw = Framework([ClaimHeld(), NodeResourcesFit()], post_filters=[DefaultPreemption(profile_handle)])
+    profile_handle.framework = fw
+    return fw
+
+
+def _claim(name: str, storage_class: str) -> Obj:
+    return {"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}, "status": {"phase": "Pending"}}
+
+
+def _claims(*claims: Obj) -> VolumeCache:
+    return VolumeCache({("default", c["metadata"]["name"]): c for c in claims}, {},
+                       {("", "immediate"): {"metadata": {"name": "immediate"}, "volumeBindingMode": "Immediate"}})
+
+
+def _with_claim(obj: Obj, claim: str) -> Obj:
+    obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    return obj
+
+
+@dataclass(frozen=True)
+class PreFilterRejectionCase:
+    name: str
+    existing: list[Obj]
+    incoming: Obj
+    want: dict[str, list[str]]
+    want_message: str = ""
+    volume_cache: VolumeCache | None = None
+    framework: Callable[[_Handle], Framework] | None = None
+
+
+NOT_HELPFUL_ON_TWO = "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+
+# A PreFilter that rejects the pod ends the cycle before any Filter runs (RunPreFilterPlugins); upstream then
+# gives every node the PreFilter's status, so UnschedulableAndUnresolvable makes preemption not helpful anywhere
+# (nodesWherePreemptionMightHelp) and plain Unschedulable leaves every node to the dry runs.
+PRE_FILTER_REJECTION_CASES = [
+    PreFilterRejectionCase("a claim the scheduler has not seen yet (a StatefulSet's first pods): preemption is not "
+                           "helpful on any node", [_p("low", 1, "3", "node1"), _p("low2", 1, "3", "node2")],
+                           _with_claim(_p("web-0", 100, "2"), "data-web-0"), {}, NOT_HELPFUL_ON_TWO),
+    PreFilterRejectionCase("an unbound claim of an Immediate class: preemption is not helpful on any node",
+                           [_p("low", 1, "3", "node1")], _with_claim(_p("web-0", 100, "2"), "data-web-0"), {},
+                           NOT_HELPFUL_ON_TWO, volume_cache=_claims(_claim("data-web-0", "immediate"))),
+    PreFilterRejectionCase("a plain Unschedulable PreFilter: the dry run reruns it, so only removing the "
+                           "lower-priority holder helps", [_p("holder", 1, "1", "node2", labels={HOLDER: "y"}),
+                                                           _p("other", 1, "1", "node1")],
+                           _p("p", 100, "1"), {"node2": ["holder"]}, framework=_claim_held_profile),
+    PreFilterRejectionCase("a plain Unschedulable PreFilter a higher-priority holder causes: no victims anywhere",
+                           [_p("holder", 200, "1", "node2", labels={HOLDER: "y"}), _p("other", 1, "1", "node1")],
+                           _p("p", 100, "1"), {},
+                           "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.",
+                           framework=_claim_held_profile),
+]
+
+
+@pytest.mark.parametrize("case", PRE_FILTER_REJECTION_CASES, ids=lambda c: c.name)
+def test_preemption_after_a_pre_filter_rejection(case: PreFilterRejectionCase) -> None:
+    result = _preempt(TWO, case.existing, case.incoming, volume_cache=case.volume_cache, framework=case.framework)
+    assert _victims(result) == case.want
+    assert (result.candidate is None) == (not case.want)
+    if case.want_message:
+        assert result.message == case.want_message
+
+
+def test_a_pre_filter_rejection_leaves_one_result_per_filter_plugin() -> None:
+    """The outcome's plugins and results stay parallel (preemption and explain zip them)."""
+    t = table(TWO, [_p("holder", 1, "1", "node2", labels={HOLDER: "y"})])
+    fw = _claim_held_profile(_handle(t, []))
+    outcome = fw.run_filters(CycleState(), pod(_p("p", 100, "1")), t)
+    assert outcome.prefilter_status is not None and outcome.prefilter_status.plugin == "ClaimHeld"
+    assert len(outcome.results) == len(outcome.plugins) == 2
+    assert not outcome.feasible.any()

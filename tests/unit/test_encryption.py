@@ -5,6 +5,7 @@ back to prove no plaintext was stored. Cases follow k8s.io/apiserver/pkg/storage
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import sqlite3
 from collections.abc import AsyncIterator
@@ -12,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
-from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.encryption import (
     EncryptingStore,
     EncryptionConfigError,
@@ -23,9 +23,9 @@ from kubelite.apiserver.encryption import (
     load_config,
     parse_config,
 )
-from kubelite.clock import RealClock
 from kubelite.store.sqlite import SQLiteStore
 from tests.api.test_rest import call
+from tests.conftest import serving
 
 SECRET_KEY = "/registry/core/secrets/default/s"
 PLAINTEXT = "correct-horse-battery-staple"
@@ -154,20 +154,11 @@ resources:
 
 # --- through a real ApiServer on a real SQLite file --------------------------------------------------------
 
+@contextlib.asynccontextmanager
 async def _serve(db: Path, *providers: dict[str, Any]) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
-    store = EncryptingStore(await SQLiteStore.open(db), parse_config(config(*providers)))
-    try:
-        server = ApiServer(store, RealClock())
-        await server.start()
-        client = TestClient(TestServer(server.app()))
-        await client.start_server()
-        try:
-            yield client
-        finally:
-            await client.close()
-            await server.stop()
-    finally:
-        await store.close()
+    """A real ApiServer on the SQLite file `db` behind an EncryptingStore with these providers."""
+    async with serving(EncryptingStore(await SQLiteStore.open(db), parse_config(config(*providers)))) as api:
+        yield api
 
 
 def _stored_bytes(db: Path) -> bytes:
@@ -186,7 +177,7 @@ SECRETS = "/api/v1/namespaces/default/secrets"
 
 async def test_secret_never_reaches_the_database_file_in_plaintext(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
-    async for api in _serve(db, aesgcm("key1"), IDENTITY):
+    async with _serve(db, aesgcm("key1"), IDENTITY) as api:
         body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"password": PLAINTEXT}}
         await call(api, "POST", SECRETS, body, expect=201)
         await call(api, "PATCH", f"{SECRETS}/s", {"stringData": {"other": PLAINTEXT + "-2"}},
@@ -207,11 +198,11 @@ async def test_secret_never_reaches_the_database_file_in_plaintext(tmp_path: Pat
 
 async def test_rotation_reads_old_values_and_writes_with_the_new_key(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
-    async for api in _serve(db, IDENTITY):
+    async with _serve(db, IDENTITY) as api:
         await call(api, "POST", SECRETS, {"metadata": {"name": "old-plain"}, "stringData": {"k": "v0"}}, expect=201)
-    async for api in _serve(db, aesgcm("key1"), IDENTITY):
+    async with _serve(db, aesgcm("key1"), IDENTITY) as api:
         await call(api, "POST", SECRETS, {"metadata": {"name": "one"}, "stringData": {"k": "v1"}}, expect=201)
-    async for api in _serve(db, aesgcm("key2", "key1"), IDENTITY):  # restart: the cache lists every value back
+    async with _serve(db, aesgcm("key2", "key1"), IDENTITY) as api:  # restart: the cache lists every value back
         for name, value in (("old-plain", "v0"), ("one", "v1")):
             got = await call(api, "GET", f"{SECRETS}/{name}", expect=200)
             assert base64.b64decode(got["data"]["k"]).decode() == value
@@ -225,7 +216,7 @@ async def test_secret_values_never_appear_in_logs(tmp_path: Path, caplog: pytest
     """Every path that logs (bad input, a refused update, an internal error while decoding) at DEBUG."""
     caplog.set_level(logging.DEBUG)
     db = tmp_path / "state.db"
-    async for api in _serve(db, aesgcm("key1")):
+    async with _serve(db, aesgcm("key1")) as api:
         await call(api, "POST", SECRETS, {"metadata": {"name": "s"}, "stringData": {"p": PLAINTEXT}}, expect=201)
         await call(api, "POST", SECRETS, {"metadata": {"name": "d"}, "type": "kubernetes.io/dockerconfigjson",
                                           "stringData": {".dockerconfigjson": PLAINTEXT}}, expect=422)
@@ -234,7 +225,7 @@ async def test_secret_values_never_appear_in_logs(tmp_path: Path, caplog: pytest
         await call(api, "PUT", f"{SECRETS}/i", {"metadata": {"name": "i"}, "immutable": True,
                                                 "stringData": {"p": PLAINTEXT + "x"}}, expect=422)
     with pytest.raises(TransformError):  # a server restarted without the key cannot read them, and says so
-        async for _ in _serve(db, IDENTITY):
+        async with _serve(db, IDENTITY):
             pass
     text = caplog.text
     assert PLAINTEXT not in text and base64.b64encode(PLAINTEXT.encode()).decode() not in text
