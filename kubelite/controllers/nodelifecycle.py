@@ -358,11 +358,9 @@ class NodeLifecycleController:
         if all_are_fully_disrupted and all_were_fully_disrupted:
             return
         now = self.clock.now()
-        # the rare transitions below touch every node
-        nodes = sorted(self.nodes.store.values(), key=lambda n: str(n["metadata"]["name"]))
         if all_are_fully_disrupted:
             log.info("every node is not Ready: entering master disruption mode (no NoExecute taints)")
-            for node in nodes:
+            for node in self._every_node():
                 try:
                     await self._mark_node_as_reachable(node)
                 except ApiError as exc:
@@ -373,7 +371,7 @@ class NodeLifecycleController:
             return
         if all_were_fully_disrupted:
             log.info("some nodes are Ready: leaving master disruption mode")
-            for node in nodes:  # give every node a fresh grace period
+            for node in self._every_node():  # give every node a fresh grace period
                 health = self.health.get(node["metadata"]["name"])
                 if health is not None:
                     health.probe_timestamp = health.ready_transition_timestamp = now
@@ -384,6 +382,10 @@ class NodeLifecycleController:
             log.info("zone %r is now in state %s", zone, new.value)
             self.tainters[zone].swap_limiter(self._zone_rate(counted.size(zone), new), now)
             self.zone_states[zone] = new
+
+    def _every_node(self) -> list[Obj]:
+        """Every cached node in name order: for the rare transitions that touch them all."""
+        return sorted(self.nodes.store.values(), key=lambda n: str(n["metadata"]["name"]))
 
     def _zone_rate(self, size: int, state: nh.ZoneState) -> float:
         """setLimiterInZone: HealthyQPSFunc for normal and fully disrupted zones, ReducedQPSFunc for partial."""
