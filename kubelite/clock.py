@@ -102,8 +102,8 @@ class Cancellable(Protocol):
 def timer(clock: Clock, seconds: float, callback: Callable[[], None]) -> Cancellable:
     """Call `callback` after `seconds` of `clock` time, unless cancelled first. A clock whose time is the loop's
     (RealClock, a simulation's) offers `call_later`, one loop timer; any other gets a task that sleeps on it —
-    a task, a coroutine, a future and a timer, and two loop turns to cancel, which for the timeouts of every
-    node agent's API calls and status waits was a tenth of an idle simulation's time."""
+    a task, a coroutine, a future and a timer, and two loop turns to cancel: for the timeouts of every node
+    agent's API calls and status waits, one of an idle simulation's larger costs (BENCHMARKS.md, Idle node cost)."""
     call_later = getattr(clock, "call_later", None)
     if call_later is not None:
         handle: Cancellable = call_later(seconds, callback)
