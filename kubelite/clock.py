@@ -13,7 +13,7 @@ import contextlib
 import heapq
 import itertools
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
@@ -41,6 +41,10 @@ class RealClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+    def call_later(self, seconds: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        """`callback` after `seconds`, on a loop timer (see `timer`)."""
+        return asyncio.get_running_loop().call_later(max(0.0, seconds), callback)
 
 
 class FakeClock:
@@ -91,26 +95,42 @@ class FakeClock:
             await asyncio.sleep(0)
 
 
+class Cancellable(Protocol):
+    def cancel(self) -> object: ...
+
+
+def timer(clock: Clock, seconds: float, callback: Callable[[], None]) -> Cancellable:
+    """Call `callback` after `seconds` of `clock` time, unless cancelled first. A clock whose time is the loop's
+    (RealClock, a simulation's) offers `call_later`, one loop timer; any other gets a task that sleeps on it —
+    a task, a coroutine, a future and a timer, and two loop turns to cancel: for the timeouts of every node
+    agent's API calls and status waits, one of an idle simulation's larger costs (BENCHMARKS.md, Idle node cost)."""
+    call_later = getattr(clock, "call_later", None)
+    if call_later is not None:
+        handle: Cancellable = call_later(seconds, callback)
+        return handle
+    sleeper = asyncio.ensure_future(clock.sleep(max(0.0, seconds)))
+    sleeper.add_done_callback(lambda s: None if s.cancelled() else callback())
+    return sleeper
+
+
 async def bounded(clock: Clock, work: Awaitable[T], seconds: float) -> tuple[bool, T | None]:
     """Run `work` for at most `seconds` of `clock` time: (finished, result); unfinished work is cancelled."""
     task = asyncio.ensure_future(work)
-    timer = asyncio.ensure_future(clock.sleep(max(0.0, seconds)))
     # asyncio.wait(FIRST_COMPLETED) by hand: no sets, no per-call closures over both — this runs for every
     # API call of every node agent (a simulation's hot path)
     first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    def done(_: object) -> None:
+    def done(_: object = None) -> None:
         if not first.done():
             first.set_result(None)
 
     task.add_done_callback(done)
-    timer.add_done_callback(done)
+    deadline = timer(clock, seconds, done)
     try:
         await first
     finally:
         task.remove_done_callback(done)
-        timer.remove_done_callback(done)
-        timer.cancel()
+        deadline.cancel()
     if task.done():
         return True, task.result()
     task.cancel()

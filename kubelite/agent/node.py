@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import os
 import platform
@@ -26,7 +27,7 @@ from kubelite.agent.self_fence import FenceGate
 from kubelite.api.errors import ApiError, Unavailable
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.interface import Client
-from kubelite.clock import Clock, rfc3339
+from kubelite.clock import Clock, micro_time, rfc3339
 
 log = logging.getLogger("kubelite.agent")
 
@@ -75,28 +76,49 @@ class NodeReporter:
         self.reclaim = reclaim  # local-path volumes' reclaim (ClaimVolumes.reclaim), given each Node read
         self.reconnected = reconnected  # told when a heartbeat goes through after failing (informers retry now)
         self._node: Obj | None = None  # the Node as last read
+        # What the agent learns of its host once, at start (kubelet's machine info): not rebuilt per status.
+        # (`capacity` is read live: a simulation sets its nodes' after building the agent.)
+        machine = platform.machine()
+        self._labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)}
+        self._host_status: Obj = {
+            "addresses": [{"type": "InternalIP", "address": host_ip},
+                          {"type": "Hostname", "address": socket.gethostname()}],
+            "nodeInfo": {"architecture": machine, "bootID": "", "containerRuntimeVersion": "kubelite-process://0.1",
+                         "kernelVersion": platform.release(), "kubeProxyVersion": "",
+                         "kubeletVersion": "v1.32.0+kubelite", "machineID": "", "operatingSystem": "linux",
+                         "osImage": platform.platform(), "systemUUID": ""}}
 
     def node_object(self) -> Obj:
-        now = rfc3339(self.clock.now())
-        conditions = [{"type": t, "status": s, "reason": r, "message": m, "lastHeartbeatTime": now,
-                       "lastTransitionTime": self._since} for t, s, r, m in (
-            ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),)]
-        conditions[:0] = self.pressure() if self.pressure is not None else [
-            pressure_condition(c, False, now, self._since) for c in ("MemoryPressure", "DiskPressure", "PIDPressure")]
-        machine = platform.machine()
         return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "annotations": {
-            k: v for k, v in self.annotations().items() if v is not None}, "labels": {
-            "kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)}},
-            "spec": {},
-            "status": {"capacity": dict(self.capacity), "allocatable": dict(self.capacity), "conditions": conditions,
-                       "addresses": [{"type": "InternalIP", "address": self.host_ip},
-                                     {"type": "Hostname", "address": socket.gethostname()}],
-                       "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port()}},
-                       "nodeInfo": {"architecture": machine, "bootID": "", "containerRuntimeVersion":
-                                    "kubelite-process://0.1", "kernelVersion": platform.release(),
-                                    "kubeProxyVersion": "", "kubeletVersion": "v1.32.0+kubelite", "machineID": "",
-                                    "operatingSystem": "linux", "osImage": platform.platform(), "systemUUID": ""}}}
+            k: v for k, v in self.annotations().items() if v is not None}, "labels": dict(self._labels)},
+            "spec": {}, "status": _detached(self._status())}
+
+    def _status(self) -> Obj:
+        """The node status as the agent reports it: conditions with a heartbeat of now. It shares the host
+        parts with the agent (callers copy what they hand on)."""
+        now = rfc3339(self.clock.now())
+        conditions = self.pressure() if self.pressure is not None else [
+            pressure_condition(c, False, now, self._since) for c in ("MemoryPressure", "DiskPressure", "PIDPressure")]
+        conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
+                           "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
+                           "lastTransitionTime": self._since})
+        return {"capacity": self.capacity, "allocatable": self.capacity, **self._host_status,
+                "conditions": conditions, "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port()}}}
+
+    def status_patch(self, shown: Obj | None, report_due: bool) -> Obj | None:
+        """kubelet's tryUpdateNodeStatus: the status patch to send, or None when the API's Node (`shown`, as just
+        read; None: unreadable) shows the agent's status (heartbeat times aside: nodeStatusHasChanged) and
+        no report is due (nodeStatusReportFrequency). As kubelet's two-way merge patch, it carries the
+        conditions (fresh heartbeats) and only the other fields that differ."""
+        status = self._status()
+        if shown is None:
+            return _detached(status) if report_due else None
+        stored: Obj = shown.get("status") or {}
+        changed = {k: v for k, v in status.items() if k != "conditions" and stored.get(k) != v}
+        if not changed and not report_due and _same_conditions(status["conditions"], stored.get("conditions") or []):
+            return None
+        return _detached({**changed, "conditions": status["conditions"]})
 
     def annotations(self) -> dict[str, str | None]:
         """What this agent advertises on its Node: its self-fence promise (None removes an old one)."""
@@ -124,13 +146,16 @@ class NodeReporter:
             await self.clock.sleep(delay)
             delay = min(self.renew_interval, delay * 2)
 
-    async def post_status(self) -> None:
+    async def post_status(self, status: Obj | None = None) -> None:
+        """Patch the node status: `status` (a patch from status_patch), or the whole of it."""
         await timed(self.clock, self.client.patch(f"/api/v1/nodes/{self.name}/status",
-                                                  {"status": self.node_object()["status"]}, STRATEGIC_PATCH))
+                                                  {"status": status or _detached(self._status())},
+                                                  STRATEGIC_PATCH))
 
     async def heartbeat(self) -> None:
         """Renew the node's Lease in kube-node-lease every quarter of its duration (10 s by default: NodeLease
-        heartbeats) and post the full node status every 5 minutes, as kubelet does when leases carry the
+        heartbeats) and report the node status when the stored one differs (the node lifecycle controller
+        marked it Unknown, someone edited it) or every 5 minutes, as kubelet does when leases carry the
         liveness signal. The stored status is read with each renewal (kubelet: every nodeStatusUpdateFrequency,
         also 10 s by default)."""
         reported = self.clock.now()
@@ -138,10 +163,11 @@ class NodeReporter:
         while True:
             delay = self.renew_interval
             try:
-                stale = await self.marked_not_ready()  # always read: it also feeds the fence gate
-                if self.clock.now() - reported >= STATUS_REPORT_INTERVAL or stale:
+                shown = await self.read_node()  # always read: it also feeds the fence gate
+                patch = self.status_patch(shown, self.clock.now() - reported >= STATUS_REPORT_INTERVAL)
+                if patch is not None:
                     reported = self.clock.now()
-                    await self.post_status()
+                    await self.post_status(patch)
                 await self.renew_lease()
                 if retry != RETRY_DELAY:  # the first heartbeat through after failures
                     self.reconnected()
@@ -168,23 +194,21 @@ class NodeReporter:
         except Exception as exc:  # closing is best effort: the retry opens fresh connections regardless
             log.warning("closing the client's connections failed (%s: %s)", type(exc).__name__, exc)
 
-    async def marked_not_ready(self) -> bool:
-        """Whether the API shows this node not Ready (the node lifecycle controller marks a silent node
-        Unknown): then the real status is posted at once, as kubelet posts when the stored status differs."""
+    async def read_node(self) -> Obj | None:
+        """The Node as the API shows it (None: not readable now), to compare the status with (a node the node
+        lifecycle controller marked Unknown posts its real status at once)."""
         asked = self.clock.monotonic()
         try:
             node = await timed(self.clock, self.client.get(f"/api/v1/nodes/{self.name}"))
             phase = await self.fence_phase() if self.gate.needs_fence_state() else None
         except Unavailable:
             await self.reset_connections()  # the Lease renewal below goes ahead, on a fresh connection
-            return False
+            return None
         except ApiError:
-            return False  # the Lease renewal below still goes ahead
+            return None  # the Lease renewal below still goes ahead
         self.gate.node_seen(node, phase, asked)
         self._node = node
-        ready: Obj = next((c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
-                          {})
-        return ready.get("status") != "True"
+        return node
 
     async def _reclaim(self) -> None:
         """Volume reclaims asked of this node, after the Lease renewal (which they must never delay or fail)."""
@@ -214,7 +238,7 @@ class NodeReporter:
         self.gate.renewed(sent)
 
     async def _renew_lease(self) -> None:
-        stamp = rfc3339(self.clock.now()).replace("Z", ".000000Z")
+        stamp = micro_time(self.clock.now())
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                  "metadata": {"name": self.name, "namespace": "kube-node-lease"},
                  "spec": {"holderIdentity": self.name, "leaseDurationSeconds": self.lease_seconds, "renewTime": stamp}}
@@ -224,3 +248,17 @@ class NodeReporter:
             if exc.code != 404:
                 raise
             await timed(self.clock, self.client.create(LEASES, lease))
+
+
+def _detached(status: Obj) -> Obj:
+    """A copy of each part of `status` (capacity and allocatable are one dict in the agent, two in the API)."""
+    return {k: copy.deepcopy(v) for k, v in status.items()}
+
+
+def _same_conditions(ours: list[Obj], stored: list[Obj]) -> bool:
+    """Whether the stored conditions show each of ours, heartbeat time aside (conditions others own, such as
+    kubelite.io/Fenced, are not compared)."""
+    by_type = {c.get("type"): c for c in stored}
+    return all(by_type.get(c["type"]) is not None
+               and all(by_type[c["type"]].get(k) == v for k, v in c.items() if k != "lastHeartbeatTime")
+               for c in ours)

@@ -13,7 +13,9 @@ those stamps with our clock, so a node whose clock is off is not declared dead.
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -135,11 +137,97 @@ def compute_zone_state(ready_conditions: list[Obj | None], unhealthy_threshold: 
     least `unhealthy_threshold` of the zone a partial one; otherwise normal."""
     ready = sum(1 for c in ready_conditions if c is not None and c.get("status") == "True")
     not_ready = len(ready_conditions) - ready
+    return not_ready, zone_state(ready, not_ready, unhealthy_threshold)
+
+
+def zone_state(ready: int, not_ready: int, unhealthy_threshold: float) -> ZoneState:
+    """ComputeZoneState from the counts alone (what ZoneCounts keeps)."""
     if ready == 0 and not_ready > 0:
-        return not_ready, ZoneState.FULL_DISRUPTION
+        return ZoneState.FULL_DISRUPTION
     if not_ready > 2 and not_ready / (not_ready + ready) >= unhealthy_threshold:
-        return not_ready, ZoneState.PARTIAL_DISRUPTION
-    return not_ready, ZoneState.NORMAL
+        return ZoneState.PARTIAL_DISRUPTION
+    return ZoneState.NORMAL
+
+
+class ZoneCounts:
+    """Ready and not-Ready nodes per zone, updated node by node as the monitor looks at them, so the zone
+    states need no pass over every node. A node counts in its zone when it has a Ready condition and is not
+    excluded from disruption checks (upstream's zoneToNodeConditions); a zone with no node counted is absent."""
+
+    def __init__(self) -> None:
+        self.zones: dict[str, list[int]] = {}  # zone -> [ready, not ready]
+        self._of_node: dict[str, tuple[str, bool]] = {}  # node -> (zone, ready) as counted
+
+    def set(self, name: str, zone: str | None, ready: bool = False) -> None:
+        """Count `name` in `zone` (Ready or not), or nowhere when `zone` is None, instead of where it was."""
+        old = self._of_node.pop(name, None)
+        if old is not None:
+            counts = self.zones[old[0]]
+            counts[0 if old[1] else 1] -= 1
+            if counts == [0, 0]:
+                del self.zones[old[0]]
+        if zone is not None:
+            self._of_node[name] = (zone, ready)
+            self.zones.setdefault(zone, [0, 0])[0 if ready else 1] += 1
+
+    def size(self, zone: str) -> int:
+        return sum(self.zones.get(zone, (0, 0)))
+
+    def state(self, zone: str, unhealthy_threshold: float) -> ZoneState:
+        ready, not_ready = self.zones[zone]
+        return zone_state(ready, not_ready, unhealthy_threshold)
+
+
+class DeadlineQueue:
+    """When each node's grace period ends, earliest first, so a monitor pass finds the nodes whose grace ran
+    out without looking at the others.
+
+    Entries are lazy: a node's deadline (last probe + grace) only moves later as it renews, so a stored entry
+    is at most the real one, and an entry is checked against `deadline_of` (the real deadline now, None for a
+    node that is gone) only when it reaches the head — a renewal costs nothing here. After `pop_expired(now)`
+    the head is exact and not before `now`.
+    """
+
+    def __init__(self, deadline_of: Callable[[str], float | None]) -> None:
+        self._deadline_of = deadline_of
+        self._heap: list[tuple[float, str]] = []
+        self._queued: dict[str, float] = {}  # node -> the deadline of its live entry (others are stale)
+
+    def schedule(self, name: str, deadline: float) -> None:
+        """Make sure `name` is found by `deadline` (an entry already due no later stays as it is)."""
+        queued = self._queued.get(name)
+        if queued is None or deadline < queued:
+            self._queued[name] = deadline
+            heapq.heappush(self._heap, (deadline, name))
+
+    def discard(self, name: str) -> None:
+        self._queued.pop(name, None)  # its entry goes stale
+
+    def pop_expired(self, now: float) -> list[str]:
+        """Take out the nodes whose grace period has passed (real deadline < now), in deadline order."""
+        expired: list[str] = []
+        heap, queued = self._heap, self._queued
+        while heap:
+            deadline, name = heap[0]
+            if queued.get(name) != deadline:
+                heapq.heappop(heap)  # stale: the node was rescheduled earlier, or dropped
+                continue
+            actual = self._deadline_of(name)
+            if actual == deadline and deadline >= now:
+                break
+            heapq.heappop(heap)
+            del queued[name]
+            if actual is None:
+                continue
+            if actual < now:
+                expired.append(name)
+            else:
+                self.schedule(name, actual)
+        return expired
+
+    def earliest(self) -> float | None:
+        """The head's deadline: exact after `pop_expired`."""
+        return self._heap[0][0] if self._heap else None
 
 
 def zone_rate(state: ZoneState, size: int, healthy_qps: float, secondary_qps: float,

@@ -21,6 +21,16 @@ A port of pkg/controller/nodelifecycle (the taint-based eviction mode, the only 
 Beyond upstream, the monitor also wakes when a node's grace period runs out and when a node's
 Ready condition changes, so a lost node is tainted within moments of its grace period rather
 than up to two monitor periods later.
+
+**Cost.** Upstream looks at every node on every pass; here a pass looks only at the nodes whose
+outcome can differ from their last one, with the same result: those whose Node object changed
+(its resourceVersion, against the shared cache), those whose grace period has ended (a deadline
+heap, `node_health.DeadlineQueue`: a Lease renewal, the common event, moves nothing), those not
+settled (not Ready, carrying a NoExecute taint of ours, queued for tainting or for a pod retry:
+looked at every pass, as upstream), and those the tainting pass touched. The zone states come from
+per-zone counts kept as nodes are looked at (`node_health.ZoneCounts`). An idle pass over
+thousands of healthy nodes is then an identity scan. One difference, on a real clock only: a grace
+period that ends *during* a pass (milliseconds) is acted on at the next pass.
 """
 
 from __future__ import annotations
@@ -84,6 +94,12 @@ class NodeLifecycleController:
         self.zone_states: dict[str, nh.ZoneState] = {}
         self.tainters: dict[str, nh.ZoneTainter] = {}
         self.nodes_to_retry: set[str] = set()
+        # What lets a pass skip nodes whose outcome cannot change (module doc, Cost).
+        self._seen: dict[str, str] = {}  # node -> the resourceVersion its last look was at
+        self._unsettled: set[str] = set()  # looked at every pass
+        self._recheck: set[str] = set()  # looked at next pass: grace ended, touched by tainting, pass failed
+        self.deadlines = nh.DeadlineQueue(self._deadline)
+        self.zone_counts = nh.ZoneCounts()
         self._kick = asyncio.Event()
         self.nodes = shared_informer(client, clock, "/api/v1/nodes", Handlers(
             lambda n: self.no_schedule.enqueue(n["metadata"]["name"]), self._node_updated))
@@ -146,17 +162,26 @@ class NodeLifecycleController:
         await self.clock.sleep(NO_EXECUTE_TAINTING_PERIOD)
 
     def _next_wake(self) -> float:
-        """Seconds to the next monitor pass: the period, or sooner when some node's grace period ends."""
+        """Seconds to the next monitor pass: the period, or sooner when some node's grace period ends
+        (a grace period that has already ended is left to the next pass)."""
         wake = self.options.node_monitor_period
         now = self.clock.now()
-        for name, health in self.health.items():
-            node = self.nodes.get("", name)
-            never_posted = node is None or tt.condition(node, "Ready") is None
-            grace = self.options.node_startup_grace_period if never_posted else self.options.node_monitor_grace_period
-            due = health.probe_timestamp + grace - now
-            if due >= 0:
-                wake = min(wake, due + 0.01)  # the grace period must have *passed*
+        self._recheck.update(self.deadlines.pop_expired(now))
+        earliest = self.deadlines.earliest()
+        if earliest is not None:
+            wake = min(wake, earliest - now + 0.01)  # the grace period must have *passed*
         return wake
+
+    def _deadline(self, name: str) -> float | None:
+        """When the node's grace period ends (startup grace while it never posted status); None: not known."""
+        health = self.health.get(name)
+        if health is None:
+            return None
+        node = self.nodes.get("", name)
+        posted = node is not None and any(c.get("type") == "Ready"
+                                          for c in (node.get("status") or {}).get("conditions") or [])
+        return health.probe_timestamp + (self.options.node_monitor_grace_period if posted
+                                         else self.options.node_startup_grace_period)
 
     async def _wait(self, seconds: float) -> None:
         """Sleep `seconds` on the clock, or less when a node's Ready condition changes."""
@@ -173,24 +198,62 @@ class NodeLifecycleController:
     # --- monitorNodeHealth -----------------------------------------------------------------------
 
     async def monitor_node_health(self) -> None:
-        nodes = sorted(self.nodes.store.values(), key=lambda n: n["metadata"]["name"])
-        names = {n["metadata"]["name"] for n in nodes}
-        for node in nodes:
-            name = node["metadata"]["name"]
-            self._add_zone(node)
-            if name not in self.known:
-                self._node_event(node, "RegisteredNode", f"Registered Node {name} in Controller")
-                self.known[name] = node
-                await self._mark_node_as_reachable(node)
-        for name in [n for n in self.known if n not in names]:
-            self._node_event(self.known.pop(name), "RemovingNode", f"Removing Node {name} from Controller")
-            self.health.pop(name, None)
-        zone_conditions: dict[str, list[Obj | None]] = {}
-        for node in nodes:
-            current = await self._update_node(node)
-            if current is not None and not nh.excluded_from_disruption_checks(node):
-                zone_conditions.setdefault(nh.zone_key(node), []).append(current)
-        await self.handle_disruption(zone_conditions, nodes)
+        """One pass of monitorNodeHealth, over the nodes whose outcome can change (module doc, Cost) in name
+        order: registrations, removals, each node's health and taints, then the zone states."""
+        store = self.nodes.store
+        self._recheck.update(self.deadlines.pop_expired(self.clock.now()))
+        names = self._recheck | self._unsettled
+        seen = self._seen
+        names.update(key[1] for key, node in store.items()
+                     if seen.get(key[1], "") != (node["metadata"].get("resourceVersion") or "-"))
+        self._recheck = set()
+        nodes = [store[("", name)] for name in sorted(names) if ("", name) in store]
+        try:
+            for node in nodes:
+                name = node["metadata"]["name"]
+                self._add_zone(node)
+                if name not in self.known:
+                    self._node_event(node, "RegisteredNode", f"Registered Node {name} in Controller")
+                    self.known[name] = node
+                    await self._mark_node_as_reachable(node)
+            for name in [n for n in self.known if ("", n) not in store]:
+                self._node_event(self.known.pop(name), "RemovingNode", f"Removing Node {name} from Controller")
+                self._forget(name)
+            for node in nodes:
+                self._looked_at(node, await self._update_node(node))
+        except BaseException:  # a failed pass (logged by the loop): look at all of them again next time
+            self._recheck.update(n["metadata"]["name"] for n in nodes)
+            raise
+        await self.handle_disruption()
+
+    def _looked_at(self, node: Obj, current: Obj | None) -> None:
+        """Record what the pass saw of `node` (its Ready condition now: `current`, None when it was skipped):
+        its zone count, and whether the next passes may skip it until it changes or its grace period ends."""
+        name = node["metadata"]["name"]
+        self._seen[name] = node["metadata"].get("resourceVersion") or ""
+        counted = current is not None and not nh.excluded_from_disruption_checks(node)
+        ready = current is not None and current.get("status") == "True"
+        self.zone_counts.set(name, nh.zone_key(node) if counted else None, ready)
+        deadline = self._deadline(name)
+        if deadline is not None:
+            self.deadlines.schedule(name, deadline)
+        tainter = self.tainters.get(nh.zone_key(node))
+        taints = tt.taints_of(node)
+        settled = (ready and name not in self.nodes_to_retry
+                   and not (tainter is not None and (name in tainter.queue or name in tainter.done))
+                   and not tt.taint_exists(taints, tt.UNREACHABLE_NO_EXECUTE)
+                   and not tt.taint_exists(taints, tt.NOT_READY_NO_EXECUTE))
+        if settled:
+            self._unsettled.discard(name)
+        else:
+            self._unsettled.add(name)
+
+    def _forget(self, name: str) -> None:
+        self.health.pop(name, None)
+        self._seen.pop(name, None)
+        self._unsettled.discard(name)
+        self.deadlines.discard(name)
+        self.zone_counts.set(name, None)
 
     async def _update_node(self, node: Obj) -> Obj | None:
         """One node's part of monitorNodeHealth; returns its current Ready condition (None: skipped)."""
@@ -278,17 +341,18 @@ class NodeLifecycleController:
 
     # --- zones -----------------------------------------------------------------------------------
 
-    async def handle_disruption(self, zone_conditions: dict[str, list[Obj | None]], nodes: list[Obj]) -> None:
+    async def handle_disruption(self) -> None:
         """handleDisruption: new zone states, the limiters that go with them, and the all-zones-down rule."""
         new_states: dict[str, nh.ZoneState] = {}
         all_are_fully_disrupted = True
-        for zone, conditions in zone_conditions.items():
-            _, state = nh.compute_zone_state(conditions, self.options.unhealthy_zone_threshold)
+        counted = self.zone_counts
+        for zone in counted.zones:
+            state = counted.state(zone, self.options.unhealthy_zone_threshold)
             if state is not nh.ZoneState.FULL_DISRUPTION:
                 all_are_fully_disrupted = False
             new_states[zone] = state
             self.zone_states.setdefault(zone, nh.ZoneState.INITIAL)
-        for zone in [z for z in self.zone_states if z not in zone_conditions]:
+        for zone in [z for z in self.zone_states if z not in counted.zones]:
             del self.zone_states[zone]  # no node left in it
         all_were_fully_disrupted = all(s is nh.ZoneState.FULL_DISRUPTION for s in self.zone_states.values())
         if all_are_fully_disrupted and all_were_fully_disrupted:
@@ -296,7 +360,7 @@ class NodeLifecycleController:
         now = self.clock.now()
         if all_are_fully_disrupted:
             log.info("every node is not Ready: entering master disruption mode (no NoExecute taints)")
-            for node in nodes:
+            for node in self._every_node():
                 try:
                     await self._mark_node_as_reachable(node)
                 except ApiError as exc:
@@ -307,7 +371,7 @@ class NodeLifecycleController:
             return
         if all_were_fully_disrupted:
             log.info("some nodes are Ready: leaving master disruption mode")
-            for node in nodes:  # give every node a fresh grace period
+            for node in self._every_node():  # give every node a fresh grace period
                 health = self.health.get(node["metadata"]["name"])
                 if health is not None:
                     health.probe_timestamp = health.ready_transition_timestamp = now
@@ -316,8 +380,12 @@ class NodeLifecycleController:
             if old is new and not all_were_fully_disrupted:
                 continue
             log.info("zone %r is now in state %s", zone, new.value)
-            self.tainters[zone].swap_limiter(self._zone_rate(len(zone_conditions[zone]), new), now)
+            self.tainters[zone].swap_limiter(self._zone_rate(counted.size(zone), new), now)
             self.zone_states[zone] = new
+
+    def _every_node(self) -> list[Obj]:
+        """Every cached node in name order: for the rare transitions that touch them all."""
+        return sorted(self.nodes.store.values(), key=lambda n: str(n["metadata"]["name"]))
 
     def _zone_rate(self, size: int, state: nh.ZoneState) -> float:
         return nh.zone_rate(state, size, self.options.node_eviction_rate, self.options.secondary_node_eviction_rate,
@@ -330,6 +398,7 @@ class NodeLifecycleController:
         now = self.clock.now()
         for tainter in list(self.tainters.values()):
             for name in tainter.due(now):
+                self._recheck.add(name)  # its tainter entry changes: the monitor's next pass looks again
                 if await self._taint_no_execute(name):
                     tainter.done.add(name)
                 else:

@@ -189,3 +189,7 @@ class VirtualClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))  # noqa: TID251 - asyncio's timers are virtual on this loop
+
+    def call_later(self, seconds: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        """A loop timer on virtual time: kubelite.clock.timer's, instead of a sleeping task."""
+        return self.loop.call_later(max(0.0, seconds), callback)

@@ -314,3 +314,141 @@ async def test_running_controller_taints_as_the_grace_period_ends_not_at_the_nex
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+# --- a pass looks only at the nodes whose outcome can change (nodelifecycle module doc, Cost) --------
+
+def test_deadline_queue_finds_expired_nodes_from_real_deadlines() -> None:
+    """Entries are lazy: renewals move a node's real deadline later without touching the queue; the head is
+    checked against the real deadline, so a renewed node is not expired and a gone one is dropped."""
+    real = {"a": 10.0, "b": 20.0, "c": 30.0}
+    queue = nh.DeadlineQueue(real.get)
+    for name, deadline in real.items():
+        queue.schedule(name, deadline)
+    assert queue.pop_expired(10.0) == [], "a deadline reached is not passed"
+    assert queue.earliest() == 10.0
+    real["a"] = 25.0  # renewed
+    del real["b"]  # gone
+    assert queue.pop_expired(26.0) == ["a"]
+    assert queue.earliest() == 30.0
+    queue.schedule("c", 28.0)  # an earlier deadline replaces the queued one; a later one is left to the lazy check
+    real["c"] = 28.0
+    queue.schedule("c", 40.0)
+    assert queue.earliest() == 28.0
+    assert queue.pop_expired(29.0) == ["c"]
+    assert queue.earliest() is None
+
+
+@pytest.mark.parametrize(("moves", "zones"), [
+    pytest.param([("n0", "z1", True), ("n1", "z1", False)], {"z1": [1, 1]}, id="counts Ready and not Ready"),
+    pytest.param([("n0", "z1", True), ("n0", "z1", False)], {"z1": [0, 1]}, id="a node counts once, as last seen"),
+    pytest.param([("n0", "z1", True), ("n0", "z2", True)], {"z2": [1, 0]}, id="a relabelled node moves zone"),
+    pytest.param([("n0", "z1", True), ("n0", None, False)], {}, id="a zone with no node counted is gone"),
+])
+def test_zone_counts_follow_each_node(moves: list[tuple[str, str | None, bool]], zones: dict[str, list[int]]) -> None:
+    counts = nh.ZoneCounts()
+    for name, zone, ready in moves:
+        counts.set(name, zone, ready)
+    assert counts.zones == zones
+
+
+async def _renew(cluster: Cluster, ctrl: NodeLifecycleController, name: str) -> None:
+    """A renewal the controller sees at once (it counts a renewal from when it sees it)."""
+    await cluster.renew_lease(name)
+    await sync(ctrl.leases)
+
+
+async def _ready_status(cluster: Cluster, name: str) -> str:
+    node = await cluster.get(f"/api/v1/nodes/{name}")
+    return str(next(c for c in node["status"]["conditions"] if c["type"] == "Ready")["status"])
+
+
+@pytest.mark.parametrize(("renewals", "heartbeats", "passes"), [
+    pytest.param([], [], [(10.0, "True"), (10.5, "Unknown")],
+                 id="silent from registration: Unknown at the first pass after the grace period, not at its end"),
+    pytest.param([4.0, 8.0], [], [(5.0, "True"), (10.0, "True"), (18.0, "True"), (18.5, "Unknown")],
+                 id="Lease renewals push the deadline to the last renewal plus the grace period"),
+    pytest.param([], [4.0, 8.0], [(5.0, "True"), (10.0, "True"), (20.0, "True"), (20.5, "Unknown")],
+                 id="status heartbeats count from the pass that sees them"),
+    pytest.param([9.0], [], [(5.0, "True"), (15.0, "True"), (19.0, "True"), (19.01, "Unknown")],
+                 id="a renewal after a pass moves a deadline the queue already holds"),
+])
+async def test_node_is_unknown_at_exactly_the_pass_after_its_grace_period(
+        cluster: Cluster, renewals: list[float], heartbeats: list[float], passes: list[tuple[float, str]]) -> None:
+    """With nodes skipped until their grace period ends, the Unknown write still lands at the first pass after
+    it (last sign of life + grace < now), as when every node is looked at on every pass."""
+    await cluster.node("node0")
+    await cluster.node("other", labels=ZONE1)  # another zone stays Ready: no master disruption mode
+    await cluster.renew_lease("node0")
+    ctrl = NodeLifecycleController(cluster.client, cluster.clock, NodeLifecycleOptions(node_monitor_grace_period=10))
+    await _pass(ctrl)
+    events = sorted([(t, "renew") for t in renewals] + [(t, "post") for t in heartbeats]
+                    + [(t, "pass") for t, _ in passes])
+    expected = dict(passes)
+    for t, what in events:
+        await cluster.clock.advance(t - cluster.clock.monotonic())
+        await cluster.post_status("other", "True")
+        if what == "renew":
+            await _renew(cluster, ctrl, "node0")
+        elif what == "post":
+            await cluster.post_status("node0", "True")
+        else:
+            await _pass(ctrl)
+            assert await _ready_status(cluster, "node0") == expected[t], f"at t={t}"
+
+
+async def test_idle_pass_looks_at_no_node(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Healthy nodes renewing their Leases are not looked at again; a node is looked at when its object
+    changes, and every pass once its grace period has ended (not Ready: as upstream, every pass)."""
+    names = [f"node{i}" for i in range(6)]
+    for name in names:
+        await cluster.node(name)
+        await cluster.renew_lease(name)
+    ctrl = NodeLifecycleController(cluster.client, cluster.clock, NodeLifecycleOptions(node_monitor_grace_period=10))
+    looked: list[str] = []
+    update = ctrl._update_node
+
+    async def counting(node: Obj) -> Obj | None:
+        looked.append(node["metadata"]["name"])
+        return await update(node)
+
+    monkeypatch.setattr(ctrl, "_update_node", counting)
+
+    async def step(posting: str | None = None, silent: str = "node5") -> list[str]:
+        await cluster.clock.advance(5)
+        for name in names:
+            if name != silent:
+                await _renew(cluster, ctrl, name)
+        if posting is not None:
+            await cluster.post_status(posting, "True")
+        looked.clear()
+        await _pass(ctrl)
+        return list(looked)
+
+    await _pass(ctrl)
+    assert sorted(looked) == names, "the first pass looks at every node"
+    assert await step() == [], "Lease renewals alone: nothing to look at"
+    assert await step(posting="node2") == ["node2"], "a changed Node object is looked at"
+    assert await step() == ["node5"], "node5's grace period (renewed last at t=0) has ended: it goes Unknown"
+    assert await step() == ["node5"], "an Unknown node is looked at every pass"
+    assert _taints(await cluster.get("/api/v1/nodes/node5")) >= {("node.kubernetes.io/unreachable", "NoExecute")}
+    assert ctrl.zone_states == {"": nh.ZoneState.NORMAL}
+
+
+async def test_zone_states_follow_deleted_and_relabelled_nodes(cluster: Cluster) -> None:
+    """The per-zone counts change with the nodes that are looked at: a deleted node leaves its zone's count,
+    a relabelled one moves, so the zone states are those a pass over every node computes."""
+    await cluster.node("a0", "True", ZONE1)
+    await cluster.node("a1", "Unknown", ZONE1)
+    await cluster.node("b0", "True", ZONE2)
+    ctrl = NodeLifecycleController(cluster.client, cluster.clock, OPTIONS)
+    await _pass(ctrl)
+    assert ctrl.zone_states == {_zone(ZONE1): nh.ZoneState.NORMAL, _zone(ZONE2): nh.ZoneState.NORMAL}
+    await cluster.client.delete("/api/v1/nodes/a0")
+    await _pass(ctrl)
+    assert ctrl.zone_states == {_zone(ZONE1): nh.ZoneState.FULL_DISRUPTION, _zone(ZONE2): nh.ZoneState.NORMAL}
+    assert [e["involvedObject"]["name"] for e in await cluster.events("RemovingNode")] in ([], ["a0"])
+    await cluster.client.patch("/api/v1/nodes/a1", {"metadata": {"labels": ZONE2}})
+    await _pass(ctrl)
+    assert ctrl.zone_states == {_zone(ZONE2): nh.ZoneState.NORMAL}
+    assert ctrl.zone_counts.zones == {_zone(ZONE2): [1, 1]}

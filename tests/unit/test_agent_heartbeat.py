@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,29 +15,45 @@ from kubelite.agent.config import parse as parse_node_config
 from kubelite.agent.node import NodeReporter
 from kubelite.api.errors import ApiError
 from kubelite.clock import FakeClock
+from tests.controllers.fakecluster import Cluster, cluster
+
+__all__ = ["cluster"]
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+NODE_STATUS = "/api/v1/nodes/n1/status"
 
 
 class RecordingClient:
-    """Records the agent's writes; the first Lease renewal finds no Lease (404), as on a new node."""
+    """Records the agent's writes and keeps the Node as they leave it; the first Lease renewal finds no Lease
+    (404), as on a new node."""
 
     def __init__(self, clock: FakeClock, ready: str = "True") -> None:
         self.clock = clock
         self.writes: list[tuple[float, str, str]] = []
-        self.ready = ready  # the node's Ready condition as the API shows it
+        self.ready = ready  # the node's Ready condition as the API shows it (the node lifecycle controller's)
+        self.node: dict[str, Any] = {"status": {}}
 
     async def get(self, path: str, params: Any = None) -> dict[str, Any]:
-        return {"status": {"conditions": [{"type": "Ready", "status": self.ready}]}}
+        node = copy.deepcopy(self.node)
+        for c in node["status"].get("conditions") or []:
+            if c["type"] == "Ready":
+                c["status"] = self.ready
+        return node
 
     async def patch(self, path: str, body: Any, content_type: str = "") -> dict[str, Any]:
         self.writes.append((self.clock.monotonic(), "patch", path))
-        if path.startswith(LEASE) and not any(kind == "create" for _, kind, _ in self.writes):
+        if path.startswith(LEASE) and not any(kind == "create" for _, kind, p in self.writes if p.startswith(LEASE)):
             raise ApiError(404, "NotFound", "leases not found")
+        if path == NODE_STATUS:  # a strategic merge: conditions by type, the rest replaced
+            status = self.node["status"]
+            conditions = {c["type"]: c for c in [*(status.get("conditions") or []), *body["status"]["conditions"]]}
+            status.update({**copy.deepcopy(body["status"]), "conditions": list(conditions.values())})
         return {}
 
     async def create(self, path: str, body: Any) -> dict[str, Any]:
         self.writes.append((self.clock.monotonic(), "create", path))
+        if path == "/api/v1/nodes":
+            self.node = copy.deepcopy(body)
         return body  # type: ignore[no-any-return]
 
 
@@ -52,6 +70,7 @@ async def test_heartbeats(tmp_path: Path, name: str, lease_seconds: int, path: s
     client = RecordingClient(clock)
     node = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0,  # type: ignore[arg-type]
                         lease_seconds=lease_seconds)
+    await node.register()
     task = asyncio.ensure_future(node.heartbeat())
     await clock.advance(0)
     for _ in range(60):
@@ -67,6 +86,7 @@ async def test_status_is_posted_at_once_when_the_node_is_shown_not_ready() -> No
     clock = FakeClock()
     client = RecordingClient(clock)
     node = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0)  # type: ignore[arg-type]
+    await node.register()
     task = asyncio.ensure_future(node.heartbeat())
     await clock.advance(0)
     await clock.advance(10)
@@ -133,3 +153,55 @@ async def test_a_heartbeat_through_after_failures_tells_the_informers_to_retry_n
         await clock.advance(1)
     task.cancel()
     assert len(told) == 1, told
+
+
+# --- report on change (kubelet's nodeStatusHasChanged), against a real API server --------------------
+
+def _set_condition(kind: str, status: str) -> Callable[[dict[str, Any]], None]:
+    def edit(node: dict[str, Any]) -> None:
+        conditions = node["status"]["conditions"]
+        conditions[:] = [c for c in conditions if c["type"] != kind]
+        conditions.append({"type": kind, "status": status, "reason": "Edited", "lastHeartbeatTime": None,
+                           "lastTransitionTime": None})
+    return edit
+
+
+def _unknown(node: dict[str, Any]) -> None:
+    """As the node lifecycle controller writes a silent node."""
+    for c in node["status"]["conditions"]:
+        c.update(status="Unknown", reason="NodeStatusUnknown", message="Kubelet stopped posting node status.")
+
+
+def _capacity(node: dict[str, Any]) -> None:
+    node["status"]["capacity"]["pods"] = "1"
+
+
+@pytest.mark.parametrize(("edit", "later", "report_due", "sent"), [
+    pytest.param(None, 0.0, False, None, id="as registered, no report due: nothing to send"),
+    pytest.param(None, 10.0, False, None, id="only the heartbeat time differs: nothing to send"),
+    pytest.param(None, 300.0, True, {"conditions"}, id="a report is due: the conditions alone, fresh heartbeats"),
+    pytest.param(_unknown, 10.0, False, {"conditions"},
+                 id="marked Unknown by the node lifecycle controller: the conditions at once"),
+    pytest.param(_capacity, 10.0, False, {"capacity", "conditions"}, id="capacity edited in the API: put back at once"),
+    pytest.param(_set_condition("kubelite.io/Fenced", "True"), 10.0, False, None,
+                 id="a condition the agent does not own is not compared"),
+    pytest.param(_set_condition("DiskPressure", "True"), 10.0, False, {"conditions"},
+                 id="a pressure condition that differs is put back"),
+])
+async def test_status_is_sent_when_it_differs_or_a_report_is_due(
+        cluster: Cluster, edit: Callable[[dict[str, Any]], None] | None, later: float, report_due: bool,
+        sent: set[str] | None) -> None:
+    reporter = NodeReporter(cluster.client, cluster.clock, "n1", "127.0.0.1",
+                            {"cpu": "4", "memory": "16Gi", "pods": "110"}, lambda: 0)
+    await reporter.register()
+    if edit is not None:
+        node = await cluster.get("/api/v1/nodes/n1")
+        edit(node)
+        await cluster.client.request("PUT", NODE_STATUS, node)
+    await cluster.clock.advance(later)
+    patch = reporter.status_patch(await cluster.get("/api/v1/nodes/n1"), report_due)
+    assert (None if patch is None else set(patch)) == sent
+    if patch is not None:
+        await reporter.post_status(patch)
+        assert reporter.status_patch(await cluster.get("/api/v1/nodes/n1"), False) is None, \
+            "after the patch the API shows the agent's status"

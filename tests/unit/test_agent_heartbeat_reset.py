@@ -33,6 +33,7 @@ class HalfOpenLink(ScriptedClient):
         self.half_open = half_open
         self.refuse = refuse  # what the server answers every heartbeat write with, if anything
         self.closes: list[float] = []
+        self.node = READY  # the Node the server shows (reporter() makes it the agent's own status)
         self.lease_writes: list[float] = []
         self._waiting: set[asyncio.Future[None]] = set()
 
@@ -56,14 +57,15 @@ class HalfOpenLink(ScriptedClient):
             return await super().get(path, params)
         if self.half_open:
             await self._silent()
-        return READY
+        return self.node
 
     async def patch(self, path: str, patch: Any, content_type: str = "") -> Obj:
         if self.half_open:
             await self._silent()
         if self.refuse is not None:
             raise self.refuse
-        self.lease_writes.append(self.clock.monotonic())
+        if "/leases/" in path:
+            self.lease_writes.append(self.clock.monotonic())
         return {}
 
     async def watch(self, path: str, params: Mapping[str, str]) -> Any:
@@ -73,8 +75,11 @@ class HalfOpenLink(ScriptedClient):
 
 
 def reporter(client: HalfOpenLink, closes: bool = True) -> NodeReporter:
-    return NodeReporter(client, client.clock, "n1", "127.0.0.1", {"pods": "110"},  # type: ignore[arg-type]
+    """The node's reporter; its status is what the server shows (registered and current)."""
+    node = NodeReporter(client, client.clock, "n1", "127.0.0.1", {"pods": "110"},  # type: ignore[arg-type]
                         lambda: 0, close_connections=client.close_connections if closes else None)
+    client.node = node.node_object()
+    return node
 
 
 async def run_for(clock: FakeClock, seconds: int, *loops: Callable[[], Awaitable[None]]) -> None:
