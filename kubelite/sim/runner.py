@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import random
 import signal
+import tempfile
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -49,6 +51,19 @@ Progress = Callable[[float, float], None]  # (simulated seconds done, total)
 # the pools of a FencingConfiguration, which a scenario cannot give, and hollow nodes have no fence device:
 # it could never act, yet it would check every node every second (a tenth of a 1,000-node run's time).
 NOT_RUN = ("fencing",)
+MEMORY_FS = Path("/dev/shm")  # a RAM-backed filesystem on Linux (tmpfs), where the machine has one
+
+
+@contextlib.contextmanager
+def node_dirs() -> Iterator[Path]:
+    """A temporary directory for the hollow nodes' data dirs, in memory where the machine offers it. Each pod
+    start writes its agent's checkpoint (a new file renamed over the old, 2-3 times per pod) and each pod's
+    end removes it and its directory, exactly as on a real node; on a disk filesystem (ext4 here) each such
+    rename or unlink waited about 2 ms for the disk with the whole one-threaded simulation stopped: 11 ms
+    of wall time per pod lifetime against 0.5 ms on tmpfs. Nothing of it outlives the run."""
+    memory = MEMORY_FS.is_dir() and os.access(MEMORY_FS, os.W_OK)
+    with tempfile.TemporaryDirectory(prefix="kubelite-sim-nodes-", dir=MEMORY_FS if memory else None) as work:
+        yield Path(work)
 
 
 @dataclass(frozen=True)
