@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import os
 import random
 import signal
@@ -66,6 +67,10 @@ def node_dirs() -> Iterator[Path]:
         yield Path(work)
 
 
+# The cyclic garbage collector's first threshold during a run (CPython's default: 700 allocations).
+GC_YOUNG_THRESHOLD = 50_000
+
+
 @dataclass(frozen=True)
 class Serve:
     """`kubelite sim serve`: the simulation behind the HTTP API (insecure, loopback), at `speed`x real time
@@ -107,12 +112,34 @@ def run(scn: Scenario, seed: int, config: Path | None, work_dir: Path, progress:
     sched = scheduler_config.load(config)
     loop: asyncio.AbstractEventLoop = ControlledLoop(serve.speed, serve.paused) if serve else VirtualTimeLoop()
     try:
-        with seeded(seed):
+        with seeded(seed), _collector():
             recorder = loop.run_until_complete(_simulate(loop, scn, seed, sched, work_dir, progress, serve))
     finally:
         _cancel_leftovers(loop)
         loop.close()
     return Outcome(scn, seed, config.name if config else "default", recorder)
+
+
+@contextlib.contextmanager
+def _collector() -> Iterator[None]:
+    """The cyclic garbage collector tuned for a simulation's heap (the simulation owns the process): a run holds
+    millions of long-lived objects (every node's agent, informer caches, the watch cache), and each full
+    collection walked them all — a quarter of a 300-node run's CPU. Collections start after GC_YOUNG_THRESHOLD
+    allocations instead of 700, and what the nodes' start-up left is frozen (`settled`: never walked again,
+    freed by reference counting as ever). Nothing the simulation does depends on when cycles are collected."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+
+
+def _settled() -> None:
+    """The nodes have registered: what exists now lives until the end (see _collector)."""
+    gc.collect()
+    gc.freeze()
 
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
@@ -227,6 +254,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
                 await cluster.add_node(pool, f"{pool.name}-{i}", index)
                 index += 1
         await clock.sleep(SETTLE)
+        _settled()
         recorder = Recorder(client, clock, clock.monotonic())
         for name, informer in (("pods", recorder.pod_informer), ("nodes", recorder.node_informer),
                                ("events", recorder.event_informer)):
