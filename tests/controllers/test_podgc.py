@@ -193,7 +193,7 @@ def _scanned(ctrl: PodGCController) -> tuple[set[Key], set[Key], dict[Key, str]]
 
 
 @pytest.mark.parametrize("steps", [
-    pytest.param([("create", "a", ""), ("bind", "a", "n1")], id="a pod bound after it was seen is filed under its node"),
+    pytest.param([("create", "a", ""), ("bind", "a", "n1")], id="a pod bound after it was seen is filed by node"),
     pytest.param([("create", "a", "n1"), ("phase", "a", "Succeeded")], id="a pod that finished is a terminated one"),
     pytest.param([("create", "a", "n1"), ("phase", "a", "Failed"), ("delete", "a", "")],
                  id="a removed pod is a candidate of nothing"),
