@@ -63,8 +63,9 @@ def main() -> None:
                   f"cpu={usage.ru_utime + usage.ru_stime:.0f}s rss={usage.ru_maxrss / 1024:.0f}MiB",
                   file=sys.stderr, flush=True)
 
-        outcome = runner.run(scn, args.seed, None, Path(tmp) / "nodes", progress)
-        wall = time.perf_counter() - start
+        with runner.node_dirs() as nodes:
+            outcome = runner.run(scn, args.seed, None, nodes, progress)
+            wall = time.perf_counter() - start  # not counting the removal of the nodes' directories
         m = report.metrics(outcome)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     peak, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime  # cpu: what a core of its own would take

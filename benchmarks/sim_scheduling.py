@@ -90,8 +90,9 @@ def simulated(scale: float) -> str:
         path.write_text(yaml.safe_dump(build(scale)))
         scn = scenario.load(path)
         began = time.perf_counter()
-        runner.run(scn, 0, None, Path(tmp) / "nodes")
-        wall = time.perf_counter() - began
+        with runner.node_dirs() as nodes:
+            runner.run(scn, 0, None, nodes)
+            wall = time.perf_counter() - began
     usage = resource.getrusage(resource.RUSAGE_SELF)
     done = [n for n in marks.created if n in marks.bound]
     if not done:

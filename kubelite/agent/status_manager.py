@@ -13,6 +13,12 @@ A pod that must go (terminal, deletion requested) is deleted with grace 0 only a
 final status was acknowledged (kubelet's `canBeDeleted`), and that delete is retried the same way.
 Every RESYNC_INTERVAL the cached statuses are compared with the API objects the agent sees;
 one that does not show what was acknowledged (the server lost it, someone overwrote it) is sent again.
+
+Cost (the simulator runs thousands of agents in one process, issue 14): a node keeps an entry for every
+pod object bound to it, finished ones included, until the object is gone. The sender looks only at the
+entries made due since it last looked (`_due`), not at all of them on every wake, and the resync
+compares an entry again only when the API object or the entry's status changed since the last
+comparison that found them matching (informer objects are replaced, never modified, on a change).
 """
 
 from __future__ import annotations
@@ -53,6 +59,9 @@ class _PodStatus:
     delete: bool = False  # delete the object (grace 0) once the status is acknowledged
     deleted: bool = False
     retry_at: float = 0.0  # only after an unexpected error
+    seq: int = 0  # creation order: due entries are sent in this order, whatever order they became due in
+    # the API object and status version the last resync found matching: the same two match again
+    matched: tuple[Obj, int] | None = None
 
     @property
     def due(self) -> bool:
@@ -79,6 +88,8 @@ class StatusManager:
         self.lookup = lookup  # the API object as the agent's informer has it (for the periodic resync)
         self.pods: dict[str, _PodStatus] = {}
         self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._due: set[str] = set()  # uids of entries made due since the sender last found them not due
+        self._created = 0
         self._wake = asyncio.Event()
 
     # --- inputs (never block, never fail) ---------------------------------------------------------
@@ -87,7 +98,9 @@ class StatusManager:
         meta = pod["metadata"]
         entry = self.pods.get(meta["uid"])
         if entry is None:
-            entry = self.pods[meta["uid"]] = _PodStatus(meta["namespace"], meta["name"], meta["uid"])
+            self._created += 1
+            entry = self.pods[meta["uid"]] = _PodStatus(meta["namespace"], meta["name"], meta["uid"],
+                                                        seq=self._created)
         return entry
 
     def set_status(self, pod: Obj, status: Obj) -> None:
@@ -112,12 +125,14 @@ class StatusManager:
     def forget(self, uid: str) -> None:
         """The pod object is gone: nothing more to write for it."""
         self.pods.pop(uid, None)
+        self._due.discard(uid)
         task = self._inflight.pop(uid, None)
         if task is not None:
             task.cancel()
 
     def _due_now(self, entry: _PodStatus) -> None:
         entry.retry_at = 0.0
+        self._due.add(entry.uid)
         self._wake.set()
 
     # --- the sender --------------------------------------------------------------------------------
@@ -130,16 +145,24 @@ class StatusManager:
             if now >= resync_at:
                 self.resync()
                 resync_at = now + RESYNC_INTERVAL
-            self.send_due(now)
-            waits = [e.retry_at for e in self.pods.values() if e.due and e.uid not in self._inflight]
+            waits = self.send_due(now)
             await bounded(self.clock, self._wake.wait(), min([resync_at, *waits]) - now)
 
-    def send_due(self, now: float) -> None:
-        for entry in list(self.pods.values()):
-            if entry.due and entry.retry_at <= now and entry.uid not in self._inflight:
+    def send_due(self, now: float) -> list[float]:
+        """Start a write for each due entry not being written; returns when the others wait to be retried."""
+        waits = []
+        for entry in sorted((self.pods[uid] for uid in self._due), key=lambda e: e.seq):
+            if not entry.due:
+                self._due.discard(entry.uid)
+            elif entry.uid in self._inflight:
+                continue
+            elif entry.retry_at <= now:
                 task = asyncio.ensure_future(self._sync(entry))
                 self._inflight[entry.uid] = task
                 task.add_done_callback(functools.partial(self._done, entry.uid))
+            else:
+                waits.append(entry.retry_at)
+        return waits
 
     def _done(self, uid: str, _: asyncio.Task[None]) -> None:
         self._inflight.pop(uid, None)
@@ -153,11 +176,16 @@ class StatusManager:
             pod = self.lookup(entry.namespace, entry.name)
             if pod is None or pod["metadata"].get("uid") != entry.uid:
                 continue
+            if entry.matched is not None and entry.matched[0] is pod and entry.matched[1] == entry.version:
+                continue  # neither side changed since they matched
             own = [c.get("type") for c in entry.status.get("conditions") or []]
-            if summary(pod.get("status") or {}, own) != summary(entry.status, own):
-                log.info("pod %s/%s: the API does not show the acknowledged status; sending it again",
-                         entry.namespace, entry.name)
-                entry.acked = 0
+            if summary(pod.get("status") or {}, own) == summary(entry.status, own):
+                entry.matched = (pod, entry.version)
+                continue
+            log.info("pod %s/%s: the API does not show the acknowledged status; sending it again",
+                     entry.namespace, entry.name)
+            entry.matched, entry.acked = None, 0
+            self._due.add(entry.uid)
 
     async def _sync(self, entry: _PodStatus) -> None:
         """Write the newest status, then (if asked) delete the object; retried until the server acknowledges."""

@@ -15,17 +15,22 @@ Seed 002 (S2) allows these force deletions and no others: node deletion is the s
 node is permanently gone, and the other cases have no running processes or an administrator's
 explicit word. A pod not yet terminal is first set Failed, so its owner and users see an end
 state rather than a pod that vanished while Running.
+
+Upstream lists every pod each pass; here the pod handlers keep the candidates of each case (terminal
+pods, terminating pods, pods by node) so that a pass costs what it may delete and the number of nodes,
+not the number of pods (a simulation of thousands of pods per minute ran all four scans every 20 s).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from kubelite.api.errors import ApiError
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
-from kubelite.client.informer import Handlers, key_of
+from kubelite.client.informer import Handlers, Key, key_of
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, rfc3339
 from kubelite.controllers import taints as tt
@@ -62,9 +67,46 @@ class PodGCController:
         self.client = client
         self.clock = clock
         self.options = options or PodGCOptions()
-        self.pods = shared_informer(client, clock, "/api/v1/pods", Handlers())
+        self.pods = shared_informer(client, clock, "/api/v1/pods",
+                                    Handlers(self._pod_seen, lambda old, new: self._pod_seen(new), self._pod_gone))
         self.nodes = shared_informer(client, clock, "/api/v1/nodes", Handlers())
         self.quarantine: dict[str, float] = {}  # missing node -> when (monotonic) to look it up
+        self._terminated: set[Key] = set()  # Succeeded or Failed
+        self._terminating: set[Key] = set()  # with a deletionTimestamp
+        self._bound: dict[str, set[Key]] = {}  # node name -> the pods bound to it
+        self._node_of: dict[Key, str] = {}
+
+    # --- the candidates, kept by the pod handlers ---------------------------------------------------------
+
+    def _pod_seen(self, pod: Obj) -> None:
+        key = key_of(pod)
+        _mark(self._terminated, key, is_terminated(pod))
+        _mark(self._terminating, key, bool(pod["metadata"].get("deletionTimestamp")))
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        if self._node_of.get(key, "") != node:
+            self._unbind(key)
+            if node:
+                self._node_of[key] = node
+                self._bound.setdefault(node, set()).add(key)
+
+    def _pod_gone(self, pod: Obj) -> None:
+        key = key_of(pod)
+        self._terminated.discard(key)
+        self._terminating.discard(key)
+        self._unbind(key)
+
+    def _unbind(self, key: Key) -> None:
+        node = self._node_of.pop(key, None)
+        if node is not None:
+            bound = self._bound[node]
+            bound.discard(key)
+            if not bound:
+                del self._bound[node]
+
+    def _cached(self, keys: Iterable[Key]) -> list[Obj]:
+        """The cached pods of `keys`, in key order (a pass acts in the same order on every run)."""
+        store = self.pods.store
+        return [store[k] for k in sorted(keys) if k in store]
 
     async def run(self) -> None:
         await run_synced((self.pods, self.nodes), (self._loop,))
@@ -78,12 +120,16 @@ class PodGCController:
             await self.clock.sleep(self.options.gc_check_period)
 
     async def gc(self) -> None:
-        pods = list(self.pods.store.values())
-        if self.options.terminated_pod_gc_threshold > 0:
-            await self.gc_terminated(pods)
-        await self.gc_terminating(pods)
-        await self.gc_orphaned(pods)
-        await self.gc_unscheduled_terminating(pods)
+        """One pass; each case is handed its candidates (each still checks every pod it is given)."""
+        threshold = self.options.terminated_pod_gc_threshold
+        if 0 < threshold < len(self._terminated):
+            await self.gc_terminated(self._cached(self._terminated))
+        terminating = self._cached(self._terminating)
+        await self.gc_terminating(terminating)
+        existing = {key_of(n)[1] for n in self.nodes.store.values()}
+        await self.gc_orphaned(self._cached(k for node, keys in self._bound.items() if node not in existing
+                                            for k in keys))
+        await self.gc_unscheduled_terminating(terminating)
 
     async def gc_terminated(self, pods: list[Obj]) -> None:
         terminated = [p for p in pods if is_terminated(p)]
@@ -162,3 +208,10 @@ class PodGCController:
         except ApiError as exc:
             if exc.code != 404:
                 log.warning("pod GC: deleting %s/%s failed: %s", ns, name, exc)
+
+
+def _mark(keys: set[Key], key: Key, member: bool) -> None:
+    if member:
+        keys.add(key)
+    else:
+        keys.discard(key)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,16 +45,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _run_one(scn: scenario.Scenario, seed: int, config: Path | None, show: bool) -> runner.Outcome:
-    with tempfile.TemporaryDirectory(prefix="kubelite-sim-nodes-") as work:
-        from kubelite.sim import runner
+    from kubelite.sim import runner
 
+    with runner.node_dirs() as work:
         if not show:
-            return runner.run(scn, seed, config, Path(work))
+            return runner.run(scn, seed, config, work)
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task(f"{scn.name} ({config.name if config else 'default'})", total=scn.duration)
-            return runner.run(scn, seed, config, Path(work), lambda done, total: bar.update(task, completed=done))
+            return runner.run(scn, seed, config, work, lambda done, total: bar.update(task, completed=done))
 
 
 def main(args: argparse.Namespace) -> int:
@@ -94,8 +93,8 @@ def main(args: argparse.Namespace) -> int:
 
             args.out.mkdir(parents=True, exist_ok=True)
             config = args.config or (scn.scheduler_configs[0] if scn.scheduler_configs else None)
-            with tempfile.TemporaryDirectory(prefix="kubelite-sim-nodes-") as work:
-                out = runner.run(scn, args.seed, config, Path(work),
+            with runner.node_dirs() as work:
+                out = runner.run(scn, args.seed, config, work,
                                  serve=runner.Serve(args.port, args.speed, args.out / "kubeconfig",
                                                     paused=args.paused))
             report.write(out, args.out)

@@ -88,7 +88,8 @@ class Recorder:
         if life is None:
             return
         view = _view(pod)
-        if old is not None and _view(old) == view:
+        seen = _view(old) if old is not None else None
+        if seen == view:
             return
         phase, node, deleting, ready, containers = view
         now = self.t()
@@ -104,7 +105,7 @@ class Recorder:
         if phase in ("Succeeded", "Failed") and life.finished is None:
             life.finished = now
             life.steps.append((now, phase.lower()))
-        before = {c[0]: c for c in (_view(old)[4] if old is not None else ())}
+        before = {c[0]: c for c in (seen[4] if seen is not None else ())}
         for c in containers:
             if c[1] == "terminated" and before.get(c[0], (None, None))[1] != "terminated":
                 life.steps.append((now, f"{c[0]} exited {c[3]}"))

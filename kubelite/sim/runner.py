@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import functools
 import gc
+import os
 import random
 import signal
+import tempfile
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -50,7 +52,22 @@ Progress = Callable[[float, float], None]  # (simulated seconds done, total)
 # the pools of a FencingConfiguration, which a scenario cannot give, and hollow nodes have no fence device:
 # it could never act, yet it would check every node every second (a tenth of a 1,000-node run's time).
 NOT_RUN = ("fencing",)
-# The collector's thresholds once the cluster is up (CPython's default: 700, 10, 10). See _long_lived.
+MEMORY_FS = Path("/dev/shm")  # a RAM-backed filesystem on Linux (tmpfs), where the machine has one
+
+
+@contextlib.contextmanager
+def node_dirs() -> Iterator[Path]:
+    """A temporary directory for the hollow nodes' data dirs, in memory where the machine offers it. Each pod
+    start writes its agent's checkpoint (a new file renamed over the old, 2-3 times per pod) and each pod's
+    end removes it and its directory, exactly as on a real node; on a disk filesystem (ext4 here) each such
+    rename or unlink waited about 2 ms for the disk with the whole one-threaded simulation stopped: 11 ms
+    of wall time per pod lifetime against 0.5 ms on tmpfs. Nothing of it outlives the run."""
+    memory = MEMORY_FS.is_dir() and os.access(MEMORY_FS, os.W_OK)
+    with tempfile.TemporaryDirectory(prefix="kubelite-sim-nodes-", dir=MEMORY_FS if memory else None) as work:
+        yield Path(work)
+
+
+# The cyclic garbage collector's thresholds during a run (CPython's default: 700, 10, 10).
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
@@ -95,12 +112,37 @@ def run(scn: Scenario, seed: int, config: Path | None, work_dir: Path, progress:
     sched = scheduler_config.load(config)
     loop: asyncio.AbstractEventLoop = ControlledLoop(serve.speed, serve.paused) if serve else VirtualTimeLoop()
     try:
-        with seeded(seed):
+        with seeded(seed), _collector():
             recorder = loop.run_until_complete(_simulate(loop, scn, seed, sched, work_dir, progress, serve))
     finally:
         _cancel_leftovers(loop)
         loop.close()
     return Outcome(scn, seed, config.name if config else "default", recorder)
+
+
+@contextlib.contextmanager
+def _collector() -> Iterator[None]:
+    """The cyclic garbage collector tuned for a simulation's heap (the simulation owns the process): a run holds
+    millions of long-lived objects (every node's agent, informer caches, the watch cache), and each full
+    collection walked them all — a quarter of a 300-node run's CPU. Collections start after GC_THRESHOLDS[0]
+    allocations instead of 700 (the older generations are walked less often too), and what the cluster's
+    start-up left is frozen (`_settled`: never walked again, freed by reference counting as ever) — at 1,000
+    idle nodes collection had been half of a run's CPU (BENCHMARKS.md, Idle node cost). Nothing the simulation
+    does depends on when cycles are collected."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+
+
+def _settled() -> None:
+    """The nodes have registered and the recorder has their list: what exists now lives until the end (see
+    _collector)."""
+    gc.collect()
+    gc.freeze()
 
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
@@ -201,7 +243,6 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
     stop = _signalled() if serve else None
     client = InProcessClient(server)
     cluster = _Cluster(client, clock, scn, seed, work_dir)
-    thresholds = gc.get_threshold()
     try:
         cluster.spawn("scheduler", lambda: Scheduler(client, clock, sched, seed=seed).run())
         for name, start in registry.starters(client, clock, [n for n in registry.CONTROLLERS if n not in NOT_RUN],
@@ -221,7 +262,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
                                ("events", recorder.event_informer)):
             cluster.spawn(f"recorder {name}", informer.run)
         await recorder.node_informer.synced.wait()
-        _long_lived()
+        _settled()
         if serve is None:
             await _drive(cluster, recorder, scn, progress)
             return recorder
@@ -234,23 +275,11 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
             await driving
         return recorder
     finally:
-        gc.unfreeze()
-        gc.set_threshold(*thresholds)
         if http is not None:
             await http.cleanup()
         await cluster.stop()
         await server.stop()
         await store.close()
-
-
-def _long_lived() -> None:
-    """The cluster is up: its objects (agents, caches, informers, timers) live as long as the run. Frozen, the
-    collector no longer walks them on every full collection, and young objects are collected less often: at
-    1,000 idle nodes garbage collection was half of a simulation's CPU time (BENCHMARKS.md, Idle node cost).
-    Undone when the run ends (gc.unfreeze: a later run in the process collects them as usual)."""
-    gc.collect()  # what is garbage now is not frozen with the rest
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 async def _serve_http(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.AppRunner:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.controllers.podgc import PodGCController, PodGCOptions
+from kubelite.client.informer import Key
+from kubelite.controllers.podgc import PodGCController, PodGCOptions, is_terminated
 from kubelite.testing.builders import make_pod
 from tests.controllers.fakecluster import Cluster, cluster, sync
 
@@ -171,3 +172,53 @@ async def test_gc_terminating(cluster: Cluster) -> None:
     await sync(ctrl.pods, ctrl.nodes)
     await ctrl.gc()
     assert _names(client) == ["a"]
+
+
+async def test_gc_pass_deletes_unscheduled_terminating_pods(cluster: Cluster) -> None:
+    """A whole pass (not only gcUnscheduledTerminating) finds them among its terminating candidates."""
+    await cluster.node("node")
+    await _pods(cluster, [("a", "Running", ""), ("b", "Running", "node")], terminating=True)
+    ctrl, client = _controller(cluster, 0)
+    await sync(ctrl.pods, ctrl.nodes)
+    await ctrl.gc()
+    assert _names(client) == ["a"]
+
+
+def _scanned(ctrl: PodGCController) -> tuple[set[Key], set[Key], dict[Key, str]]:
+    """The candidates as upstream's pass finds them: by looking at every cached pod."""
+    pods = ctrl.pods.store
+    return ({k for k, p in pods.items() if is_terminated(p)},
+            {k for k, p in pods.items() if p["metadata"].get("deletionTimestamp")},
+            {k: p["spec"]["nodeName"] for k, p in pods.items() if p["spec"].get("nodeName")})
+
+
+@pytest.mark.parametrize("steps", [
+    pytest.param([("create", "a", ""), ("bind", "a", "n1")], id="a pod bound after it was seen is filed by node"),
+    pytest.param([("create", "a", "n1"), ("phase", "a", "Succeeded")], id="a pod that finished is a terminated one"),
+    pytest.param([("create", "a", "n1"), ("phase", "a", "Failed"), ("delete", "a", "")],
+                 id="a removed pod is a candidate of nothing"),
+    pytest.param([("hold", "a", "n1"), ("delete", "a", "")], id="a pod being deleted is a terminating one"),
+    pytest.param([("create", "a", "n1"), ("phase", "a", "Succeeded"), ("delete", "a", ""), ("create", "a", "n2")],
+                 id="a pod recreated under the same name starts afresh"),
+])
+async def test_candidates_follow_each_pods_changes(cluster: Cluster, steps: list[tuple[str, str, str]]) -> None:
+    """The handlers keep what a pass looks at equal to what a scan of every pod would find, after each change."""
+    ctrl, _ = _controller(cluster, 0)
+    await sync(ctrl.pods)
+    for action, name, arg in steps:
+        if action in ("create", "hold"):
+            builder = make_pod(name).node(arg) if arg else make_pod(name)
+            await cluster.client.create(PODS, (builder.finalizer("example.com/hold") if action == "hold"
+                                               else builder).obj())
+        elif action == "bind":
+            await cluster.client.create(f"{PODS}/{name}/binding", {
+                "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                "target": {"kind": "Node", "name": arg}})
+        elif action == "phase":
+            await cluster.client.patch(f"{PODS}/{name}/status", {"status": {"phase": arg}})
+        else:
+            await cluster.client.delete(f"{PODS}/{name}")
+        await sync(ctrl.pods)
+        terminated, terminating, nodes = _scanned(ctrl)
+        assert (ctrl._terminated, ctrl._terminating, ctrl._node_of) == (terminated, terminating, nodes), action
+        assert ctrl._bound == {n: {k for k, m in nodes.items() if m == n} for n in set(nodes.values())}

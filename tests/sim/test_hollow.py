@@ -78,3 +78,23 @@ def test_bad_probe_spec_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="KIND=SUCCEED_AFTER"):
         asyncio.new_event_loop().run_until_complete(
             runtime.start(["hollow", "--probe", "health=3"], {}, None, tmp_path / "c" / "0.log"))
+
+
+def test_one_command_line_started_again_keeps_per_run_behaviour(tmp_path: Path) -> None:
+    """A command line is parsed once for all its starts; each start still draws its own run time and takes
+    the exit code of its own run of its own container."""
+    loop = VirtualTimeLoop()
+    runtime = HollowRuntime(VirtualClock(loop), random.Random(5))
+    argv = ["hollow", "--run", "exp:60", "--exits", "3,0"]
+
+    async def run(container: str) -> tuple[float | None, int]:
+        p = await runtime.start(list(argv), {}, None, tmp_path / container / "0.log")
+        return p.run_for, (await runtime.wait(p)).code
+
+    try:
+        results = [loop.run_until_complete(run(c)) for c in ("a", "a", "b", "a")]
+    finally:
+        loop.close()
+    draws = random.Random(5)
+    assert results == [(draws.expovariate(1 / 60), 3), (draws.expovariate(1 / 60), 0),
+                       (draws.expovariate(1 / 60), 3), (draws.expovariate(1 / 60), 0)]

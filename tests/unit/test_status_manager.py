@@ -155,3 +155,56 @@ async def test_resync_restores_the_agents_condition_the_node_lifecycle_controlle
     api["p"] = {**POD, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}}
     await _run(manager, clock, 11)
     assert [body for _, _, body in client.acked] == [ready, ready]
+
+
+@pytest.mark.parametrize("change,resent", [
+    pytest.param("nothing", False, id="neither side changed since they matched: not compared again, not sent"),
+    pytest.param("api object replaced, same status", False, id="a new API object that shows the status: not sent"),
+    pytest.param("api object replaced, other status", True, id="a new API object that does not show it: sent again"),
+    pytest.param("newer status acknowledged, api object unchanged", True,
+                 id="a newer acknowledged status the unchanged API object does not show: sent again"),
+])
+async def test_resync_compares_again_only_what_changed(change: str, resent: bool) -> None:
+    clock = FakeClock()
+    client = FlakyClient(clock, 0)
+    api: dict[str, Obj] = {"p": {**POD, "status": {"phase": "Running"}}}
+    manager = StatusManager(client, clock, lambda ns, name: api.get(name))  # type: ignore[arg-type]
+    manager.set_status(POD, {"phase": "Running"})
+    await _run(manager, clock, 11)  # written, then the first resync finds the API showing it
+    assert manager.pods["u1"].matched is not None
+    sent = len(client.acked)
+    if change.startswith("api object replaced"):
+        api["p"] = {**POD, "status": {"phase": "Running" if change.endswith("same status") else "Pending"}}
+    elif change.startswith("newer status"):
+        manager.set_status(POD, {"phase": "Succeeded"})
+    await _run(manager, clock, 11)
+    newer = 1 if change.startswith("newer status") else 0
+    assert len(client.acked) - sent - newer == (1 if resent else 0)
+
+
+class NamingClient(FlakyClient):
+    """Also records which pod each status write was for."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock, 0)
+        self.pods: list[str] = []
+
+    async def patch(self, path: str, body: Any, content_type: str = "") -> Obj:
+        self.pods.append(path.split("/")[-2])
+        return await super().patch(path, body, content_type)
+
+
+async def test_due_statuses_are_written_in_the_order_the_pods_were_first_seen() -> None:
+    """Whatever order they became due in (a simulation's event log depends on the order of writes)."""
+    clock = FakeClock()
+    client = NamingClient(clock)
+    manager = StatusManager(client, clock)  # type: ignore[arg-type]
+    pods = [{"metadata": {"name": n, "namespace": "default", "uid": n}} for n in ("a", "b", "c")]
+    for pod in pods:
+        manager.set_status(pod, {"phase": "Pending"})
+    await _run(manager, clock, 1)
+    for pod in reversed(pods):
+        manager.set_status(pod, {"phase": "Running"})
+    await _run(manager, clock, 1)
+    assert [body["phase"] for _, _, body in client.acked] == ["Pending"] * 3 + ["Running"] * 3
+    assert client.pods == ["a", "b", "c", "a", "b", "c"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import itertools
 import math
 import random
@@ -33,7 +34,9 @@ from kubelite.agent.runtime.interface import KILLED, Exit, Handle
 from kubelite.clock import Clock
 
 
+@functools.cache
 def _parser() -> argparse.ArgumentParser:
+    """Built once: building it was most of a hollow container's start (parsing with it does not change it)."""
     p = argparse.ArgumentParser(prog="hollow", add_help=False, exit_on_error=False)
     p.add_argument("--run", type=_run_spec, default=None)
     p.add_argument("--start-after", type=float, default=0.0)
@@ -46,6 +49,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 PROBE_KINDS = ("startup", "liveness", "readiness")
+
+
+@dataclass(frozen=True)
+class _Command:
+    """A parsed `hollow` command line (shared by every start of it: never modified)."""
+
+    run: tuple[str, float, float] | None
+    start_after: float
+    codes: tuple[int, ...]  # the n-th run exits with the n-th, the last repeating
+    ignore_term: bool
+    term_after: float
+    probes: tuple[tuple[str, float, float], ...]
+
+
+@functools.lru_cache(maxsize=1024)
+def _command(argv: tuple[str, ...]) -> _Command:
+    """Parse once per distinct command line (a Deployment's replicas, a container's restarts share theirs;
+    a scenario that draws each pod's run time gives each its own). ArgumentError when it is bad."""
+    args = _parser().parse_args(argv)
+    return _Command(args.run, args.start_after, tuple(int(c) for c in args.exits.split(",") if c) or (args.exit,),
+                    args.ignore_term, args.term_after, tuple(args.probe))
 
 
 def _probe_spec(text: str) -> tuple[str, float, float]:
@@ -100,16 +124,15 @@ class HollowRuntime:
         if not argv or argv[0] != "hollow":
             raise OSError(f"the hollow runtime runs only `hollow` commands, not {argv[:1]}")
         try:
-            args = _parser().parse_args(argv[1:])
+            args = _command(tuple(argv[1:]))
         except argparse.ArgumentError as exc:  # a failed start, as an exec of a bad command line would be
             raise OSError(f"hollow: {exc}") from None
         run = self.runs[log_path.parent] = self.runs.get(log_path.parent, 0) + 1
-        codes = [int(c) for c in args.exits.split(",") if c] or [args.exit]
-        code = codes[min(run, len(codes)) - 1]
+        code = args.codes[min(run, len(args.codes)) - 1]
         if args.start_after > 0:
             await self.clock.sleep(args.start_after)
         p = HollowProcess(next(self._pids), self.clock.now(), self._duration(args.run), code, args.ignore_term,
-                          args.term_after, {kind: (begin, end) for kind, begin, end in args.probe})
+                          args.term_after, {kind: (begin, end) for kind, begin, end in args.probes})
         if p.run_for is not None:
             p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code)))
         self.started.append(p)
