@@ -92,8 +92,8 @@ class StatusManager:
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._due: set[str] = set()  # uids of entries made due since the sender last found them not due
         # uids of entries the next resync compares: all but those found matching since their status or API
-        # object last changed (an insertion-ordered set: dict keys)
-        self._unchecked: dict[str, None] = {}
+        # object last changed
+        self._unchecked: set[str] = set()
         self._created = 0
         self._wake = asyncio.Event()
 
@@ -114,13 +114,13 @@ class StatusManager:
         if entry.status == status:
             return
         entry.status, entry.version = status, entry.version + 1
-        self._unchecked[entry.uid] = None
+        self._unchecked.add(entry.uid)
         self._due_now(entry)
 
     def object_changed(self, uid: str) -> None:
         """The pod's API object (what `lookup` answers) was added or replaced: the next resync compares it."""
         if uid in self.pods:
-            self._unchecked[uid] = None
+            self._unchecked.add(uid)
 
     def delete_when_synced(self, pod: Obj) -> None:
         """Delete the pod object (grace 0, uid precondition) once its newest status is acknowledged."""
@@ -137,7 +137,7 @@ class StatusManager:
         """The pod object is gone: nothing more to write for it."""
         self.pods.pop(uid, None)
         self._due.discard(uid)
-        self._unchecked.pop(uid, None)
+        self._unchecked.discard(uid)
         task = self._inflight.pop(uid, None)
         if task is not None:
             task.cancel()
@@ -183,9 +183,9 @@ class StatusManager:
     def resync(self) -> None:
         """Send again every acknowledged status the API object does not show (kubelet's needsReconcile). Entries
         found matching since their status and API object last changed are not compared again (module doc)."""
-        for entry in sorted((self.pods[uid] for uid in self._unchecked), key=lambda e: e.seq):
+        for entry in sorted((self.pods[uid] for uid in self._unchecked), key=lambda e: e.seq):  # a fixed order
             if entry.deleted:
-                del self._unchecked[entry.uid]  # nothing is ever written for it again
+                self._unchecked.discard(entry.uid)  # nothing is ever written for it again
                 continue
             if entry.due or entry.status is None:
                 continue
@@ -194,7 +194,7 @@ class StatusManager:
                 continue
             own = [c.get("type") for c in entry.status.get("conditions") or []]
             if summary(pod.get("status") or {}, own) == summary(entry.status, own):
-                del self._unchecked[entry.uid]
+                self._unchecked.discard(entry.uid)
                 continue
             log.info("pod %s/%s: the API does not show the acknowledged status; sending it again",
                      entry.namespace, entry.name)
