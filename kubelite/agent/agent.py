@@ -128,6 +128,7 @@ class Agent:
     def _pod_seen(self, pod: Obj) -> None:
         self.metrics.pod_seen(pod)
         uid = pod["metadata"]["uid"]
+        self.status.object_changed(uid)  # its next resync compares the new object with what was acknowledged
         finished = self.pod_workers.is_finished(uid)  # ran to its end on this node: never started again
         if uid in self.pod_workers.pods and not finished:
             self.pod_workers.update_pod(pod)

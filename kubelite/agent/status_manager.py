@@ -16,9 +16,13 @@ one that does not show what was acknowledged (the server lost it, someone overwr
 
 Cost (the simulator runs thousands of agents in one process, issue 14): a node keeps an entry for every
 pod object bound to it, finished ones included, until the object is gone. The sender looks only at the
-entries made due since it last looked (`_due`), not at all of them on every wake, and the resync
-compares an entry again only when the API object or the entry's status changed since the last
-comparison that found them matching (informer objects are replaced, never modified, on a change).
+entries made due since it last looked (`_due`), not at all of them on every wake, and the resync looks
+only at the entries not known to match (`_unchecked`): an entry leaves that set when a resync finds the
+API object showing its status, and comes back when its status changes (`set_status`) or its API object
+does (`object_changed`, from the agent's pod informer handlers: informer objects are replaced, never
+modified, and every replacement with new content reaches the handlers). So a running pod whose status and
+object stay as they are costs nothing every 10 s, where walking every entry had cost each node a lookup
+per pod it holds, finished ones included (BENCHMARKS.md, Running pod cost).
 """
 
 from __future__ import annotations
@@ -60,8 +64,6 @@ class _PodStatus:
     deleted: bool = False
     retry_at: float = 0.0  # only after an unexpected error
     seq: int = 0  # creation order: due entries are sent in this order, whatever order they became due in
-    # the API object and status version the last resync found matching: the same two match again
-    matched: tuple[Obj, int] | None = None
 
     @property
     def due(self) -> bool:
@@ -89,6 +91,9 @@ class StatusManager:
         self.pods: dict[str, _PodStatus] = {}
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._due: set[str] = set()  # uids of entries made due since the sender last found them not due
+        # uids of entries the next resync compares: all but those found matching since their status or API
+        # object last changed
+        self._unchecked: set[str] = set()
         self._created = 0
         self._wake = asyncio.Event()
 
@@ -109,7 +114,13 @@ class StatusManager:
         if entry.status == status:
             return
         entry.status, entry.version = status, entry.version + 1
+        self._unchecked.add(entry.uid)
         self._due_now(entry)
+
+    def object_changed(self, uid: str) -> None:
+        """The pod's API object (what `lookup` answers) was added or replaced: the next resync compares it."""
+        if uid in self.pods:
+            self._unchecked.add(uid)
 
     def delete_when_synced(self, pod: Obj) -> None:
         """Delete the pod object (grace 0, uid precondition) once its newest status is acknowledged."""
@@ -126,6 +137,7 @@ class StatusManager:
         """The pod object is gone: nothing more to write for it."""
         self.pods.pop(uid, None)
         self._due.discard(uid)
+        self._unchecked.discard(uid)
         task = self._inflight.pop(uid, None)
         if task is not None:
             task.cancel()
@@ -169,22 +181,24 @@ class StatusManager:
         self._wake.set()
 
     def resync(self) -> None:
-        """Send again every acknowledged status the API object does not show (kubelet's needsReconcile)."""
-        for entry in self.pods.values():
-            if entry.due or entry.status is None or entry.deleted:
+        """Send again every acknowledged status the API object does not show (kubelet's needsReconcile). Entries
+        found matching since their status and API object last changed are not compared again (module doc)."""
+        for entry in sorted((self.pods[uid] for uid in self._unchecked), key=lambda e: e.seq):  # a fixed order
+            if entry.deleted:
+                self._unchecked.discard(entry.uid)  # nothing is ever written for it again
+                continue
+            if entry.due or entry.status is None:
                 continue
             pod = self.lookup(entry.namespace, entry.name)
             if pod is None or pod["metadata"].get("uid") != entry.uid:
                 continue
-            if entry.matched is not None and entry.matched[0] is pod and entry.matched[1] == entry.version:
-                continue  # neither side changed since they matched
             own = [c.get("type") for c in entry.status.get("conditions") or []]
             if summary(pod.get("status") or {}, own) == summary(entry.status, own):
-                entry.matched = (pod, entry.version)
+                self._unchecked.discard(entry.uid)
                 continue
             log.info("pod %s/%s: the API does not show the acknowledged status; sending it again",
                      entry.namespace, entry.name)
-            entry.matched, entry.acked = None, 0
+            entry.acked = 0
             self._due.add(entry.uid)
 
     async def _sync(self, entry: _PodStatus) -> None:
