@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,16 @@ def _lease_version(server: ServerProcess, name: str) -> str:
     return res.stdout
 
 
+def _last_renewal(server: ServerProcess, name: str) -> float:
+    res = server.kubectl("get", "lease", "-n", "kube-node-lease", name, "-o", "jsonpath={.spec.renewTime}")
+    return datetime.fromisoformat(res.stdout.replace("Z", "+00:00")).timestamp()
+
+
+def _taint_added(server: ServerProcess, name: str, key: str) -> float:
+    taint = next(t for t in _node(server, name)["spec"]["taints"] if t["key"] == key and t["effect"] == "NoExecute")
+    return datetime.fromisoformat(taint["timeAdded"].replace("Z", "+00:00")).timestamp()
+
+
 def _taints(server: ServerProcess, name: str) -> set[tuple[str, str]]:
     return {(t["key"], t["effect"]) for t in _node(server, name).get("spec", {}).get("taints") or []}
 
@@ -114,7 +125,12 @@ def test_stopped_agent_node_is_tainted_and_its_pod_terminates_only_after_it_retu
     stopped = stop_after_lease_renewal(two_nodes, "node-a")
     assert wait_for(lambda: _taints(server, "node-a") >= UNREACHABLE, timeout=GRACE + 15)
     tainted = time.monotonic() - stopped
-    assert tainted <= GRACE + 2.0, f"tainted {tainted:.1f} s after the agent stopped"
+    # kubectl polls (a second each on a loaded machine), so the bound on what the test sees is loose; the
+    # server's own stamps say it exactly: the taint's timeAdded (whole seconds, truncated) against the last
+    # renewal of the stopped agent's Lease.
+    assert tainted <= GRACE + 6.0, f"tainted {tainted:.1f} s after the agent stopped"
+    after = _taint_added(server, "node-a", "node.kubernetes.io/unreachable") - _last_renewal(server, "node-a")
+    assert GRACE - 1.0 <= after <= GRACE + 2.0, f"tainted {after:.1f} s after the last renewal (server clock)"
     ready = next(c for c in _node(server, "node-a")["status"]["conditions"] if c["type"] == "Ready")
     assert (ready["status"], ready["reason"]) == ("Unknown", "NodeStatusUnknown")
     assert _taints(server, "node-b") == set() and _ready(server, "node-b") == "True"
