@@ -3,6 +3,7 @@ processes, marked by their environment (CHAOS_RUN, and the pod's name, uid and n
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from kubelite.testing.chaos.observations import MountSample, ProcSample
@@ -38,44 +39,39 @@ def mounts(samples: list[ProcSample], proc: Path = Path("/proc")) -> list[MountS
     return out
 
 
-def scan(run_id: str, t: float, proc: Path = Path("/proc")) -> list[ProcSample]:
-    """Every live (not zombie) workload process of run `run_id` at time `t`."""
-    out = []
+def _running(stat: str) -> bool:
+    """Whether /proc/PID/stat's text is a live process's (a zombie, dead but not yet reaped, is not)."""
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def _workload(run_id: str, proc: Path, comm: str | None = None) -> Iterator[tuple[int, dict[str, str]]]:
+    """(pid, environment) of every live process of run `run_id`'s workload — only those named `comm` when
+    given (checked first: the cheapest read, it skips most of the host's processes)."""
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if (entry / "comm").read_text().strip() != WORKLOAD_COMM:
+            if comm is not None and (entry / "comm").read_text().strip() != comm:
                 continue
-            stat = (entry / "stat").read_text()
-            if stat[stat.rindex(")") + 2] in "ZX":
+            if not _running((entry / "stat").read_text()):
                 continue
             env = _environ(entry)
         except (OSError, ValueError):
             continue  # gone meanwhile, or not ours to read
-        if env.get(RUN_ENV) != run_id:
-            continue
-        out.append(ProcSample(t, int(entry.name), env.get("CHAOS_IDENTITY", ""), env.get("CHAOS_POD_UID", ""),
-                              env.get("CHAOS_NODE", ""), env.get("CHAOS_KIND") == "statefulset"))
-    return out
+        if env.get(RUN_ENV) == run_id:
+            yield int(entry.name), env
+
+
+def scan(run_id: str, t: float, proc: Path = Path("/proc")) -> list[ProcSample]:
+    """Every live (not zombie) workload process of run `run_id` at time `t`."""
+    return [ProcSample(t, pid, env.get("CHAOS_IDENTITY", ""), env.get("CHAOS_POD_UID", ""), env.get("CHAOS_NODE", ""),
+                       env.get("CHAOS_KIND") == "statefulset")
+            for pid, env in _workload(run_id, proc, WORKLOAD_COMM)]
 
 
 def node_processes(run_id: str, node: str, proc: Path = Path("/proc")) -> list[int]:
     """Every live process of run `run_id`'s workload on `node`: the loops and their children alike."""
-    out = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            if stat[stat.rindex(")") + 2] in "ZX":
-                continue
-            env = _environ(entry)
-        except (OSError, ValueError):
-            continue
-        if env.get(RUN_ENV) == run_id and env.get("CHAOS_NODE") == node:
-            out.append(int(entry.name))
-    return out
+    return [pid for pid, env in _workload(run_id, proc) if env.get("CHAOS_NODE") == node]
 
 
 def alive(pid: int, proc: Path = Path("/proc")) -> bool:
@@ -84,4 +80,4 @@ def alive(pid: int, proc: Path = Path("/proc")) -> bool:
         stat = (proc / str(pid) / "stat").read_text()
     except OSError:
         return False
-    return stat[stat.rindex(")") + 2] not in "ZX"
+    return _running(stat)
