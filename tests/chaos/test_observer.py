@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestServer
 
-from kubelite.apiserver.app import ApiServer
 from kubelite.client.http import STRATEGIC_PATCH, ApiClient, resource_path
 from kubelite.clock import RealClock, rfc3339
 from kubelite.controllers.fencing import GROUP_VERSION, fences_path
@@ -20,6 +18,7 @@ from kubelite.store.sqlite import SQLiteStore
 from kubelite.testing.chaos import workload
 from kubelite.testing.chaos.invariants import FENCING, run_checkers
 from kubelite.testing.chaos.observer import Observer
+from tests.conftest import serving
 
 RUNNING: dict[str, Any] = {"phase": "Running", "containerStatuses": [
     {"name": "main", "ready": True, "restartCount": 0, "image": "busybox", "imageID": "",
@@ -31,17 +30,10 @@ FAILED: dict[str, Any] = {"phase": "Failed", "containerStatuses": [
 
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[ApiClient]:
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, RealClock())
-    await server.start()
-    http = TestServer(server.app())
-    await http.start_server()
-    api = ApiClient(str(http.make_url("")))
-    yield api
-    await api.close()
-    await http.close()
-    await server.stop()
-    await store.close()
+    async with serving(await SQLiteStore.open(tmp_path / "state.db")) as http:
+        api = ApiClient(str(http.make_url("")))
+        yield api
+        await api.close()
 
 
 async def _running_pod(client: ApiClient, name: str, node: str, status: dict[str, Any]) -> None:

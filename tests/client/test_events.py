@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from kubelite.api.errors import ApiError, not_found, unavailable
-from kubelite.apiserver.app import ApiServer
 from kubelite.client.events import (
     AGGREGATE_INTERVAL,
     AGGREGATE_MAX_EVENTS,
@@ -24,6 +23,7 @@ from kubelite.client.events import (
 from kubelite.client.http import ApiClient
 from kubelite.clock import FakeClock, rfc3339
 from kubelite.store.sqlite import SQLiteStore
+from tests.conftest import serving
 
 Obj = dict[str, Any]
 
@@ -239,31 +239,23 @@ async def test_unavailable_is_retried_and_an_expired_event_is_created_again() ->
 
 async def test_counted_event_against_a_real_api_server(tmp_path: Path) -> None:
     """The create and the count patches pass the real API server's validation, and it stores one Event."""
-    from aiohttp.test_utils import TestServer
-
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, FakeClock())
-    await server.start()
-    http = TestServer(server.app())
-    await http.start_server()
-    client = ApiClient(str(http.make_url("")))
-    clock = FakeClock()
-    sink = EventSink(client, clock)
-    runner = asyncio.create_task(sink.run())
-    try:
-        for _ in range(3):
-            sink.post(event_for(POD, "Unhealthy", "Liveness probe failed", "Pod", "kubelet", clock.now(), "Warning"))
-            await clock.advance(30)
-        for _ in range(200):
-            listed = await client.get("/api/v1/namespaces/default/events")
-            if listed["items"] and listed["items"][0]["count"] == 3:
-                break
-            await asyncio.sleep(0.01)
-        [event] = listed["items"]
-        assert event["count"] == 3 and event["lastTimestamp"] == rfc3339(clock.now() - 30)
-    finally:
-        runner.cancel()
-        await client.close()
-        await http.close()
-        await server.stop()
-        await store.close()
+    async with serving(await SQLiteStore.open(tmp_path / "state.db"), clock=FakeClock()) as http:
+        client = ApiClient(str(http.make_url("")))
+        clock = FakeClock()
+        sink = EventSink(client, clock)
+        runner = asyncio.create_task(sink.run())
+        try:
+            for _ in range(3):
+                sink.post(event_for(POD, "Unhealthy", "Liveness probe failed", "Pod", "kubelet", clock.now(),
+                                    "Warning"))
+                await clock.advance(30)
+            for _ in range(200):
+                listed = await client.get("/api/v1/namespaces/default/events")
+                if listed["items"] and listed["items"][0]["count"] == 3:
+                    break
+                await asyncio.sleep(0.01)
+            [event] = listed["items"]
+            assert event["count"] == 3 and event["lastTimestamp"] == rfc3339(clock.now() - 30)
+        finally:
+            runner.cancel()
+            await client.close()
