@@ -2,8 +2,8 @@
 
     python benchmarks/inprocess.py [--n 2000] [--watchers 100] [--profile OUT.pstats]
 
-The server runs on the simulator's store (`InlineSQLiteStore`: SQLite, committed inline) as a simulation
-builds it. Measured, each as the mean over `--n` requests: GET of a Lease; merge PATCH of a Lease's spec
+The server runs on the simulator's store (`MemoryStore`: in memory, acknowledged through the loop) as a
+simulation builds it. Measured, each as the mean over `--n` requests: GET of a Lease; merge PATCH of a Lease's spec
 (what every hollow node sends per renewal); strategic-merge PATCH of a pod's status (the status manager);
 POST of an Event; a list of the namespace's Leases; and the cost per watch event delivered to `--watchers`
 in-process watchers of Leases (one PATCH, then every watcher reads its event), minus the PATCH alone.
@@ -23,7 +23,7 @@ from typing import Any
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.clock import RealClock
-from kubelite.sim.store import InlineSQLiteStore
+from kubelite.store.memory import MemoryStore
 
 NS = "kube-node-lease"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
@@ -104,7 +104,7 @@ async def _watch_cost(client: InProcessClient, n: int, watchers: int) -> float:
 
 
 async def main(n: int, watchers: int, profile: str | None) -> None:
-    store = InlineSQLiteStore()
+    store = MemoryStore()
     server = ApiServer(store, RealClock())
     await server.start()
     client = InProcessClient(server)

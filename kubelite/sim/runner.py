@@ -43,7 +43,7 @@ from kubelite.sim import control, workloads
 from kubelite.sim.clock import ControlledLoop, VirtualClock, VirtualTimeLoop
 from kubelite.sim.recorder import Recorder
 from kubelite.sim.scenario import Fault, NodePool, Scenario, ScenarioError
-from kubelite.sim.store import InlineSQLiteStore
+from kubelite.store.memory import MemoryStore
 
 Obj = dict[str, Any]
 SETTLE = 30.0  # virtual seconds for nodes to register and components to sync before the scenario starts
@@ -236,7 +236,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
                     sched: scheduler_config.SchedulerConfig, work_dir: Path, progress: Progress | None,
                     serve: Serve | None) -> Recorder:
     clock = VirtualClock(loop)
-    store = InlineSQLiteStore()
+    store = MemoryStore()
     server = ApiServer(store, clock, server_address=f"127.0.0.1:{serve.port}" if serve else "127.0.0.1:6443")
     await server.start()
     http = await _serve_http(server, serve, clock) if serve else None

@@ -223,10 +223,7 @@ class SQLiteStore:
             events = []
             for op in batch:
                 op.error, op.result = exc, None
-        if threading.current_thread() is self._thread:
-            self._loop.call_soon_threadsafe(self._complete, batch, events, self._rev)
-        else:  # committed on the loop itself (a simulation's inline store): no need to wake it through its pipe
-            self._loop.call_soon(self._complete, batch, events, self._rev)
+        self._loop.call_soon_threadsafe(self._complete, batch, events, self._rev)
 
     def _apply(self, cur: sqlite3.Cursor, op: _Op) -> Event:
         row = cur.execute("SELECT value, create_rev, mod_rev FROM kv WHERE key = ?", (op.key,)).fetchone()

@@ -23,6 +23,7 @@ from kubelite.store.interface import (
     RevisionMismatch,
     Store,
 )
+from kubelite.store.memory import MemoryStore
 from kubelite.store.sqlite import SQLiteStore
 from tests import etcd_cluster
 
@@ -36,6 +37,11 @@ async def _sqlite(tmp: Path) -> Store:
 async def _sqlite_encrypted(tmp: Path) -> Store:
     """Every key encrypted at rest (the API server encrypts only Secrets' keys; the contract must hold either way)."""
     return EncryptingStore(await SQLiteStore.open(tmp / "state.db"), {"/": _aesgcm()})
+
+
+async def _memory(tmp: Path) -> Store:
+    """The simulator's store: the SQLite store's semantics in Python dicts and lists."""
+    return MemoryStore()
 
 
 def _aesgcm() -> PrefixTransformer:
@@ -58,8 +64,8 @@ async def _etcd_encrypted(tmp: Path) -> Store:
     return EncryptingStore(await _etcd(1)(tmp), {"/": _aesgcm()})
 
 
-BACKENDS: dict[str, BackendFactory] = {"sqlite": _sqlite, "sqlite+aesgcm": _sqlite_encrypted, "etcd": _etcd(1),
-                                       "etcd-3members": _etcd(3), "etcd+aesgcm": _etcd_encrypted}
+BACKENDS: dict[str, BackendFactory] = {"sqlite": _sqlite, "sqlite+aesgcm": _sqlite_encrypted, "memory": _memory,
+                                       "etcd": _etcd(1), "etcd-3members": _etcd(3), "etcd+aesgcm": _etcd_encrypted}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
