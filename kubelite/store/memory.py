@@ -21,7 +21,9 @@ import asyncio
 import builtins
 from bisect import bisect_left
 from collections.abc import AsyncIterator
+from typing import Any
 
+from kubelite.store.feed import Feed
 from kubelite.store.interface import (
     Compacted,
     Event,
@@ -35,7 +37,6 @@ from kubelite.store.interface import (
     StoreError,
     prefix_end,
 )
-from kubelite.store.sqlite import _Watcher
 
 
 class MemoryStore:
@@ -56,7 +57,7 @@ class MemoryStore:
         self._rev = 0  # the last write applied
         self._visible_rev = 0  # the last write acknowledged to its caller (the SQLite store's distinction)
         self._compacted = 0
-        self._watchers: builtins.list[_Watcher] = []
+        self._feed = Feed()
         self._closed = False
 
     # --- properties ------------------------------------------------------------------------------
@@ -174,7 +175,7 @@ class MemoryStore:
         self._loop.call_soon(self._complete, fut, None, None, error, self._rev)
         await fut
 
-    def _future(self) -> asyncio.Future[KeyValue | None]:
+    def _future(self) -> asyncio.Future[Any]:
         if self._closed:
             raise RuntimeError("store is closed")
         return self._loop.create_future()
@@ -188,17 +189,14 @@ class MemoryStore:
             return RevisionMismatch(key, current)
         return None
 
-    def _complete(self, fut: asyncio.Future[KeyValue | None], ev: Event | None, result: KeyValue | None,
+    def _complete(self, fut: asyncio.Future[Any], ev: Event | None, result: KeyValue | None,
                   error: StoreError | None, rev: int) -> None:
         """Runs on the loop after the write: publish its event to watchers first, then acknowledge it (the
         order of `SQLiteStore._complete`, so every task wakes as it would over SQLite)."""
         if rev > self._visible_rev:
             self._visible_rev = rev
         if ev is not None:
-            key = ev.kv.key
-            for w in self._watchers:
-                if w.prefix <= key < w.end:
-                    w.queue.put_nowait(ev)
+            self._feed.publish(ev)
         if fut.done():  # its caller was cancelled: the write stands, as a committed one would
             return
         if error is not None:
@@ -208,28 +206,16 @@ class MemoryStore:
 
     # --- watch -----------------------------------------------------------------------------------
 
-    async def watch(self, prefix: str, from_revision: int, progress: bool = False) -> AsyncIterator[Event]:
+    def watch(self, prefix: str, from_revision: int, progress: bool = False) -> AsyncIterator[Event]:
         # `progress` asks for nothing here: every event reaches the watchers as it is acknowledged, so a watch
         # is never behind its writes (as over SQLite)
+        return self._feed.follow(prefix, from_revision, self._history)
+
+    def _history(self, prefix: str, end: str, from_revision: int) -> tuple[int, builtins.list[Event]]:
         start = from_revision if from_revision else self._visible_rev
         if start < self._compacted:
             raise Compacted(start, self._compacted)
-        w = _Watcher(prefix, prefix_end(prefix))
-        self._watchers.append(w)
-        try:
-            last = start
-            for ev in [e for e in self._events[start - self._compacted:] if prefix <= e.kv.key < w.end]:
-                last = ev.revision
-                yield ev
-            while True:
-                item = await w.queue.get()
-                if item is None:
-                    return
-                if item.revision > last:  # an event applied before the watch began is already in its history
-                    last = item.revision
-                    yield item
-        finally:
-            self._watchers.remove(w)
+        return start, [e for e in self._events[start - self._compacted:] if prefix <= e.kv.key < end]
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -237,5 +223,4 @@ class MemoryStore:
         if self._closed:
             return
         self._closed = True
-        for w in self._watchers:
-            w.queue.put_nowait(None)
+        self._feed.close()

@@ -18,10 +18,11 @@ import queue
 import sqlite3
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubelite.store.feed import Feed
 from kubelite.store.interface import (
     Compacted,
     Event,
@@ -72,13 +73,6 @@ class _Op:
     error: BaseException | None = None
 
 
-@dataclass(slots=True)
-class _Watcher:
-    prefix: str
-    end: str
-    queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
-
-
 def _event_from_row(row: tuple[Any, ...]) -> Event:
     rev, key, typ, value, create_rev, prev_value, prev_mod = row
     prev = KeyValue(key, prev_value, create_rev, prev_mod) if prev_value is not None else None
@@ -98,7 +92,7 @@ class SQLiteStore:
         self._visible_rev = rev  # what has been acknowledged to the loop
         self._compacted = compacted
         self._ops: queue.Queue[_Op | None] = queue.Queue()
-        self._watchers: list[_Watcher] = []
+        self._feed = Feed()
         self._closed = False
         self._thread = threading.Thread(target=self._writer, name="sqlite-writer", daemon=True)
         self._thread.start()
@@ -273,9 +267,7 @@ class SQLiteStore:
         """Runs on the loop: publish events to watchers first, then acknowledge the writes."""
         self._visible_rev = max(self._visible_rev, rev)
         for ev in events:
-            for w in self._watchers:
-                if w.prefix <= ev.kv.key < w.end:
-                    w.queue.put_nowait(ev)
+            self._feed.publish(ev)
         for op in batch:
             fut = op.future
             if fut is None or fut.done():
@@ -287,35 +279,20 @@ class SQLiteStore:
 
     # --- watch -----------------------------------------------------------------------------------
 
-    async def watch(self, prefix: str, from_revision: int, progress: bool = False) -> AsyncIterator[Event]:
+    def watch(self, prefix: str, from_revision: int, progress: bool = False) -> AsyncIterator[Event]:
         # `progress` asks for nothing here: this watch is fed by the one writer, so it is never behind its writes
+        return self._feed.follow(prefix, from_revision, self._history)
+
+    def _history(self, prefix: str, end: str, from_revision: int) -> tuple[int, builtins.list[Event]]:
         start = from_revision if from_revision else self._visible_rev
         if start < self._compacted:
             raise Compacted(start, self._compacted)
-        w = _Watcher(prefix, prefix_end(prefix))
-        self._watchers.append(w)
-        try:
-            last = start
-            for ev in self._history(prefix, w.end, start):
-                last = ev.revision
-                yield ev
-            while True:
-                item = await w.queue.get()
-                if item is None:
-                    return
-                if item.revision > last:
-                    last = item.revision
-                    yield item
-        finally:
-            self._watchers.remove(w)
-
-    def _history(self, prefix: str, end: str, after: int) -> builtins.list[Event]:
         rows = self._reader.execute(
             "SELECT rev, key, type, value, create_rev, prev_value, prev_mod_rev FROM events "
-            "WHERE rev > ? AND key >= ? AND key < ? ORDER BY rev", (after, prefix, end)).fetchall()
-        if after < self._compacted:
-            raise Compacted(after, self._compacted)
-        return [_event_from_row(r) for r in rows]
+            "WHERE rev > ? AND key >= ? AND key < ? ORDER BY rev", (start, prefix, end)).fetchall()
+        if start < self._compacted:  # compacted by the writer thread while the rows were read
+            raise Compacted(start, self._compacted)
+        return start, [_event_from_row(r) for r in rows]
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -325,7 +302,6 @@ class SQLiteStore:
         self._closed = True
         self._ops.put(None)
         await asyncio.get_running_loop().run_in_executor(None, self._thread.join)
-        for w in self._watchers:
-            w.queue.put_nowait(None)
+        self._feed.close()
         self._reader.close()
 
