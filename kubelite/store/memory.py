@@ -49,8 +49,8 @@ class MemoryStore:
         # watch), writes are not: a create or delete only notes the key in `_added`/`_removed`, and the next
         # list folds them in (one merge of two sorted runs) — no per-write insertion into a long list.
         self._keys: builtins.list[str] = []
-        self._added: set[str] = set()  # in _kv, not yet in _keys
-        self._removed: set[str] = set()  # still in _keys, no longer in _kv
+        self._added: set[str] = set()  # to add to _keys
+        self._removed: set[str] = set()  # to drop from _keys (before the additions)
         # Every event after the compacted revision: _events[i] has revision _compacted + 1 + i (each revision
         # is exactly one write, and compaction drops a prefix), so a revision finds its place without a search.
         self._events: builtins.list[Event] = []
@@ -104,7 +104,7 @@ class MemoryStore:
             self._removed = set()
         if self._added:
             self._keys.extend(self._added)
-            self._keys.sort()  # a long sorted run and a short one: timsort merges them in linear time
+            self._keys.sort()  # timsort keeps the long sorted run, sorts only the additions and merges
             self._added = set()
         return self._keys
 
@@ -118,10 +118,7 @@ class MemoryStore:
             self._rev = rev = self._rev + 1
             kv = KeyValue(key, value, rev, rev)
             self._kv[key] = kv
-            if key in self._removed:
-                self._removed.discard(key)
-            else:
-                self._added.add(key)
+            self._added.add(key)  # if it is also in _removed (deleted, then created again), the list drops it first
             ev = Event(EventType.PUT, kv, None, rev)
             self._events.append(ev)
             self._loop.call_soon(self._complete, fut, ev, kv, None, rev)
