@@ -12,7 +12,8 @@ replays one sequence of operations against both and compares every answer):
   to the revision of five minutes before, so the log holds at most about ten minutes of writes);
 - a write is applied at once and acknowledged through `loop.call_soon`, as the SQLite store acknowledges a
   commit: watchers get the event first, then the writer's future is resolved, in submission order. The
-  callers therefore wake in the same order as on `InlineSQLiteStore`, and a simulation's output is unchanged.
+  callers therefore wake in the same order as over SQLite committed inline on the loop (the simulator's
+  store before this one), and a simulation's output is byte for byte what it was.
 """
 
 from __future__ import annotations
