@@ -184,10 +184,15 @@ def _wheel(clock: Clock) -> _Wheel:
 
 
 def _sleeping(clock: Clock, seconds: float, callback: Callable[[], None]) -> Cancellable:
-    """A timer on a clock whose time is not the loop's: a task that sleeps on it."""
-    sleeper = asyncio.ensure_future(clock.sleep(max(0.0, seconds)))
+    """A timer on a clock whose time is not the loop's: a task that sleeps on it, until a time fixed now (the task
+    starts a loop turn later, when a FakeClock may have moved on)."""
+    sleeper = asyncio.ensure_future(_sleep_until(clock, clock.monotonic() + max(0.0, seconds)))
     sleeper.add_done_callback(lambda s: None if s.cancelled() else callback())
     return sleeper
+
+
+async def _sleep_until(clock: Clock, when: float) -> None:
+    await clock.sleep(when - clock.monotonic())
 
 
 def timer(clock: Clock, seconds: float, callback: Callable[[], None], *, coarse: bool = False) -> Cancellable:
