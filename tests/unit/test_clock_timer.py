@@ -95,7 +95,7 @@ async def test_a_cancelled_coarse_timer_never_fires_and_the_rest_of_its_bucket_d
     clock = FakeClock()
     fired: list[str] = []
     for name in ("a", "b", "c", "d"):  # all due in the same bucket
-        handle = timer(clock, 0.5, lambda n=name: fired.append(n), coarse=True)  # type: ignore[misc]
+        handle = timer(clock, 0.5, lambda n=name: fired.append(n), coarse=True)
         if name == "c":
             handle.cancel()
     handle.cancel()  # d: cancelled too, and cancelling twice is harmless
