@@ -212,8 +212,8 @@ class Ticker:
     A chain of coarse timers (kubelite.clock.timer), not a task per watch: each fires up to a
     TIMER_GRANULARITY late, which neither a lifetime (itself random) nor a heartbeat minds, and all the watches
     due in the same second are woken by one loop timer (upstream's cacher also files watchers by bookmark time
-    in one-second buckets). The pre-timeout bookmark stays ahead of the end: it is due a whole second earlier,
-    in an earlier bucket."""
+    in one-second buckets). The pre-timeout bookmark stays ahead of the end: due PRE_TIMEOUT_BOOKMARK (2 s)
+    earlier, it fires at least a second before the watch closes."""
 
     __slots__ = ("_handle", "clock", "deadline", "interval", "next_bookmark", "watcher")
 
