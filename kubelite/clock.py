@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import itertools
+import math
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar
@@ -99,22 +102,119 @@ class Cancellable(Protocol):
     def cancel(self) -> object: ...
 
 
-def timer(clock: Clock, seconds: float, callback: Callable[[], None]) -> Cancellable:
-    """Call `callback` after `seconds` of `clock` time, unless cancelled first. A clock whose time is the loop's
-    (RealClock, a simulation's) offers `call_later`, one loop timer; any other gets a task that sleeps on it —
-    a task, a coroutine, a future and a timer, and two loop turns to cancel: for the timeouts of every node
-    agent's API calls and status waits, one of an idle simulation's larger costs (BENCHMARKS.md, Idle node cost)."""
-    call_later = getattr(clock, "call_later", None)
-    if call_later is not None:
-        handle: Cancellable = call_later(seconds, callback)
-        return handle
-    sleeper = asyncio.ensure_future(clock.sleep(max(0.0, seconds)))
+# How late a coarse timer (`timer(..., coarse=True)`) may fire: its deadline is rounded up to a multiple of this.
+TIMER_GRANULARITY = 1.0
+
+
+class _Coarse:
+    """One coarse timer: an entry of its bucket (a dict, insertion-ordered, so a bucket's callbacks run in the
+    order they were set, the same from run to run); `cancel` takes it out, O(1), leaving no handle behind."""
+
+    __slots__ = ("_bucket",)
+
+    def __init__(self, bucket: dict[_Coarse, Callable[[], None]]) -> None:
+        self._bucket = bucket
+
+    def cancel(self) -> None:
+        self._bucket.pop(self, None)
+
+
+class _Wheel:
+    """The coarse timers of one time base, in buckets of TIMER_GRANULARITY: one exact timer per bucket.
+
+    Why: every API call of every node agent is bounded by a timeout that almost never fires (kubelite.agent.loops
+    `timed`). As a loop timer each was a TimerHandle pushed on asyncio's heap (Python-level comparisons, tens of
+    thousands of entries at 5,000 nodes) and, once cancelled, left there until popped; and on virtual time each
+    distinct deadline was an instant the loop stopped at. Here a timeout is a dict entry in its bucket and its
+    cancellation a dict pop; the bucket's one timer stays armed even when emptied (arming anew for each call
+    that came and went would cost what this saves) and fires once, finding what is left.
+
+    A bucket's callbacks run in the context of the call that made the bucket (unlike `call_later`'s, which keep
+    their own): what they do here (wake a future, a watch) reads no context variable."""
+
+    __slots__ = ("_arm", "_buckets", "_now", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, now: Callable[[], float],
+                 arm: Callable[[float, Callable[[], None]], object]) -> None:
+        self.loop = loop
+        self._now, self._arm = now, arm  # arm(when, callback): an exact timer at `when` on `now`'s time base
+        self._buckets: dict[int, dict[_Coarse, Callable[[], None]]] = {}
+
+    def add(self, seconds: float, callback: Callable[[], None]) -> _Coarse:
+        slot = math.ceil((self._now() + max(0.0, seconds)) / TIMER_GRANULARITY)  # never early
+        bucket = self._buckets.get(slot)
+        if bucket is None:
+            bucket = self._buckets[slot] = {}
+            self._arm(slot * TIMER_GRANULARITY, functools.partial(self._fire, slot))
+        entry = _Coarse(bucket)
+        bucket[entry] = callback
+        return entry
+
+    def _fire(self, slot: int) -> None:
+        """Run the bucket's callbacks; one cancelled by another meanwhile is skipped, one that raises is reported
+        as the loop reports a failed callback, and the rest still run."""
+        bucket = self._buckets.pop(slot)
+        for entry in list(bucket):
+            callback = bucket.pop(entry, None)
+            if callback is None:
+                continue
+            try:
+                callback()
+            except Exception as exc:
+                self.loop.call_exception_handler({"message": "coarse timer callback failed", "exception": exc})
+
+
+# One wheel per loop for the clocks whose time is the loop's (RealClock, a simulation's VirtualClock: they share
+# it), one per clock for any other (FakeClock), remade if the clock moves to another loop (a test's next).
+_wheels: weakref.WeakKeyDictionary[object, _Wheel] = weakref.WeakKeyDictionary()
+
+
+def _wheel(clock: Clock) -> _Wheel:
+    loop = asyncio.get_running_loop()
+    loop_time = hasattr(clock, "call_later")
+    key: object = loop if loop_time else clock
+    wheel = _wheels.get(key)
+    if wheel is None or wheel.loop is not loop:
+        if loop_time:
+            wheel = _Wheel(loop, loop.time, loop.call_at)
+        else:
+            wheel = _Wheel(loop, clock.monotonic, lambda when, cb: _sleeping(clock, when - clock.monotonic(), cb))
+        _wheels[key] = wheel
+    return wheel
+
+
+def _sleeping(clock: Clock, seconds: float, callback: Callable[[], None]) -> Cancellable:
+    """A timer on a clock whose time is not the loop's: a task that sleeps on it, until a time fixed now (the task
+    starts a loop turn later, when a FakeClock may have moved on)."""
+    sleeper = asyncio.ensure_future(_sleep_until(clock, clock.monotonic() + max(0.0, seconds)))
     sleeper.add_done_callback(lambda s: None if s.cancelled() else callback())
     return sleeper
 
 
-async def bounded(clock: Clock, work: Awaitable[T], seconds: float) -> tuple[bool, T | None]:
-    """Run `work` for at most `seconds` of `clock` time: (finished, result); unfinished work is cancelled."""
+async def _sleep_until(clock: Clock, when: float) -> None:
+    await clock.sleep(when - clock.monotonic())
+
+
+def timer(clock: Clock, seconds: float, callback: Callable[[], None], *, coarse: bool = False) -> Cancellable:
+    """Call `callback` after `seconds` of `clock` time, unless cancelled first.
+
+    Exact (the default): a clock whose time is the loop's (RealClock, a simulation's) offers `call_later`, one
+    loop timer; any other gets a task that sleeps on it — a task, a coroutine, a future and a timer, and two loop
+    turns to cancel. `coarse`: the callback may run up to TIMER_GRANULARITY late, never early, and the timer costs
+    a dict entry (`_Wheel`) — for timeouts that almost never fire (every node agent's API calls), never for a time
+    something is scheduled at (a back-off, a grace period, a probe's period)."""
+    if coarse:
+        return _wheel(clock).add(seconds, callback)
+    call_later = getattr(clock, "call_later", None)
+    if call_later is not None:
+        handle: Cancellable = call_later(seconds, callback)
+        return handle
+    return _sleeping(clock, seconds, callback)
+
+
+async def bounded(clock: Clock, work: Awaitable[T], seconds: float, *, coarse: bool = False) -> tuple[bool, T | None]:
+    """Run `work` for at most `seconds` of `clock` time: (finished, result); unfinished work is cancelled.
+    `coarse`: the limit is a timeout that may end the work up to TIMER_GRANULARITY late (see `timer`)."""
     task = asyncio.ensure_future(work)
     # asyncio.wait(FIRST_COMPLETED) by hand: no sets, no per-call closures over both — this runs for every
     # API call of every node agent (a simulation's hot path)
@@ -125,7 +225,7 @@ async def bounded(clock: Clock, work: Awaitable[T], seconds: float) -> tuple[boo
             first.set_result(None)
 
     task.add_done_callback(done)
-    deadline = timer(clock, seconds, done)
+    deadline = timer(clock, seconds, done, coarse=coarse)
     try:
         await first
     finally:

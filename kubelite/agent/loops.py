@@ -26,8 +26,9 @@ MAX_RESTART_DELAY = 10.0
 
 async def timed(clock: Clock, request: Awaitable[T], seconds: float = REQUEST_TIMEOUT) -> T:
     """`request`'s result, or Unavailable (a transport failure, like any other) when the server has not
-    answered within `seconds` — whatever the transport's own timeouts are."""
-    finished, result = await bounded(clock, request, seconds)
+    answered within `seconds` — whatever the transport's own timeouts are. A coarse timeout (up to a second
+    late): it almost never fires, and it is set for every call of every agent."""
+    finished, result = await bounded(clock, request, seconds, coarse=True)
     if not finished:
         raise unavailable(f"the API server did not answer within {seconds:.0f} s")
     return result  # type: ignore[return-value]

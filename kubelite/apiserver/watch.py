@@ -8,7 +8,6 @@ event's encoding is computed once per wire format and shared by all watchers.
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -20,12 +19,19 @@ from kubelite.api import errors
 from kubelite.apiserver import nesting, protobuf, tables
 from kubelite.apiserver.cache import CachedEvent, Caches, Watcher
 from kubelite.apiserver.registry.base import Obj, Resource
-from kubelite.clock import Clock, bounded
+from kubelite.clock import Cancellable, Clock, bounded, timer
 
 # A watch that asked for bookmarks gets one at least this often, so a client can tell a dead connection
 # (a half-open link, a frozen server) from a quiet watch by silence alone: HTTP/1.1 has no pings, where
 # client-go's HTTP/2 health check pings after 30 s of silence and gives up 15 s later.
 BOOKMARK_INTERVAL = 20.0
+# An in-process watch has no connection to lose: it gets bookmarks as upstream's cacher sends them, every minute
+# (cacher.go defaultBookmarkFrequency). 10,000 of them (a 5,000-node simulation's agents) at 20 s were 500
+# wake-ups, bookmarks and decodes per simulated second.
+LOOPBACK_BOOKMARK_INTERVAL = 60.0
+# Either way one more comes this long before the watch's lifetime ends (cache_watcher.go nextBookmarkTime), so the
+# client resumes from a resourceVersion seconds old, not up to an interval old (older: nearer 410 Gone, a relist).
+PRE_TIMEOUT_BOOKMARK = 2.0
 FRESHNESS_WAIT = 3.0  # cacher's blockTimeout for a resourceVersion ahead of the cache
 
 Encoder = Callable[[CachedEvent], bytes]
@@ -85,13 +91,14 @@ class WatchStream:
     """
 
     def __init__(self, caches: Caches, resource: Resource, watcher: Watcher | None, encoder: Encoder,
-                 first: bytes, bookmarks: bool, lifetime: float, clock: Clock) -> None:
+                 first: bytes, bookmarks: float | None, lifetime: float, clock: Clock) -> None:
+        """`bookmarks`: the interval between periodic bookmarks, None if the client did not ask for them."""
         self.caches, self.resource, self.watcher, self.encoder = caches, resource, watcher, encoder
         self.first = first  # the initial events (and bookmark), or the one ERROR event of an expired watch
         self.bookmarks, self.lifetime, self.clock = bookmarks, lifetime, clock
         self.bookmark = _protobuf_bookmark if encoder is protobuf_event else _bookmark
         self.content_type = protobuf.WATCH_MEDIA_TYPE if encoder is protobuf_event else "application/json"
-        self._ticker: asyncio.Task[None] | None = None
+        self._ticker: Ticker | None = None
         self._closers: list[Callable[[], None]] = []
 
     async def chunks(self) -> AsyncIterator[bytes]:
@@ -101,14 +108,16 @@ class WatchStream:
             yield self.first
         if watcher is None:  # expired: the ERROR event was all
             return
-        self._ticker = asyncio.create_task(_tick(watcher, self.clock, self.lifetime, self.bookmarks))
+        self._ticker = Ticker(watcher, self.clock, self.lifetime, self.bookmarks)
         while True:
             if watcher.pending:
                 batch, watcher.pending = watcher.pending, []
                 yield b"".join(self.encoder(e) for e in batch)
             if watcher.closed:
                 return
-            if watcher.bookmark_due:
+            # Not while events are pending (they arrived while the batch was written): a bookmark says the client
+            # has every event up to its revision, so it goes after them (the next turn: wait() returns at once).
+            if watcher.bookmark_due and not watcher.pending:
                 watcher.bookmark_due = False
                 yield self.bookmark(self.resource, self.caches.revision)
             await watcher.wait()
@@ -138,10 +147,12 @@ class WatchResponse(web.StreamResponse):
 
 async def open_stream(caches: Caches, resource: Resource, namespace: str, matches: Callable[[Obj], bool] | None,
                       encoder: Encoder, resource_version: str, timeout: float | None, bookmarks: bool,
-                      clock: Clock, trigger: str | None = None) -> WatchStream:
-    """Register the watch (or find its resourceVersion expired); a bad or future resourceVersion raises before."""
+                      clock: Clock, trigger: str | None = None, loopback: bool = False) -> WatchStream:
+    """Register the watch (or find its resourceVersion expired); a bad or future resourceVersion raises before.
+    `loopback`: for an in-process client (bookmarks at upstream's cadence, not HTTP's liveness one)."""
     watcher = Watcher(namespace, matches, trigger)
     cache = caches[resource]
+    interval = (LOOPBACK_BOOKMARK_INTERVAL if loopback else BOOKMARK_INTERVAL) if bookmarks else None
     lifetime = timeout if timeout is not None else random.uniform(1800, 3600)
     # Register before reading the backlog: the loop is single-threaded, so nothing slips between.
     if resource_version in ("", "0"):
@@ -153,17 +164,17 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
         except ValueError:
             raise errors.bad_request(f'invalid resourceVersion "{resource_version}"') from None
         if start > caches.revision:  # the watch cache waits a little for a revision it has not seen yet
-            fresh, _ = await bounded(clock, caches.wait_for(start), FRESHNESS_WAIT)
+            fresh, _ = await bounded(clock, caches.wait_for(start), FRESHNESS_WAIT, coarse=True)
             if not fresh:
                 raise errors.too_large_resource_version(start, caches.revision)
         backlog = caches.events_since(resource, start)
         if backlog is None:
-            return WatchStream(caches, resource, None, encoder, _expired(start, caches.revision), False, 0.0, clock)
+            return WatchStream(caches, resource, None, encoder, _expired(start, caches.revision), None, 0.0, clock)
         initial = []
         for ev in backlog:
             watcher.offer(ev)
     cache.add(watcher)
-    stream = WatchStream(caches, resource, watcher, encoder, b"", bookmarks, lifetime, clock)
+    stream = WatchStream(caches, resource, watcher, encoder, b"", interval, lifetime, clock)
     stream.first = b"".join(encoder(e) for e in initial)
     if bookmarks and resource_version in ("", "0"):
         stream.first += stream.bookmark(resource, start)
@@ -175,9 +186,10 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
                 timeout: float | None, bookmarks: bool, clock: Clock,
                 trigger: str | None = None) -> web.StreamResponse:
     """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py)."""
+    loopback = bool(request.get(LOOPBACK))
     stream = await open_stream(caches, resource, namespace, matches, encoder, resource_version, timeout, bookmarks,
-                               clock, trigger)
-    if request.get(LOOPBACK):
+                               clock, trigger, loopback)
+    if loopback:
         return WatchResponse(stream)
     resp = web.StreamResponse(headers={"Content-Type": stream.content_type})
     resp.enable_chunked_encoding()
@@ -193,20 +205,49 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
     return resp
 
 
-async def _tick(watcher: Watcher, clock: Clock, lifetime: float, bookmarks: bool) -> None:
-    """The watch's only timer: closes it after `lifetime` and asks for periodic bookmarks."""
-    deadline = clock.monotonic() + lifetime
-    next_bookmark = clock.monotonic() + BOOKMARK_INTERVAL
-    while True:
-        wake_at = min(deadline, next_bookmark) if bookmarks else deadline
-        await clock.sleep(wake_at - clock.monotonic())
-        if clock.monotonic() >= deadline:
-            watcher.close()
+class Ticker:
+    """A watch's only timer: closes it when its lifetime ends and, if it asked for them, marks bookmarks due —
+    every `interval` and once PRE_TIMEOUT_BOOKMARK before the end (upstream's nextBookmarkTime).
+
+    A chain of coarse timers (kubelite.clock.timer), not a task per watch: each fires up to a
+    TIMER_GRANULARITY late, which neither a lifetime (itself random) nor a heartbeat minds, and all the watches
+    due in the same second are woken by one loop timer (upstream's cacher also files watchers by bookmark time
+    in one-second buckets). The pre-timeout bookmark stays ahead of the end: due PRE_TIMEOUT_BOOKMARK (2 s)
+    earlier, it fires at least a second before the watch closes."""
+
+    __slots__ = ("_handle", "clock", "deadline", "interval", "next_bookmark", "watcher")
+
+    def __init__(self, watcher: Watcher, clock: Clock, lifetime: float, interval: float | None) -> None:
+        self.watcher, self.clock, self.interval = watcher, clock, interval
+        now = clock.monotonic()
+        self.deadline = now + lifetime
+        self.next_bookmark = self._bookmark_after(now)
+        self._handle = self._arm(now)
+
+    def _bookmark_after(self, t: float) -> float | None:
+        """The next bookmark's time after one at `t` (None: no more, the watch ends before another is due)."""
+        if self.interval is None:
+            return None
+        at = min(t + self.interval, self.deadline - PRE_TIMEOUT_BOOKMARK)
+        return at if at > t else None
+
+    def _arm(self, now: float) -> Cancellable:
+        wake_at = self.deadline if self.next_bookmark is None else min(self.deadline, self.next_bookmark)
+        return timer(self.clock, wake_at - now, self._fire, coarse=True)
+
+    def _fire(self) -> None:
+        now = self.clock.monotonic()
+        if now >= self.deadline:
+            self.watcher.close()
             return
-        if bookmarks and clock.monotonic() >= next_bookmark:
-            next_bookmark += BOOKMARK_INTERVAL
-            watcher.bookmark_due = True
-            watcher.wake()
+        if self.next_bookmark is not None and now >= self.next_bookmark:
+            self.next_bookmark = self._bookmark_after(self.next_bookmark)  # on schedule, however late this woke
+            self.watcher.bookmark_due = True
+            self.watcher.wake()
+        self._handle = self._arm(now)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
 
 
 def _bookmark(resource: Resource, revision: int) -> bytes:

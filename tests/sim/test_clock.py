@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable
 
@@ -111,3 +115,55 @@ def test_controlled_loop(case: Callable[[ControlledLoop, VirtualClock, list[floa
         loop.run_until_complete(main())
     finally:
         loop.close()
+
+
+# --- polling for I/O: every turn while a socket is registered, every SELF_PIPE_POLL of real time otherwise ------
+
+
+async def _signal_stops_a_busy_run(loop: VirtualTimeLoop, clock: VirtualClock) -> None:
+    """A run that never idles (a timer always pending) still hears a signal the loop handles, within real time."""
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGUSR1, stop.set)
+    try:
+        ticker = asyncio.ensure_future(_ticks(clock, 1.0, []))
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+        await stop.wait()
+        ticker.cancel()
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+
+
+async def _socket_read_before_time_moves(loop: VirtualTimeLoop, clock: VirtualClock) -> None:
+    """With a socket registered the loop polls every turn: data already there is read before virtual time jumps
+    past the pending timers (polled only every few ms of real time, a day of timers would pass first)."""
+    ticker = asyncio.ensure_future(_ticks(clock, 1.0, []))
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    try:
+        for _ in range(20):
+            began = clock.monotonic()
+            reading = asyncio.ensure_future(loop.sock_recv(a, 1))
+            await asyncio.sleep(0)  # nothing to read yet: the reader registers the socket and waits
+            b.send(b"x")
+            assert await reading == b"x"
+            assert clock.monotonic() - began <= 1.0
+    finally:
+        ticker.cancel()
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(_signal_stops_a_busy_run, id="a handled signal stops a run that never idles"),
+    pytest.param(_socket_read_before_time_moves, id="a registered socket is polled every turn"),
+])
+def test_polling(case: Callable[[VirtualTimeLoop, VirtualClock], Awaitable[None]]) -> None:
+    loop = VirtualTimeLoop()
+    clock = VirtualClock(loop)
+    began = time.perf_counter()
+    try:
+        loop.run_until_complete(asyncio.wait_for(case(loop, clock), 86_400))  # ~2 s of real time, if it hangs
+    finally:
+        loop.close()
+    assert time.perf_counter() - began < 5.0

@@ -1,14 +1,16 @@
 """kubelite.clock.timer and bounded on each kind of clock: a loop timer where the clock offers call_later
-(RealClock, a simulation's VirtualClock), a sleeping task on any other (FakeClock)."""
+(RealClock, a simulation's VirtualClock), a sleeping task on any other (FakeClock); and coarse timers (timeouts
+that almost never fire), coalesced into buckets on every kind of clock."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
-from kubelite.clock import Clock, FakeClock, RealClock, bounded, timer
+from kubelite.clock import TIMER_GRANULARITY, Cancellable, Clock, FakeClock, RealClock, bounded, timer
 from kubelite.sim.clock import VirtualClock, VirtualTimeLoop
 
 Step = Callable[[float], Awaitable[None]]  # let `seconds` of the clock's time pass
@@ -61,3 +63,104 @@ def test_on_virtual_time_through_a_loop_timer(check: Callable[[Clock, Step], Awa
         loop.run_until_complete(check(clock, clock.sleep))
     finally:
         loop.close()
+
+
+# --- coarse timers: deadlines rounded up into TIMER_GRANULARITY buckets, one exact timer per bucket -------------
+
+COARSE_CASES = [
+    # (fake time when set, seconds): the timer is due at start + seconds and must fire within [due, due + G]
+    pytest.param(0.0, 10.0, id="a deadline on a bucket boundary fires on it"),
+    pytest.param(0.3, 10.0, id="a deadline inside a bucket fires at its end, never before"),
+    pytest.param(0.999, 0.002, id="a deadline just past a boundary waits for the next"),
+    pytest.param(5.5, 0.0, id="a zero timeout fires at the next boundary"),
+    pytest.param(2.25, 30.5, id="a long timeout"),
+]
+
+
+@pytest.mark.parametrize(("start", "seconds"), COARSE_CASES)
+async def test_a_coarse_timer_never_fires_early_and_at_most_one_bucket_late(start: float, seconds: float) -> None:
+    clock = FakeClock()
+    await clock.advance(start)
+    fired: list[float] = []
+    timer(clock, seconds, lambda: fired.append(clock.monotonic()), coarse=True)
+    due = start + seconds
+    step = TIMER_GRANULARITY / 8
+    while clock.monotonic() < due + 2 * TIMER_GRANULARITY:
+        await clock.advance(step)
+    assert len(fired) == 1
+    assert due <= fired[0] <= due + TIMER_GRANULARITY
+
+
+async def test_a_cancelled_coarse_timer_never_fires_and_the_rest_of_its_bucket_does_in_order() -> None:
+    clock = FakeClock()
+    fired: list[str] = []
+    for name in ("a", "b", "c", "d"):  # all due in the same bucket
+        handle = timer(clock, 0.5, lambda n=name: fired.append(n), coarse=True)
+        if name == "c":
+            handle.cancel()
+    handle.cancel()  # d: cancelled too, and cancelling twice is harmless
+    handle.cancel()
+    await clock.advance(3 * TIMER_GRANULARITY)
+    assert fired == ["a", "b"]
+
+
+async def test_a_coarse_timer_cancelled_by_an_earlier_one_of_its_bucket_is_skipped() -> None:
+    clock = FakeClock()
+    fired: list[str] = []
+    later: list[Cancellable] = []
+    timer(clock, 0.5, lambda: (fired.append("first"), later[0].cancel()), coarse=True)
+    later.append(timer(clock, 0.5, lambda: fired.append("second"), coarse=True))
+    await clock.advance(3 * TIMER_GRANULARITY)
+    assert fired == ["first"]
+
+
+async def test_a_coarse_callback_that_raises_is_reported_and_the_others_still_run() -> None:
+    clock = FakeClock()
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    fired: list[str] = []
+    try:
+        timer(clock, 0.5, lambda: fired.append(str(1 / 0)), coarse=True)
+        timer(clock, 0.5, lambda: fired.append("after"), coarse=True)
+        await clock.advance(3 * TIMER_GRANULARITY)
+    finally:
+        loop.set_exception_handler(None)
+    assert fired == ["after"]
+    assert [type(c["exception"]) for c in reported] == [ZeroDivisionError]
+
+
+async def test_bounded_with_a_coarse_limit_times_out_within_one_bucket_late() -> None:
+    clock = FakeClock()
+    await clock.advance(0.4)
+    never = asyncio.Event()
+    waiting = asyncio.ensure_future(bounded(clock, never.wait(), 10, coarse=True))
+    await clock.advance(0)
+    await clock.advance(9.6 - 0.01)  # just before 10 s have passed: still waiting
+    assert not waiting.done()
+    await clock.advance(TIMER_GRANULARITY + 0.02)
+    assert waiting.done() and waiting.result() == (False, None)
+
+
+def test_coarse_timers_on_virtual_time_share_one_loop_timer_per_bucket() -> None:
+    """Thousands of timeouts set and cancelled (an agent's API calls) leave at most one loop timer per bucket in
+    asyncio's heap, where exact ones left one each; the live one still fires, not early."""
+    loop = VirtualTimeLoop()
+    clock = VirtualClock(loop)
+
+    async def main() -> tuple[int, list[float]]:
+        await clock.sleep(0.25)
+        fired: list[float] = []
+        for i in range(5000):
+            timer(clock, 10 + i / 5000, lambda: None, coarse=True).cancel()
+        timer(clock, 10, lambda: fired.append(clock.monotonic()), coarse=True)
+        armed = len(loop._scheduled)  # type: ignore[attr-defined]  # asyncio's timer heap
+        await clock.sleep(12)
+        return armed, fired
+
+    try:
+        armed, fired = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert armed <= 2  # the buckets ending at 11 and 12 s
+    assert len(fired) == 1 and 10.25 <= fired[0] <= 10.25 + TIMER_GRANULARITY
