@@ -68,6 +68,9 @@ class Recorded(NamedTuple):
     mod_revision: int
     prev_value: bytes | None
     prev_mod_revision: int
+    # The trigger field's values of the object and its previous one (cache.py's indexed triggers; empty for
+    # resources without one): a resumed watch of one value skips the other events without decoding them.
+    triggers: tuple[str, ...] = ()
 
     def size(self) -> int:
         return len(self.value) + len(self.prev_value or b"")
@@ -207,18 +210,23 @@ class ResourceCache:
         if not group:
             self.triggered.pop(w.trigger, None)
 
-    def offer(self, ev: CachedEvent) -> None:
-        """Every watcher that may want `ev`: the unindexed ones, then those of its object's and its previous
-        object's trigger values."""
+    def triggers(self, ev: CachedEvent) -> tuple[str, ...]:
+        """The distinct trigger values of `ev`'s object and previous object (none without a trigger field)."""
+        if self._trigger_of is None:
+            return ()
+        now = self._trigger_of(ev.obj)
+        if ev.prev is None or (before := self._trigger_of(ev.prev)) == now:
+            return (now,)
+        return (now, before)
+
+    def offer(self, ev: CachedEvent, triggers: tuple[str, ...]) -> None:
+        """Every watcher that may want `ev`: the unindexed ones, then those of its `triggers` (`triggers(ev)`)."""
         for w in self.plain:
             w.offer(ev)
-        if self._trigger_of is None or not self.triggered:
+        if not self.triggered:
             return
-        now = self._trigger_of(ev.obj)
-        for w in self.triggered.get(now, ()):
-            w.offer(ev)
-        if ev.prev is not None and (before := self._trigger_of(ev.prev)) != now:
-            for w in self.triggered.get(before, ()):
+        for value in triggers:
+            for w in self.triggered.get(value, ()):
                 w.offer(ev)
 
     def get(self, namespace: str, name: str) -> Obj | None:
@@ -335,8 +343,9 @@ class Caches:
                 prev = cache.put(obj)
                 cev = CachedEvent("MODIFIED" if prev is not None else "ADDED", obj, prev, ev.revision,
                                   cache.resource)
-            self._record(ev, cev)
-            cache.offer(cev)
+            triggers = cache.triggers(cev)
+            self._record(ev, cev, triggers)
+            cache.offer(cev, triggers)
         self._advance(ev.revision)
 
     def _advance(self, revision: int) -> None:
@@ -347,7 +356,7 @@ class Caches:
                 if not fut.done():
                     fut.set_result(None)
 
-    def _record(self, ev: Event, cev: CachedEvent) -> None:
+    def _record(self, ev: Event, cev: CachedEvent, triggers: tuple[str, ...]) -> None:
         """Append to the ring as bytes (the previous object re-encoded only when the store did not send it)."""
         prev_value, prev_mod = None, 0
         if ev.prev is not None:
@@ -355,7 +364,7 @@ class Caches:
         elif cev.prev is not None:
             prev_value, prev_mod = nesting.dumps(cev.prev), int(cev.prev["metadata"]["resourceVersion"])
         entry = Recorded(ev.revision, cev.type, cev.resource.key_prefix, ev.kv.value, ev.kv.mod_revision,
-                         prev_value, prev_mod)
+                         prev_value, prev_mod, triggers)
         evicted = self.ring.record(entry)
         if evicted is not None:
             self.start_revision = evicted
@@ -369,16 +378,20 @@ class Caches:
         self._waiters.setdefault(revision, []).append(fut)
         await fut
 
-    def events_since(self, resource: Resource, revision: int) -> list[CachedEvent] | None:
+    def events_since(self, resource: Resource, revision: int, trigger: str | None = None) -> list[CachedEvent] | None:
         """Events of `resource` after `revision`, decoded again, or None when the ring no longer reaches back that
-        far (every event after `start_revision` is in the ring)."""
+        far (every event after `start_revision` is in the ring). With `trigger` (a watch of one value of the
+        resource's trigger field), only the events whose object or previous object has that value: the others
+        cannot pass the watch's filter, and decoding them was the cost of every node agent's pod watch resuming
+        (all the cluster's pod events since its last bookmark, for each of thousands of agents)."""
         if revision < self.start_revision:
             return None
         held: list[Recorded] = []
+        prefix = resource.key_prefix
         for rec in reversed(self.ring):
             if rec.revision <= revision:
                 break
-            if rec.key_prefix == resource.key_prefix:
+            if rec.key_prefix == prefix and (trigger is None or trigger in rec.triggers):
                 held.append(rec)
         held.reverse()
         with gc_tuning.paused():

@@ -167,7 +167,7 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
             fresh, _ = await bounded(clock, caches.wait_for(start), FRESHNESS_WAIT, coarse=True)
             if not fresh:
                 raise errors.too_large_resource_version(start, caches.revision)
-        backlog = caches.events_since(resource, start)
+        backlog = caches.events_since(resource, start, trigger)
         if backlog is None:
             return WatchStream(caches, resource, None, encoder, _expired(start, caches.revision), None, 0.0, clock)
         initial = []

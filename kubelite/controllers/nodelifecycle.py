@@ -23,13 +23,13 @@ Ready condition changes, so a lost node is tainted within moments of its grace p
 than up to two monitor periods later.
 
 **Cost.** Upstream looks at every node on every pass; here a pass looks only at the nodes whose
-outcome can differ from their last one, with the same result: those whose Node object changed
-(its resourceVersion, against the shared cache), those whose grace period has ended (a deadline
-heap, `node_health.DeadlineQueue`: a Lease renewal, the common event, moves nothing), those not
-settled (not Ready, carrying a NoExecute taint of ours, queued for tainting or for a pod retry:
-looked at every pass, as upstream), and those the tainting pass touched. The zone states come from
-per-zone counts kept as nodes are looked at (`node_health.ZoneCounts`). An idle pass over
-thousands of healthy nodes is then an identity scan. One difference, on a real clock only: a grace
+outcome can differ from their last one, with the same result: those whose Node object was added,
+changed or deleted since (as the shared informer's handlers report it), those whose grace period
+has ended (a deadline heap, `node_health.DeadlineQueue`: a Lease renewal, the common event, moves
+nothing), those not settled (not Ready, carrying a NoExecute taint of ours, queued for tainting or
+for a pod retry: looked at every pass, as upstream), and those the tainting pass touched. The zone
+states come from per-zone counts kept as nodes are looked at (`node_health.ZoneCounts`). An idle
+pass over thousands of healthy nodes looks at none of them. One difference, on a real clock only: a grace
 period that ends *during* a pass (milliseconds) is acted on at the next pass.
 """
 
@@ -95,14 +95,14 @@ class NodeLifecycleController:
         self.tainters: dict[str, nh.ZoneTainter] = {}
         self.nodes_to_retry: set[str] = set()
         # What lets a pass skip nodes whose outcome cannot change (module doc, Cost).
-        self._seen: dict[str, str] = {}  # node -> the resourceVersion its last look was at
+        self._changed: set[str] = set()  # nodes whose object was added, changed or deleted since their last look
         self._unsettled: set[str] = set()  # looked at every pass
         self._recheck: set[str] = set()  # looked at next pass: grace ended, touched by tainting, pass failed
         self.deadlines = nh.DeadlineQueue(self._deadline)
         self.zone_counts = nh.ZoneCounts()
         self._kick = asyncio.Event()
         self.nodes = shared_informer(client, clock, "/api/v1/nodes", Handlers(
-            lambda n: self.no_schedule.enqueue(n["metadata"]["name"]), self._node_updated))
+            self._node_added, self._node_updated, lambda n: self._changed.add(n["metadata"]["name"])))
         self.leases = shared_informer(client, clock, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
                                       Handlers(self._lease_renewed, lambda old, new: self._lease_renewed(new)))
         self.pods = shared_informer(client, clock, "/api/v1/pods", Handlers(
@@ -113,7 +113,12 @@ class NodeLifecycleController:
 
     # --- informer handlers -----------------------------------------------------------------------
 
+    def _node_added(self, node: Obj) -> None:
+        self._changed.add(node["metadata"]["name"])
+        self.no_schedule.enqueue(node["metadata"]["name"])
+
     def _node_updated(self, old: Obj, new: Obj) -> None:
+        self._changed.add(new["metadata"]["name"])
         self.no_schedule.enqueue(new["metadata"]["name"])
         if (tt.condition(old, "Ready") or {}).get("status") != (tt.condition(new, "Ready") or {}).get("status"):
             self._kick.set()
@@ -202,11 +207,8 @@ class NodeLifecycleController:
         order: registrations, removals, each node's health and taints, then the zone states."""
         store = self.nodes.store
         self._recheck.update(self.deadlines.pop_expired(self.clock.now()))
-        names = self._recheck | self._unsettled
-        seen = self._seen
-        names.update(key[1] for key, node in store.items()
-                     if seen.get(key[1], "") != (node["metadata"].get("resourceVersion") or "-"))
-        self._recheck = set()
+        names = self._recheck | self._unsettled | self._changed
+        self._recheck, self._changed = set(), set()
         nodes = [store[("", name)] for name in sorted(names) if ("", name) in store]
         try:
             for node in nodes:
@@ -216,13 +218,13 @@ class NodeLifecycleController:
                     self._node_event(node, "RegisteredNode", f"Registered Node {name} in Controller")
                     self.known[name] = node
                     await self._mark_node_as_reachable(node)
-            for name in [n for n in self.known if ("", n) not in store]:
+            for name in sorted(n for n in names if n in self.known and ("", n) not in store):
                 self._node_event(self.known.pop(name), "RemovingNode", f"Removing Node {name} from Controller")
                 self._forget(name)
             for node in nodes:
                 self._looked_at(node, await self._update_node(node))
         except BaseException:  # a failed pass (logged by the loop): look at all of them again next time
-            self._recheck.update(n["metadata"]["name"] for n in nodes)
+            self._recheck.update(names)
             raise
         await self.handle_disruption()
 
@@ -230,7 +232,6 @@ class NodeLifecycleController:
         """Record what the pass saw of `node` (its Ready condition now: `current`, None when it was skipped):
         its zone count, and whether the next passes may skip it until it changes or its grace period ends."""
         name = node["metadata"]["name"]
-        self._seen[name] = node["metadata"].get("resourceVersion") or ""
         counted = current is not None and not nh.excluded_from_disruption_checks(node)
         ready = current is not None and current.get("status") == "True"
         self.zone_counts.set(name, nh.zone_key(node) if counted else None, ready)
@@ -250,7 +251,6 @@ class NodeLifecycleController:
 
     def _forget(self, name: str) -> None:
         self.health.pop(name, None)
-        self._seen.pop(name, None)
         self._unsettled.discard(name)
         self.deadlines.discard(name)
         self.zone_counts.set(name, None)
