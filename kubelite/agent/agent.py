@@ -70,10 +70,12 @@ class Agent:
                                 self.services.store.values)
         self.client_ca = client_ca  # who may call the agent's endpoint (server.py): the API server's CA
         self.capacity = host_capacity(data_dir, config.max_pods)
+        self.claim_volumes = ClaimVolumes(client, node_name, data_dir,  # persistentVolumeClaim volumes (S5)
+                                          (data_dir, *config.protected_paths))
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
                                  lambda: self.eviction.conditions(), self.fence_gate,
                                  client.close_connections if isinstance(client, ApiClient) else None,
-                                 config.node_lease_duration, lambda node: self.claim_volumes.reclaim(node),
+                                 config.node_lease_duration, self.claim_volumes,
                                  self._retry_informers)
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.pods = Informer(client, "/api/v1/pods", clock,
@@ -96,8 +98,6 @@ class Agent:
         self.pod_workers.on_sync = self.metrics.pod_synced
         self.resource_stats = ResourceStats(clock, lambda: running_containers(self.runtime, self.syncers),
                                             getattr(runtime, "cgroups", None), node_name)
-        self.claim_volumes = ClaimVolumes(client, node_name, data_dir,  # persistentVolumeClaim volumes (S5)
-                                          (data_dir, *config.protected_paths))
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 

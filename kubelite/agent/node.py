@@ -18,7 +18,7 @@ import shutil
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kubelite.agent.eviction.node_status import pressure_condition
 from kubelite.agent.loops import timed
@@ -40,6 +40,16 @@ LEASES = resource_path("leases", "kube-node-lease", group_version="coordination.
 NODE_FENCES = resource_path("nodefences", group_version="kubelite.io/v1alpha1")
 
 
+class Reclaimer(Protocol):
+    """What a heartbeat asks of the node's volume reclaim (ClaimVolumes) with each Node it read."""
+
+    def asked(self, node: Obj) -> bool:
+        """Whether `node` asks anything of `reclaim` (checked first: most Node reads ask nothing)."""
+        ...
+
+    async def reclaim(self, node: Obj) -> None: ...
+
+
 def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
     mem_kib = 0
     with contextlib.suppress(OSError), open("/proc/meminfo") as f:
@@ -57,7 +67,7 @@ class NodeReporter:
                  gate: FenceGate | None = None,
                  close_connections: Callable[[], Awaitable[None]] | None = None,
                  lease_seconds: int = LEASE_SECONDS,
-                 reclaim: Callable[[Obj], Awaitable[None]] | None = None,
+                 reclaim: Reclaimer | None = None,
                  reconnected: Callable[[], None] = lambda: None) -> None:
         self.client = client
         self.clock = clock
@@ -73,7 +83,7 @@ class NodeReporter:
         # a self-fencing node renews at least 4 times per D, so one slow renewal does not trip it
         self.renew_interval = min(renew, self.gate.after / 4) if self.gate.after else renew
         self._close_connections = close_connections  # the client's, when it has connections to close
-        self.reclaim = reclaim  # local-path volumes' reclaim (ClaimVolumes.reclaim), given each Node read
+        self.reclaim = reclaim  # local-path volumes' reclaim (ClaimVolumes), given each Node read
         self.reconnected = reconnected  # told when a heartbeat goes through after failing (informers retry now)
         self._node: Obj | None = None  # the Node as last read
         # What the agent learns of its host once, at start (kubelet's machine info): not rebuilt per status.
@@ -213,10 +223,10 @@ class NodeReporter:
     async def _reclaim(self) -> None:
         """Volume reclaims asked of this node, after the Lease renewal (which they must never delay or fail)."""
         node, self._node = self._node, None
-        if self.reclaim is None or node is None:
+        if self.reclaim is None or node is None or not self.reclaim.asked(node):
             return
         try:
-            await timed(self.clock, self.reclaim(node))
+            await timed(self.clock, self.reclaim.reclaim(node))
         except Exception as exc:
             log.warning("reclaiming local-path volumes failed (%s: %s); trying again with the next heartbeat",
                         type(exc).__name__, exc)
@@ -259,6 +269,11 @@ def _same_conditions(ours: list[Obj], stored: list[Obj]) -> bool:
     """Whether the stored conditions show each of ours, heartbeat time aside (conditions others own, such as
     kubelite.io/Fenced, are not compared)."""
     by_type = {c.get("type"): c for c in stored}
-    return all(by_type.get(c["type"]) is not None
-               and all(by_type[c["type"]].get(k) == v for k, v in c.items() if k != "lastHeartbeatTime")
-               for c in ours)
+    for c in ours:  # loops, not all() over generators: this runs with every heartbeat of every node
+        shown = by_type.get(c["type"])
+        if shown is None:
+            return False
+        for k, v in c.items():
+            if k != "lastHeartbeatTime" and shown.get(k) != v:
+                return False
+    return True

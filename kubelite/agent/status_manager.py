@@ -22,7 +22,12 @@ API object showing its status, and comes back when its status changes (`set_stat
 does (`object_changed`, from the agent's pod informer handlers: informer objects are replaced, never
 modified, and every replacement with new content reaches the handlers). So a running pod whose status and
 object stay as they are costs nothing every 10 s, where walking every entry had cost each node a lookup
-per pod it holds, finished ones included (BENCHMARKS.md, Running pod cost).
+per pod it holds, finished ones included (BENCHMARKS.md, Running pod cost). And a sender with nothing to
+resync (no unchecked entry) and nothing to retry waits on its wake alone: its resync instants are kept by
+one loop timer that only reschedules itself — no wake-up of the sender, no bounded wait — until an entry
+is unchecked at an instant, when it wakes the sender to resync then. The instants are those the sender's
+own timeouts would have had (the same arithmetic), so a simulation's runs are unchanged (BENCHMARKS.md,
+Idle agent, second pass).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from kubelite.client import retry
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.interface import Client
 from kubelite.client.retry import Backoff
-from kubelite.clock import Clock, bounded
+from kubelite.clock import Cancellable, Clock, bounded, timer
 
 log = logging.getLogger("kubelite.agent")
 
@@ -49,6 +54,7 @@ Obj = dict[str, Any]
 RETRY = Backoff(duration=1.0, factor=2.0, cap=10.0)  # until acknowledged (or the pod is gone)
 BUG_RETRY = 10.0  # an unexpected error (not the API's): logged, tried again after this long
 RESYNC_INTERVAL = 10.0  # kubelet's status manager syncPeriod
+BOUNDED_WAKE_TURNS = 2  # loop turns from a wake to the sender in a bounded wait, kept by the idle one (`_idle`)
 GONE = (404, 409)  # the pod object is gone, or the name now holds another pod (uid precondition)
 
 
@@ -96,6 +102,8 @@ class StatusManager:
         self._unchecked: set[str] = set()
         self._created = 0
         self._wake = asyncio.Event()
+        self._resync_at = 0.0  # the sender's next resync instant (set when it starts)
+        self._ticker: Cancellable | None = None  # the idle sender's resync-instant timer (`_tick`)
 
     # --- inputs (never block, never fail) ---------------------------------------------------------
 
@@ -150,15 +158,44 @@ class StatusManager:
     # --- the sender --------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        resync_at = self.clock.monotonic() + RESYNC_INTERVAL
+        self._resync_at = self.clock.monotonic() + RESYNC_INTERVAL
         while True:
             self._wake.clear()
             now = self.clock.monotonic()
-            if now >= resync_at:
+            if now >= self._resync_at:
                 self.resync()
-                resync_at = now + RESYNC_INTERVAL
+                self._resync_at = now + RESYNC_INTERVAL
             waits = self.send_due(now)
-            await bounded(self.clock, self._wake.wait(), min([resync_at, *waits]) - now)
+            if waits or self._unchecked:
+                await bounded(self.clock, self._wake.wait(), min([self._resync_at, *waits]) - now)
+            else:
+                await self._idle(now)
+
+    async def _idle(self, now: float) -> None:
+        """Wait for the wake alone: while no entry is unchecked a resync has nothing to compare, so the resync
+        instants pass without waking the sender (`_tick`).
+
+        Woken, the sender goes on two loop turns later, as it did from the bounded wait (its waiter task
+        finishes, then its done-callback resumes the sender): the work of one instant keeps its order — which
+        write goes first — so a simulation's event log stays as it was."""
+        self._ticker = timer(self.clock, self._resync_at - now, self._tick)
+        try:
+            await self._wake.wait()
+        finally:
+            self._ticker.cancel()
+        for _ in range(BOUNDED_WAKE_TURNS):
+            await self.clock.sleep(0)
+
+    def _tick(self) -> None:
+        """A resync instant of the idle sender: at or after `_resync_at` the next one is 10 s from now, as the
+        sender's timeout would have made it; an entry unchecked meanwhile (`object_changed`) is compared now."""
+        if self._unchecked:
+            self._wake.set()
+            return
+        now = self.clock.monotonic()
+        if now >= self._resync_at:
+            self._resync_at = now + RESYNC_INTERVAL
+        self._ticker = timer(self.clock, self._resync_at - now, self._tick)
 
     def send_due(self, now: float) -> list[float]:
         """Start a write for each due entry not being written; returns when the others wait to be retried."""

@@ -148,6 +148,8 @@ def _settled() -> None:
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
     """As asyncio.run does: what the components left behind (a stopped pod worker's watchers) is cancelled."""
     left = asyncio.all_tasks(loop)
+    if not left:  # gather() of nothing would make its future on another loop (asyncio's default one)
+        return
     for task in left:
         task.cancel()
     loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))

@@ -13,6 +13,8 @@ import pytest
 from kubelite.agent.config import NodeConfigError
 from kubelite.agent.config import parse as parse_node_config
 from kubelite.agent.node import NodeReporter
+from kubelite.agent.volumes.claims import LOCAL_PATH_DIR, ClaimVolumes
+from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.clock import FakeClock
 from tests.controllers.fakecluster import Cluster, cluster
@@ -153,6 +155,53 @@ async def test_a_heartbeat_through_after_failures_tells_the_informers_to_retry_n
         await clock.advance(1)
     task.cancel()
     assert len(told) == 1, told
+
+
+class CountingClaims(ClaimVolumes):
+    """The real local-path reclaim, counting the times a heartbeat started it."""
+
+    started = 0
+
+    async def reclaim(self, node: dict[str, Any]) -> None:
+        self.started += 1
+        await super().reclaim(node)
+
+
+@pytest.mark.parametrize("annotations,started,deleted,answered", [
+    pytest.param({}, 0, False, None, id="a Node that asks nothing: the reclaim is not started"),
+    pytest.param({vu.ANN_LOCAL_PATH_DELETE: "pv-1"}, 1, True, "pv-1",
+                 id="a Node asking for a directory's deletion: deleted after the renewal, and answered"),
+    pytest.param({vu.ANN_LOCAL_PATH_DELETED: "pv-1"}, 1, False, "",
+                 id="an answer to a request withdrawn: the reclaim is started, and clears it"),
+])
+async def test_heartbeat_reclaims_only_for_a_node_that_asks(tmp_path: Path, annotations: dict[str, str], started: int,
+                                                            deleted: bool, answered: str | None) -> None:
+    clock = FakeClock()
+    answers: list[Any] = []
+
+    class Answering(RecordingClient):
+        async def patch(self, path: str, body: Any, content_type: str = "") -> dict[str, Any]:
+            if path == "/api/v1/nodes/n1":
+                answers.append(body["metadata"]["annotations"][vu.ANN_LOCAL_PATH_DELETED])
+            return await super().patch(path, body, content_type)
+
+    client = Answering(clock)
+    client.node = {"metadata": {"name": "n1", "annotations": annotations}, "status": {}}
+    directory = tmp_path / LOCAL_PATH_DIR / "pv-1"
+    directory.mkdir(parents=True)
+    claims = CountingClaims(client, "n1", tmp_path)  # type: ignore[arg-type]
+    node = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0,  # type: ignore[arg-type]
+                        reclaim=claims)
+    task = asyncio.ensure_future(node.heartbeat())
+    await clock.advance(0)
+    for _ in range(500):  # the directory is removed on a thread (asyncio.to_thread): real time
+        if len(answers) == (answered is not None):
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    assert claims.started == started
+    assert directory.exists() != deleted
+    assert answers == ([] if answered is None else [answered or None])
 
 
 # --- report on change (kubelet's nodeStatusHasChanged), against a real API server --------------------

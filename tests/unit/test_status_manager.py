@@ -223,3 +223,69 @@ async def test_due_statuses_are_written_in_the_order_the_pods_were_first_seen() 
     await _run(manager, clock, 1)
     assert [body["phase"] for _, _, body in client.acked] == ["Pending"] * 3 + ["Running"] * 3
     assert client.pods == ["a", "b", "c", "a", "b", "c"]
+
+
+class CountingManager(StatusManager):
+    """Counts the sender's wake-ups (each pass of its loop sends what is due, once) and records its resyncs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.passes: list[float] = []
+        self.resyncs: list[float] = []
+
+    def send_due(self, now: float) -> list[float]:
+        self.passes.append(now)
+        return super().send_due(now)
+
+    def resync(self) -> None:
+        self.resyncs.append(self.clock.monotonic())
+        super().resync()
+
+
+class ServerClient(FlakyClient):
+    """Acknowledges every write, and the API object shows it from then on (as the informer would deliver it)."""
+
+    def __init__(self, clock: FakeClock, api: dict[str, Obj]) -> None:
+        super().__init__(clock, 0)
+        self.api = api
+
+    async def patch(self, path: str, body: Any, content_type: str = "") -> Obj:
+        self.api[path.split("/")[-2]] = {**POD, "status": body["status"]}
+        return await super().patch(path, body, content_type)
+
+
+@pytest.mark.parametrize("change_at,change,want_sent,want_resyncs,want_passes", [
+    pytest.param(None, "", [0.0], [10.0], [0.0, 0.0, 10.0],
+                 id="idle once the API shows every status: no resync and no wake-up at the next 10 s instants"),
+    pytest.param(23.0, "api object replaced, other status", [0.0, 30.0], [10.0, 30.0, 40.0],
+                 [0.0, 0.0, 10.0, 30.0, 30.0, 40.0],
+                 id="a changed API object is compared at the next 10 s instant (30 s, not 33 s), and re-sent"),
+    pytest.param(23.0, "api object replaced, same status", [0.0], [10.0, 30.0], [0.0, 0.0, 10.0, 30.0],
+                 id="a changed API object that shows the status: compared at 30 s, nothing sent"),
+    pytest.param(25.0, "newer status", [0.0, 25.0], [10.0, 30.0], [0.0, 0.0, 10.0, 25.0, 25.0, 30.0],
+                 id="a new status is written at once, and compared with its API object at the next 10 s instant"),
+])
+async def test_idle_sender_wakes_only_for_work_and_keeps_the_resync_instants(
+        change_at: float | None, change: str, want_sent: list[float], want_resyncs: list[float],
+        want_passes: list[float]) -> None:
+    """An idle node's status manager costs nothing every 10 s (BENCHMARKS.md, Idle agent, second pass), and its
+    resyncs stay on the grid they had: 10 s after the sender started, every 10 s."""
+    clock = FakeClock()
+    api: dict[str, Obj] = {}
+    client = ServerClient(clock, api)
+    manager = CountingManager(client, clock, lambda ns, name: api.get(name))  # type: ignore[arg-type]
+    manager.set_status(POD, {"phase": "Running"})
+    task = asyncio.ensure_future(manager.run())
+    await clock.advance(0)
+    for second in range(1, 61):
+        await clock.advance(1)
+        if second == change_at and change.startswith("api object replaced"):
+            api["p"] = {**POD, "status": {"phase": "Running" if change.endswith("same status") else "Pending"}}
+            manager.object_changed("u1")
+        elif second == change_at:
+            manager.set_status(POD, {"phase": "Succeeded"})
+        await clock.advance(0)  # what the change sets off, at its instant
+    task.cancel()
+    assert [t for t, _, _ in client.acked] == want_sent
+    assert manager.resyncs == want_resyncs
+    assert manager.passes == want_passes

@@ -140,6 +140,13 @@ class ClaimVolumes:
         """The directories a pod of this node links to (its claim volumes)."""
         return {link.resolve() for link in (self.data_dir / "pods").glob("*/volumes/*") if link.is_symlink()}
 
+    @staticmethod
+    def asked(node: Obj) -> bool:
+        """Whether `node` (as read) carries the reclaim's annotations: without them `reclaim` has nothing to do,
+        and the heartbeat does not start it (a node without local-path volumes never has them)."""
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        return vu.ANN_LOCAL_PATH_DELETE in annotations or vu.ANN_LOCAL_PATH_DELETED in annotations
+
     async def reclaim(self, node: Obj) -> None:
         """Delete the local-path directories the provisioner asks for on this `node` (as just read) and
         answer with the names done — all asked for but those a pod still links to (asked again next time)."""
