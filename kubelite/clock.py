@@ -213,7 +213,8 @@ def timer(clock: Clock, seconds: float, callback: Callable[[], None], *, coarse:
 
 
 async def bounded(clock: Clock, work: Awaitable[T], seconds: float, *, coarse: bool = False) -> tuple[bool, T | None]:
-    """Run `work` for at most `seconds` of `clock` time: (finished, result); unfinished work is cancelled.
+    """Run `work` for at most `seconds` of `clock` time: (finished, result); unfinished work is cancelled — also
+    when the caller is (a stopped agent's requests must not go on without it, as asyncio.wait_for's do not).
     `coarse`: the limit is a timeout that may end the work up to TIMER_GRANULARITY late (see `timer`)."""
     task = asyncio.ensure_future(work)
     # asyncio.wait(FIRST_COMPLETED) by hand: no sets, no per-call closures over both — this runs for every
@@ -228,6 +229,9 @@ async def bounded(clock: Clock, work: Awaitable[T], seconds: float, *, coarse: b
     deadline = timer(clock, seconds, done, coarse=coarse)
     try:
         await first
+    except BaseException:
+        task.cancel()
+        raise
     finally:
         task.remove_done_callback(done)
         deadline.cancel()

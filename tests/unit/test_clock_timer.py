@@ -142,6 +142,22 @@ async def test_bounded_with_a_coarse_limit_times_out_within_one_bucket_late() ->
     assert waiting.done() and waiting.result() == (False, None)
 
 
+@pytest.mark.parametrize("coarse", [False, True], ids=["exact limit", "coarse limit"])
+async def test_bounded_cancels_its_work_when_its_caller_is_cancelled(coarse: bool) -> None:
+    """A caller cancelled while it waits (an agent stopped mid-request) takes its work with it: before, the work
+    ran on as an orphan task (a stopped agent's requests went on, and a simulation ended with leftover tasks)."""
+    clock = FakeClock()
+    never = asyncio.Event()
+    work = asyncio.ensure_future(never.wait())
+    caller = asyncio.ensure_future(bounded(clock, work, 10, coarse=coarse))
+    await clock.advance(1)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await asyncio.sleep(0)
+    assert work.cancelled()
+
+
 def test_coarse_timers_on_virtual_time_share_one_loop_timer_per_bucket() -> None:
     """Thousands of timeouts set and cancelled (an agent's API calls) leave at most one loop timer per bucket in
     asyncio's heap, where exact ones left one each; the live one still fires, not early."""
