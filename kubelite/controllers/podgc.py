@@ -19,10 +19,14 @@ state rather than a pod that vanished while Running.
 Upstream lists every pod each pass; here the pod handlers keep the candidates of each case (terminal
 pods, terminating pods, pods by node) so that a pass costs what it may delete and the number of nodes,
 not the number of pods (a simulation of thousands of pods per minute ran all four scans every 20 s).
+The terminal pods are also kept in deletion order (a heap), so that a cluster holding more than the
+threshold — every pass deletes a few of 12,500 — does not sort all of them every 20 s (13 % of a 5,000-node
+simulation's CPU once its finished pods reached the threshold).
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -55,7 +59,10 @@ def is_terminated(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
-def eviction_and_creation_order(pod: Obj) -> tuple[bool, str, str]:
+Order = tuple[bool, str, str]
+
+
+def eviction_and_creation_order(pod: Obj) -> Order:
     """byEvictionAndCreationTimestamp: evicted pods first, then the oldest, then by name."""
     status = pod.get("status") or {}
     evicted = status.get("phase") == "Failed" and status.get("reason") == "Evicted"
@@ -71,7 +78,8 @@ class PodGCController:
                                     Handlers(self._pod_seen, lambda old, new: self._pod_seen(new), self._pod_gone))
         self.nodes = shared_informer(client, clock, "/api/v1/nodes", Handlers())
         self.quarantine: dict[str, float] = {}  # missing node -> when (monotonic) to look it up
-        self._terminated: set[Key] = set()  # Succeeded or Failed
+        self._terminated: dict[Key, Order] = {}  # Succeeded or Failed -> its place in deletion order
+        self._deletion_order: list[tuple[Order, Key]] = []  # a heap of them (and stale entries: _first_terminated)
         self._terminating: set[Key] = set()  # with a deletionTimestamp
         self._bound: dict[str, set[Key]] = {}  # node name -> the pods bound to it
         self._node_of: dict[Key, str] = {}
@@ -80,7 +88,13 @@ class PodGCController:
 
     def _pod_seen(self, pod: Obj) -> None:
         key = key_of(pod)
-        _mark(self._terminated, key, is_terminated(pod))
+        if is_terminated(pod):
+            order = eviction_and_creation_order(pod)
+            if self._terminated.get(key) != order:
+                self._terminated[key] = order
+                heapq.heappush(self._deletion_order, (order, key))
+        else:
+            self._terminated.pop(key, None)
         _mark(self._terminating, key, bool(pod["metadata"].get("deletionTimestamp")))
         node = (pod.get("spec") or {}).get("nodeName") or ""
         if self._node_of.get(key, "") != node:
@@ -91,7 +105,7 @@ class PodGCController:
 
     def _pod_gone(self, pod: Obj) -> None:
         key = key_of(pod)
-        self._terminated.discard(key)
+        self._terminated.pop(key, None)
         self._terminating.discard(key)
         self._unbind(key)
 
@@ -102,6 +116,23 @@ class PodGCController:
             bound.discard(key)
             if not bound:
                 del self._bound[node]
+
+    def _first_terminated(self, count: int) -> list[Key]:
+        """The first `count` terminated pods in deletion order. Entries of pods no longer terminated (or gone, or
+        re-ordered) are dropped as they surface; the heap is rebuilt when those outnumber the live ones. The
+        pods returned stay in it: they are terminated until their deletion reaches the cache."""
+        heap = self._deletion_order
+        if len(heap) > 2 * len(self._terminated) + 64:
+            heap[:] = [(order, key) for key, order in self._terminated.items()]
+            heapq.heapify(heap)
+        first: list[tuple[Order, Key]] = []
+        while heap and len(first) < count:
+            order, key = entry = heapq.heappop(heap)
+            if self._terminated.get(key) == order:
+                first.append(entry)
+        for entry in first:
+            heapq.heappush(heap, entry)
+        return [key for _, key in first]
 
     def _cached(self, keys: Iterable[Key]) -> list[Obj]:
         """The cached pods of `keys`, in key order (a pass acts in the same order on every run)."""
@@ -123,7 +154,7 @@ class PodGCController:
         """One pass; each case is handed its candidates (each still checks every pod it is given)."""
         threshold = self.options.terminated_pod_gc_threshold
         if 0 < threshold < len(self._terminated):
-            await self.gc_terminated(self._cached(self._terminated))
+            await self.gc_terminated(len(self._terminated) - threshold)
         terminating = self._cached(self._terminating)
         await self.gc_terminating(terminating)
         existing = {key_of(n)[1] for n in self.nodes.store.values()}
@@ -131,14 +162,15 @@ class PodGCController:
                                             for k in keys))
         await self.gc_unscheduled_terminating(terminating)
 
-    async def gc_terminated(self, pods: list[Obj]) -> None:
-        terminated = [p for p in pods if is_terminated(p)]
-        excess = len(terminated) - self.options.terminated_pod_gc_threshold
-        if excess <= 0:
-            return
+    async def gc_terminated(self, excess: int) -> None:
+        """gcTerminated: the `excess` terminated pods beyond the threshold, first in byEvictionAndCreationTimestamp
+        order, are deleted."""
         log.info("garbage collecting %d terminated pods", excess)
-        for pod in sorted(terminated, key=eviction_and_creation_order)[:excess]:
-            await self._delete(pod)
+        store = self.pods.store
+        for key in self._first_terminated(excess):
+            pod = store.get(key)
+            if pod is not None and is_terminated(pod):
+                await self._delete(pod)
 
     async def gc_terminating(self, pods: list[Obj]) -> None:
         doomed = []

@@ -11,7 +11,7 @@ import pytest
 
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.client.informer import Key
-from kubelite.controllers.podgc import PodGCController, PodGCOptions, is_terminated
+from kubelite.controllers.podgc import PodGCController, PodGCOptions, eviction_and_creation_order, is_terminated
 from kubelite.testing.builders import make_pod
 from tests.controllers.fakecluster import Cluster, cluster, sync
 
@@ -89,6 +89,24 @@ async def test_gc_terminated_evicted_first(cluster: Cluster) -> None:
     await sync(ctrl.pods, ctrl.nodes)
     await ctrl.gc()
     assert _names(client) == ["c"]
+
+
+async def test_gc_terminated_deletes_what_a_sort_of_every_terminated_pod_picks(cluster: Cluster) -> None:
+    """The kept deletion order (a heap with stale entries) picks what upstream's sort of every terminated pod
+    picks, after pods were removed by someone else and one already terminated was evicted (re-ordered)."""
+    await cluster.node("node")
+    names = [f"p{i}" for i in range(8)]
+    await _pods(cluster, [(n, "Succeeded" if i % 2 else "Failed", "node") for i, n in enumerate(names)])
+    ctrl, client = _controller(cluster, 3)
+    await sync(ctrl.pods, ctrl.nodes)
+    await cluster.client.delete(f"{PODS}/p0", {"gracePeriodSeconds": 0})
+    await cluster.client.patch(f"{PODS}/p6/status", {"status": {"reason": "Evicted"}})
+    await sync(ctrl.pods)
+    terminated = [p for p in ctrl.pods.store.values() if is_terminated(p)]
+    expected = sorted(terminated, key=eviction_and_creation_order)[:len(terminated) - 3]
+    await ctrl.gc()
+    assert [name for name, _ in client.deleted] == [p["metadata"]["name"] for p in expected] == [
+        "p6", "p1", "p2", "p3"]
 
 
 @pytest.mark.parametrize(("pods", "node_exists", "quarantine_over", "deleted"), [
@@ -220,5 +238,5 @@ async def test_candidates_follow_each_pods_changes(cluster: Cluster, steps: list
             await cluster.client.delete(f"{PODS}/{name}")
         await sync(ctrl.pods)
         terminated, terminating, nodes = _scanned(ctrl)
-        assert (ctrl._terminated, ctrl._terminating, ctrl._node_of) == (terminated, terminating, nodes), action
+        assert (set(ctrl._terminated), ctrl._terminating, ctrl._node_of) == (terminated, terminating, nodes), action
         assert ctrl._bound == {n: {k for k, m in nodes.items() if m == n} for n in set(nodes.values())}
