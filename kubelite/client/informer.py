@@ -112,31 +112,34 @@ class Informer:
         yield from sorted(self._indices[name].get(value, ()))
 
     def add(self, obj: Obj) -> Obj | None:
-        """Put `obj` in the cache (indexes included) without calling handlers; returns what it replaced."""
+        """Put `obj` in the cache (indexes included) without calling handlers; returns what it replaced.
+
+        An update re-files the key only in the index buckets whose values changed (a pod's namespace and node
+        stay put, watch event after watch event): upkeep per event without a set made or emptied."""
         key = key_of(obj)
-        old = self.remove(key)
-        self.store[key] = obj
-        for name in self._indexers:
-            self._index(name, key, obj)
+        store = self.store
+        old = store.pop(key, None)
+        store[key] = obj  # re-inserted: the cache iterates in the order of last change, as it always has
+        for name, fn in self._indexers.items():
+            index = self._indices[name]
+            values = _values(fn, obj)
+            if old is not None:
+                before = _values(fn, old)
+                if before == values:
+                    continue
+                _unfile(index, key, before)
+            _file(index, key, values)
         return old
 
     def remove(self, key: Key) -> Obj | None:
         old = self.store.pop(key, None)
         if old is not None:
             for name, fn in self._indexers.items():
-                index = self._indices[name]
-                for value in _values(fn, old):
-                    bucket = index.get(value)
-                    if bucket is not None:
-                        bucket.discard(key)
-                        if not bucket:
-                            del index[value]
+                _unfile(self._indices[name], key, _values(fn, old))
         return old
 
     def _index(self, name: str, key: Key, obj: Obj) -> None:
-        index = self._indices[name]
-        for value in _values(self._indexers[name], obj):
-            index.setdefault(value, set()).add(key)
+        _file(self._indices[name], key, _values(self._indexers[name], obj))
 
     # --- handlers --------------------------------------------------------------------------------
 
@@ -221,6 +224,26 @@ class Informer:
                 self._notify(self.handlers.on_add, obj)
             else:
                 self._notify(self.handlers.on_update, old, obj)
+
+
+def _file(index: dict[str, set[Key]], key: Key, values: list[str]) -> None:
+    """Put `key` in the buckets of `values` (a bucket made only when it is new)."""
+    for value in values:
+        bucket = index.get(value)
+        if bucket is None:
+            index[value] = {key}
+        else:
+            bucket.add(key)
+
+
+def _unfile(index: dict[str, set[Key]], key: Key, values: list[str]) -> None:
+    """Take `key` out of the buckets of `values`, dropping a bucket it leaves empty."""
+    for value in values:
+        bucket = index.get(value)
+        if bucket is not None:
+            bucket.discard(key)
+            if not bucket:
+                del index[value]
 
 
 def _values(fn: IndexFunc, obj: Obj) -> list[str]:

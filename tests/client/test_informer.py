@@ -52,6 +52,11 @@ INDEX_CASES = [
     pytest.param([ev("ADDED", pod("a", 2))], NODE_NAME_INDEX, "", [], id="unbound pod in no node bucket"),
     pytest.param([ev("ADDED", pod("a", 2)), ev("MODIFIED", pod("a", 3, node="n2"))], NODE_NAME_INDEX, "n2", ["a"],
                  id="binding moves the pod into its node's bucket"),
+    pytest.param([ev("ADDED", pod("a", 2, node="n1")), ev("MODIFIED", pod("a", 3, node="n1"))], NODE_NAME_INDEX,
+                 "n1", ["a"], id="an update on the same node keeps the pod in its bucket"),
+    pytest.param([ev("ADDED", pod("a", 2, node="n1")), ev("ADDED", pod("b", 3, node="n1")),
+                  ev("MODIFIED", pod("a", 4, node="n2"))], NODE_NAME_INDEX, "n1", ["b"],
+                 id="moving to another node leaves the old bucket"),
     pytest.param([ev("ADDED", pod("a", 2, node="n1")), ev("DELETED", pod("a", 3, node="n1"))], NODE_NAME_INDEX,
                  "n1", [], id="delete empties the bucket"),
     pytest.param([ev("ADDED", pod("a", 2, ns="x")), ev("ADDED", pod("b", 3, ns="y"))], NAMESPACE_INDEX, "y", ["b"],
@@ -89,6 +94,16 @@ def test_add_index_indexes_objects_already_cached() -> None:
     inf.add(pod("a", 1, node="n1"))
     inf.add_index(NODE_NAME_INDEX, by_node_name)
     assert inf.by_index(NODE_NAME_INDEX, "n1") == [pod("a", 1, node="n1")]
+
+
+def test_an_updated_object_moves_to_the_end_of_the_cache_order() -> None:
+    """The cache iterates in the order of last change (components list from it: a scheduler's node order, a
+    simulation's event log), however the indexes are kept."""
+    inf = informer(ScriptedClient([], []))
+    for obj in (pod("a", 1, node="n1"), pod("b", 2, node="n1"), pod("a", 3, node="n1")):
+        inf.add(obj)
+    assert list(inf.store) == [("default", "b"), ("default", "a")]
+    assert [o["metadata"]["resourceVersion"] for o in inf.by_index(NODE_NAME_INDEX, "n1")] == ["3", "2"]
 
 
 def test_index_errors() -> None:
