@@ -104,7 +104,10 @@ class Strategy:
 
     # update of the status subresource: only status changes
     def prepare_status_update(self, new: Obj, old: Obj) -> Obj:
-        out = copy_obj(old)  # `old` is the registry's own copy, decoded from JSON
+        # `old` is the registry's own copy for this attempt (Registry.guaranteed_update), read after this but never
+        # written: the new object may share its unchanged parts, so a top-level copy does (a deep one was a fifth
+        # of a pod status PATCH). What replaces them below is the caller's own.
+        out = dict(old)
         out["metadata"] = new.get("metadata", out["metadata"])
         if "status" in new:
             out["status"] = new["status"]
