@@ -26,7 +26,7 @@ from kubelite.apiserver.registry import STRATEGIES
 from kubelite.apiserver.registry.base import Obj, Resource, Strategy
 from kubelite.apiserver.registry.core import NAMESPACES
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
-from kubelite.store.interface import KeyExists, KeyNotFound, RevisionMismatch, Store
+from kubelite.store.interface import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Store
 
 MAX_OBJECT_BYTES = 1536 * 1024  # etcd's --max-request-bytes default
 LAST_TIMESTAMP = 253402300799.0  # 9999-12-31T23:59:59Z
@@ -157,8 +157,9 @@ class Registry:
                 raise errors.already_exists(resource.plural, meta["name"], resource.group)
             return obj
         for _ in range(5):
+            key = resource.key(namespace, meta["name"])
             try:
-                kv = await self.store.create(resource.key(namespace, meta["name"]), encode(obj))
+                kv = await self._write(key, obj)
                 break
             except KeyExists:
                 if not generate:
@@ -166,8 +167,21 @@ class Registry:
                 meta["name"] = meta["generateName"] + _generated_suffix()
         else:
             raise errors.already_exists(resource.plural, meta["name"], resource.group)
-        await self.caches.wait_for(kv.mod_revision)
         return _with_rv(obj, kv.mod_revision)
+
+    async def _write(self, key: str, obj: Obj, expected: int | None = None) -> KeyValue:
+        """Store `obj` at `key` (created, or updated from revision `expected`) and wait until the watch cache has
+        it, so the writer reads its own write. The cache keeps `obj` itself (`Caches.adopt`): the registry's objects
+        are its own copies and plain JSON values, and nothing changes them after this but their resourceVersion."""
+        data = encode(obj)
+        self.caches.adopt(key, data, obj)
+        try:
+            kv = await (self.store.create(key, data) if expected is None else
+                        self.store.update(key, data, expected))
+            await self.caches.wait_for(kv.mod_revision)
+        finally:
+            self.caches.forget(key, data)
+        return kv
 
     @staticmethod
     def check_types(resource: Resource, obj: Obj, patch: bool = False) -> None:
@@ -204,15 +218,14 @@ class Registry:
                 return new
             if self._should_delete_during_update(new):
                 return await self._delete_now(resource, new)
+            key, expected = resource.key(namespace, name), int(cur["metadata"]["resourceVersion"])
             try:
-                kv = await self.store.update(resource.key(namespace, name), encode(new),
-                                             int(cur["metadata"]["resourceVersion"]))
+                kv = await self._write(key, new, expected)
             except RevisionMismatch:
                 cur = await self._fresh(resource, namespace, name)
                 continue
             except KeyNotFound:
                 raise errors.not_found(resource.plural, name, resource.group) from None
-            await self.caches.wait_for(kv.mod_revision)
             return _with_rv(new, kv.mod_revision)
         raise errors.stale(resource.plural, name, resource.group)
 
@@ -328,9 +341,8 @@ class Registry:
             try:
                 if new is None:
                     return await self._delete_now(resource, cur), True
-                kv = await self.store.update(resource.key(namespace, name), encode(new),
-                                             int(meta["resourceVersion"]))
-                await self.caches.wait_for(kv.mod_revision)
+                key, expected = resource.key(namespace, name), int(meta["resourceVersion"])
+                kv = await self._write(key, new, expected)
                 return _with_rv(new, kv.mod_revision), False
             except RevisionMismatch:
                 await self.caches.wait_for(self.store.revision)
