@@ -203,14 +203,17 @@ class Registry:
     # --- update ----------------------------------------------------------------------------------
 
     async def guaranteed_update(self, resource: Resource, namespace: str, name: str, mutate: Mutate,
-                                dry_run: bool = False) -> Obj:
+                                dry_run: bool = False, reads_only: bool = False) -> Obj:
         """Read, mutate, compare-and-swap; on a lost race re-read from the store and try again.
 
-        `mutate` raises a Conflict itself when the client pinned a resourceVersion.
+        `mutate` raises a Conflict itself when the client pinned a resourceVersion. It is given a copy of the
+        current object to change, or with `reads_only` (a mutation that never writes into its argument, though
+        what it returns may share parts of it) the watch cache's object itself: a deep copy less per update.
+        Cached objects are never changed in place, so sharing their parts is safe.
         """
         cur = self.current(resource, namespace, name)
         for _ in range(MAX_RETRIES):
-            new = mutate(copy_obj(cur))
+            new = mutate(cur if reads_only else copy_obj(cur))
             new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
             if new == cur:
                 return cur
@@ -237,6 +240,8 @@ class Registry:
 
     def _update_mutation(self, resource: Resource, body: Obj, subresource: str,
                          warnings: builtins.list[str] | None = None) -> Mutate:
+        """The mutation of an update to `body`: reads the current object, never writes into it (`reads_only`);
+        the strategies' hooks read theirs (`old`) alike."""
         strategy = self.strategies[resource]
         pinned = str(body.get("metadata", {}).get("resourceVersion") or "")
 
@@ -287,7 +292,8 @@ class Registry:
                      dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
         self.check_types(resource, body)
         return await self.guaranteed_update(resource, namespace, name,
-                                            self._update_mutation(resource, body, subresource, warnings), dry_run)
+                                            self._update_mutation(resource, body, subresource, warnings), dry_run,
+                                            reads_only=True)
 
     async def patch(self, resource: Resource, namespace: str, name: str, apply_patch: Callable[[Obj], Obj],
                     subresource: str = "", dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
@@ -305,7 +311,7 @@ class Registry:
             patched["metadata"].pop("resourceVersion", None)
             return self._update_mutation(resource, patched, subresource, warnings)(cur)
 
-        return await self.guaranteed_update(resource, namespace, name, mutate, dry_run)
+        return await self.guaranteed_update(resource, namespace, name, mutate, dry_run, reads_only=True)
 
     # --- delete ----------------------------------------------------------------------------------
 
