@@ -121,3 +121,37 @@ async def test_the_memory_store_s_writes_are_not_decoded_again(monkeypatch: pyte
     finally:
         await server.stop()
         await store.close()
+
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+_TEMPLATE = {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+# Updates of kinds whose strategies read the old object in their own ways (status kept or replaced, spec kept,
+# allocated fields carried over): none may write into the object the watch cache held before.
+UPDATES = [
+    Write("namespace created", lambda c: c.create("/api/v1/namespaces", {"metadata": {"name": "ns"}})),
+    Write("namespace labels patched (its spec is kept from the old one)", lambda c: c.patch(
+        "/api/v1/namespaces/ns", {"metadata": {"labels": {"a": "b"}}})),
+    Write("service created", lambda c: c.create("/api/v1/namespaces/default/services", {
+        "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}], "selector": {"app": "d"}}})),
+    Write("service updated (its cluster IP is carried over)", lambda c: c.patch(
+        "/api/v1/namespaces/default/services/s", {"spec": {"ports": [{"port": 81}]}}, STRATEGIC)),
+    Write("deployment created", lambda c: c.create(DEPLOYMENTS, {"metadata": {"name": "d"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": _TEMPLATE}})),
+    Write("deployment status patched", lambda c: c.patch(f"{DEPLOYMENTS}/d/status", {"status": {"replicas": 1}})),
+    Write("deployment spec patched (its status is kept)", lambda c: c.patch(f"{DEPLOYMENTS}/d", {
+        "spec": {"replicas": 2}})),
+    Write("pod created", lambda c: c.create(PODS, _pod("q"))),
+    Write("pod labels patched", lambda c: c.patch(f"{PODS}/q", {"metadata": {"labels": {"app": "b"}}})),
+    Write("pod status patched", lambda c: c.patch(f"{PODS}/q/status", {"status": {"phase": "Running"}}, STRATEGIC)),
+]
+
+
+async def test_no_write_changes_the_objects_the_cache_held_before(served: tuple[ApiServer, Store]) -> None:
+    server, _ = served
+    client = InProcessClient(server)
+    for write in UPDATES:
+        held = [(o, orjson.dumps(o)) for c in server.caches.by_resource.values() for o in c.list()]
+        await write.call(client)
+        changed = [o["metadata"]["name"] for o, before in held if orjson.dumps(o) != before]
+        assert changed == [], write.name
