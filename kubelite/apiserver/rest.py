@@ -239,9 +239,10 @@ class Registry:
             not (obj.get("spec") or {}).get("finalizers") and meta.get("deletionGracePeriodSeconds") == 0
 
     def _update_mutation(self, resource: Resource, body: Obj, subresource: str,
-                         warnings: builtins.list[str] | None = None) -> Mutate:
+                         warnings: builtins.list[str] | None = None, owned: bool = False) -> Mutate:
         """The mutation of an update to `body`: reads the current object, never writes into it (`reads_only`);
-        the strategies' hooks read theirs (`old`) alike."""
+        the strategies' hooks read theirs (`old`) alike. The new object is a copy of `body`, or with `owned` (a
+        body made for this one attempt, sharing nothing the attempt must not change) `body` itself."""
         strategy = self.strategies[resource]
         pinned = str(body.get("metadata", {}).get("resourceVersion") or "")
 
@@ -257,7 +258,7 @@ class Registry:
             if meta.get("name", name) != name:
                 raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
                                          f"the URL ({name})")
-            new = copy_obj(body)
+            new = body if owned else copy_obj(body)
             new["apiVersion"], new["kind"] = resource.group_version, resource.kind
             for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                           "deletionGracePeriodSeconds", "generation", "resourceVersion"):
@@ -296,11 +297,18 @@ class Registry:
                                             reads_only=True)
 
     async def patch(self, resource: Resource, namespace: str, name: str, apply_patch: Callable[[Obj], Obj],
-                    subresource: str = "", dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
-        """Apply a patch to the current object and store it as an update (no-op patches write nothing)."""
+                    subresource: str = "", dry_run: bool = False, warnings: builtins.list[str] | None = None,
+                    copies: bool = False, fresh: bool = False) -> Obj:
+        """Apply a patch to the current object and store it as an update (no-op patches write nothing).
+
+        `apply_patch` is given a copy of the current object, or with `copies` (it copies what it is given before
+        changing any of it: strategic merge and JSON patch) the watch cache's object itself. With `fresh` (what it
+        returns shares no part with anything but what it is given: JSON merge patch), what it returns from that
+        copy becomes the new object as it is, not copied again. Either saves one deep copy of the object.
+        """
 
         def mutate(cur: Obj) -> Obj:
-            patched = apply_patch(copy_obj(cur))
+            patched = apply_patch(cur if copies else copy_obj(cur))
             if isinstance(patched, dict):
                 self.check_types(resource, patched, patch=True)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
@@ -309,7 +317,7 @@ class Registry:
             if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
                 raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
             patched["metadata"].pop("resourceVersion", None)
-            return self._update_mutation(resource, patched, subresource, warnings)(cur)
+            return self._update_mutation(resource, patched, subresource, warnings, fresh and not copies)(cur)
 
         return await self.guaranteed_update(resource, namespace, name, mutate, dry_run, reads_only=True)
 
