@@ -127,9 +127,7 @@ def warm(model: str) -> None:
     if model and model not in _warmed:
         _warmed.add(model)
         for f in fields(model).values():
-            t: FieldType | None = f.type
-            while t is not None and t.kind in ("list", "map"):
-                t = t.item
+            t = innermost(f.type)
             if t is not None and t.kind == "model":
                 warm(t.model)
 
@@ -180,17 +178,22 @@ def _walk(value: Any, typ: FieldType, path: str, unknown: list[str]) -> None:
                 _walk(item, typ.item, f"{path}[{k}]", unknown)
 
 
-def _holds_model(t: FieldType | None) -> bool:
+def innermost(t: FieldType | None) -> FieldType | None:
+    """The element type of lists and maps (of lists and maps...) of `t`; `t` itself when it is neither."""
     while t is not None and t.kind in ("list", "map"):
         t = t.item
-    return t is not None and t.kind == "model"
+    return t
 
 
 @cache
 def _prunable(model: str) -> dict[str, FieldType | None]:
     """Each field of `model` → its type when its values can hold fields to prune (a model, or lists and maps of
     models), else None: the walk steps into those only."""
-    return {name: f.type if _holds_model(f.type) else None for name, f in fields(model).items()}
+    out: dict[str, FieldType | None] = {}
+    for name, f in fields(model).items():
+        inner = innermost(f.type)
+        out[name] = f.type if inner is not None and inner.kind == "model" else None
+    return out
 
 
 def duplicate_fields(body: bytes) -> list[str]:
