@@ -59,7 +59,8 @@ class Write:
 WRITES = [
     Write("create", lambda c: c.create(PODS, _pod("p"))),
     Write("create with generateName", lambda c: c.create(PODS, {**_pod(""), "metadata": {"generateName": "g-"}})),
-    Write("create of a lease", lambda c: c.create(LEASES, {"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}})),
+    Write("create of a lease", lambda c: c.create(LEASES, {"metadata": {"name": "l"},
+                                                           "spec": {"holderIdentity": "a"}})),
     Write("merge patch", lambda c: c.patch(f"{LEASES}/l", {"spec": {"leaseDurationSeconds": 40}})),
     Write("strategic merge patch of status", lambda c: c.patch(f"{PODS}/p/status", {"status": {
         "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}, STRATEGIC)),
