@@ -270,6 +270,9 @@ class Caches:
         # revision (with hundreds of writes in flight, that scan was an eighth of a create's cost).
         self._waited: list[int] = []
         self._task: asyncio.Task[None] | None = None
+        # Store key → (value, object) of a write this server is making (`adopt`): its event is put in the cache as
+        # that object instead of decoding the value again.
+        self._adopted: dict[str, tuple[bytes, Obj]] = {}
 
     def __getitem__(self, resource: Resource) -> ResourceCache:
         return self.by_resource[resource]
@@ -328,18 +331,40 @@ class Caches:
         self._advance(listed.revision)
         return listed.revision
 
+    def adopt(self, key: str, value: bytes, obj: Obj) -> None:
+        """The registry is writing `value` (the encoding of `obj`, which nothing changes hereafter but its
+        resourceVersion) at `key`: when the store's event carries that very value, the cache keeps `obj`
+        itself instead of decoding the value into an equal copy (a decode per write: 2 µs for a Lease, 8 for a pod).
+        The writer calls `forget` once its write is acknowledged and seen, or failed."""
+        self._adopted[key] = (value, obj)
+
+    def forget(self, key: str, value: bytes) -> None:
+        entry = self._adopted.get(key)
+        if entry is not None and entry[0] is value:
+            del self._adopted[key]
+
+    def _object(self, kv: KeyValue) -> Obj:
+        """The event's object: the writer's own (`adopt`) when the event carries its value, else decoded."""
+        entry = self._adopted.get(kv.key)
+        if entry is None or entry[0] is not kv.value:  # identity: the store handed back the bytes it was given
+            return decode(kv)
+        obj = entry[1]
+        obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+        return obj
+
     def apply(self, ev: Event) -> None:
         if ev.type is EventType.PROGRESS:  # a bookmark: the cache is current up to its revision
             self._advance(ev.revision)
             return
         cache = self._route(ev.kv.key)
         if cache is not None:
-            obj = decode(ev.kv)
             if ev.type is EventType.DELETE:
+                obj = decode(ev.kv)
                 cache.remove(obj)
                 prev = decode(ev.prev) if ev.prev is not None else None
                 cev = CachedEvent("DELETED", obj, prev, ev.revision, cache.resource)
             else:
+                obj = self._object(ev.kv)
                 prev = cache.put(obj)
                 cev = CachedEvent("MODIFIED" if prev is not None else "ADDED", obj, prev, ev.revision,
                                   cache.resource)

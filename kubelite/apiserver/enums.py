@@ -93,9 +93,7 @@ def _reaches(model: str) -> bool:
         for name, field in schema.fields(model).items():
             if (model, name) in ENUMS:
                 return True
-            t: FieldType | None = field.type
-            while t is not None and t.kind in ("list", "map"):
-                t = t.item
+            t = schema.innermost(field.type)
             if t is not None and t.kind == "model" and t.model not in _visiting and _reaches(t.model):
                 return True
         return False

@@ -252,8 +252,10 @@ class ResourceHandlers:
             return out
 
         admitted: list[str] = []
+        # JSON patch and strategic merge copy the object first; a merge patch builds new maps along its own paths and
+        # copies its lists, so its result shares nothing with the patch document (reused if the update is retried)
         patched = await self.registry.patch(r, target.namespace, target.name, apply, target.subresource, dry_run,
-                                            admitted)
+                                            admitted, copies=ctype != MERGE_PATCH, fresh=ctype == MERGE_PATCH)
         return respond(patched, 200, warnings + admitted)
 
     async def _apply(self, request: web.Request, target: Target, doc: Any, dry_run: bool) -> web.StreamResponse:
@@ -272,7 +274,7 @@ class ResourceHandlers:
         admitted: list[str] = []
         patched = await self.registry.patch(r, target.namespace, target.name,
                                             lambda cur: patch.strategic_merge_patch(cur, doc, r.kind),
-                                            target.subresource, dry_run, admitted)
+                                            target.subresource, dry_run, admitted, copies=True)
         return respond(patched, 200, warnings + admitted)
 
     async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:

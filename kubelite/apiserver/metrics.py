@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client import disable_created_metrics as _disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -141,9 +141,8 @@ class ApiServerMetrics:
         self.durations = Histogram("apiserver_request_duration_seconds", "Response latency distribution in seconds "
                                    "for each verb, dry run value, group, version, resource, subresource, scope and "
                                    "component.", REQUEST_LABELS, buckets=DURATION_BUCKETS, registry=self.registry)
-        self.inflight = Gauge("apiserver_current_inflight_requests", "Number of requests currently being served "
-                              "by this apiserver, per request kind.", ["request_kind"], registry=self.registry)
-        self._kinds = {kind: self.inflight.labels(kind) for kind in ("readOnly", "mutating")}
+        self.inflight = _Inflight()
+        self.registry.register(self.inflight)
         self.registry.register(_StorageObjects(caches))
         self.included: list[CollectorRegistry] = []
         # (labels, code) → its counter and histogram children: prometheus_client's labels() lookup costs more than
@@ -156,10 +155,11 @@ class ApiServerMetrics:
 
     async def measure(self, request: web.Request, inner: Inner, handler: Handler) -> web.StreamResponse:
         info = info_of(request)
-        gauge = None if info.verb == "WATCH" else self._kinds["mutating" if info.verb in _MUTATING or
-                                                             info.verb == "APPLY" else "readOnly"]
-        if gauge is not None:
-            gauge.inc()
+        kind = None if info.verb == "WATCH" else "mutating" if info.verb in _MUTATING or info.verb == "APPLY" \
+            else "readOnly"
+        counts = self.inflight.counts
+        if kind is not None:
+            counts[kind] += 1
         started = self.clock.monotonic()
         code = 0
         try:
@@ -176,8 +176,8 @@ class ApiServerMetrics:
             code = 200 if info.verb == "WATCH" else 0  # a watch ends when its client goes; others did not finish
             raise
         finally:
-            if gauge is not None:
-                gauge.dec()
+            if kind is not None:
+                counts[kind] -= 1
             if code:
                 self.record(info, code, self.clock.monotonic() - started)
 
@@ -194,6 +194,22 @@ class ApiServerMetrics:
     def response(self) -> web.Response:
         body = b"".join(generate_latest(r) for r in (self.registry, *self.included))
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+class _Inflight(Collector):
+    """`apiserver_current_inflight_requests{request_kind}`: plain counts, read when scraped. A labelled Gauge takes
+    a lock for each inc and dec, twice per request, for a value only a scrape reads (the server's requests are
+    served on one event loop)."""
+
+    def __init__(self) -> None:
+        self.counts = {"readOnly": 0, "mutating": 0}
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily("apiserver_current_inflight_requests", "Number of requests currently being "
+                                   "served by this apiserver, per request kind.", labels=["request_kind"])
+        for kind, count in self.counts.items():
+            family.add_metric([kind], count)
+        yield family
 
 
 class _StorageObjects(Collector):

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import orjson
@@ -53,8 +51,27 @@ def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
                 stack.append((child, depth + 1))
 
 
-@contextmanager
-def headroom() -> Iterator[None]:
+class _Headroom:
+    """The context manager `headroom()` returns: entering raises the recursion limit if it is lower than needed.
+
+    One shared instance with plain methods, not a generator-based context manager: every merge and strategic
+    merge patch enters it, and `contextlib`'s generator machinery cost 1-2 µs per use to do nothing on exit.
+    """
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        if sys.getrecursionlimit() < _RECURSION_LIMIT:
+            sys.setrecursionlimit(_RECURSION_LIMIT)
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_HEADROOM = _Headroom()
+
+
+def headroom() -> _Headroom:
     """Make sure the recursion limit allows walking a document of MAX_DEPTH levels, for the block's duration.
 
     The limit is raised once for the process and never lowered again: it is shared by every thread (large
@@ -62,9 +79,7 @@ def headroom() -> Iterator[None]:
     walk. Python 3.11 runs Python-to-Python calls without growing the C stack, so the higher limit costs
     frame memory only, a few hundred KiB at worst.
     """
-    if sys.getrecursionlimit() < _RECURSION_LIMIT:
-        sys.setrecursionlimit(_RECURSION_LIMIT)
-    yield
+    return _HEADROOM
 
 
 def dumps(value: Any) -> bytes:

@@ -26,7 +26,7 @@ from kubelite.apiserver.registry import STRATEGIES
 from kubelite.apiserver.registry.base import Obj, Resource, Strategy
 from kubelite.apiserver.registry.core import NAMESPACES
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
-from kubelite.store.interface import KeyExists, KeyNotFound, RevisionMismatch, Store
+from kubelite.store.interface import KeyExists, KeyNotFound, KeyValue, RevisionMismatch, Store
 
 MAX_OBJECT_BYTES = 1536 * 1024  # etcd's --max-request-bytes default
 LAST_TIMESTAMP = 253402300799.0  # 9999-12-31T23:59:59Z
@@ -157,8 +157,9 @@ class Registry:
                 raise errors.already_exists(resource.plural, meta["name"], resource.group)
             return obj
         for _ in range(5):
+            key = resource.key(namespace, meta["name"])
             try:
-                kv = await self.store.create(resource.key(namespace, meta["name"]), encode(obj))
+                kv = await self._write(key, obj)
                 break
             except KeyExists:
                 if not generate:
@@ -166,8 +167,21 @@ class Registry:
                 meta["name"] = meta["generateName"] + _generated_suffix()
         else:
             raise errors.already_exists(resource.plural, meta["name"], resource.group)
-        await self.caches.wait_for(kv.mod_revision)
         return _with_rv(obj, kv.mod_revision)
+
+    async def _write(self, key: str, obj: Obj, expected: int | None = None) -> KeyValue:
+        """Store `obj` at `key` (created, or updated from revision `expected`) and wait until the watch cache has
+        it, so the writer reads its own write. The cache keeps `obj` itself (`Caches.adopt`): the registry's objects
+        are its own copies and plain JSON values, and nothing changes them after this but their resourceVersion."""
+        data = encode(obj)
+        self.caches.adopt(key, data, obj)
+        try:
+            kv = await (self.store.create(key, data) if expected is None else
+                        self.store.update(key, data, expected))
+            await self.caches.wait_for(kv.mod_revision)
+        finally:
+            self.caches.forget(key, data)
+        return kv
 
     @staticmethod
     def check_types(resource: Resource, obj: Obj, patch: bool = False) -> None:
@@ -189,14 +203,17 @@ class Registry:
     # --- update ----------------------------------------------------------------------------------
 
     async def guaranteed_update(self, resource: Resource, namespace: str, name: str, mutate: Mutate,
-                                dry_run: bool = False) -> Obj:
+                                dry_run: bool = False, reads_only: bool = False) -> Obj:
         """Read, mutate, compare-and-swap; on a lost race re-read from the store and try again.
 
-        `mutate` raises a Conflict itself when the client pinned a resourceVersion.
+        `mutate` raises a Conflict itself when the client pinned a resourceVersion. It is given a copy of the
+        current object to change, or with `reads_only` (a mutation that never writes into its argument, though
+        what it returns may share parts of it) the watch cache's object itself: a deep copy less per update.
+        Cached objects are never changed in place, so sharing their parts is safe.
         """
         cur = self.current(resource, namespace, name)
         for _ in range(MAX_RETRIES):
-            new = mutate(copy_obj(cur))
+            new = mutate(cur if reads_only else copy_obj(cur))
             new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
             if new == cur:
                 return cur
@@ -204,15 +221,14 @@ class Registry:
                 return new
             if self._should_delete_during_update(new):
                 return await self._delete_now(resource, new)
+            key, expected = resource.key(namespace, name), int(cur["metadata"]["resourceVersion"])
             try:
-                kv = await self.store.update(resource.key(namespace, name), encode(new),
-                                             int(cur["metadata"]["resourceVersion"]))
+                kv = await self._write(key, new, expected)
             except RevisionMismatch:
                 cur = await self._fresh(resource, namespace, name)
                 continue
             except KeyNotFound:
                 raise errors.not_found(resource.plural, name, resource.group) from None
-            await self.caches.wait_for(kv.mod_revision)
             return _with_rv(new, kv.mod_revision)
         raise errors.stale(resource.plural, name, resource.group)
 
@@ -223,7 +239,10 @@ class Registry:
             not (obj.get("spec") or {}).get("finalizers") and meta.get("deletionGracePeriodSeconds") == 0
 
     def _update_mutation(self, resource: Resource, body: Obj, subresource: str,
-                         warnings: builtins.list[str] | None = None) -> Mutate:
+                         warnings: builtins.list[str] | None = None, owned: bool = False) -> Mutate:
+        """The mutation of an update to `body`: reads the current object, never writes into it (`reads_only`);
+        the strategies' hooks read theirs (`old`) alike. The new object is a copy of `body`, or with `owned` (a
+        body made for this one attempt, sharing nothing the attempt must not change) `body` itself."""
         strategy = self.strategies[resource]
         pinned = str(body.get("metadata", {}).get("resourceVersion") or "")
 
@@ -239,7 +258,7 @@ class Registry:
             if meta.get("name", name) != name:
                 raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
                                          f"the URL ({name})")
-            new = copy_obj(body)
+            new = body if owned else copy_obj(body)
             new["apiVersion"], new["kind"] = resource.group_version, resource.kind
             for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                           "deletionGracePeriodSeconds", "generation", "resourceVersion"):
@@ -274,14 +293,22 @@ class Registry:
                      dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
         self.check_types(resource, body)
         return await self.guaranteed_update(resource, namespace, name,
-                                            self._update_mutation(resource, body, subresource, warnings), dry_run)
+                                            self._update_mutation(resource, body, subresource, warnings), dry_run,
+                                            reads_only=True)
 
     async def patch(self, resource: Resource, namespace: str, name: str, apply_patch: Callable[[Obj], Obj],
-                    subresource: str = "", dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
-        """Apply a patch to the current object and store it as an update (no-op patches write nothing)."""
+                    subresource: str = "", dry_run: bool = False, warnings: builtins.list[str] | None = None,
+                    copies: bool = False, fresh: bool = False) -> Obj:
+        """Apply a patch to the current object and store it as an update (no-op patches write nothing).
+
+        `apply_patch` is given a copy of the current object, or with `copies` (it copies what it is given before
+        changing any of it: strategic merge and JSON patch) the watch cache's object itself. With `fresh` (what it
+        returns shares no part with anything but what it is given: JSON merge patch), what it returns from that
+        copy becomes the new object as it is, not copied again. Either saves one deep copy of the object.
+        """
 
         def mutate(cur: Obj) -> Obj:
-            patched = apply_patch(copy_obj(cur))
+            patched = apply_patch(cur if copies else copy_obj(cur))
             if isinstance(patched, dict):
                 self.check_types(resource, patched, patch=True)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
@@ -290,9 +317,9 @@ class Registry:
             if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
                 raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
             patched["metadata"].pop("resourceVersion", None)
-            return self._update_mutation(resource, patched, subresource, warnings)(cur)
+            return self._update_mutation(resource, patched, subresource, warnings, fresh and not copies)(cur)
 
-        return await self.guaranteed_update(resource, namespace, name, mutate, dry_run)
+        return await self.guaranteed_update(resource, namespace, name, mutate, dry_run, reads_only=True)
 
     # --- delete ----------------------------------------------------------------------------------
 
@@ -328,9 +355,8 @@ class Registry:
             try:
                 if new is None:
                     return await self._delete_now(resource, cur), True
-                kv = await self.store.update(resource.key(namespace, name), encode(new),
-                                             int(meta["resourceVersion"]))
-                await self.caches.wait_for(kv.mod_revision)
+                key, expected = resource.key(namespace, name), int(meta["resourceVersion"])
+                kv = await self._write(key, new, expected)
                 return _with_rv(new, kv.mod_revision), False
             except RevisionMismatch:
                 await self.caches.wait_for(self.store.revision)

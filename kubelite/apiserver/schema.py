@@ -127,9 +127,7 @@ def warm(model: str) -> None:
     if model and model not in _warmed:
         _warmed.add(model)
         for f in fields(model).values():
-            t: FieldType | None = f.type
-            while t is not None and t.kind in ("list", "map"):
-                t = t.item
+            t = innermost(f.type)
             if t is not None and t.kind == "model":
                 warm(t.model)
 
@@ -149,23 +147,53 @@ def prune_unknown(obj: Any, model: str) -> list[str]:
 
 
 def _walk(value: Any, typ: FieldType, path: str, unknown: list[str]) -> None:
-    if typ.kind == "list" and isinstance(value, list):
-        assert typ.item is not None
-        for i, item in enumerate(value):
-            _walk(item, typ.item, f"{path}[{i}]", unknown)
-    elif typ.kind == "map" and isinstance(value, dict):
+    """Prune `value` (of type `typ`, at `path`) in place. Only values that can hold a model's fields are walked
+    (`_prunable`): a map of strings (labels, annotations) or a list of them has nothing to prune, and walking
+    every such entry was most of the cost of pruning a pod (every status PATCH prunes the whole pod)."""
+    kind = typ.kind
+    if kind == "model":
+        if isinstance(value, dict):
+            known = _prunable(typ.model)
+            unknown_keys = []
+            for key, child in value.items():
+                if key not in known:
+                    unknown.append(f"{path}.{key}" if path else key)
+                    unknown_keys.append(key)
+                    continue
+                child_type = known[key]
+                if child_type is not None and isinstance(child, (dict, list)):  # a scalar has no fields to prune
+                    _walk(child, child_type, f"{path}.{key}" if path else key, unknown)
+            for key in unknown_keys:
+                del value[key]
+    elif kind == "list":
+        if isinstance(value, list):
+            assert typ.item is not None
+            for i, item in enumerate(value):
+                if isinstance(item, (dict, list)):
+                    _walk(item, typ.item, f"{path}[{i}]", unknown)
+    elif kind == "map" and isinstance(value, dict):
         assert typ.item is not None
         for k, item in value.items():
-            _walk(item, typ.item, f"{path}[{k}]", unknown)
-    elif typ.kind == "model" and isinstance(value, dict):
-        known = fields(typ.model)
-        for key in list(value):
-            field = known.get(key)
-            if field is None:
-                unknown.append(f"{path}.{key}" if path else key)
-                del value[key]
-            elif isinstance(value[key], (dict, list)):  # a scalar has no fields to prune
-                _walk(value[key], field.type, f"{path}.{key}" if path else key, unknown)
+            if isinstance(item, (dict, list)):
+                _walk(item, typ.item, f"{path}[{k}]", unknown)
+
+
+def innermost(t: FieldType | None) -> FieldType | None:
+    """The element type of lists and maps (of lists and maps...) of `t`; `t` itself when it is neither."""
+    while t is not None and t.kind in ("list", "map"):
+        t = t.item
+    return t
+
+
+@cache
+def _prunable(model: str) -> dict[str, FieldType | None]:
+    """Each field of `model` → its type when its values can hold fields to prune (a model, or lists and maps of
+    models), else None: the walk steps into those only."""
+    out: dict[str, FieldType | None] = {}
+    for name, f in fields(model).items():
+        inner = innermost(f.type)
+        out[name] = f.type if inner is not None and inner.kind == "model" else None
+    return out
 
 
 def duplicate_fields(body: bytes) -> list[str]:

@@ -24,6 +24,8 @@ from kubelite.apiserver.schema import FieldType
 
 _RANGES = {"integer": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1)}
 _TAKE_STRINGS = frozenset({"string", "time", "bytes", "int-or-string", "any"})  # kinds any string fits (_scalar_fits)
+# Kinds `_scalar_fits` decides alone: a value that fits one needs no path built and no call of `_value`.
+_PLAIN = frozenset({"string", "time", "bytes", "integer", "int32", "boolean", "number", "int-or-string", "any"})
 _SCALAR_GO = {"string": "string", "integer": "int64", "int32": "int32", "boolean": "bool", "number": "float64",
               "time": "v1.Time", "bytes": "[]uint8", "quantity": "resource.Quantity",
               "int-or-string": "intstr.IntOrString", "any": "interface {}"}
@@ -90,7 +92,11 @@ def _struct(obj: dict[str, Any], model: str, path: str, go_path: str) -> None:
             if field.type.kind != "time":
                 del obj[key]
             continue
-        if type(value) is str and field.type.kind in _TAKE_STRINGS:  # most fields: no call, no path built
+        kind = field.type.kind
+        if type(value) is str:  # most fields: no call, no path built
+            if kind in _TAKE_STRINGS:
+                continue
+        elif kind in _PLAIN and _scalar_fits(value, kind):
             continue
         _value(value, field.type, f"{path}.{key}" if path else key, f"{go_path}.{key}" if go_path else key, struct)
 
@@ -109,6 +115,8 @@ def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> No
                     if t.item.kind == "model":
                         value[i] = {}
                     continue
+                if _fits(item, t.item.kind):
+                    continue
                 _value(item, t.item, f"{path}[{i}]", go_path, struct)
             return
     elif kind == "map":
@@ -116,6 +124,8 @@ def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> No
             assert t.item is not None
             for k, item in value.items():
                 if item is not None:
+                    if _fits(item, t.item.kind):  # labels, annotations: strings in a map of strings
+                        continue
                     _value(item, t.item, f"{path}[{k}]", go_path, struct)
                 elif t.item.kind == "quantity":
                     value[k] = "0"  # a null decodes to the zero Quantity
@@ -136,6 +146,13 @@ def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> No
                                     f"of type {_SCALAR_GO[kind]}"))
     raise _Found(Mismatch(path, f"json: cannot unmarshal {_json_type(value)} into Go struct field {struct}.{go_path} "
                                 f"of type {go_type(t)}"))
+
+
+def _fits(value: Any, kind: str) -> bool:
+    """Whether `value` is a scalar of plain `kind` (as `_value` would find, without the paths it is given)."""
+    if type(value) is str:
+        return kind in _TAKE_STRINGS
+    return kind in _PLAIN and _scalar_fits(value, kind)
 
 
 def _is_number(value: Any) -> bool:
