@@ -104,6 +104,25 @@ async def test_signalled_container_log_has_only_what_it_wrote(tmp_path: Path, si
     assert sorted(_format(e, False) for e in entries) == [b"err\n", b"out\n"]
 
 
+async def test_a_container_gets_default_signal_dispositions_when_the_agent_ignores_some(tmp_path: Path) -> None:
+    """An agent started as a background job of a non-interactive shell ignores SIGINT and SIGQUIT; its containers
+    must not inherit that (runc resets every disposition): a container stopped with SIGINT has to hear it."""
+    ignored = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        rt = ProcessRuntime(RealClock())
+        p = await rt.start(["sh", "-c", "grep SigIgn /proc/self/status; sleep 30"], {"PATH": "/usr/bin:/bin"}, None,
+                           tmp_path / "0.log")
+        await asyncio.sleep(0.3)
+        rt.signal(p, signal.SIGINT)
+        assert await asyncio.wait_for(rt.wait(p), 10) != Exit(0)
+    finally:
+        for s, handler in ignored.items():
+            signal.signal(s, handler)
+    await asyncio.gather(*p.readers)
+    assert [_format(e, False) for e in p.log_path.read_bytes().splitlines(keepends=True)] == [
+        b"SigIgn:\t0000000000000000\n"]
+
+
 async def test_exit_while_no_agent_watched_keeps_its_real_finish_time(tmp_path: Path) -> None:
     """Issue 10 item 6: a re-adopted container that ended meanwhile reports the shim's record time as finishedAt."""
     rt = ProcessRuntime(RealClock())

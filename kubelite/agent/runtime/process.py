@@ -41,6 +41,11 @@ _DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 
 # container's stderr is set in the forked child `( exec … )`, as dash applies a simple command's
 # redirections in the parent while it waits. The container gets a runtime's usual umask 022 back (the
 # agent's own 077 keeps its logs and checkpoints private).
+# A container starts with every signal's default disposition, as runc gives it: a signal the agent ignores (SIGINT
+# and SIGQUIT, for an agent started as a background job of a non-interactive shell) would otherwise be inherited
+# as ignored through exec — and a shell cannot trap or reset a signal ignored on entry — so a container asked to
+# stop with SIGINT (its STOPSIGNAL) would not. coreutils' env resets them before the shim's shell starts.
+DEFAULT_SIGNALS = ("/usr/bin/env", "--default-signal")
 SHIM = (f'exec 3>&2 2>/dev/null; x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; '
         '(umask 022; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
 
@@ -163,7 +168,8 @@ class ProcessRuntime:
             cgroup = f"{limits.group}/{state.parent.name}_{state.name}"
             procs = self.cgroups.create(cgroup, limits)
         io = _Stdio.pty() if tty else _Stdio.pipes(state, stdin)
-        shim = ["/bin/sh", "-c", SHIM, "kubelite-shim", str(state.with_suffix(".exit")), " ".join(procs), *argv]
+        shim = [*DEFAULT_SIGNALS, "/bin/sh", "-c", SHIM, "kubelite-shim", str(state.with_suffix(".exit")),
+                " ".join(procs), *argv]
         try:
             child = subprocess.Popen([*terminal.SETSID_CTTY, *shim] if tty else shim, env=env, cwd=cwd or None,
                                      stdin=io.child[0], stdout=io.child[1], stderr=io.child[2],
