@@ -119,8 +119,11 @@ async def test_a_container_gets_default_signal_dispositions_when_the_agent_ignor
         for s, handler in ignored.items():
             signal.signal(s, handler)
     await asyncio.gather(*p.readers)
-    assert [_format(e, False) for e in p.log_path.read_bytes().splitlines(keepends=True)] == [
-        b"SigIgn:\t0000000000000000\n"]
+    (line,) = [_format(e, False) for e in p.log_path.read_bytes().splitlines(keepends=True)]
+    ignored_mask = int(line.split(b"\t")[1], 16)  # bit n-1: signal n
+    # The standard signals (1-31) all at their defaults; glibc's reserved real-time ones (32, 33), which no program
+    # can change, may come ignored from whoever started the test run.
+    assert ignored_mask & ((1 << 31) - 1) == 0, line
 
 
 async def test_exit_while_no_agent_watched_keeps_its_real_finish_time(tmp_path: Path) -> None:
