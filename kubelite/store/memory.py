@@ -114,15 +114,13 @@ class MemoryStore:
     async def create(self, key: str, value: bytes) -> KeyValue:
         fut = self._future()
         if key in self._kv:
-            self._loop.call_soon(self._complete, fut, None, None, KeyExists(key), self._rev)
+            self._settle(fut, KeyExists(key))
         else:
             self._rev = rev = self._rev + 1
             kv = KeyValue(key, value, rev, rev)
             self._kv[key] = kv
             self._added.add(key)  # if it is also in _removed (deleted, then created again), the list drops it first
-            ev = Event(EventType.PUT, kv, None, rev)
-            self._events.append(ev)
-            self._loop.call_soon(self._complete, fut, ev, kv, None, rev)
+            self._record(fut, Event(EventType.PUT, kv, None, rev))
         result: KeyValue = await fut
         return result
 
@@ -131,14 +129,12 @@ class MemoryStore:
         current = self._kv.get(key)
         error = self._guard(key, current, expected_mod_revision)
         if error is not None or current is None:
-            self._loop.call_soon(self._complete, fut, None, None, error, self._rev)
+            self._settle(fut, error)
         else:
             self._rev = rev = self._rev + 1
             kv = KeyValue(key, value, current.create_revision, rev)
             self._kv[key] = kv
-            ev = Event(EventType.PUT, kv, current, rev)
-            self._events.append(ev)
-            self._loop.call_soon(self._complete, fut, ev, kv, None, rev)
+            self._record(fut, Event(EventType.PUT, kv, current, rev))
         result: KeyValue = await fut
         return result
 
@@ -147,7 +143,7 @@ class MemoryStore:
         current = self._kv.get(key)
         error = self._guard(key, current, expected_mod_revision)
         if error is not None or current is None:
-            self._loop.call_soon(self._complete, fut, None, None, error, self._rev)
+            self._settle(fut, error)
         else:
             self._rev = rev = self._rev + 1
             tomb = KeyValue(key, current.value, current.create_revision, rev)
@@ -156,11 +152,18 @@ class MemoryStore:
                 self._added.discard(key)
             else:
                 self._removed.add(key)
-            ev = Event(EventType.DELETE, tomb, current, rev)
-            self._events.append(ev)
-            self._loop.call_soon(self._complete, fut, ev, tomb, None, rev)
+            self._record(fut, Event(EventType.DELETE, tomb, current, rev))
         result: KeyValue = await fut
         return result
+
+    def _record(self, fut: asyncio.Future[Any], ev: Event) -> None:
+        """A write made: into the change log, acknowledged (after its watchers hear it) in submission order."""
+        self._events.append(ev)
+        self._loop.call_soon(self._complete, fut, ev, ev.kv, None, ev.revision)
+
+    def _settle(self, fut: asyncio.Future[Any], error: StoreError | None) -> None:
+        """An operation that writes nothing (refused with `error`, or a compaction), answered in submission order."""
+        self._loop.call_soon(self._complete, fut, None, None, error, self._rev)
 
     async def compact(self, revision: int) -> None:
         fut = self._future()
@@ -170,7 +173,7 @@ class MemoryStore:
         elif revision > self._compacted:
             del self._events[:revision - self._compacted]
             self._compacted = revision
-        self._loop.call_soon(self._complete, fut, None, None, error, self._rev)
+        self._settle(fut, error)
         await fut
 
     def _future(self) -> asyncio.Future[Any]:
