@@ -25,22 +25,32 @@ from kubelite.store.sqlite import SQLiteStore
 
 
 @contextlib.asynccontextmanager
+async def running(store: Store, tokens: frozenset[str] = frozenset(), auth: AuthConfig | None = None,
+                  clock: Clock | None = None) -> AsyncIterator[ApiServer]:
+    """A real ApiServer on `store`, started (for in-process clients: no HTTP); the store is closed after it."""
+    try:
+        server = ApiServer(store, clock or RealClock(), tokens, auth=auth or AuthConfig())
+        await server.start()
+        try:
+            yield server
+        finally:
+            await server.stop()
+    finally:
+        await store.close()
+
+
+@contextlib.asynccontextmanager
 async def serving_server(store: Store, tokens: frozenset[str] = frozenset(), auth: AuthConfig | None = None,
                          clock: Clock | None = None) -> AsyncIterator[tuple[ApiServer, TestClient]]:  # type: ignore[type-arg]
     """A real ApiServer on `store`, reached over HTTP on a loopback port, and the server itself (for tests that
     also reach its registry or store); the store is closed after it."""
-    try:
-        server = ApiServer(store, clock or RealClock(), tokens, auth=auth or AuthConfig())
-        await server.start()
+    async with running(store, tokens, auth, clock) as server:
         client = TestClient(TestServer(server.app()))
         await client.start_server()
         try:
             yield server, client
         finally:
             await client.close()
-            await server.stop()
-    finally:
-        await store.close()
 
 
 @contextlib.asynccontextmanager
@@ -54,12 +64,8 @@ async def serving(store: Store, tokens: frozenset[str] = frozenset(), auth: Auth
 @pytest.fixture
 async def inprocess_server(tmp_path: Path) -> AsyncIterator[ApiServer]:
     """A real ApiServer on a real SQLite file, for in-process clients (no HTTP)."""
-    store = await SQLiteStore.open(tmp_path / "state.db")
-    srv = ApiServer(store, RealClock())
-    await srv.start()
-    yield srv
-    await srv.stop()
-    await store.close()
+    async with running(await SQLiteStore.open(tmp_path / "state.db")) as srv:
+        yield srv
 
 
 @pytest.fixture

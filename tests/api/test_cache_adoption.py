@@ -22,10 +22,10 @@ from kubelite.api.errors import ApiError
 from kubelite.apiserver import cache
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.clock import RealClock
 from kubelite.store.interface import Store
 from kubelite.store.memory import MemoryStore
 from kubelite.store.sqlite import SQLiteStore
+from tests.conftest import running
 
 PODS = "/api/v1/namespaces/default/pods"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
@@ -78,13 +78,8 @@ WRITES = [
 @pytest.fixture(params=["memory", "sqlite"])
 async def served(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[ApiServer, Store]]:
     store: Store = MemoryStore() if request.param == "memory" else await SQLiteStore.open(tmp_path / "state.db")
-    server = ApiServer(store, RealClock())
-    await server.start()
-    try:
+    async with running(store) as server:
         yield server, store
-    finally:
-        await server.stop()
-        await store.close()
 
 
 async def _cache_matches_store(server: ApiServer, store: Store) -> None:
@@ -108,20 +103,15 @@ async def test_the_cache_holds_what_the_store_holds_after_every_write(served: tu
 
 async def test_the_memory_store_s_writes_are_not_decoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
     store = MemoryStore()
-    server = ApiServer(store, RealClock())
-    await server.start()
-    decoded: list[str] = []
-    real = cache.decode
-    monkeypatch.setattr(cache, "decode", lambda kv: decoded.append(kv.key) or real(kv))
-    try:
+    async with running(store) as server:
+        decoded: list[str] = []
+        real = cache.decode
+        monkeypatch.setattr(cache, "decode", lambda kv: decoded.append(kv.key) or real(kv))
         client = InProcessClient(server)
         for write in WRITES[:7]:  # the writes that store an object (not the refused ones, nor deletions)
             await write.call(client)
         assert decoded == []
         await _cache_matches_store(server, store)
-    finally:
-        await server.stop()
-        await store.close()
 
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
