@@ -8,7 +8,12 @@ certificate with the current one: the csrapproving controller approves a node's 
 (`selfnodeclient`, bound to system:nodes), csrsigning signs it. The kubeconfig is then rewritten atomically
 (a crash leaves the old file or the new, never half of one), the client presents the new certificate from its
 next handshake on and closes its connections, as kubelet's closeAllConns, so every request and watch reconnects
-under it. A failed attempt is retried with back-off; the loop never ends on an error.
+under it. A failed attempt is retried with back-off; the loop never ends on an error but one: when the agent has
+had no valid certificate for five minutes and the server answers it (a 401, 403 or 404: client-go's
+`updateServerError`), it raises `NoValidCertificate` and the agent exits at once, as kubelet's UpdateTransport
+(`exitAfter`) — no graceful node shutdown, its containers keep running — so that its supervisor's restart of
+`kubelite join` bootstraps a new certificate with the bootstrap token (kubelite/cli/join.py); an unreachable
+server only makes it keep trying.
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ import logging
 import os
 import random
 import secrets
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import yaml
 from cryptography import x509
@@ -41,10 +46,32 @@ KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 POLL = 0.5
 CSR_WAIT = 300.0
 RETRY = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)  # back-off between failed rotations, then every 128 s
+EXIT_AFTER = 300.0  # kubelet's UpdateTransport exitAfter: how long without a valid certificate before exiting
 
 
 class CertificateRequestError(Exception):
-    """A certificate request that was denied, refused or not answered in time: its message is for the user."""
+    """A certificate request that was denied, refused or not answered in time: its message is for the user;
+    `refusal` is the server's answer when it refused one."""
+
+    def __init__(self, message: str, refusal: ApiError | None = None) -> None:
+        super().__init__(message)
+        self.refusal = refusal
+
+
+class NoValidCertificate(Exception):
+    """The client certificate has expired (or is not yet valid) for EXIT_AFTER while the server answers: only a
+    new bootstrap can bring the agent back."""
+
+
+def server_answered(exc: Exception) -> bool:
+    """client-go's updateServerError: a 401 (a TLS-terminating proxy's too), 403 or 404 comes from a server
+    that is up and refuses the credential; anything else (5xx, unreachable) says nothing about it."""
+    refusal = exc.refusal if isinstance(exc, CertificateRequestError) else exc
+    return isinstance(refusal, ApiError) and refusal.code in (401, 403, 404)
+
+
+def currently_valid(cert: x509.Certificate, now: float) -> bool:
+    return cert.not_valid_before_utc.timestamp() <= now <= cert.not_valid_after_utc.timestamp()
 
 
 class RotatingClient(Client, Protocol):
@@ -83,7 +110,7 @@ async def request_client_certificate(client: Client, node_name: str, clock: Cloc
                 return base64.b64decode(status["certificate"]), key
             await clock.sleep(POLL)
     except ApiError as exc:
-        raise CertificateRequestError(f"certificate signing request refused: {exc}") from None
+        raise CertificateRequestError(f"certificate signing request refused: {exc}", exc) from None
     raise CertificateRequestError(f"timed out waiting for certificate signing request {name} to be approved and "
                                   "signed")
 
@@ -154,16 +181,28 @@ class CertificateManager:
                  x509.load_pem_x509_certificate(new_cert).not_valid_after_utc.isoformat())
 
     async def run(self) -> None:
+        """Rotate until cancelled; raises NoValidCertificate (see the module's docstring)."""
         failures = 0
+        last_valid = self.clock.now()
+        answered = False  # whether the server answered the last failed attempt: client-go's serverHealth
         while True:
             try:
                 cert = self.current()
                 if cert is None:
                     return  # a token or no credential: nothing to rotate
-                await self.clock.sleep(max(0.0, rotation_deadline(cert, self.rng) - self.clock.now()))
+                now = self.clock.now()
+                if currently_valid(cert, now):
+                    last_valid = now
+                elif answered and now - last_valid >= EXIT_AFTER:
+                    raise NoValidCertificate(
+                        f"it has been {EXIT_AFTER:.0f} s since a valid client certificate was found (the one in "
+                        f"{self.kubeconfig} is valid until {cert.not_valid_after_utc.isoformat()}) and the server "
+                        "is responsive: exiting, to be bootstrapped anew")
+                await self.clock.sleep(max(0.0, rotation_deadline(cert, self.rng) - now))
                 await self.rotate(cert)
                 failures = 0
             except (CertificateRequestError, ApiError, OSError, ValueError, KeyError, yaml.YAMLError) as exc:
+                answered = server_answered(exc)
                 delay = RETRY[min(failures, len(RETRY) - 1)]
                 failures += 1
                 log.warning("client certificate rotation failed (retrying in %.0f s): %s", delay, exc)
@@ -171,13 +210,24 @@ class CertificateManager:
 
 
 async def with_certificate_rotation(kubeconfig: Path, client: RotatingClient, clock: Clock,
-                                    main: Coroutine[Any, Any, None]) -> None:
-    """Run `main` (the agent) with its kubeconfig's client certificate rotated beside it, until `main` ends."""
-    rotation = asyncio.create_task(CertificateManager(kubeconfig, client, clock).run(), name="certificate-rotation")
+                                    main: Coroutine[Any, Any, None],
+                                    fatal: Callable[[int], NoReturn] = os._exit) -> None:
+    """Run `main` (the agent) with its kubeconfig's client certificate rotated beside it, until `main` ends.
+
+    When rotation gives up (NoValidCertificate) the process ends at once through `fatal`, as kubelet's
+    klog.Fatalf: no graceful node shutdown, the containers keep running for the agent the supervisor starts.
+    """
+    async def rotate() -> None:
+        try:
+            await CertificateManager(kubeconfig, client, clock).run()
+        except NoValidCertificate as exc:
+            log.critical("%s", exc)
+            fatal(1)
+
+    rotation = asyncio.create_task(rotate(), name="certificate-rotation")
     try:
         await main
     finally:
         rotation.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await rotation
-

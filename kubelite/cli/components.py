@@ -73,11 +73,10 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
     data_dir.chmod(0o700)
     runtime = ProcessRuntime(RealClock(), Cgroups.detect())
     client_ca = client_ca_file.read_bytes() if client_ca_file else server.client_ca_from_kubeconfig(kubeconfig)
-    over_http(run_component(lambda client: with_certificate_rotation(  # a joined node renews its certificate
+    return over_http(run_component(lambda client: with_certificate_rotation(  # a joined node renews its certificate
         kubeconfig, client, RealClock(), Agent(client, RealClock(), node_name, data_dir, cfg, runtime, address, port,
                                                proxy=service_proxy(proxy_mode, client), client_ca=client_ca).run()),
         ApiClient.from_kubeconfig(kubeconfig, servers=servers)))
-    return 0
 
 
 def service_proxy(mode: str, client: Client) -> Proxier | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
+from cryptography import x509
 
-from kubelite.agent.certificates import CertificateRequestError, request_client_certificate
+from kubelite.agent.certificates import CertificateRequestError, kubeconfig_certificate, request_client_certificate
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import pki
 from kubelite.apiserver.auth import bootstraptoken
@@ -32,6 +34,8 @@ from kubelite.clock import Clock, RealClock, rfc3339
 from kubelite.controllers.bootstrapsigner import JWS_PREFIX, KUBECONFIG_KEY, detached_token_is_valid
 
 Obj = dict[str, Any]
+log = logging.getLogger("kubelite.join")
+
 CLUSTER_INFO_ROLE = "kubeadm:bootstrap-signer-clusterinfo"
 DISCOVERY_WAIT = 300.0  # kubeadm's discovery timeout (5 min)
 POLL = 0.5
@@ -222,9 +226,11 @@ async def request_certificate(opts: JoinOptions, ca_pem: bytes, clock: Clock) ->
 
 
 async def bootstrap(opts: JoinOptions, clock: Clock) -> Path:
-    """The agent's kubeconfig, bootstrapped unless an earlier join left one (a restart reuses it)."""
+    """The agent's kubeconfig, bootstrapped unless an earlier join left one whose client certificate is still
+    valid (a restart reuses it; an expired one is replaced with the bootstrap token, as kubelet's LoadClientCert
+    with isClientConfigStillValid — the agent exits when its certificate expires for this restart to happen)."""
     kubeconfig = opts.data_dir / "kubeconfig"
-    if kubeconfig.exists():
+    if still_valid(kubeconfig, clock.now()):
         return kubeconfig
     ca_pem = await discover_ca(opts, clock)
     cert, key, server = await request_certificate(opts, ca_pem, clock)
@@ -234,6 +240,27 @@ async def bootstrap(opts: JoinOptions, clock: Clock) -> Path:
     ca_path.write_bytes(ca_pem)
     pki.write_kubeconfig(kubeconfig, server, None, ca_path, (cert, key))
     return kubeconfig
+
+
+def still_valid(kubeconfig: Path, now: float) -> bool:
+    """isClientConfigStillValid: the kubeconfig exists and its client certificate can be read and has not
+    expired; an unreadable one is bootstrapped over (and said so), as upstream."""
+    if not kubeconfig.exists():
+        return False
+    try:
+        pair = kubeconfig_certificate(kubeconfig)
+        if pair is None:
+            raise ValueError("it has no client certificate")
+        cert = x509.load_pem_x509_certificate(pair[0])
+    except (OSError, ValueError, KeyError, AttributeError, yaml.YAMLError) as exc:
+        log.warning("unable to read the client certificate of the existing kubeconfig %s (%s): bootstrapping "
+                    "again", kubeconfig, exc)
+        return False
+    if now > cert.not_valid_after_utc.timestamp():
+        log.warning("the client certificate in %s expired at %s: bootstrapping again with the token", kubeconfig,
+                    cert.not_valid_after_utc.isoformat())
+        return False
+    return True
 
 
 def join(opts: JoinOptions) -> int:

@@ -32,6 +32,7 @@ from typing import Any
 
 import uvloop
 from aiohttp import web
+from cryptography import x509
 from prometheus_client import CollectorRegistry
 
 from kubelite.agent import config as node_config
@@ -42,6 +43,7 @@ from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.auth import authorization, jwt, tokenfile
 from kubelite.apiserver.auth.config import AuthConfig, ServiceAccountConfig
 from kubelite.apiserver.auth.serviceaccount import DEFAULT_ISSUER
+from kubelite.apiserver.auth.x509 import tls_server_context
 from kubelite.apiserver.encryption import EncryptionConfigError, PrefixTransformer, TransformError
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import private_files, stop_on_signals
@@ -174,7 +176,8 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         host = opts.advertise or ("127.0.0.1" if opts.bind in ("0.0.0.0", "::") else opts.bind)
         scheme = "http" if opts.insecure else "https"
         url = f"{scheme}://[{host}]:{opts.port}" if ":" in host else f"{scheme}://{host}:{opts.port}"
-        ssl_ctx = None
+        ssl_ctx: ssl.SSLContext | None = None
+        authorities: tuple[x509.Certificate, ...] = ()
         tokens: frozenset[str] = frozenset()
         ca = None
         token = None
@@ -186,15 +189,11 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
             ca = cluster_ca
             token = pki.ensure_token(data / "admin.token")
             tokens = frozenset([token])
-            ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            ssl_ctx.load_cert_chain(crt, key)
-            # Client certificates are asked for, not required (CERT_OPTIONAL), and trusted only from the client CA.
-            ssl_ctx.verify_mode = ssl.CERT_OPTIONAL
             try:
-                ssl_ctx.load_verify_locations(opts.auth.client_ca_file or cluster_ca)
-            except OSError as exc:  # ssl.SSLError too
+                ssl_ctx, authorities = tls_server_context(crt, key, opts.auth.client_ca_file or cluster_ca)
+            except (OSError, ValueError) as exc:  # ssl.SSLError too
                 raise ConfigError(f"--client-ca-file {opts.auth.client_ca_file}: {exc}") from None
-        auth = _auth_config(opts, data / "pki")
+        auth = _auth_config(opts, data / "pki", authorities)
         server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", service_cidr=opts.service_cidr,
                            agent_tls=agent_tls, auth=auth)
         await server.start()
@@ -221,7 +220,7 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         log.info("shutting down")
 
 
-def _auth_config(opts: Options, pki_dir: Path) -> AuthConfig:
+def _auth_config(opts: Options, pki_dir: Path, authorities: tuple[x509.Certificate, ...]) -> AuthConfig:
     """Authentication from the flags: the token file, client certificates (over TLS), anonymous, and the
     service-account signing and verification keys (by default a key generated into the PKI directory)."""
     a = opts.auth
@@ -236,7 +235,8 @@ def _auth_config(opts: Options, pki_dir: Path) -> AuthConfig:
     except ValueError as exc:
         raise ConfigError(f"--authorization-mode: {exc}") from None
     accounts = ServiceAccountConfig(signing, tuple(public), a.service_account_issuer, a.api_audiences)
-    return AuthConfig(static, client_certificates=not opts.insecure, anonymous=a.anonymous,
+    return AuthConfig(static, client_certificates=not opts.insecure, client_authorities=authorities,
+                      anonymous=a.anonymous,
                       service_accounts=accounts, bootstrap_tokens=not opts.insecure, authorization_modes=modes)
 
 

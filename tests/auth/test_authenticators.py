@@ -18,6 +18,7 @@ from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_i
 from kubelite.apiserver.auth.tokenfile import StaticTokens, TokenFileError, parse_token_file
 from kubelite.apiserver.auth.user import UserInfo
 from kubelite.apiserver.auth.x509 import ClientCertificates, user_from_certificate
+from kubelite.clock import FakeClock
 
 # plugin/pkg/authenticator/token/tokenfile/tokenfile_test.go TestTokenFile
 TOKEN_FILE = '''token1,user1,uid1
@@ -63,13 +64,20 @@ def test_token_file_skips_empty_tokens_and_keeps_the_last_duplicate() -> None:
     assert tokens == {"t": UserInfo("second", "2")}
 
 
-def _certificate(*attributes: x509.NameAttribute[str]) -> x509.Certificate:
+NOW = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
+DAY = dt.timedelta(days=1)
+
+
+def _certificate(*attributes: x509.NameAttribute[str], start: dt.datetime = NOW, end: dt.datetime = NOW + DAY,
+                 issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None = None,
+                 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A certificate for `attributes` valid from `start` to `end`, self-signed or signed by `issuer`."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name(list(attributes))
-    now = dt.datetime.now(dt.UTC)
-    return (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(1).not_valid_before(now).not_valid_after(now + dt.timedelta(days=1))
-            .sign(key, hashes.SHA256()))
+    issuer_name, signing_key = (issuer[0].subject, issuer[1]) if issuer else (name, key)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(issuer_name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(start).not_valid_after(end).sign(signing_key, hashes.SHA256()))
+    return cert, key
 
 
 CN, ORG = NameOID.COMMON_NAME, NameOID.ORGANIZATION_NAME
@@ -87,10 +95,47 @@ X509_CASES = {
 
 @pytest.mark.parametrize(("attributes", "user"), X509_CASES.values(), ids=X509_CASES.keys())
 def test_x509_user_conversion(attributes: list[x509.NameAttribute[str]], user: UserInfo | None) -> None:
-    cert = _certificate(*attributes)
+    cert, _ = _certificate(*attributes)
     assert user_from_certificate(cert) == user
     der = cert.public_bytes(serialization.Encoding.DER)
-    assert ClientCertificates().authenticate(AuthRequest({}, der)) == user
+    assert ClientCertificates(FakeClock(NOW.timestamp())).authenticate(AuthRequest({}, der)) == user
+
+
+@dataclass(frozen=True)
+class ValidityCase:
+    name: str
+    leaf: tuple[dt.datetime, dt.datetime]  # not before, not after
+    authority: tuple[dt.datetime, dt.datetime]
+    error: str | None  # what InvalidCredential says after "...expired or is not yet valid: "; None: authenticated
+
+
+EARLIER, LATER = NOW - DAY, NOW + DAY
+# x509_test.go TestX509's "expired" and "not yet valid" cases (Verify with CurrentTime from the authenticator's
+# clock) and the CA's own period, which Go's chain verification checks too.
+VALIDITY_CASES = [
+    ValidityCase("valid leaf from a valid CA", (EARLIER, LATER), (EARLIER, LATER), None),
+    ValidityCase("valid on its last second", (EARLIER, NOW), (EARLIER, LATER), None),
+    ValidityCase("expired", (EARLIER - DAY, EARLIER), (EARLIER - DAY, LATER),
+                 "current time 2026-11-27T12:00:00Z is after 2026-11-26T12:00:00Z"),
+    ValidityCase("not yet valid", (LATER, LATER + DAY), (EARLIER, LATER + DAY),
+                 "current time 2026-11-27T12:00:00Z is before 2026-11-28T12:00:00Z"),
+    ValidityCase("the issuing CA expired", (EARLIER, LATER), (EARLIER - DAY, EARLIER),
+                 "current time 2026-11-27T12:00:00Z is after 2026-11-26T12:00:00Z"),
+]
+
+
+@pytest.mark.parametrize("case", VALIDITY_CASES, ids=lambda c: c.name)
+def test_x509_validity_period(case: ValidityCase) -> None:
+    authority = _certificate(x509.NameAttribute(CN, "ca"), start=case.authority[0], end=case.authority[1])
+    leaf, _ = _certificate(x509.NameAttribute(CN, "alice"), start=case.leaf[0], end=case.leaf[1], issuer=authority)
+    authenticator = ClientCertificates(FakeClock(NOW.timestamp()), [authority[0]])
+    request = AuthRequest({}, leaf.public_bytes(serialization.Encoding.DER))
+    if case.error is None:
+        assert authenticator.authenticate(request) == UserInfo("alice")
+    else:
+        with pytest.raises(InvalidCredential, match=re.escape(
+                f"certificate has expired or is not yet valid: {case.error}")):
+            authenticator.authenticate(request)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 seconds is renewed through a CSR the csrapproving controller approves as a self-renewal (selfnodeclient) and
 csrsigning signs; the kubeconfig is rewritten (0600) and the client, once the old certificate has expired, still
 gets in on a fresh connection, which the old certificate no longer does. Then the deadline's jitter (70-90% of the
-lifetime, as kubelet's) and a failing rotation that keeps retrying on a FakeClock."""
+lifetime, as kubelet's), a failing rotation that keeps retrying on a FakeClock, the agent's exit once it has had
+no valid certificate for five minutes while the server answers (kubelet's UpdateTransport), and which kubeconfig
+a restarted `kubelite join` reuses (isClientConfigStillValid)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ import datetime as dt
 import random
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from cryptography import x509
@@ -20,9 +23,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kubelite.agent.certificates import CertificateManager, kubeconfig_certificate, rotation_deadline
+from kubelite.agent.certificates import (
+    EXIT_AFTER,
+    CertificateManager,
+    kubeconfig_certificate,
+    rotation_deadline,
+    with_certificate_rotation,
+)
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import pki
+from kubelite.cli.join import still_valid
 from kubelite.client.http import ApiClient
 from kubelite.clock import FakeClock
 from tests.conftest import ServerProcess, start_server
@@ -40,7 +50,8 @@ def short_lived_node_certificate(pki_dir: Path, node: str, seconds: float) -> tu
             .subject_name(x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
                                      x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node}")]))
             .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(seconds=1)).not_valid_after(now + dt.timedelta(seconds=seconds))
+            .not_valid_before(now - dt.timedelta(seconds=1 + max(0.0, -seconds)))
+            .not_valid_after(now + dt.timedelta(seconds=seconds))
             .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
             .sign(ca_key, hashes.SHA256()))
     return cert.public_bytes(serialization.Encoding.PEM), key.private_bytes(
@@ -88,9 +99,10 @@ async def test_short_lived_certificate_is_rotated_and_used(server: ServerProcess
         await asyncio.sleep(max(0.0, expired - time.time() + 1.5))
         await client.get("/api/v1/nodes")  # a fresh connection (rotation closed the old ones) with the new certificate
         stale = ApiClient(client.server, None, (pki_dir / "ca.crt").read_bytes(), client_cert=old)
-        try:
-            with pytest.raises(ApiError):
+        try:  # the server answers an expired certificate, as kube-apiserver: 401, not a refused handshake
+            with pytest.raises(ApiError) as refused:
                 await stale.get("/api/v1/nodes")
+            assert (refused.value.code, refused.value.reason) == (401, "Unauthorized")
         finally:
             await stale.close()
     finally:
@@ -152,3 +164,90 @@ async def test_failed_rotation_is_retried_and_never_ends_the_loop(tmp_path: Path
     assert kubeconfig_certificate(kubeconfig) == (cert, key)
     run.cancel()
     await asyncio.gather(run, return_exceptions=True)
+
+
+class AnsweringClient(RefusingClient):
+    """A server that refuses each certificate request with `code`: 401 for an expired certificate, 503 when
+    a proxy or load balancer answers for an unreachable one."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__()
+        self.code = code
+
+    async def create(self, path: str, obj: Any) -> Any:
+        self.attempts += 1
+        raise ApiError(self.code, "Unauthorized" if self.code == 401 else "ServiceUnavailable", "refused")
+
+
+@dataclass(frozen=True)
+class ExpiryCase:
+    name: str
+    lifetime: float  # seconds the certificate has left at the start
+    code: int  # what the server answers each request
+    exits_after: float | None  # fake seconds until `fatal` is called; None: never within the run
+
+
+# kubelet's UpdateTransport (exitAfter 5 min) with client-go's updateServerError deciding "the server is responsive"
+EXPIRY_CASES = [
+    ExpiryCase("expired and the server answers 401: exit 5 minutes after start", -10, 401, EXIT_AFTER),
+    ExpiryCase("expires later, server answers 401: exit 5 minutes after expiry", 100, 401, 100 + EXIT_AFTER),
+    ExpiryCase("expired but the server is unreachable: keep trying", -10, 503, None),
+    ExpiryCase("forbidden counts as a responsive server too", -10, 403, EXIT_AFTER),
+]
+
+
+class Exited(Exception):
+    pass
+
+
+@pytest.mark.parametrize("case", EXPIRY_CASES, ids=lambda c: c.name)
+async def test_agent_exits_without_a_valid_certificate(tmp_path: Path, case: ExpiryCase) -> None:
+    pki.ensure_pki(tmp_path / "pki", ["127.0.0.1"])
+    kubeconfig = tmp_path / "kubeconfig"
+    pki.write_kubeconfig(kubeconfig, "https://127.0.0.1:1", None, tmp_path / "pki" / "ca.crt",
+                         short_lived_node_certificate(tmp_path / "pki", "n", case.lifetime))
+    clock = FakeClock(time.time())
+    start = clock.now()
+    exits: list[float] = []
+
+    def fatal(code: int) -> NoReturn:
+        exits.append(clock.now() - start)
+        raise Exited(code)
+
+    agent = asyncio.Event()
+    client = AnsweringClient(case.code)
+    run = asyncio.create_task(with_certificate_rotation(
+        kubeconfig, client, clock, agent.wait(), fatal))  # type: ignore[arg-type]
+    for _ in range(200):  # 2,000 fake seconds in 10 s steps
+        await clock.advance(10)
+        await asyncio.sleep(0)
+    if case.exits_after is None:
+        assert not exits and not run.done() and client.attempts > 10
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+    else:
+        # the check runs before each retry (back-off up to 128 s), so the exit comes within one back-off after
+        assert len(exits) == 1 and case.exits_after <= exits[0] <= case.exits_after + 128 + 10
+
+
+STILL_VALID_CASES = {  # bootstrap.go isClientConfigStillValid
+    "no kubeconfig yet": (None, False),
+    "a kubeconfig without a client certificate": ("token", False),
+    "an unreadable kubeconfig": ("garbage", False),
+    "an expired certificate": (-10.0, False),
+    "a valid certificate": (100.0, True),
+}
+
+
+@pytest.mark.parametrize(("content", "valid"), STILL_VALID_CASES.values(), ids=STILL_VALID_CASES.keys())
+def test_kubeconfig_still_valid(tmp_path: Path, content: float | str | None, valid: bool) -> None:
+    pki.ensure_pki(tmp_path / "pki", ["127.0.0.1"])
+    kubeconfig = tmp_path / "kubeconfig"
+    if content == "token":
+        pki.write_kubeconfig(kubeconfig, "https://127.0.0.1:1", "t", tmp_path / "pki" / "ca.crt")
+    elif content == "garbage":
+        kubeconfig.write_text("users: [{user: {client-certificate-data: not-base64!, client-key-data: x}}]")
+    elif isinstance(content, float):
+        pki.write_kubeconfig(kubeconfig, "https://127.0.0.1:1", None, tmp_path / "pki" / "ca.crt",
+                             short_lived_node_certificate(tmp_path / "pki", "n", content))
+    assert still_valid(kubeconfig, time.time()) is valid

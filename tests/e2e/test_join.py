@@ -4,10 +4,11 @@ whose agents run under their node certificates. node-a joins from the host (127.
 machine allows network namespaces (root), joins from its own namespace with its own address, as another
 machine would (kubelite/testing/netns.py; the server advertises the lab's host address), else from the host
 too. A pod scheduled to node-b runs there; node-a's identity is refused (403, upstream's messages) what the
-Node authorizer and NodeRestriction refuse."""
+Node authorizer and NodeRestriction refuse. A join restarted over an expired certificate bootstraps again."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import subprocess
@@ -19,10 +20,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubelite.agent.certificates import kubeconfig_certificate
+from kubelite.api.errors import ApiError
+from kubelite.apiserver import pki
+from kubelite.cli.join import JoinOptions, bootstrap
+from kubelite.client.http import ApiClient
+from kubelite.clock import RealClock
 from kubelite.testing import netns
 from tests.conftest import ServerProcess, free_port, start_server
 from tests.e2e import netns_nodes
 from tests.e2e.pods import SHUTDOWN_GRACE, apply_pod, no_leftovers, pod_phase, sh, wait_for
+from tests.e2e.test_certificate_rotation import short_lived_node_certificate
 
 pytestmark = pytest.mark.e2e
 NODES = ("node-a", "node-b")
@@ -184,3 +192,36 @@ def test_node_identity_is_restricted(cluster: Cluster, name: str, args: tuple[st
 def test_node_may_label_itself(cluster: Cluster) -> None:
     out = cluster.as_node("node-a", "label", "node", "node-a", "example.com/role=worker")
     assert out.returncode == 0, out.stderr
+
+
+def test_join_restarted_over_an_expired_certificate_bootstraps_again(cluster: Cluster, tmp_path: Path) -> None:
+    """LoadClientCert / isClientConfigStillValid: a `kubelite join` restarted over a kubeconfig whose certificate
+    expired (the server answers it 401) requests a new one with the bootstrap token; one still valid is reused
+    as it is, without a request."""
+    flags = dict(zip(cluster.join_command[2::2], cluster.join_command[3::2], strict=True))
+    opts = JoinOptions((flags["--server"],), flags["--token"], (flags["--ca-cert-hash"],), "node-c", tmp_path)
+    kubeconfig = tmp_path / "kubeconfig"
+    expired = short_lived_node_certificate(cluster.server.data_dir / "pki", "node-c", -10)
+    pki.write_kubeconfig(kubeconfig, flags["--server"], None, cluster.server.data_dir / "pki" / "ca.crt", expired)
+
+    async def node_get() -> int:  # the node's own Node object: 404 (it has none) once it is authenticated
+        client = ApiClient.from_kubeconfig(kubeconfig)
+        try:
+            await client.get("/api/v1/nodes/node-c")
+            return 200
+        except ApiError as exc:
+            return exc.code
+        finally:
+            await client.close()
+
+    def csrs() -> int:
+        return len(json.loads(cluster.server.kubectl("get", "csr", "-o", "json").stdout)["items"])
+
+    assert asyncio.run(node_get()) == 401
+    before = csrs()
+    assert asyncio.run(bootstrap(opts, RealClock())) == kubeconfig
+    renewed = kubeconfig_certificate(kubeconfig)
+    assert renewed is not None and renewed[0] != expired[0] and csrs() == before + 1
+    assert asyncio.run(node_get()) == 404
+    assert asyncio.run(bootstrap(opts, RealClock())) == kubeconfig  # valid now: reused, nothing requested
+    assert kubeconfig_certificate(kubeconfig) == renewed and csrs() == before + 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from cryptography import x509
+
 from kubelite.apiserver.auth.authorizer import AlwaysAllow, Authorizer
 from kubelite.apiserver.auth.jwt import PrivateKey, PublicKey
 from kubelite.apiserver.auth.serviceaccount import DEFAULT_ISSUER
@@ -35,6 +37,7 @@ class ServiceAccountConfig:
 class AuthConfig:
     static_tokens: Mapping[str, UserInfo] = field(default_factory=dict)  # --token-auth-file
     client_certificates: bool = False  # TLS asks for client certificates signed by the cluster CA
+    client_authorities: tuple[x509.Certificate, ...] = ()  # --client-ca-file's certificates (validity checked)
     anonymous: bool = False  # --anonymous-auth
     service_accounts: ServiceAccountConfig | None = None
     authorizer: Authorizer = field(default_factory=AlwaysAllow)

@@ -34,7 +34,8 @@ def build(config: AuthConfig, admin_tokens: Collection[str], lookup: Lookup, clo
                                       sa.extend_expiration)
         admission = ServiceAccountAdmission(sa.mount_tokens) if sa.admission else None
     static = {**{t: ADMIN_USER for t in admin_tokens}, **config.static_tokens}
-    chain: list[authenticator.Authenticator] = [ClientCertificates()] if config.client_certificates else []
+    chain: list[authenticator.Authenticator] = [ClientCertificates(clock, config.client_authorities)] \
+        if config.client_certificates else []
     token_authenticators: list[authenticator.TokenAuthenticator] = [StaticTokens(static)] if static else []
     if tokens is not None:
         token_authenticators.append(tokens)

@@ -1,18 +1,57 @@
 """Client certificates (plugin/pkg/authenticator/request/x509): CN is the user name, O the groups.
 
-The TLS layer has already verified the chain against the cluster CA (the server asks for a
-certificate with CERT_OPTIONAL and trusts only that CA), so this authenticator only maps the
-verified certificate to a user. A certificate without a CN authenticates no one (upstream's
-CommonNameUserConversion answers "not mine", so the request may still be anonymous).
+The TLS layer has already verified the chain's signatures against the client CA (the server asks for a
+certificate with CERT_OPTIONAL and trusts only that CA) but not its validity period (`tls_server_context`
+turns OpenSSL's time check off): upstream's authenticator checks the period itself, against the server's
+clock, so a client presenting an expired certificate gets a 401 it can tell from an unreachable server — kubelet's
+certificate manager counts a 401 as "the server is responsive" and an agent whose certificate has expired
+exits to be bootstrapped anew (kubelite/agent/certificates.py). A certificate without a CN authenticates no one
+(upstream's CommonNameUserConversion answers "not mine", so the request may still be anonymous).
 """
 
 from __future__ import annotations
+
+import datetime as dt
+import ssl
+from collections.abc import Sequence
+from pathlib import Path
 
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from kubelite.apiserver.auth.authenticator import AuthRequest, InvalidCredential
 from kubelite.apiserver.auth.user import UserInfo
+from kubelite.clock import Clock
+
+# OpenSSL's X509_V_FLAG_NO_CHECK_TIME (ssl has no name for it): verify signatures, not validity periods.
+_NO_CHECK_TIME = 0x200000
+
+
+def tls_server_context(cert_file: Path, key_file: Path,
+                       client_ca_file: Path) -> tuple[ssl.SSLContext, tuple[x509.Certificate, ...]]:
+    """The API server's TLS: its serving certificate; client certificates asked for, not required
+    (CERT_OPTIONAL), trusted only from `client_ca_file`, their validity period left to `ClientCertificates`
+    — which gets the client CA's certificates, the second value. Raises OSError (ssl.SSLError) or ValueError."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert_file, key_file)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.verify_flags |= _NO_CHECK_TIME
+    ctx.load_verify_locations(client_ca_file)
+    return ctx, tuple(x509.load_pem_x509_certificates(client_ca_file.read_bytes()))
+
+
+def validity_error(cert: x509.Certificate, now: float) -> str | None:
+    """Go's x509 CertificateInvalidError(Expired) message when `now` is outside the certificate's period."""
+    current = dt.datetime.fromtimestamp(now, dt.UTC)
+    if current < cert.not_valid_before_utc:
+        return f"current time {_rfc3339(current)} is before {_rfc3339(cert.not_valid_before_utc)}"
+    if current > cert.not_valid_after_utc:
+        return f"current time {_rfc3339(current)} is after {_rfc3339(cert.not_valid_after_utc)}"
+    return None
+
+
+def _rfc3339(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def user_from_certificate(cert: x509.Certificate) -> UserInfo | None:
@@ -25,6 +64,13 @@ def user_from_certificate(cert: x509.Certificate) -> UserInfo | None:
 
 
 class ClientCertificates:
+    """x509.New with CommonNameUserConversion: the certificate, and the client CA that issued it, must be valid
+    now (the TLS handshake checked the signatures); `authorities` are the client CA's certificates."""
+
+    def __init__(self, clock: Clock, authorities: Sequence[x509.Certificate] = ()) -> None:
+        self.clock = clock
+        self.authorities = {a.subject: a for a in authorities}
+
     def authenticate(self, request: AuthRequest) -> UserInfo | None:
         if request.peer_certificate is None:
             return None
@@ -32,4 +78,11 @@ class ClientCertificates:
             cert = x509.load_der_x509_certificate(request.peer_certificate)
         except ValueError as exc:
             raise InvalidCredential(f"unreadable client certificate: {exc}") from None
+        now = self.clock.now()
+        issuer = self.authorities.get(cert.issuer)
+        for checked in (cert, issuer) if issuer is not None and issuer != cert else (cert,):
+            error = validity_error(checked, now)
+            if error is not None:
+                raise InvalidCredential(f"verifying certificate SN={checked.serial_number} failed: x509: "
+                                        f"certificate has expired or is not yet valid: {error}")
         return user_from_certificate(cert)
