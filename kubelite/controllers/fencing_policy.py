@@ -257,15 +257,8 @@ class ZoneBrake:
                             self.config.large_cluster_size_threshold)
 
     def _swap(self, zone: str, qps: float, mono: float) -> None:
-        """SwapLimiter: a new bucket when the rate changes, drained if the old one had no token left — so a
-        zone leaving a held state does not fence at once but after 1/rate."""
-        old = self.buckets.get(zone)
-        if old is not None and old.qps == qps:
-            return
-        new = nh.TokenBucket(qps, self.BURST, mono)
-        if old is not None and not old.try_accept(mono):
-            new.try_accept(mono)
-        self.buckets[zone] = new
+        """SwapLimiter: a zone leaving a held state does not fence at once but after 1/rate."""
+        self.buckets[zone] = nh.swapped(self.buckets.get(zone), qps, self.BURST, mono)
 
     def stopped(self, node: str, zone: str) -> Held | None:
         """Why the zone's state forbids fencing `node` now (None: its rate allows fences)."""

@@ -262,6 +262,17 @@ class TokenBucket:
         return False
 
 
+def swapped(old: TokenBucket | None, qps: float, burst: int, now: float) -> TokenBucket:
+    """RateLimitedTimedQueue.SwapLimiter: a new bucket when the rate changes, drained if the old one had no token
+    to give — so a zone leaving a paused state (rate 0, which never gives one) acts 1/rate later, not at once."""
+    if old is not None and old.qps == qps:
+        return old
+    new = TokenBucket(qps, burst, now)
+    if old is not None and not old.try_accept(now):
+        new.try_accept(now)
+    return new
+
+
 class ZoneTainter:
     """One zone's RateLimitedTimedQueue: nodes waiting for a NoExecute taint, paced by a token bucket."""
 
@@ -287,9 +298,7 @@ class ZoneTainter:
         return was
 
     def swap_limiter(self, qps: float, now: float) -> None:
-        """SwapLimiter: a new rate; a paused zone (0) starts again with a full burst."""
-        if qps != self.limiter.qps:
-            self.limiter = TokenBucket(qps, self.BURST, now)
+        self.limiter = swapped(self.limiter, qps, self.BURST, now)
 
     def due(self, now: float) -> list[str]:
         """The nodes the bucket lets through now, taken off the queue; the caller marks each done or

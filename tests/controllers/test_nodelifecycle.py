@@ -121,6 +121,25 @@ def test_zone_tainter_paces_nodes_by_its_token_bucket() -> None:
     tainter.swap_limiter(0.0, 10.0)
     tainter.add("c", "uid")
     assert tainter.due(1000.0) == [], "a rate of 0 stops tainting"
+    tainter.swap_limiter(0.1, 1000.0)
+    assert tainter.due(1000.0) == [], "resumed from a rate of 0: the new bucket starts drained (SwapLimiter)"
+    assert tainter.due(1010.0) == ["c"], "and gives its token 1/qps later"
+
+
+SWAP_CASES = {  # RateLimitedTimedQueue.SwapLimiter with EvictionRateLimiterBurst 1
+    "same rate: the bucket is kept, with its state": (0.1, True, 0.1, False),
+    "paused (0) to a rate: drained, a token only after 1/qps": (0.0, True, 0.1, False),
+    "old bucket with a token: the new one starts full": (0.1, False, 0.01, True),
+    "old bucket spent: the new one starts drained": (0.1, True, 0.01, False),
+}
+
+
+@pytest.mark.parametrize(("old_qps", "old_spent", "qps", "token_at_once"), SWAP_CASES.values(), ids=SWAP_CASES.keys())
+def test_swap_limiter(old_qps: float, old_spent: bool, qps: float, token_at_once: bool) -> None:
+    old = nh.TokenBucket(old_qps, 1, 0.0)
+    if old_spent:
+        old.try_accept(0.0)
+    assert nh.swapped(old, qps, 1, 0.0).try_accept(0.0) is token_at_once
 
 
 # --- the controller, pass by pass ----------------------------------------------------------------
