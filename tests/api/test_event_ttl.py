@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,10 @@ from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.event_ttl import RETRY_DELAY, ExpiringKeys, parse_event_ttl, reuse_window
 from kubelite.apiserver.registry.core import EVENTS
 from kubelite.clock import FakeClock
+from kubelite.store.etcd import EtcdStore, parse_url
 from kubelite.store.interface import Event, KeyValue, ListResult, Store, StoreError
 from kubelite.store.sqlite import SQLiteStore
+from tests import etcd_cluster
 
 Client = TestClient  # type: ignore[type-arg]
 TTL = 100
@@ -215,26 +217,47 @@ async def test_events_stored_before_start_up_expire_ttl_after_it(tmp_path: Path,
         await expect_expiry(second, client, f"{EVENTS_URL}/e", 0)
 
 
-async def test_two_servers_on_one_store_delete_once_without_errors(tmp_path: Path,
-                                                                    caplog: pytest.LogCaptureFixture) -> None:
-    """Each server sweeps every Event (a store watch sees every server's writes); the guarded delete makes the
-    second sweep a lost race, quietly."""
-    clock = FakeClock()
+async def one_sqlite_file(tmp_path: Path) -> tuple[Store, Store]:
     store = await SQLiteStore.open(tmp_path / "state.db")
-    other = ApiServer(store, clock, server_address="10.0.0.2:6443", event_ttl=TTL)
-    async with serving(store, clock) as (_, client):
+    return store, store
+
+
+async def two_etcd_clients(tmp_path: Path) -> tuple[Store, Store]:
+    """Two servers on one etcd, each its own client, as on two machines: each learns the other's writes by watch."""
+    cluster = etcd_cluster.shared(1)
+    etcd_cluster.wipe(cluster)
+    return await EtcdStore.open(parse_url(cluster.url)), await EtcdStore.open(parse_url(cluster.url))
+
+
+@pytest.mark.parametrize("stores", [one_sqlite_file, two_etcd_clients], ids=["sqlite", "etcd"])
+async def test_two_servers_on_one_store_delete_once_without_errors(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        stores: Callable[[Path], Awaitable[tuple[Store, Store]]]) -> None:
+    """Each server sweeps every Event (a store watch sees every server's writes); the guarded delete makes the
+    second sweep a lost race, quietly, and watchers see one DELETE."""
+    clock = FakeClock()
+    mine, theirs = await stores(tmp_path)
+    other = ApiServer(theirs, clock, server_address="10.0.0.2:6443", event_ttl=TTL)
+    async with serving(mine, clock) as (_, client):
         await other.start()
         try:
             created = await call(client, "POST", EVENTS_URL, event("e"), expect=201)
-            deletes = store.watch(EVENTS.key_prefix, int(created["metadata"]["resourceVersion"]))
+            changes = mine.watch(EVENTS.key_prefix, int(created["metadata"]["resourceVersion"]))
             with caplog.at_level(logging.DEBUG, logger="kubelite.apiserver"):
-                await expect_expiry(clock, client, f"{EVENTS_URL}/e", 0)
-                await call(client, "POST", EVENTS_URL, event("marker"), expect=201)
-                seen = [await asyncio.wait_for(anext(deletes), 10) for _ in range(2)]
-            assert [(ev.type, ev.kv.key.rsplit("/", 1)[1]) for ev in seen] == [("DELETE", "e"), ("PUT", "marker")]
+                await advance_to(clock, TTL - 1)
+                await call(client, "POST", EVENTS_URL, event("before"), expect=201)  # e is still there
+                seen = [await asyncio.wait_for(anext(changes), 10)]
+                await advance_to(clock, TTL + WINDOW)
+                seen.append(await asyncio.wait_for(anext(changes), 10))
+                await call(client, "POST", EVENTS_URL, event("after"), expect=201)  # nothing else came between
+                seen.append(await asyncio.wait_for(anext(changes), 10))
+            assert [(ev.type, ev.kv.key.rsplit("/", 1)[1]) for ev in seen] == [
+                ("PUT", "before"), ("DELETE", "e"), ("PUT", "after")]
             assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
         finally:
             await other.stop()
+            if theirs is not mine:
+                await theirs.close()
 
 
 @pytest.mark.parametrize(("written_again", "deleted"), [
