@@ -90,7 +90,7 @@ class ExpiringKeys:
 
     @property
     def scheduled(self) -> int:
-        """How many keys have a deadline (for tests and metrics)."""
+        """How many keys have a deadline (tests read it)."""
         return len(self._latest)
 
     async def start(self) -> None:
