@@ -42,11 +42,12 @@ from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_i
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, SYSTEM_PRIVILEGED_GROUP, UNSECURED_USER, UserInfo
 from kubelite.apiserver.cache import Caches
 from kubelite.apiserver.endpoint_reconciler import EndpointReconciler
+from kubelite.apiserver.event_ttl import DEFAULT_EVENT_TTL, ExpiringKeys
 from kubelite.apiserver.handlers import ResourceHandlers, negotiate, respond
 from kubelite.apiserver.metrics import ApiServerMetrics
 from kubelite.apiserver.metrics_api import MetricsApi
 from kubelite.apiserver.registry import RESOURCES
-from kubelite.apiserver.registry.core import NODES
+from kubelite.apiserver.registry.core import EVENTS, NODES
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 from kubelite.apiserver.registry.rbac import Escalation, RBACStrategy
 from kubelite.apiserver.registry.services import configure_services
@@ -73,12 +74,14 @@ class ApiServer:
     service_cidr: str = DEFAULT_SERVICE_CIDR  # --service-cluster-ip-range
     agent_tls: ssl.SSLContext | None = None  # TLS with the client certificate towards node agents (logs, exec)
     auth: AuthConfig = field(default_factory=AuthConfig)
+    event_ttl: int = DEFAULT_EVENT_TTL  # --event-ttl (seconds): Events expire so long after their last write; 0: never
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
     authentication: setup.Authentication = field(init=False)
     authorization: authorization.Authorization = field(init=False)
     ready: bool = field(default=False, init=False)
     endpoints: EndpointReconciler = field(init=False)  # this server in the kubernetes Service's endpoints
+    event_expiry: ExpiringKeys | None = field(default=None, init=False)  # the Events' sweeper, once started
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -123,6 +126,10 @@ class ApiServer:
         if self.authorization.rbac is not None:
             await ensure_bootstrap_policy(self.registry)
         self._tasks.append(asyncio.create_task(self._compact_loop(), name="compaction"))
+        if self.event_ttl > 0:
+            self.event_expiry = ExpiringKeys(self.store, self.clock, EVENTS.key_prefix, self.event_ttl)
+            await self.event_expiry.start()
+            self._tasks.append(asyncio.create_task(self.event_expiry.run(), name="event-ttl"))
         self.ready = True
 
     async def stop(self) -> None:

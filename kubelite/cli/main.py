@@ -96,6 +96,16 @@ def _timing(args: argparse.Namespace) -> LeaseTiming:
         raise UsageError(f"--leader-elect-*: {exc}") from None
 
 
+def event_ttl(text: str) -> int:
+    """--event-ttl, checked as the command line is read (argparse: "argument --event-ttl: ...", exit 2)."""
+    from kubelite.apiserver.event_ttl import parse_event_ttl
+
+    try:
+        return parse_event_ttl(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 class UsageError(Exception):
     """A flag value the parser cannot check alone; reported as `kubelite: ...`, exit 2."""
 
@@ -120,6 +130,9 @@ def parser() -> argparse.ArgumentParser:
                        help="FencingConfiguration: fence agents per node pool (default: never fence)")
         p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", metavar="CIDR",
                        help="IPv4 range Service ClusterIPs are allocated from (the kubernetes Service gets the first)")
+        p.add_argument("--event-ttl", type=event_ttl, default="1h0m0s", metavar="DURATION",
+                       help="how long an Event is kept after its last write, e.g. 1h0m0s, 30m, 90s (default 1h0m0s, "
+                            "kube-apiserver's; 0: forever)")
         p.add_argument("--store", default="sqlite", metavar="sqlite|etcd://HOST:PORT[,HOST:PORT...]",
                        help="where objects live: a SQLite file in the data directory (default) or an etcd cluster")
         p.add_argument("--etcd-cafile", type=Path, help="CA bundle that signed the etcd members' certificates")
@@ -322,7 +335,7 @@ def _main(argv: list[str] | None) -> int:
                                        node_config=getattr(args, "node_config", None),
                                        local_node=args.command == "up",
                                        node_monitor_grace_period=args.node_monitor_grace_period,
-                                       service_cidr=args.service_cluster_ip_range,
+                                       service_cidr=args.service_cluster_ip_range, event_ttl=args.event_ttl,
                                        encryption_key_file=args.encryption_key_file,
                                        store=StoreSpec(args.store, args.etcd_cafile, args.etcd_certfile,
                                                        args.etcd_keyfile),

@@ -45,6 +45,7 @@ from kubelite.apiserver.auth.config import AuthConfig, ServiceAccountConfig
 from kubelite.apiserver.auth.serviceaccount import DEFAULT_ISSUER
 from kubelite.apiserver.auth.x509 import tls_server_context
 from kubelite.apiserver.encryption import EncryptionConfigError, PrefixTransformer, TransformError
+from kubelite.apiserver.event_ttl import DEFAULT_EVENT_TTL
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.cli.components import private_files, stop_on_signals
 from kubelite.client.interface import Client
@@ -100,6 +101,7 @@ class Options:
     local_node: bool = False  # `up`: also run a node agent for this machine
     node_monitor_grace_period: float = 40.0
     service_cidr: str = DEFAULT_SERVICE_CIDR
+    event_ttl: int = DEFAULT_EVENT_TTL  # --event-ttl in whole seconds (0: Events never expire)
     encryption_key_file: Path | None = None  # an EncryptionConfiguration: Secrets encrypted at rest
     store: StoreSpec = field(default_factory=StoreSpec)  # --store: SQLite under data_dir, or etcd://
     fencing_config: Path | None = None  # a FencingConfiguration (controllers/fencing_config.py)
@@ -195,7 +197,7 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
                 raise ConfigError(f"--client-ca-file {opts.auth.client_ca_file}: {exc}") from None
         auth = _auth_config(opts, data / "pki", authorities)
         server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", service_cidr=opts.service_cidr,
-                           agent_tls=agent_tls, auth=auth)
+                           agent_tls=agent_tls, auth=auth, event_ttl=opts.event_ttl)
         await server.start()
         gc_tuning.after_start_up()  # its schemas and start-up objects out of every full collection
         cleanup.push_async_callback(server.stop)
