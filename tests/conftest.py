@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.auth.config import AuthConfig
+from kubelite.apiserver.event_ttl import DEFAULT_EVENT_TTL
 from kubelite.clock import Clock, RealClock
 from kubelite.store.interface import Store
 from kubelite.store.sqlite import SQLiteStore
@@ -26,10 +27,10 @@ from kubelite.store.sqlite import SQLiteStore
 
 @contextlib.asynccontextmanager
 async def running(store: Store, tokens: frozenset[str] = frozenset(), auth: AuthConfig | None = None,
-                  clock: Clock | None = None) -> AsyncIterator[ApiServer]:
+                  clock: Clock | None = None, event_ttl: int = DEFAULT_EVENT_TTL) -> AsyncIterator[ApiServer]:
     """A real ApiServer on `store`, started (for in-process clients: no HTTP); the store is closed after it."""
     try:
-        server = ApiServer(store, clock or RealClock(), tokens, auth=auth or AuthConfig())
+        server = ApiServer(store, clock or RealClock(), tokens, auth=auth or AuthConfig(), event_ttl=event_ttl)
         await server.start()
         try:
             yield server
@@ -41,10 +42,11 @@ async def running(store: Store, tokens: frozenset[str] = frozenset(), auth: Auth
 
 @contextlib.asynccontextmanager
 async def serving_server(store: Store, tokens: frozenset[str] = frozenset(), auth: AuthConfig | None = None,
-                         clock: Clock | None = None) -> AsyncIterator[tuple[ApiServer, TestClient]]:  # type: ignore[type-arg]
+                         clock: Clock | None = None, event_ttl: int = DEFAULT_EVENT_TTL,
+                         ) -> AsyncIterator[tuple[ApiServer, TestClient]]:  # type: ignore[type-arg]
     """A real ApiServer on `store`, reached over HTTP on a loopback port, and the server itself (for tests that
     also reach its registry or store); the store is closed after it."""
-    async with running(store, tokens, auth, clock) as server:
+    async with running(store, tokens, auth, clock, event_ttl) as server:
         client = TestClient(TestServer(server.app()))
         await client.start_server()
         try:

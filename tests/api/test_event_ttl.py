@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.event_ttl import RETRY_DELAY, ExpiringKeys, parse_event_ttl, reuse_window
@@ -25,6 +25,7 @@ from kubelite.store.etcd import EtcdStore, parse_url
 from kubelite.store.interface import Event, KeyValue, ListResult, Store, StoreError
 from kubelite.store.sqlite import SQLiteStore
 from tests import etcd_cluster
+from tests.conftest import serving_server
 
 Client = TestClient  # type: ignore[type-arg]
 TTL = 100
@@ -70,21 +71,10 @@ def test_reuse_window_is_upstreams(ttl: int, window: int) -> None:
 
 # --- a server on a fake clock --------------------------------------------------------------------------------
 
-@contextlib.asynccontextmanager
-async def serving(store: Store, clock: FakeClock, ttl: int = TTL) -> AsyncIterator[tuple[ApiServer, Client]]:
+def serving(store: Store, clock: FakeClock,
+            ttl: int = TTL) -> contextlib.AbstractAsyncContextManager[tuple[ApiServer, Client]]:
     """A started ApiServer with `ttl` on `store`, over HTTP; the store is closed after it."""
-    server = ApiServer(store, clock, event_ttl=ttl)
-    try:
-        await server.start()
-        client = TestClient(TestServer(server.app()))
-        await client.start_server()
-        try:
-            yield server, client
-        finally:
-            await client.close()
-            await server.stop()
-    finally:
-        await store.close()
+    return serving_server(store, clock=clock, event_ttl=ttl)
 
 
 def event(name: str, message: str = "hello") -> dict[str, Any]:
