@@ -3,11 +3,14 @@
     python benchmarks/inprocess.py [--n 2000] [--watchers 100] [--profile OUT.pstats]
 
 The server runs on the simulator's store (`MemoryStore`: in memory, acknowledged through the loop) as a
-simulation builds it. Measured, each as the mean over `--n` requests: GET of a Lease; merge PATCH of a Lease's spec
-(what every hollow node sends per renewal); strategic-merge PATCH of a pod's status (the status manager);
-POST of an Event; a list of the namespace's Leases; and the cost per watch event delivered to `--watchers`
-in-process watchers of Leases (one PATCH, then every watcher reads its event), minus the PATCH alone.
-`--profile` writes a cProfile of the PATCH-Lease loop.
+simulation builds it, with a simulation's garbage collector settings (`runner.GC_THRESHOLDS`, start-up frozen):
+with CPython's defaults a gen-0 collection every 700 allocations lands on whatever allocates (the client's
+decode of an answer showed as a tenth of a PATCH) and measures the collector, not the request. Measured, each as the mean over `--n` requests: GET of a Lease; merge PATCH of a Lease's spec
+(what every hollow node sends per renewal); GET of a Node (a hollow node's, read by its heartbeat);
+strategic-merge PATCH of a pod's status (the status manager); POST of a pod; POST of a pod's binding (the
+scheduler's); POST of an Event; a list of the namespace's Leases; and the cost per watch event delivered to
+`--watchers` in-process watchers of Leases (one PATCH, then every watcher reads its event), minus the PATCH alone.
+`--only NAME` (repeatable, a prefix) measures only those; `--profile` writes a cProfile of the PATCH-Lease loop.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -23,6 +27,7 @@ from typing import Any
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.clock import RealClock
+from kubelite.sim.runner import GC_THRESHOLDS
 from kubelite.store.memory import MemoryStore
 
 NS = "kube-node-lease"
@@ -40,6 +45,33 @@ def _pod(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "bench"}},
             "spec": {"nodeName": "node-0", "containers": [{"name": "c", "image": "busybox",
                                                             "resources": {"requests": {"cpu": "100m"}}}]}}
+
+
+def _node(name: str) -> dict[str, Any]:
+    """A Node as a hollow agent registers it (capacity, host info, four conditions, an endpoint)."""
+    now = "2026-11-27T12:00:00Z"
+    conditions = [{"type": t, "status": "False", "reason": f"KubeletHasNo{t}", "message": f"no {t}",
+                   "lastHeartbeatTime": now, "lastTransitionTime": now}
+                  for t in ("MemoryPressure", "DiskPressure", "PIDPressure")]
+    conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
+                       "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
+                       "lastTransitionTime": now})
+    capacity = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}},
+        "spec": {}, "status": {"capacity": capacity, "allocatable": capacity, "conditions": conditions,
+                               "addresses": [{"type": "InternalIP", "address": "10.0.0.1"},
+                                             {"type": "Hostname", "address": name}],
+                               "nodeInfo": {"kubeletVersion": "v1.31.0", "osImage": "Linux", "architecture": "amd64",
+                                            "operatingSystem": "linux", "containerRuntimeVersion": "hollow://1",
+                                            "kernelVersion": "6.1", "machineID": "", "systemUUID": "",
+                                            "bootID": "", "kubeProxyVersion": ""},
+                               "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}}}
+
+
+def _binding(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": "default"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "node-0"}}
 
 
 def _status(i: int) -> dict[str, Any]:
@@ -103,7 +135,7 @@ async def _watch_cost(client: InProcessClient, n: int, watchers: int) -> float:
     return max(0.0, elapsed - base) / watchers
 
 
-async def main(n: int, watchers: int, profile: str | None) -> None:
+async def main(n: int, watchers: int, profile: str | None, only: list[str]) -> None:
     store = MemoryStore()
     server = ApiServer(store, RealClock())
     await server.start()
@@ -112,18 +144,40 @@ async def main(n: int, watchers: int, profile: str | None) -> None:
         for i in range(10):
             await client.create(LEASES, _lease(f"lease-{i}"))
         await client.create(PODS, _pod("bench-0"))
+        await client.create("/api/v1/nodes", _node("node-0"))
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
         names = itertools.count()
-        figures = {
-            "GET lease": await _timed(n, lambda i: client.get(f"{LEASES}/lease-0")),
-            "PATCH lease (merge)": await _timed(n, lambda i: client.patch(
-                f"{LEASES}/lease-0", {"spec": {"renewTime": f"2026-11-27T12:00:{i % 60:02d}.{i % 997:06d}Z"}})),
-            "PATCH pod status (strategic)": await _timed(n, lambda i: client.patch(
-                f"{PODS}/bench-0/status", _status(i), STRATEGIC)),
-            "POST event": await _timed(n, lambda i: client.create("/api/v1/namespaces/default/events",
-                                                                  _event(next(names)))),
-            "LIST leases (10)": await _timed(n, lambda i: client.get(LEASES)),
+        unbound: list[str] = []  # pods POSTed by "POST pod", bound by "POST binding"
+
+        async def create_pod(i: int) -> object:
+            name = f"pod-{next(names)}"
+            unbound.append(name)
+            pod = _pod(name)
+            del pod["spec"]["nodeName"]
+            return await client.create(PODS, pod)
+
+        async def bind(i: int) -> object:
+            if not unbound:
+                await create_pod(i)
+            return await client.create(f"{PODS}/{unbound[-1]}/binding", _binding(unbound.pop()))
+
+        measured: dict[str, Callable[[int], Awaitable[object]]] = {
+            "GET lease": lambda i: client.get(f"{LEASES}/lease-0"),
+            "GET node": lambda i: client.get("/api/v1/nodes/node-0"),
+            "PATCH lease (merge)": lambda i: client.patch(
+                f"{LEASES}/lease-0", {"spec": {"renewTime": f"2026-11-27T12:00:{i % 60:02d}.{i % 997:06d}Z"}}),
+            "PATCH pod status (strategic)": lambda i: client.patch(f"{PODS}/bench-0/status", _status(i), STRATEGIC),
+            "POST pod": create_pod,
+            "POST binding": bind,
+            "POST event": lambda i: client.create("/api/v1/namespaces/default/events", _event(next(names))),
+            "LIST leases (10)": lambda i: client.get(LEASES),
         }
-        figures[f"watch event, per watcher ({watchers} watchers)"] = await _watch_cost(client, n // 4, watchers)
+        figures = {name: await _timed(n, call) for name, call in measured.items()
+                   if not only or any(name.startswith(o) for o in only)}
+        if not only or any("watch".startswith(o) for o in only):
+            figures[f"watch event, per watcher ({watchers} watchers)"] = await _watch_cost(client, n // 4, watchers)
         for name, us in figures.items():
             print(f"{name:45s} {us:9.1f} µs")
         if profile:
@@ -142,5 +196,6 @@ if __name__ == "__main__":
     p.add_argument("--n", type=int, default=2000)
     p.add_argument("--watchers", type=int, default=100)
     p.add_argument("--profile")
+    p.add_argument("--only", action="append", default=[], help="measure only the requests whose names start so")
     args = p.parse_args()
-    asyncio.run(main(args.n, args.watchers, args.profile))
+    asyncio.run(main(args.n, args.watchers, args.profile, args.only))

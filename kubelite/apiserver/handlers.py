@@ -186,18 +186,27 @@ class ResourceHandlers:
         warnings = self._field_validation(request, r, obj, body if ctype == JSON else None)
         return obj, warnings
 
-    def _field_validation(self, request: web.Request, r: Resource, obj: Obj, raw_json: bytes | None) -> list[str]:
+    def _field_validation(self, request: web.Request, r: Resource, obj: Obj, raw_json: bytes | None,
+                          patched: bool = False) -> list[str]:
+        """Prune unknown fields as `fieldValidation` says: their warnings, or Strict's 400. A `patched` object (a
+        patch's result, a dict) is type-checked too, in the same walk unless Strict (`Registry.check_types`)."""
         mode = request.query.get("fieldValidation", "Warn")
         if mode not in _VALIDATION:
             raise errors.bad_request(f"fieldValidation parameter unsupported: {mode}")
+        if patched and mode != "Strict":
+            unknown: list[str] = []
+            self.registry.check_types(r, obj, patch=True, unknown=unknown)
+            return [] if mode == "Ignore" else [f'unknown field "{p}"' for p in unknown]
         problems = [f'unknown field "{p}"' for p in schema.prune_unknown(obj, r.model)]
         if mode == "Strict" and raw_json is not None:
             problems += [f'duplicate field "{d}"' for d in schema.duplicate_fields(raw_json)]
         if not problems or mode == "Ignore":
-            return []
-        if mode == "Strict":
+            problems = []
+        elif mode == "Strict":
             raise errors.bad_request(f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: strict '
                                      f"decoding error: {', '.join(problems)}")
+        if patched:
+            self.registry.check_types(r, obj, patch=True)
         return problems
 
     def _check_namespace(self, obj: Obj, target: Target) -> None:
@@ -248,14 +257,16 @@ class ResourceHandlers:
                 nesting.check_depth(out)  # operations on nested paths may build what no single document could
             except ValueError as exc:
                 raise errors.bad_request(f"the patched object could not be stored: {exc}") from None
-            warnings[:] = self._field_validation(request, r, out, None)
+            warnings[:] = self._field_validation(request, r, out, None, patched=isinstance(out, dict))
             return out
 
         admitted: list[str] = []
         # JSON patch and strategic merge copy the object first; a merge patch builds new maps along its own paths and
-        # copies its lists, so its result shares nothing with the patch document (reused if the update is retried)
+        # copies its lists, so its result shares nothing with the patch document (reused if the update is retried).
+        # `apply` type-checks what it returns (with the pruning, in one walk).
         patched = await self.registry.patch(r, target.namespace, target.name, apply, target.subresource, dry_run,
-                                            admitted, copies=ctype != MERGE_PATCH, fresh=ctype == MERGE_PATCH)
+                                            admitted, copies=ctype != MERGE_PATCH, fresh=ctype == MERGE_PATCH,
+                                            checked=True)
         return respond(patched, 200, warnings + admitted)
 
     async def _apply(self, request: web.Request, target: Target, doc: Any, dry_run: bool) -> web.StreamResponse:
