@@ -3,14 +3,15 @@
     python benchmarks/inprocess.py [--n 2000] [--watchers 100] [--profile OUT.pstats]
 
 The server runs on the simulator's store (`MemoryStore`: in memory, acknowledged through the loop) as a
-simulation builds it, with a simulation's garbage collector settings (`runner.GC_THRESHOLDS`, start-up frozen):
-with CPython's defaults a gen-0 collection every 700 allocations lands on whatever allocates (the client's
-decode of an answer showed as a tenth of a PATCH) and measures the collector, not the request. Measured, each as the mean over `--n` requests: GET of a Lease; merge PATCH of a Lease's spec
+simulation builds it, with a simulation's garbage collector settings (`runner.GC_THRESHOLDS`, start-up frozen),
+so that collections cost what they cost in a simulation. Measured, each as the mean over `--n` requests: GET of
+a Lease; merge PATCH of a Lease's spec
 (what every hollow node sends per renewal); GET of a Node (a hollow node's, read by its heartbeat);
 strategic-merge PATCH of a pod's status (the status manager); POST of a pod; POST of a pod's binding (the
 scheduler's); POST of an Event; a list of the namespace's Leases; and the cost per watch event delivered to
-`--watchers` in-process watchers of Leases (one PATCH, then every watcher reads its event), minus the PATCH alone.
-`--only NAME` (repeatable, a prefix) measures only those; `--profile` writes a cProfile of the PATCH-Lease loop.
+`--watchers` in-process watchers of Leases (one PATCH, then every watcher reads its event), minus the PATCH
+alone. `--only NAME` (repeatable, a prefix) measures only those; `--profile` writes a cProfile of the PATCH-Lease
+loop.
 """
 
 from __future__ import annotations

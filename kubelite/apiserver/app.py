@@ -241,8 +241,8 @@ class ApiServer:
                 if doc is not None:
                     return doc
             metrics = await self.metrics_api.handle(request, path)
-            if metrics is not None:  # NodeMetrics/PodMetrics have messages: protobuf for `kubectl top`, as metrics-server
-                return negotiate(request, metrics)
+            if metrics is not None:  # NodeMetrics/PodMetrics have messages: protobuf for `kubectl top`, as
+                return negotiate(request, metrics)  # metrics-server answers it
             if path.startswith("/openapi/v2"):
                 raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource",

@@ -171,8 +171,10 @@ class ResourceHandlers:
 
     # --- writes ----------------------------------------------------------------------------------
 
-    async def _decode_object(self, request: web.Request, r: Resource) -> tuple[Obj, list[str]]:
-        """Body → object with GVK defaulted from the URL and unknown fields handled per fieldValidation."""
+    async def _decode_object(self, request: web.Request, r: Resource) -> tuple[Obj, list[str] | None]:
+        """Body → object with GVK defaulted from the URL, and the warnings of its unknown fields per fieldValidation
+        — or None, when their pruning is left to the type check's walk (`_checked`): every mode but Strict, whose
+        400 for them comes before the handler's other checks."""
         body = await read_body(request)
         ctype = media_type(request)
         obj = await decode_request_body(body, ctype)
@@ -183,20 +185,29 @@ class ResourceHandlers:
             raise errors.bad_request(f"the object provided is unrecognized (must be of type {r.kind}): "
                                      f"{api_version}, Kind={kind}")
         obj["kind"], obj["apiVersion"] = r.kind, r.group_version
-        warnings = self._field_validation(request, r, obj, body if ctype == JSON else None)
-        return obj, warnings
+        if _validation_mode(request) != "Strict":
+            return obj, None
+        return obj, self._field_validation(request, r, obj, body if ctype == JSON else None)
+
+    def _checked(self, request: web.Request, r: Resource, obj: Obj, warnings: list[str] | None) -> list[str]:
+        """Type-check a decoded object as the registry would (`Registry.check_types`), pruning it in the same walk
+        if `_decode_object` left that (`warnings` None); the unknown fields' warnings."""
+        if warnings is not None:
+            self.registry.check_types(r, obj)
+            return warnings
+        unknown: list[str] = []
+        self.registry.check_types(r, obj, unknown=unknown)
+        return _unknown_field_warnings(request, unknown)
 
     def _field_validation(self, request: web.Request, r: Resource, obj: Obj, raw_json: bytes | None,
                           patched: bool = False) -> list[str]:
         """Prune unknown fields as `fieldValidation` says: their warnings, or Strict's 400. A `patched` object (a
         patch's result, a dict) is type-checked too, in the same walk unless Strict (`Registry.check_types`)."""
-        mode = request.query.get("fieldValidation", "Warn")
-        if mode not in _VALIDATION:
-            raise errors.bad_request(f"fieldValidation parameter unsupported: {mode}")
+        mode = _validation_mode(request)
         if patched and mode != "Strict":
             unknown: list[str] = []
             self.registry.check_types(r, obj, patch=True, unknown=unknown)
-            return [] if mode == "Ignore" else [f'unknown field "{p}"' for p in unknown]
+            return _unknown_field_warnings(request, unknown)
         problems = [f'unknown field "{p}"' for p in schema.prune_unknown(obj, r.model)]
         if mode == "Strict" and raw_json is not None:
             problems += [f'duplicate field "{d}"' for d in schema.duplicate_fields(raw_json)]
@@ -221,18 +232,22 @@ class ResourceHandlers:
         assert r is not None
         if r.namespaced and not target.namespace:
             raise errors.method_not_allowed("POST", r.plural)
-        obj, warnings = await self._decode_object(request, r)
+        obj, pruned = await self._decode_object(request, r)
         self._check_namespace(obj, target)
-        created = await self.registry.create(r, target.namespace, obj, _dry_run(request), warnings)
+        dry_run = _dry_run(request)
+        warnings = self._checked(request, r, obj, pruned)
+        created = await self.registry.create(r, target.namespace, obj, dry_run, warnings, checked=True)
         return respond(created, 201, warnings)
 
     async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
         assert r is not None
-        obj, warnings = await self._decode_object(request, r)
+        obj, pruned = await self._decode_object(request, r)
         self._check_namespace(obj, target)
-        updated = await self.registry.update(r, target.namespace, target.name, obj, target.subresource,
-                                             _dry_run(request), warnings)
+        dry_run = _dry_run(request)
+        warnings = self._checked(request, r, obj, pruned)
+        updated = await self.registry.update(r, target.namespace, target.name, obj, target.subresource, dry_run,
+                                             warnings, checked=True)
         return respond(updated, 200, warnings)
 
     async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -342,6 +357,20 @@ class ResourceHandlers:
             raise errors.bad_request("name in URL does not match name in Eviction object")
         result = await subresources.evict(self.registry, target.namespace, target.name, eviction, _dry_run(request))
         return respond(result, 201)
+
+
+def _validation_mode(request: web.Request) -> str:
+    mode = request.query.get("fieldValidation", "Warn")
+    if mode not in _VALIDATION:
+        raise errors.bad_request(f"fieldValidation parameter unsupported: {mode}")
+    return mode
+
+
+def _unknown_field_warnings(request: web.Request, unknown: list[str]) -> list[str]:
+    """Warn's warnings for the unknown fields pruned (Ignore: none; never Strict, whose 400 comes first)."""
+    if request.query.get("fieldValidation", "Warn") == "Ignore":
+        return []
+    return [f'unknown field "{p}"' for p in unknown]
 
 
 def _check_types(body: Obj, model: str, kind: str) -> None:

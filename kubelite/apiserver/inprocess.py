@@ -189,7 +189,7 @@ class LoopbackRequest(web.Request):
     handler reads (building one and reading its body: 8.4 µs, against 2.3 for this). aiohttp's
     properties of a request are cached in `_cache`, so method, path, query, headers and content are put
     there; the URL (rel_url, path_qs for the server's log) is built only if something asks for it (`_rel_url`:
-    nothing does on the way of a request that succeeds, and yarl's URL.build was a µs of each). There is no Content-Length:
+    nothing does on the way of a request that succeeds; yarl's URL.build was a µs of each). No Content-Length:
     `read_body` bounds what it reads itself. A handler that prepares a streamed response needs the
     writer this request has not got: those paths (`_STREAMED`) get a complete one (`_streamed`).
     """

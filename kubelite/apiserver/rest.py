@@ -123,10 +123,12 @@ class Registry:
     # --- create ----------------------------------------------------------------------------------
 
     async def create(self, resource: Resource, namespace: str, obj: Obj, dry_run: bool = False,
-                     warnings: builtins.list[str] | None = None) -> Obj:
-        """Store a new object; the strategy's warnings about it are appended to `warnings`."""
+                     warnings: builtins.list[str] | None = None, checked: bool = False) -> Obj:
+        """Store a new object; the strategy's warnings about it are appended to `warnings`. `checked`: the caller
+        has type-checked `obj` (`check_types`) since it last changed it."""
         strategy = self.strategies[resource]
-        self.check_types(resource, obj)
+        if not checked:
+            self.check_types(resource, obj)
         meta = obj.setdefault("metadata", {})
         if resource.namespaced:
             meta["namespace"] = namespace
@@ -184,7 +186,8 @@ class Registry:
         return kv
 
     @staticmethod
-    def check_types(resource: Resource, obj: Obj, patch: bool = False, unknown: builtins.list[str] | None = None) -> None:
+    def check_types(resource: Resource, obj: Obj, patch: bool = False,
+                    unknown: builtins.list[str] | None = None) -> None:
         """Decode as upstream: a wrong JSON type is a 400 naming the field, or after a patch a 422 on `patch`.
 
         With `unknown`, unknown fields are pruned by the same walk and their paths appended, as
@@ -296,8 +299,10 @@ class Registry:
         return mutate
 
     async def update(self, resource: Resource, namespace: str, name: str, body: Obj, subresource: str = "",
-                     dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
-        self.check_types(resource, body)
+                     dry_run: bool = False, warnings: builtins.list[str] | None = None, checked: bool = False) -> Obj:
+        """`checked`: as `create`'s."""
+        if not checked:
+            self.check_types(resource, body)
         return await self.guaranteed_update(resource, namespace, name,
                                             self._update_mutation(resource, body, subresource, warnings), dry_run,
                                             reads_only=True)
