@@ -1,6 +1,6 @@
 """The in-process request path: µs per request through `InProcessClient` against a real ApiServer.
 
-    python benchmarks/inprocess.py [--n 2000] [--watchers 100] [--profile OUT.pstats]
+    python benchmarks/inprocess.py [--n 2000] [--rounds 3] [--watchers 100] [--only NAME] [--profile OUT.pstats]
 
 The server runs on the simulator's store (`MemoryStore`: in memory, acknowledged through the loop) as a
 simulation builds it, with a simulation's garbage collector settings (`runner.GC_THRESHOLDS`, start-up frozen),
@@ -103,7 +103,7 @@ async def _timed(n: int, call: Callable[[int], Awaitable[object]], rounds: int =
     return best
 
 
-async def _watch_cost(client: InProcessClient, n: int, watchers: int) -> float:
+async def _watch_cost(client: InProcessClient, n: int, watchers: int, rounds: int) -> float:
     """µs per event per watcher: PATCHes with `watchers` Lease watches reading every event, minus PATCHes alone."""
     received = 0
 
@@ -117,12 +117,12 @@ async def _watch_cost(client: InProcessClient, n: int, watchers: int) -> float:
         await client.patch(f"{LEASES}/lease-0", {"spec": {"leaseDurationSeconds": 40 + i % 7 + 1}})
         await asyncio.sleep(0)  # let the watchers' tasks run: each reads its event
 
-    base = await _timed(n, renew)  # no watchers yet
+    base = await _timed(n, renew, rounds)  # no watchers yet
     rv = (await client.get(LEASES))["metadata"]["resourceVersion"]
     tasks = [asyncio.create_task(follow()) for _ in range(watchers)]
     await asyncio.sleep(0.05)
     elapsed = float("inf")
-    for _ in range(3):  # the best of three rounds, as _timed
+    for _ in range(rounds):  # the best of the rounds, as _timed
         received = 0
         started = time.process_time()
         for i in range(n):
@@ -136,7 +136,7 @@ async def _watch_cost(client: InProcessClient, n: int, watchers: int) -> float:
     return max(0.0, elapsed - base) / watchers
 
 
-async def main(n: int, watchers: int, profile: str | None, only: list[str]) -> None:
+async def main(n: int, rounds: int, watchers: int, profile: str | None, only: list[str]) -> None:
     store = MemoryStore()
     server = ApiServer(store, RealClock())
     await server.start()
@@ -175,10 +175,11 @@ async def main(n: int, watchers: int, profile: str | None, only: list[str]) -> N
             "POST event": lambda i: client.create("/api/v1/namespaces/default/events", _event(next(names))),
             "LIST leases (10)": lambda i: client.get(LEASES),
         }
-        figures = {name: await _timed(n, call) for name, call in measured.items()
+        figures = {name: await _timed(n, call, rounds) for name, call in measured.items()
                    if not only or any(name.startswith(o) for o in only)}
         if not only or any("watch".startswith(o) for o in only):
-            figures[f"watch event, per watcher ({watchers} watchers)"] = await _watch_cost(client, n // 4, watchers)
+            figures[f"watch event, per watcher ({watchers} watchers)"] = await _watch_cost(client, n // 4, watchers,
+                                                                                         rounds)
         for name, us in figures.items():
             print(f"{name:45s} {us:9.1f} µs")
         if profile:
@@ -195,8 +196,10 @@ async def main(n: int, watchers: int, profile: str | None, only: list[str]) -> N
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=3, help="the best of this many rounds of --n (a shared machine: "
+                   "more, shorter rounds filter out more of the others' load)")
     p.add_argument("--watchers", type=int, default=100)
     p.add_argument("--profile")
     p.add_argument("--only", action="append", default=[], help="measure only the requests whose names start so")
     args = p.parse_args()
-    asyncio.run(main(args.n, args.watchers, args.profile, args.only))
+    asyncio.run(main(args.n, args.rounds, args.watchers, args.profile, args.only))

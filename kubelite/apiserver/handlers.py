@@ -368,7 +368,7 @@ def _validation_mode(request: web.Request) -> str:
 
 def _unknown_field_warnings(request: web.Request, unknown: list[str]) -> list[str]:
     """Warn's warnings for the unknown fields pruned (Ignore: none; never Strict, whose 400 comes first)."""
-    if request.query.get("fieldValidation", "Warn") == "Ignore":
+    if not unknown or request.query.get("fieldValidation", "Warn") == "Ignore":
         return []
     return [f'unknown field "{p}"' for p in unknown]
 
@@ -424,8 +424,8 @@ def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) ->
 def negotiate(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
     """Re-encode a `respond()` answer as protobuf when Accept prefers it and the object has a message (else JSON).
     Every resource answer passes here; other handlers that build answers with respond() can too."""
-    if _OBJECT in resp and isinstance(resp, web.Response) and protobuf.prefers_protobuf(
-            request.headers.get("Accept", "")):
+    if protobuf.prefers_protobuf(request.headers.get("Accept", "")) and _OBJECT in resp and \
+            isinstance(resp, web.Response):
         body = protobuf.encode(resp[_OBJECT])
         if body is not None:
             resp.body = body

@@ -270,7 +270,7 @@ class InProcessClient(RestVerbs):
         if path.rsplit("/", 1)[-1] in _STREAMED:
             return await self._streamed(method, path, data, content_type, params)
         resp = await self._serve(self._loopback(method, path, params, data, content_type if data else ""))
-        if isinstance(resp, WatchResponse):  # ?watch=true asked of request(): the whole stream is the body, as HTTP
+        if type(resp) is WatchResponse:  # ?watch=true asked of request(): the whole stream is the body, as HTTP
             try:
                 payload = b"".join([chunk async for chunk in resp.stream.chunks()])
             finally:

@@ -164,7 +164,8 @@ class ApiServerMetrics:
         try:
             response = await inner(request, handler)
             code = response.status
-            if isinstance(response, WatchResponse):  # in process: the watch is read after this returns
+            if type(response) is WatchResponse:  # in process: the watch is read after this returns (isinstance of an
+                # aiohttp response is an ABC's check: ≈ 0.2 µs)
                 stream_code, code = code, 0
                 response.stream.on_close(lambda: self.record(info, stream_code, self.clock.monotonic() - started))
             return response
