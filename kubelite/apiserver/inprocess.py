@@ -311,7 +311,8 @@ class InProcessClient(RestVerbs):
             raise status_error(resp.status, {})  # a non-error answer to a watch: never served
         try:
             async for chunk in resp.stream.chunks():
-                for line in chunk.splitlines():
+                # most batches are one event: decoded as it is (orjson reads past the newline), not split first
+                for line in (chunk,) if chunk.count(b"\n") == 1 else chunk.splitlines():
                     event: Obj = orjson.loads(line)
                     if event.get("type") == "ERROR":
                         raise status_error(int(event["object"].get("code", 500)), event["object"])

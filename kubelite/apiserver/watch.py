@@ -112,7 +112,7 @@ class WatchStream:
         while True:
             if watcher.pending:
                 batch, watcher.pending = watcher.pending, []
-                yield b"".join(self.encoder(e) for e in batch)
+                yield self.encoder(batch[0]) if len(batch) == 1 else b"".join([self.encoder(e) for e in batch])
             if watcher.closed:
                 return
             # Not while events are pending (they arrived while the batch was written): a bookmark says the client
