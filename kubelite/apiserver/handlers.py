@@ -38,6 +38,7 @@ from kubelite.apiserver.request import (
     PROTOBUF,
     YAML,
     Target,
+    decode_body,
     decode_request_body,
     media_type,
     parse_bool,
@@ -260,6 +261,10 @@ class ResourceHandlers:
         if ctype == APPLY_PATCH:
             return await self._apply(request, target, patch_doc, dry_run)
         warnings: list[str] = []
+        # A strategic merge puts the document's values into its result, which the update then changes (pruning,
+        # strategies): each attempt gets a document of its own, the one decoded for the first, the body decoded
+        # again for a retry after a conflict. (A merge patch and a JSON patch copy the values they take.)
+        documents = [patch_doc]
 
         def apply(cur: Obj) -> Obj:
             if ctype == JSON_PATCH:
@@ -267,7 +272,8 @@ class ResourceHandlers:
             elif ctype == MERGE_PATCH:
                 out = patch.merge_patch(cur, patch_doc)
             else:
-                out = patch.strategic_merge_patch(cur, patch_doc, r.kind)
+                doc = documents.pop() if documents else decode_body(body, ctype, PATCH_TYPES)
+                out = patch.strategic_merge_patch(cur, doc, r.kind)
             try:
                 nesting.check_depth(out)  # operations on nested paths may build what no single document could
             except ValueError as exc:
@@ -277,11 +283,9 @@ class ResourceHandlers:
 
         admitted: list[str] = []
         # JSON patch and strategic merge copy the object first; a merge patch builds new maps along its own paths and
-        # copies its lists, so its result shares nothing with the patch document (reused if the update is retried).
-        # `apply` type-checks what it returns (with the pruning, in one walk).
+        # copies its lists: what `apply` returns is the attempt's own. It type-checks it (with the pruning, one walk).
         patched = await self.registry.patch(r, target.namespace, target.name, apply, target.subresource, dry_run,
-                                            admitted, copies=ctype != MERGE_PATCH, fresh=ctype == MERGE_PATCH,
-                                            checked=True)
+                                            admitted, copies=ctype != MERGE_PATCH, fresh=True, checked=True)
         return respond(patched, 200, warnings + admitted)
 
     async def _apply(self, request: web.Request, target: Target, doc: Any, dry_run: bool) -> web.StreamResponse:

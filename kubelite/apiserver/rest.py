@@ -314,8 +314,9 @@ class Registry:
 
         `apply_patch` is given a copy of the current object, or with `copies` (it copies what it is given before
         changing any of it: strategic merge and JSON patch) the watch cache's object itself. With `fresh` (what it
-        returns shares no part with anything but what it is given: JSON merge patch), what it returns from that
-        copy becomes the new object as it is, not copied again. Either saves one deep copy of the object.
+        returns is the attempt's own: it shares no part with the watch cache's object, nor with anything another
+        attempt uses — the handlers' merge, JSON and strategic merge patches), what it returns becomes the new
+        object as it is, not copied again. Each saves one deep copy of the object.
         With `checked`, `apply_patch` has type-checked what it returns itself (`check_types(patch=True)`).
         """
 
@@ -329,7 +330,7 @@ class Registry:
             if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
                 raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
             patched["metadata"].pop("resourceVersion", None)
-            return self._update_mutation(resource, patched, subresource, warnings, fresh and not copies)(cur)
+            return self._update_mutation(resource, patched, subresource, warnings, fresh)(cur)
 
         return await self.guaranteed_update(resource, namespace, name, mutate, dry_run, reads_only=True)
 
