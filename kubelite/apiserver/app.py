@@ -239,15 +239,17 @@ class ApiServer:
             return web.Response(text="ok")
         if path == "/metrics" and request.method == "GET":
             return self.metrics.response()
-        if request.method == "GET":
-            doc = self._discovery(request, path)
-            if doc is not None:
-                return doc
-        metrics = await self.metrics_api.handle(request, path)
-        if metrics is not None:  # NodeMetrics/PodMetrics have messages: protobuf for `kubectl top`, as metrics-server
-            return negotiate(request, metrics)
+        # A resource's path (nearly every request) is neither discovery (at most /apis/GROUP/VERSION) nor
+        # metrics.k8s.io (served by no registry): both are asked only of paths that name no resource.
         target = parse_target(path)
         if target is None:
+            if request.method == "GET":
+                doc = self._discovery(request, path)
+                if doc is not None:
+                    return doc
+            metrics = await self.metrics_api.handle(request, path)
+            if metrics is not None:  # NodeMetrics/PodMetrics have messages: protobuf for `kubectl top`, as
+                return negotiate(request, metrics)  # metrics-server answers it
             if path.startswith("/openapi/v2"):
                 raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource",

@@ -174,7 +174,7 @@ class EncryptingStore:
         transformer = self._transformer(kv.key)
         if transformer is None or not kv.value:
             return kv
-        return dataclasses.replace(kv, value=transformer.from_storage(kv.value, kv.key))
+        return kv._replace(value=transformer.from_storage(kv.value, kv.key))
 
     async def get(self, key: str) -> KeyValue | None:
         kv = await self.inner.get(key)
@@ -185,14 +185,14 @@ class EncryptingStore:
         return ListResult([self._open(kv) for kv in listed.items], listed.revision)
 
     async def create(self, key: str, value: bytes) -> KeyValue:
-        return dataclasses.replace(await self.inner.create(key, self._seal(key, value)), value=value)
+        return (await self.inner.create(key, self._seal(key, value)))._replace(value=value)
 
     async def update(self, key: str, value: bytes, expected_mod_revision: int) -> KeyValue:
         try:
             kv = await self.inner.update(key, self._seal(key, value), expected_mod_revision)
         except RevisionMismatch as exc:
             raise self._opened(exc) from None
-        return dataclasses.replace(kv, value=value)
+        return kv._replace(value=value)
 
     async def delete(self, key: str, expected_mod_revision: int = 0) -> KeyValue:
         try:
@@ -209,8 +209,7 @@ class EncryptingStore:
             if self._transformer(ev.kv.key) is None:
                 yield ev
             else:
-                yield dataclasses.replace(ev, kv=self._open(ev.kv),
-                                          prev=None if ev.prev is None else self._open(ev.prev))
+                yield ev._replace(kv=self._open(ev.kv), prev=None if ev.prev is None else self._open(ev.prev))
 
     async def compact(self, revision: int) -> None:
         await self.inner.compact(revision)

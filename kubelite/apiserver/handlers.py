@@ -38,6 +38,7 @@ from kubelite.apiserver.request import (
     PROTOBUF,
     YAML,
     Target,
+    decode_body,
     decode_request_body,
     media_type,
     parse_bool,
@@ -171,8 +172,10 @@ class ResourceHandlers:
 
     # --- writes ----------------------------------------------------------------------------------
 
-    async def _decode_object(self, request: web.Request, r: Resource) -> tuple[Obj, list[str]]:
-        """Body → object with GVK defaulted from the URL and unknown fields handled per fieldValidation."""
+    async def _decode_object(self, request: web.Request, r: Resource) -> tuple[Obj, list[str] | None]:
+        """Body → object with GVK defaulted from the URL, and the warnings of its unknown fields per fieldValidation
+        — or None, when their pruning is left to the type check's walk (`_checked`): every mode but Strict, whose
+        400 for them comes before the handler's other checks."""
         body = await read_body(request)
         ctype = media_type(request)
         obj = await decode_request_body(body, ctype)
@@ -183,21 +186,39 @@ class ResourceHandlers:
             raise errors.bad_request(f"the object provided is unrecognized (must be of type {r.kind}): "
                                      f"{api_version}, Kind={kind}")
         obj["kind"], obj["apiVersion"] = r.kind, r.group_version
-        warnings = self._field_validation(request, r, obj, body if ctype == JSON else None)
-        return obj, warnings
+        if _validation_mode(request) != "Strict":
+            return obj, None
+        return obj, self._field_validation(request, r, obj, body if ctype == JSON else None)
 
-    def _field_validation(self, request: web.Request, r: Resource, obj: Obj, raw_json: bytes | None) -> list[str]:
-        mode = request.query.get("fieldValidation", "Warn")
-        if mode not in _VALIDATION:
-            raise errors.bad_request(f"fieldValidation parameter unsupported: {mode}")
+    def _checked(self, request: web.Request, r: Resource, obj: Obj, warnings: list[str] | None) -> list[str]:
+        """Type-check a decoded object as the registry would (`Registry.check_types`), pruning it in the same walk
+        if `_decode_object` left that (`warnings` None); the unknown fields' warnings."""
+        if warnings is not None:
+            self.registry.check_types(r, obj)
+            return warnings
+        unknown: list[str] = []
+        self.registry.check_types(r, obj, unknown=unknown)
+        return _unknown_field_warnings(request, unknown)
+
+    def _field_validation(self, request: web.Request, r: Resource, obj: Obj, raw_json: bytes | None,
+                          patched: bool = False) -> list[str]:
+        """Prune unknown fields as `fieldValidation` says: their warnings, or Strict's 400. A `patched` object (a
+        patch's result, a dict) is type-checked too, in the same walk unless Strict (`Registry.check_types`)."""
+        mode = _validation_mode(request)
+        if patched and mode != "Strict":
+            unknown: list[str] = []
+            self.registry.check_types(r, obj, patch=True, unknown=unknown)
+            return _unknown_field_warnings(request, unknown)
         problems = [f'unknown field "{p}"' for p in schema.prune_unknown(obj, r.model)]
         if mode == "Strict" and raw_json is not None:
             problems += [f'duplicate field "{d}"' for d in schema.duplicate_fields(raw_json)]
         if not problems or mode == "Ignore":
-            return []
-        if mode == "Strict":
+            problems = []
+        elif mode == "Strict":
             raise errors.bad_request(f'{r.kind} in version "{r.version}" cannot be handled as a {r.kind}: strict '
                                      f"decoding error: {', '.join(problems)}")
+        if patched:
+            self.registry.check_types(r, obj, patch=True)
         return problems
 
     def _check_namespace(self, obj: Obj, target: Target) -> None:
@@ -212,18 +233,22 @@ class ResourceHandlers:
         assert r is not None
         if r.namespaced and not target.namespace:
             raise errors.method_not_allowed("POST", r.plural)
-        obj, warnings = await self._decode_object(request, r)
+        obj, pruned = await self._decode_object(request, r)
         self._check_namespace(obj, target)
-        created = await self.registry.create(r, target.namespace, obj, _dry_run(request), warnings)
+        dry_run = _dry_run(request)
+        warnings = self._checked(request, r, obj, pruned)
+        created = await self.registry.create(r, target.namespace, obj, dry_run, warnings, checked=True)
         return respond(created, 201, warnings)
 
     async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
         assert r is not None
-        obj, warnings = await self._decode_object(request, r)
+        obj, pruned = await self._decode_object(request, r)
         self._check_namespace(obj, target)
-        updated = await self.registry.update(r, target.namespace, target.name, obj, target.subresource,
-                                             _dry_run(request), warnings)
+        dry_run = _dry_run(request)
+        warnings = self._checked(request, r, obj, pruned)
+        updated = await self.registry.update(r, target.namespace, target.name, obj, target.subresource, dry_run,
+                                             warnings, checked=True)
         return respond(updated, 200, warnings)
 
     async def _patch(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -236,6 +261,10 @@ class ResourceHandlers:
         if ctype == APPLY_PATCH:
             return await self._apply(request, target, patch_doc, dry_run)
         warnings: list[str] = []
+        # A strategic merge puts the document's values into its result, which the update then changes (pruning,
+        # strategies): each attempt gets a document of its own, the one decoded for the first, the body decoded
+        # again for a retry after a conflict. (A merge patch and a JSON patch copy the values they take.)
+        documents = [patch_doc]
 
         def apply(cur: Obj) -> Obj:
             if ctype == JSON_PATCH:
@@ -243,19 +272,20 @@ class ResourceHandlers:
             elif ctype == MERGE_PATCH:
                 out = patch.merge_patch(cur, patch_doc)
             else:
-                out = patch.strategic_merge_patch(cur, patch_doc, r.kind)
+                doc = documents.pop() if documents else decode_body(body, ctype, PATCH_TYPES)
+                out = patch.strategic_merge_patch(cur, doc, r.kind)
             try:
                 nesting.check_depth(out)  # operations on nested paths may build what no single document could
             except ValueError as exc:
                 raise errors.bad_request(f"the patched object could not be stored: {exc}") from None
-            warnings[:] = self._field_validation(request, r, out, None)
+            warnings[:] = self._field_validation(request, r, out, None, patched=isinstance(out, dict))
             return out
 
         admitted: list[str] = []
         # JSON patch and strategic merge copy the object first; a merge patch builds new maps along its own paths and
-        # copies its lists, so its result shares nothing with the patch document (reused if the update is retried)
+        # copies its lists: what `apply` returns is the attempt's own. It type-checks it (with the pruning, one walk).
         patched = await self.registry.patch(r, target.namespace, target.name, apply, target.subresource, dry_run,
-                                            admitted, copies=ctype != MERGE_PATCH, fresh=ctype == MERGE_PATCH)
+                                            admitted, copies=ctype != MERGE_PATCH, fresh=True, checked=True)
         return respond(patched, 200, warnings + admitted)
 
     async def _apply(self, request: web.Request, target: Target, doc: Any, dry_run: bool) -> web.StreamResponse:
@@ -333,6 +363,20 @@ class ResourceHandlers:
         return respond(result, 201)
 
 
+def _validation_mode(request: web.Request) -> str:
+    mode = request.query.get("fieldValidation", "Warn")
+    if mode not in _VALIDATION:
+        raise errors.bad_request(f"fieldValidation parameter unsupported: {mode}")
+    return mode
+
+
+def _unknown_field_warnings(request: web.Request, unknown: list[str]) -> list[str]:
+    """Warn's warnings for the unknown fields pruned (Ignore: none; never Strict, whose 400 comes first)."""
+    if not unknown or request.query.get("fieldValidation", "Warn") == "Ignore":
+        return []
+    return [f'unknown field "{p}"' for p in unknown]
+
+
 def _check_types(body: Obj, model: str, kind: str) -> None:
     """Options and subresource bodies decode into their Go types upstream, as objects do."""
     mismatch = typecheck.check(body, model)
@@ -384,8 +428,8 @@ def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) ->
 def negotiate(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
     """Re-encode a `respond()` answer as protobuf when Accept prefers it and the object has a message (else JSON).
     Every resource answer passes here; other handlers that build answers with respond() can too."""
-    if _OBJECT in resp and isinstance(resp, web.Response) and protobuf.prefers_protobuf(
-            request.headers.get("Accept", "")):
+    if protobuf.prefers_protobuf(request.headers.get("Accept", "")) and _OBJECT in resp and \
+            isinstance(resp, web.Response):
         body = protobuf.encode(resp[_OBJECT])
         if body is not None:
             resp.body = body

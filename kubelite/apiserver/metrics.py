@@ -17,16 +17,18 @@ one `/metrics` shows the scheduler's and controllers' metrics too.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import functools
+import math
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client import disable_created_metrics as _disable_created_metrics
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import metrics_api
@@ -43,6 +45,8 @@ Inner = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 DURATION_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30,
                     45, 60)
+DURATION_BOUNDS = (*(float(b) for b in DURATION_BUCKETS), math.inf)  # as prometheus_client's Histogram holds them
+_LE = tuple(floatToGoString(b) for b in DURATION_BOUNDS)  # type: ignore[no-untyped-call]  # their `le` labels
 COMPONENT = "apiserver"
 REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
@@ -135,19 +139,14 @@ class ApiServerMetrics:
     def __init__(self, clock: Clock, caches: Caches) -> None:
         self.clock = clock
         self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter("apiserver_request_total", "Counter of apiserver requests broken out for each verb, "
-                                "dry run value, group, version, resource, scope, component, and HTTP response code.",
-                                [*REQUEST_LABELS, "code"], registry=self.registry)
-        self.durations = Histogram("apiserver_request_duration_seconds", "Response latency distribution in seconds "
-                                   "for each verb, dry run value, group, version, resource, subresource, scope and "
-                                   "component.", REQUEST_LABELS, buckets=DURATION_BUCKETS, registry=self.registry)
+        self.requests = _Requests()
+        self.registry.register(self.requests)
         self.inflight = _Inflight()
         self.registry.register(self.inflight)
         self.registry.register(_StorageObjects(caches))
         self.included: list[CollectorRegistry] = []
-        # (labels, code) → its counter and histogram children: prometheus_client's labels() lookup costs more than
-        # the updates themselves, and a server sees few distinct label sets
-        self._children: dict[tuple[RequestInfo, int], tuple[Any, Any]] = {}
+        # (labels, code) → the request's count and its duration histogram (`_Requests`): a server sees few label sets
+        self._cells: dict[tuple[RequestInfo, int], tuple[list[float], list[float]]] = {}
 
     def include(self, registry: CollectorRegistry) -> None:
         """Serve another in-process component's registry at this server's `/metrics` too."""
@@ -165,7 +164,8 @@ class ApiServerMetrics:
         try:
             response = await inner(request, handler)
             code = response.status
-            if isinstance(response, WatchResponse):  # in process: the watch is read after this returns
+            if type(response) is WatchResponse:  # in process: the watch is read after this returns (isinstance of an
+                # aiohttp response is an ABC's check: ≈ 0.2 µs)
                 stream_code, code = code, 0
                 response.stream.on_close(lambda: self.record(info, stream_code, self.clock.monotonic() - started))
             return response
@@ -182,18 +182,56 @@ class ApiServerMetrics:
                 self.record(info, code, self.clock.monotonic() - started)
 
     def record(self, info: RequestInfo, code: int, seconds: float) -> None:
-        children = self._children.get((info, code))
-        if children is None:
+        cells = self._cells.get((info, code))
+        if cells is None:
             labels = (info.verb, info.dry_run, info.group, info.version, info.resource, info.subresource, info.scope,
                       COMPONENT)
-            children = self._children[(info, code)] = (self.requests.labels(*labels, str(code)),
-                                                       self.durations.labels(*labels))
-        children[0].inc()
-        children[1].observe(seconds)
+            cells = self._cells[(info, code)] = self.requests.cells(labels, str(code))
+        count, histogram = cells
+        count[0] += 1.0
+        histogram[bisect.bisect_left(DURATION_BOUNDS, seconds)] += 1.0  # the first bucket whose bound holds it
+        histogram[-1] += seconds
 
     def response(self) -> web.Response:
         body = b"".join(generate_latest(r) for r in (self.registry, *self.included))
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+class _Requests(Collector):
+    """`apiserver_request_total` and `apiserver_request_duration_seconds` as plain numbers, exposed exactly as
+    prometheus_client's Counter and Histogram of these names, labels and buckets expose them (children in order of
+    first use, cumulative buckets, `_count` and `_sum`; no `_created`, disabled above). Their `inc` and `observe`
+    take a lock per update and observe walks the buckets in Python: ≈ 3 µs of every request, where these are two
+    list updates (the server's requests are all served on one event loop)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, ...], list[float]] = {}  # labels and code → [count]
+        # labels → the count of each bucket (not cumulative; +Inf last), then the sum of the durations
+        self.histograms: dict[tuple[str, ...], list[float]] = {}
+
+    def cells(self, labels: tuple[str, ...], code: str) -> tuple[list[float], list[float]]:
+        """The count of (`labels`, `code`) and the histogram of `labels`, made on first use."""
+        count = self.counts.setdefault((*labels, code), [0.0])
+        histogram = self.histograms.setdefault(labels, [0.0] * (len(DURATION_BOUNDS) + 1))
+        return count, histogram
+
+    def collect(self) -> Iterator[Metric]:
+        total = CounterMetricFamily("apiserver_request_total", "Counter of apiserver requests broken out for each "
+                                    "verb, dry run value, group, version, resource, scope, component, and HTTP "
+                                    "response code.", labels=[*REQUEST_LABELS, "code"])
+        for labels, count in self.counts.items():
+            total.add_metric(labels, count[0])
+        yield total
+        durations = HistogramMetricFamily("apiserver_request_duration_seconds", "Response latency distribution in "
+                                          "seconds for each verb, dry run value, group, version, resource, "
+                                          "subresource, scope and component.", labels=list(REQUEST_LABELS))
+        for labels, histogram in self.histograms.items():
+            acc, buckets = 0.0, []
+            for le, in_bucket in zip(_LE, histogram, strict=False):
+                acc += in_bucket
+                buckets.append((le, acc))
+            durations.add_metric(labels, buckets, histogram[-1])
+        yield durations
 
 
 class _Inflight(Collector):

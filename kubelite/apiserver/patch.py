@@ -69,6 +69,8 @@ PATCH_META: dict[str, Meta] = {
 
 # --- JSON merge patch ----------------------------------------------------------------------------
 
+_IMMUTABLE = frozenset({str, int, float, bool})  # a patch's values nobody can change: no copy (deepcopy's is ≈ 0.3 µs)
+
 def merge_patch(target: Any, patch: Any) -> Any:
     with headroom():  # each walker here recurses once per level of the (at most MAX_DEPTH deep) documents
         return _merge(target, patch)
@@ -76,7 +78,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def _merge(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return patch if type(patch) in _IMMUTABLE else copy.deepcopy(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:

@@ -19,7 +19,7 @@ import orjson
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
-from kubelite.apiserver import deletion, nesting, typecheck
+from kubelite.apiserver import deletion, nesting, schema, typecheck
 from kubelite.apiserver.cache import Caches, decode
 from kubelite.apiserver.nesting import copy_obj
 from kubelite.apiserver.registry import STRATEGIES
@@ -123,10 +123,12 @@ class Registry:
     # --- create ----------------------------------------------------------------------------------
 
     async def create(self, resource: Resource, namespace: str, obj: Obj, dry_run: bool = False,
-                     warnings: builtins.list[str] | None = None) -> Obj:
-        """Store a new object; the strategy's warnings about it are appended to `warnings`."""
+                     warnings: builtins.list[str] | None = None, checked: bool = False) -> Obj:
+        """Store a new object; the strategy's warnings about it are appended to `warnings`. `checked`: the caller
+        has type-checked `obj` (`check_types`) since it last changed it."""
         strategy = self.strategies[resource]
-        self.check_types(resource, obj)
+        if not checked:
+            self.check_types(resource, obj)
         meta = obj.setdefault("metadata", {})
         if resource.namespaced:
             meta["namespace"] = namespace
@@ -184,11 +186,18 @@ class Registry:
         return kv
 
     @staticmethod
-    def check_types(resource: Resource, obj: Obj, patch: bool = False) -> None:
-        """Decode as upstream: a wrong JSON type is a 400 naming the field, or after a patch a 422 on `patch`."""
-        mismatch = typecheck.check(obj, resource.model)
+    def check_types(resource: Resource, obj: Obj, patch: bool = False,
+                    unknown: builtins.list[str] | None = None) -> None:
+        """Decode as upstream: a wrong JSON type is a 400 naming the field, or after a patch a 422 on `patch`.
+
+        With `unknown`, unknown fields are pruned by the same walk and their paths appended, as
+        `schema.prune_unknown` before the check would (fieldValidation's Warn and Ignore: their warnings are
+        dropped with the request when the types are wrong). The object in a patch's message is shown pruned."""
+        mismatch = typecheck.check(obj, resource.model, unknown)
         if mismatch is None:
             return
+        if unknown is not None:  # the walk stopped at the mismatch: prune the rest, as the two walks did
+            schema.prune_unknown(obj, resource.model)
         if patch:  # apiserver/pkg/endpoints/handlers/patch.go: field.Invalid(field.NewPath("patch"), patchedObjJS, err)
             shown = orjson.dumps(nesting.dumps(obj).decode()).decode()
             raise errors.invalid("", "", [Cause("FieldValueInvalid", f"Invalid value: {shown}: {mismatch.error}",
@@ -290,26 +299,30 @@ class Registry:
         return mutate
 
     async def update(self, resource: Resource, namespace: str, name: str, body: Obj, subresource: str = "",
-                     dry_run: bool = False, warnings: builtins.list[str] | None = None) -> Obj:
-        self.check_types(resource, body)
+                     dry_run: bool = False, warnings: builtins.list[str] | None = None, checked: bool = False) -> Obj:
+        """`checked`: as `create`'s."""
+        if not checked:
+            self.check_types(resource, body)
         return await self.guaranteed_update(resource, namespace, name,
                                             self._update_mutation(resource, body, subresource, warnings), dry_run,
                                             reads_only=True)
 
     async def patch(self, resource: Resource, namespace: str, name: str, apply_patch: Callable[[Obj], Obj],
                     subresource: str = "", dry_run: bool = False, warnings: builtins.list[str] | None = None,
-                    copies: bool = False, fresh: bool = False) -> Obj:
+                    copies: bool = False, fresh: bool = False, checked: bool = False) -> Obj:
         """Apply a patch to the current object and store it as an update (no-op patches write nothing).
 
         `apply_patch` is given a copy of the current object, or with `copies` (it copies what it is given before
         changing any of it: strategic merge and JSON patch) the watch cache's object itself. With `fresh` (what it
-        returns shares no part with anything but what it is given: JSON merge patch), what it returns from that
-        copy becomes the new object as it is, not copied again. Either saves one deep copy of the object.
+        returns is the attempt's own: it shares no part with the watch cache's object, nor with anything another
+        attempt uses — the handlers' merge, JSON and strategic merge patches), what it returns becomes the new
+        object as it is, not copied again. Each saves one deep copy of the object.
+        With `checked`, `apply_patch` has type-checked what it returns itself (`check_types(patch=True)`).
         """
 
         def mutate(cur: Obj) -> Obj:
             patched = apply_patch(cur if copies else copy_obj(cur))
-            if isinstance(patched, dict):
+            if isinstance(patched, dict) and not checked:
                 self.check_types(resource, patched, patch=True)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise errors.bad_request("patch produced an object without metadata")
@@ -317,7 +330,7 @@ class Registry:
             if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
                 raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
             patched["metadata"].pop("resourceVersion", None)
-            return self._update_mutation(resource, patched, subresource, warnings, fresh and not copies)(cur)
+            return self._update_mutation(resource, patched, subresource, warnings, fresh)(cur)
 
         return await self.guaranteed_update(resource, namespace, name, mutate, dry_run, reads_only=True)
 

@@ -44,12 +44,17 @@ class _Found(Exception):
         self.mismatch = mismatch
 
 
-def check(obj: dict[str, Any], model: str) -> Mismatch | None:
-    """The first type mismatch in `obj` (a `model`), or None; drops nulls (in place) as the decoder would."""
+def check(obj: dict[str, Any], model: str, unknown: list[str] | None = None) -> Mismatch | None:
+    """The first type mismatch in `obj` (a `model`), or None; drops nulls (in place) as the decoder would.
+
+    With `unknown`, the same walk also prunes what `schema.prune_unknown` prunes and appends the same paths in
+    the same order (one walk instead of two: the fields a type check steps into are those pruning steps into) —
+    as far as the first mismatch: after one, pruning is left unfinished (`schema.prune_unknown` finishes it).
+    """
     if not model:
         return None  # kubelite's own kinds have no model: kept as sent
     try:
-        _struct(obj, model, "", "")
+        _struct(obj, model, "", "", unknown)
     except _Found as found:
         return found.mismatch
     return None
@@ -80,13 +85,16 @@ def _json_type(value: Any) -> str:
     return "number"
 
 
-def _struct(obj: dict[str, Any], model: str, path: str, go_path: str) -> None:
+def _struct(obj: dict[str, Any], model: str, path: str, go_path: str, unknown: list[str] | None) -> None:
     known = schema.fields(model)
-    struct = schema.go_name(model)[1]
+    pruned: list[str] | None = None
     for key in list(obj):
         field = known.get(key)
-        if field is None:
-            continue  # unknown fields are fieldValidation's business
+        if field is None:  # unknown fields are fieldValidation's business: pruned here only if asked
+            if unknown is not None:
+                unknown.append(f"{path}.{key}" if path else key)
+                pruned = [key] if pruned is None else [*pruned, key]
+            continue
         value = obj[key]
         if value is None:
             if field.type.kind != "time":
@@ -98,14 +106,18 @@ def _struct(obj: dict[str, Any], model: str, path: str, go_path: str) -> None:
                 continue
         elif kind in _PLAIN and _scalar_fits(value, kind):
             continue
-        _value(value, field.type, f"{path}.{key}" if path else key, f"{go_path}.{key}" if go_path else key, struct)
+        _value(value, field.type, f"{path}.{key}" if path else key, f"{go_path}.{key}" if go_path else key, model,
+               unknown)
+    for key in pruned or ():
+        del obj[key]
 
 
-def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> None:
+def _value(value: Any, t: FieldType, path: str, go_path: str, model: str, unknown: list[str] | None) -> None:
+    """Check `value` of type `t`; `model` is the struct whose field holds it (named in Go's messages)."""
     kind = t.kind
     if kind == "model":
         if isinstance(value, dict):
-            _struct(value, t.model, path, go_path)
+            _struct(value, t.model, path, go_path, unknown)
             return
     elif kind == "list":
         if isinstance(value, list):
@@ -117,7 +129,7 @@ def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> No
                     continue
                 if _fits(item, t.item.kind):
                     continue
-                _value(item, t.item, f"{path}[{i}]", go_path, struct)
+                _value(item, t.item, f"{path}[{i}]", go_path, model, unknown)
             return
     elif kind == "map":
         if isinstance(value, dict):
@@ -126,7 +138,7 @@ def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> No
                 if item is not None:
                     if _fits(item, t.item.kind):  # labels, annotations: strings in a map of strings
                         continue
-                    _value(item, t.item, f"{path}[{k}]", go_path, struct)
+                    _value(item, t.item, f"{path}[{k}]", go_path, model, unknown)
                 elif t.item.kind == "quantity":
                     value[k] = "0"  # a null decodes to the zero Quantity
             return
@@ -141,7 +153,8 @@ def _value(value: Any, t: FieldType, path: str, go_path: str, struct: str) -> No
     elif kind == "int-or-string":
         shown = f"number {value}" if _is_number(value) else _json_type(value)
         raise _Found(Mismatch(path, f"json: cannot unmarshal {shown} into Go value of type int32"))
-    elif kind in _RANGES and _is_number(value):
+    struct = schema.go_name(model)[1]
+    if kind in _RANGES and _is_number(value):
         raise _Found(Mismatch(path, f"json: cannot unmarshal number {value} into Go struct field {struct}.{go_path} "
                                     f"of type {_SCALAR_GO[kind]}"))
     raise _Found(Mismatch(path, f"json: cannot unmarshal {_json_type(value)} into Go struct field {struct}.{go_path} "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, final
 
 import orjson
 from aiohttp import web
@@ -112,7 +112,7 @@ class WatchStream:
         while True:
             if watcher.pending:
                 batch, watcher.pending = watcher.pending, []
-                yield b"".join(self.encoder(e) for e in batch)
+                yield self.encoder(batch[0]) if len(batch) == 1 else b"".join([self.encoder(e) for e in batch])
             if watcher.closed:
                 return
             # Not while events are pending (they arrived while the batch was written): a bookmark says the client
@@ -136,6 +136,7 @@ class WatchStream:
             callback()
 
 
+@final  # recognized by `type(resp) is WatchResponse` on every request's way back (an ABC's isinstance costs more)
 class WatchResponse(web.StreamResponse):
     """A watch answered to an in-process client: the stream itself, read in the client's task (no HTTP framing,
     no writer task); status and headers as `serve` would have sent them."""

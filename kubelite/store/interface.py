@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class StoreError(Exception):
@@ -53,8 +53,9 @@ class FutureRevision(StoreError):
         self.current = current
 
 
-@dataclass(frozen=True, slots=True)
-class KeyValue:
+# KeyValue and Event are NamedTuples, not frozen dataclasses: every write makes one of each (and the SQLite and etcd
+# stores more), and a frozen dataclass's __init__ sets each field through object.__setattr__ (0.9 µs against 0.3).
+class KeyValue(NamedTuple):
     key: str
     value: bytes
     create_revision: int
@@ -69,8 +70,7 @@ class EventType(enum.StrEnum):
     PROGRESS = "PROGRESS"
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One change. For DELETE, `kv.value` is the last value and `kv.mod_revision` the delete's revision."""
 
     type: EventType

@@ -308,3 +308,54 @@ async def test_enum_value_on_update_is_invalid(api: Client) -> None:
     node["spec"] = {"taints": [{"key": "k", "effect": "NoEntry"}]}
     out = await call(api, "PUT", f"{NODES}/n", node, expect=422)
     assert [c["field"] for c in out["details"]["causes"]] == ["spec.taints[0].effect"]
+
+
+def _wrong_everywhere(**meta: Any) -> dict[str, Any]:
+    """A pod with an unknown field before and after a wrong type (spec.affinity: 7)."""
+    body = _pod(affinity=7)
+    body["aaa"], body["spec"]["zzz"] = 1, 2
+    body["metadata"].update(meta)
+    return body
+
+
+# (method, query, body, status, what the refusal says): which of several faults a write is refused for is upstream's
+# order — fieldValidation's Strict before the namespace, the namespace and the dryRun option before the type check
+# (the type check prunes unknown fields in the same walk under Warn and Ignore, and must not come earlier for it).
+ORDER_CASES = [
+    pytest.param("POST", "?fieldValidation=Strict", _wrong_everywhere(namespace="other"), 400,
+                 'strict decoding error: unknown field "spec.zzz", unknown field "aaa"', id="Strict first"),
+    pytest.param("POST", "", _wrong_everywhere(namespace="other"), 400,
+                 "the namespace of the provided object does not match", id="then the namespace"),
+    pytest.param("POST", "?dryRun=Some", _wrong_everywhere(), 400, 'unsupported dry run option "Some"',
+                 id="then the dryRun option"),
+    pytest.param("POST", "?fieldValidation=Ignore", _wrong_everywhere(), 400,
+                 "Go struct field PodSpec.spec.affinity of type v1.Affinity", id="then the types (Ignore)"),
+    pytest.param("POST", "?fieldValidation=Bogus", _wrong_everywhere(), 400,
+                 "fieldValidation parameter unsupported: Bogus", id="an unknown fieldValidation before all"),
+]
+
+
+@SHARED_LOOP
+@pytest.mark.parametrize(("method", "query", "body", "status", "message"), ORDER_CASES)
+async def test_a_write_is_refused_for_its_first_fault(shared_api: Client, method: str, query: str, body: Any,
+                                                      status: int, message: str) -> None:
+    out = await call(shared_api, method, f"{PODS}{query}", body, expect=status)
+    assert message in out["message"]
+
+
+async def test_a_patch_refused_for_a_type_shows_the_object_pruned(api: Client) -> None:
+    """The 422's message shows the patched object without its unknown fields, those after the mismatch too."""
+    await call(api, "POST", PODS, make_pod("p").obj(), expect=201)
+    out = await call(api, "PATCH", f"{PODS}/p", {"aaa": 1, "spec": {"affinity": 7, "zzz": 2}}, MERGE, expect=422)
+    shown = json.loads(out["message"].split("Invalid value: ", 1)[1].rsplit(": json: cannot unmarshal", 1)[0])
+    assert "aaa" not in json.loads(shown) and "zzz" not in json.loads(shown)["spec"]
+
+
+async def test_unknown_fields_warn_in_walk_order(api: Client) -> None:
+    for method, path, body in (("POST", PODS, _pod(zzz=1, bogus=2)), ("PATCH", f"{PODS}/p", {"yyy": 3, "spec": {
+            "xxx": 4}})):
+        resp = await api.request(method, path, data=orjson.dumps(body), headers={
+            "Content-Type": "application/json" if method == "POST" else MERGE})
+        assert resp.status in (200, 201)
+        expected = ["spec.zzz", "spec.bogus"] if method == "POST" else ["spec.xxx", "yyy"]  # the object's order
+        assert resp.headers.getall("Warning") == [f'299 - "unknown field \\"{p}\\""' for p in expected]

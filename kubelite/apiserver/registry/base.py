@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from kubelite.api.errors import Cause
@@ -43,11 +44,12 @@ class Resource:
     verbs: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
     fields: Mapping[str, FieldGetter] = field(default_factory=lambda: COMMON_FIELDS)
 
-    @property
+    # Asked several times by every request (routing, keys, defaults): computed once per resource.
+    @cached_property
     def group_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @cached_property
     def key_prefix(self) -> str:
         return f"/registry/{self.group or 'core'}/{self.plural}/"
 
