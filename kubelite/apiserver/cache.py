@@ -387,7 +387,7 @@ class Caches:
         if ev.prev is not None:
             prev_value, prev_mod = ev.prev.value, ev.prev.mod_revision
         elif cev.prev is not None:
-            prev_value, prev_mod = nesting.dumps(cev.prev), int(cev.prev["metadata"]["resourceVersion"])
+            prev_value, prev_mod = nesting.dumps_kept(cev.prev), int(cev.prev["metadata"]["resourceVersion"])
         entry = Recorded(ev.revision, cev.type, cev.resource.key_prefix, ev.kv.value, ev.kv.mod_revision,
                          prev_value, prev_mod, triggers)
         evicted = self.ring.record(entry)

@@ -93,6 +93,14 @@ def dumps(value: Any) -> bytes:
             return json.dumps(value, separators=(",", ":")).encode()
 
 
+def dumps_kept(value: Any) -> bytes:
+    """`dumps` for bytes that are kept: the stored form, which the store, its change log and the watch cache's
+    ring hold. orjson (3.13) writes each result into a buffer of at least 4 KiB and shrinks it in place, which
+    leaves the rest of the 4 KiB unusable for the next one — 100,000 results of 64 bytes held 393 MiB of
+    memory — so what is kept is copied to its exact size (12 MiB for the same): a few hundred nanoseconds."""
+    return bytes(memoryview(dumps(value)))
+
+
 def copy_obj(obj: _T) -> _T:
     """A deep copy of a decoded JSON document at orjson speed: about ten times copy.deepcopy's for a pod or a node
     (a simulation's status patches spent a third of their time in deepcopy). For what came from JSON: a float NaN,

@@ -50,7 +50,7 @@ def encode(obj: Obj) -> bytes:
     meta = obj["metadata"]
     rv = meta.pop("resourceVersion", None)
     try:
-        data = nesting.dumps(obj)
+        data = nesting.dumps_kept(obj)
     finally:
         if rv is not None:
             meta["resourceVersion"] = rv
