@@ -258,7 +258,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
                 await cluster.add_node(pool, f"{pool.name}-{i}", index)
                 index += 1
         await clock.sleep(SETTLE)
-        recorder = Recorder(client, clock, clock.monotonic())
+        recorder = Recorder(client, clock, clock.monotonic(), scn.timeline)
         for name, informer in (("pods", recorder.pod_informer), ("nodes", recorder.node_informer),
                                ("events", recorder.event_informer)):
             cluster.spawn(f"recorder {name}", informer.run)
