@@ -25,7 +25,7 @@ from kubelite.agent.agent import Agent
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.client.events import EventCorrelator
-from kubelite.controllers.podgc import PodGCController
+from kubelite.controllers import registry
 from kubelite.scheduler.scheduler import Scheduler
 from kubelite.sim import runner, scenario
 from kubelite.sim.clock import VirtualClock
@@ -50,6 +50,11 @@ SCENARIO = {
 SHARED = (ApiServer, MemoryStore, InProcessClient, VirtualClock, asyncio.AbstractEventLoop, Recorder,
           asyncio.Future, EventCorrelator, types.ModuleType, type)
 
+CONTROLLERS = [name for name in registry.CONTROLLERS if name not in runner.NOT_RUN]
+# Every component of the simulated cluster, by what a case calls it: the class of its instances.
+COMPONENTS: dict[str, type] = {"agent": Agent, "scheduler": Scheduler,
+                               **{f"{name} controller": kind for name, kind in registry.CONTROLLERS.items()
+                                  if name in CONTROLLERS and isinstance(kind, type)}}
 ARRIVAL = "_creator.<locals>.create"  # the simulation driver's action that creates an arrival's object
 
 
@@ -101,8 +106,10 @@ def gone(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         recorder = next(instances(Recorder))
         uids = {key.rsplit("/", 1)[1] for key in recorder.pods}
         assert len(uids) == PODS and not recorder.pod_informer.store, "every pod came and went"
-        for kind in (Agent, Scheduler, PodGCController):
-            seen[kind.__name__] = [s for component in instances(kind) for s in holders(component, uids)]
+        for name, kind in COMPONENTS.items():
+            components = list(instances(kind))
+            assert components, f"the simulation runs the {name}"
+            seen[name] = [s for component in components for s in holders(component, uids)]
         seen["finished actions"] = [repr(t) for t in instances(asyncio.Task)
                                     if t.done() and t.get_coro().__qualname__ == ARRIVAL]
         seen["arrival closures"] = [f.__qualname__ for f in instances(types.FunctionType) if f.__qualname__ == ARRIVAL]
@@ -115,9 +122,9 @@ def gone(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("component", [
-    pytest.param("Agent", id="the node agents (pod workers, syncers, status manager, probes, hollow runtime)"),
-    pytest.param("Scheduler", id="the scheduler (queue, node table, cycle, binder)"),
-    pytest.param("PodGCController", id="the pod GC controller"),
+    pytest.param("agent", id="the node agents (pod workers, syncers, status manager, probes, hollow runtime)"),
+    pytest.param("scheduler", id="the scheduler (queue, node table, cycle, binder)"),
+    *(pytest.param(f"{name} controller", id=f"the {name} controller") for name in CONTROLLERS),
     pytest.param("finished actions", id="the simulation driver keeps no finished arrival"),
     pytest.param("arrival closures", id="the simulation driver drops each arrival once made"),
 ])
