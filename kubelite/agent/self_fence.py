@@ -132,7 +132,11 @@ class FencedRuntime:
         self.inner.kill(p)
 
     async def wait(self, p: Handle) -> Exit:
-        return await self.inner.wait(p)
+        """The instance's exit; once it has exited it is no longer tracked (the agent waits on every instance it
+        starts: a finished pod's handles — its process, its log paths — are not kept until the next start)."""
+        result = await self.inner.wait(p)
+        self.handles = [h for h in self.handles if h is not p]
+        return result
 
     def adopt(self, checkpoint: dict[str, Any]) -> Handle:
         return self._track(self.inner.adopt(checkpoint))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,12 +38,11 @@ from kubelite.scheduler.queue import QueuedPod, SchedulingQueue
 from kubelite.scheduler.runtime import Framework
 
 Obj = dict[str, Any]
-EXPLANATIONS_KEPT = 10_000
 
 
 @dataclass
 class Attempt:
-    """What a cycle decided for a pod, kept for explanations."""
+    """What a cycle decided for a pod: what `explain` (kubelite explain, the unschedulable report) is made of."""
 
     pod: PodInfo
     filters: FilterOutcome
@@ -67,7 +65,6 @@ class SchedulingCycle:
         self.clock = clock
         self.percentage = percentage_of_nodes_to_score
         self.next_start = 0
-        self.attempts: OrderedDict[str, Attempt] = OrderedDict()
         self.metrics = metrics or SchedulerMetrics()
 
     def schedule_one(self, qp: QueuedPod) -> str | None:
@@ -86,7 +83,6 @@ class SchedulingCycle:
         # 2-4. filter, post-filter or score
         state = CycleState()
         attempt = self.evaluate(fw, pod, state)
-        self._remember(attempt)
         profile = fw.config.scheduler_name
         if attempt.preemption is not None:
             self.metrics.preemption(attempt.preemption)
@@ -191,9 +187,3 @@ class SchedulingCycle:
         return explain.explanation(attempt.pod, attempt.filters, attempt.scores, attempt.node, attempt.message,
                                    self.table, spread if isinstance(spread, PodTopologySpread) else None,
                                    self.clock.now(), attempt.preemption)
-
-    def _remember(self, attempt: Attempt) -> None:
-        self.attempts[attempt.pod.uid] = attempt
-        self.attempts.move_to_end(attempt.pod.uid)
-        while len(self.attempts) > EXPLANATIONS_KEPT:
-            self.attempts.popitem(last=False)

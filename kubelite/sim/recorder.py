@@ -7,6 +7,9 @@ scenario and seed give the same bytes.
 
 from __future__ import annotations
 
+import sys
+import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,20 +26,33 @@ RESOURCES = ("cpu", "memory", "pods")
 DISRUPTIONS = ("Preempted", "Evicted", "TaintManagerEviction")
 
 
-@dataclass
-class PodLife:
-    """One pod's milestones (virtual seconds); None until reached."""
+@dataclass(slots=True)
+class Timeline:
+    """The termination timeline of a pod the scenario's `timeline` names: its milestones (virtual seconds; None
+    until reached) and the steps the report draws."""
 
-    name: str
-    created: float
-    scheduled: float | None = None
     running: float | None = None
     deleting: float | None = None
     finished: float | None = None
     deleted: float | None = None
-    node: str = ""
-    phase: str = "Pending"
-    steps: list[tuple[float, str]] = field(default_factory=list)  # the termination timeline's entries
+    steps: list[tuple[float, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PodLife:
+    """What the report keeps of every pod, for the whole run: when it was created and scheduled, and where —
+    with its key, about 250 bytes a pod (BENCHMARKS.md, Memory kept after a pod is gone). Only the pods of
+    the scenario's `timeline` keep their milestones and steps too."""
+
+    created: float
+    scheduled: float | None = None
+    node: str = ""  # interned: one string per node, however many pods it ran
+    timeline: Timeline | None = None
+
+
+def on_timeline(name: str, timeline: Iterable[str]) -> bool:
+    """Whether the report draws the termination timeline of the pod `name` (a name in it, or prefixed by one)."""
+    return any(name.startswith(prefix) for prefix in timeline)
 
 
 def _view(pod: Obj) -> tuple[Any, ...]:
@@ -51,27 +67,58 @@ def _view(pod: Obj) -> tuple[Any, ...]:
             ready, containers)
 
 
+def _milestones(life: Timeline, now: float, view: tuple[Any, ...], seen: tuple[Any, ...] | None) -> None:
+    """The steps a timeline pod's new view reached: running, deletion requested, finished, container exits."""
+    phase, _, deleting, _, containers = view
+    if phase == "Running" and life.running is None:
+        life.running = now
+        life.steps.append((now, "running"))
+    if deleting and life.deleting is None:
+        life.deleting = now
+        life.steps.append((now, "deletion requested"))
+    if phase in ("Succeeded", "Failed") and life.finished is None:
+        life.finished = now
+        life.steps.append((now, phase.lower()))
+    before = {c[0]: c for c in (seen[4] if seen is not None else ())}
+    for c in containers:
+        if c[1] == "terminated" and before.get(c[0], (None, None))[1] != "terminated":
+            life.steps.append((now, f"{c[0]} exited {c[3]}"))
+
+
 class Recorder:
-    def __init__(self, client: Client, clock: Clock, start: float) -> None:
+    def __init__(self, client: Client, clock: Clock, start: float, timeline: Sequence[str] = ()) -> None:
         self.clock = clock
         self.start = start
-        self.log: list[bytes] = []
+        self.timeline = tuple(timeline)  # the pod names (prefixes) whose termination timeline is kept
+        # The event log, compressed as it is written (a JSON line is ≈ 200 bytes, a pod writes ≈ 10 of them,
+        # and the log is kept whole until the run's end: ≈ 2 KB a pod uncompressed, ≈ 0.2 KB so).
+        self._log = zlib.compressobj(1)
+        self._log_chunks: list[bytes] = []
         self.pods: dict[str, PodLife] = {}  # by namespace/name/uid
-        self.latest: dict[str, PodLife] = {}  # by namespace/name: the newest pod of that name
+        self.latest: dict[str, Timeline] = {}  # by namespace/name: the newest timeline pod of that name
         self.disruptions: list[tuple[float, str, str]] = []  # (t, reason, pod)
         self.samples: list[Obj] = []
         self.pod_informer = Informer(client, "/api/v1/pods", clock,
                                      Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
         self.node_informer = Informer(client, "/api/v1/nodes", clock)
         self.event_informer = Informer(client, "/api/v1/events", clock,
-                                       Handlers(self._event, lambda old, new: self._event(new)))
+                                       Handlers(self._event, lambda old, new: self._event(new), self._event_gone))
         self._seen_events: set[str] = set()
 
     def t(self) -> float:
         return round(self.clock.monotonic() - self.start, 3)
 
     def _write(self, record: Obj) -> None:
-        self.log.append(orjson.dumps({"t": self.t(), **record}, option=orjson.OPT_SORT_KEYS))
+        line = orjson.dumps({"t": self.t(), **record}, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+        chunk = self._log.compress(line)
+        if chunk:
+            self._log_chunks.append(chunk)
+
+    def events_log(self) -> bytes:
+        """The event log so far: one JSON line per record, each ending in a newline (a lone newline when there
+        is none, as it has always been written)."""
+        text = zlib.decompress(b"".join([*self._log_chunks, self._log.copy().flush()]))
+        return text or b"\n"
 
     @staticmethod
     def _key(pod: Obj) -> str:
@@ -79,8 +126,10 @@ class Recorder:
         return f"{m['namespace']}/{m['name']}/{m['uid']}"
 
     def _pod_added(self, pod: Obj) -> None:
-        life = self.pods[self._key(pod)] = PodLife(pod["metadata"]["name"], self.t())
-        self.latest[f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"] = life
+        meta = pod["metadata"]
+        life = self.pods[self._key(pod)] = PodLife(self.t())
+        if on_timeline(meta["name"], self.timeline):
+            life.timeline = self.latest[f"{meta['namespace']}/{meta['name']}"] = Timeline()
         self._pod_updated(None, pod)
 
     def _pod_updated(self, old: Obj | None, pod: Obj) -> None:
@@ -94,30 +143,19 @@ class Recorder:
         phase, node, deleting, ready, containers = view
         now = self.t()
         if node and life.scheduled is None:
-            life.scheduled, life.node = now, node
-            life.steps.append((now, f"scheduled to {node}"))
-        if phase == "Running" and life.running is None:
-            life.running = now
-            life.steps.append((now, "running"))
-        if deleting and life.deleting is None:
-            life.deleting = now
-            life.steps.append((now, "deletion requested"))
-        if phase in ("Succeeded", "Failed") and life.finished is None:
-            life.finished = now
-            life.steps.append((now, phase.lower()))
-        before = {c[0]: c for c in (seen[4] if seen is not None else ())}
-        for c in containers:
-            if c[1] == "terminated" and before.get(c[0], (None, None))[1] != "terminated":
-                life.steps.append((now, f"{c[0]} exited {c[3]}"))
-        life.phase = phase or life.phase
+            life.scheduled, life.node = now, sys.intern(node)
+            if life.timeline is not None:
+                life.timeline.steps.append((now, f"scheduled to {node}"))
+        if life.timeline is not None:
+            _milestones(life.timeline, now, view, seen)
         self._write({"pod": self._key(pod).rsplit("/", 1)[0], "phase": phase, "node": node, "deleting": deleting,
                      "ready": ready, "containers": [list(c) for c in containers]})
 
     def _pod_deleted(self, pod: Obj) -> None:
         life = self.pods.get(self._key(pod))
-        if life is not None:
-            life.deleted = self.t()
-            life.steps.append((life.deleted, "deleted"))
+        if life is not None and life.timeline is not None:
+            life.timeline.deleted = self.t()
+            life.timeline.steps.append((life.timeline.deleted, "deleted"))
         self._write({"pod": self._key(pod).rsplit("/", 1)[0], "gone": True})
 
     def _event(self, event: Obj) -> None:
@@ -134,6 +172,10 @@ class Recorder:
         life = self.latest.get(name) if obj.get("kind") == "Pod" else None
         if life is not None and life.deleted is None and reason in ("Killing", "BackOff", *DISRUPTIONS):
             life.steps.append((self.t(), reason))
+
+    def _event_gone(self, event: Obj) -> None:
+        """An Event deleted (expired): nothing of it comes again, its uid need not be remembered."""
+        self._seen_events.discard(event["metadata"].get("uid", ""))
 
     def evicted(self, pod: Obj) -> None:
         """An eviction through the API (a drain) succeeded: it leaves no Event, so it is counted here."""

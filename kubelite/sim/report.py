@@ -23,8 +23,8 @@ def metrics(out: Outcome) -> Obj:
     zones = r.zones()
     by_node = Counter(life.node for _, life in lives if life.node)
     by_zone = Counter(zones.get(life.node, "") or "(none)" for _, life in lives if life.node)
-    timeline = [{"pod": key.rsplit("/", 1)[0], "steps": [[t, s] for t, s in life.steps]} for key, life in lives
-                if any(key.split("/")[1].startswith(name) for name in out.scenario.timeline)]
+    timeline = [{"pod": key.rsplit("/", 1)[0], "steps": [[t, s] for t, s in life.timeline.steps]}
+                for key, life in lives if life.timeline is not None]  # the scenario's `timeline` pods
 
     def q(p: float) -> float:
         return round(statistics.quantiles(pending, n=100, method="inclusive")[int(p) - 1], 3) if len(pending) > 1 \
@@ -44,7 +44,7 @@ def metrics(out: Outcome) -> Obj:
 
 def write(out: Outcome, directory: Path) -> Obj:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "events.log").write_bytes(b"\n".join(out.recorder.log) + b"\n")
+    (directory / "events.log").write_bytes(out.recorder.events_log())
     m = metrics(out)
     (directory / "metrics.json").write_bytes(orjson.dumps(m, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
     plots = _plots([m], directory)

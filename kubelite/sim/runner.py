@@ -42,10 +42,9 @@ from kubelite.scheduler.scheduler import Scheduler
 from kubelite.sim import control, workloads
 from kubelite.sim.clock import ControlledLoop, VirtualClock, VirtualTimeLoop
 from kubelite.sim.recorder import Recorder
-from kubelite.sim.scenario import Fault, NodePool, Scenario, ScenarioError
+from kubelite.sim.scenario import Arrival, Fault, NodePool, Scenario, ScenarioError, Workload
 from kubelite.store.memory import MemoryStore
 
-Obj = dict[str, Any]
 SETTLE = 30.0  # virtual seconds for nodes to register and components to sync before the scenario starts
 Progress = Callable[[float, float], None]  # (simulated seconds done, total)
 # Controllers a simulation does not run. The fencing controller (kubelite's own, S4) fences only nodes in
@@ -264,7 +263,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
                 await cluster.add_node(pool, f"{pool.name}-{i}", index)
                 index += 1
         await clock.sleep(SETTLE)
-        recorder = Recorder(client, clock, clock.monotonic())
+        recorder = Recorder(client, clock, clock.monotonic(), scn.timeline)
         for name, informer in (("pods", recorder.pod_informer), ("nodes", recorder.node_informer),
                                ("events", recorder.event_informer)):
             cluster.spawn(f"recorder {name}", informer.run)
@@ -323,8 +322,7 @@ async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress:
     seq = 0
     for w in scn.workloads:
         for i, arrival in enumerate(w.arrivals):
-            obj = workloads.manifest(w, i, arrival)
-            actions.append((arrival.at, seq, _creator(cluster.client, recorder, w.kind, obj)))
+            actions.append((arrival.at, seq, _creator(cluster.client, recorder, w, i, arrival)))
             seq += 1
     for fault in scn.faults:
         actions.append((fault.at, seq, _fault(cluster, recorder, fault)))
@@ -335,25 +333,33 @@ async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress:
         actions.append((t, seq, _sampler(recorder, spread, t, scn.duration, progress)))
         seq += 1
         t += scn.sample
-    actions.sort(key=lambda a: (a[0], a[1]))
+    actions.sort(key=lambda a: (a[0], a[1]), reverse=True)  # popped from the end: in time order
     start = recorder.start
-    background: list[asyncio.Task[None]] = []
-    for at, _, action in actions:
-        if at > scn.duration:
-            break
+    # The actions still running, in start order (a dict: an ordered set). A finished one leaves it, and an
+    # action is dropped from `actions` when it starts: a long run holds neither every finished task nor
+    # every arrival's closure (BENCHMARKS.md, Memory kept after a pod is gone).
+    background: dict[asyncio.Task[None], None] = {}
+    while actions and actions[-1][0] <= scn.duration:
+        at, _, action = actions.pop()
         await cluster.clock.sleep(start + at - cluster.clock.monotonic())
-        background.append(asyncio.create_task(action()))
+        task = asyncio.create_task(action())
+        background[task] = None
+        task.add_done_callback(background.pop)
     await cluster.clock.sleep(start + scn.duration - cluster.clock.monotonic())
-    for task in background:
+    left = list(background)
+    for task in left:
         task.cancel()
-    await asyncio.gather(*background, return_exceptions=True)
+    await asyncio.gather(*left, return_exceptions=True)
 
 
-def _creator(client: Client, recorder: Recorder, kind: str, obj: Obj) -> Callable[[], Coroutine[Any, Any, None]]:
+def _creator(client: Client, recorder: Recorder, w: Workload, index: int,
+             arrival: Arrival) -> Callable[[], Coroutine[Any, Any, None]]:
+    """The arrival's create; its object is built when it is due, not held from the start of the run."""
     async def create() -> None:
+        obj = workloads.manifest(w, index, arrival)
         meta = obj["metadata"]
-        recorder.log_action("create", f"{kind} {meta['namespace']}/{meta['name']}")
-        await client.create(workloads.collection(kind, meta["namespace"]), obj)
+        recorder.log_action("create", f"{w.kind} {meta['namespace']}/{meta['name']}")
+        await client.create(workloads.collection(w.kind, meta["namespace"]), obj)
     return create
 
 

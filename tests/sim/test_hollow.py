@@ -82,17 +82,17 @@ def test_bad_probe_spec_is_refused(tmp_path: Path) -> None:
 
 def test_one_command_line_started_again_keeps_per_run_behaviour(tmp_path: Path) -> None:
     """A command line is parsed once for all its starts; each start still draws its own run time and takes
-    the exit code of its own run of its own container."""
+    the exit code of its own run of its own container (the attempt its log is named after, as kubelet names it)."""
     loop = VirtualTimeLoop()
     runtime = HollowRuntime(VirtualClock(loop), random.Random(5))
     argv = ["hollow", "--run", "exp:60", "--exits", "3,0"]
 
-    async def run(container: str) -> tuple[float | None, int]:
-        p = await runtime.start(list(argv), {}, None, tmp_path / container / "0.log")
+    async def run(container: str, attempt: int) -> tuple[float | None, int]:
+        p = await runtime.start(list(argv), {}, None, tmp_path / container / f"{attempt}.log")
         return p.run_for, (await runtime.wait(p)).code
 
     try:
-        results = [loop.run_until_complete(run(c)) for c in ("a", "a", "b", "a")]
+        results = [loop.run_until_complete(run(c, n)) for c, n in (("a", 0), ("a", 1), ("b", 0), ("a", 2))]
     finally:
         loop.close()
     draws = random.Random(5)

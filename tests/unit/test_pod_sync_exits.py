@@ -39,14 +39,22 @@ async def test_an_exit_not_yet_recorded_by_its_watcher(tmp_path: Path, policy: s
     sync = PodSync(h, pod, lambda: None)
     await sync.sync_pod(pod)
     for _ in range(exits_before):  # an earlier instance ended, was recorded, and its back-off passed
-        ended = h.runtime.started[-1]
+        ended = sync.records[0].process
+        assert ended is not None
         ended.finish(Exit(1))
         sync.containers.record_exit(sync.records[0], ended.result)
         await h.clock.advance(60)
         await sync.sync_pod(pod)
-    assert len(h.runtime.started) == exits_before + 1
-    h.runtime.started[-1].finish(Exit(1))  # as the pidfd callback does; the watcher has not run yet
+    assert starts(h) == exits_before + 1
+    latest = sync.records[0].process
+    assert latest is not None
+    latest.finish(Exit(1))  # as the pidfd callback does; the watcher has not run yet
     await sync.sync_pod(pod)
     record = sync.records[0]
-    assert len(h.runtime.started) == want_starts
+    assert starts(h) == want_starts
     assert (record.restarts, record.exit, record.waiting) == (want_restarts, Exit(1), want_waiting)
+
+
+def starts(h: Harness) -> int:
+    """Instances started so far (a Started event each)."""
+    return sum(1 for _, reason, _ in h.events if reason == "Started")

@@ -59,6 +59,12 @@ class Harness:
         fut = asyncio.ensure_future(coro)
         self._bg.add(fut)
 
+    def process(self, uid: str = "u1") -> Any:
+        """The current (or last) instance of the pod's first container, as its record holds it."""
+        syncer = self.pod_workers.pods[uid].syncer
+        assert isinstance(syncer, PodSync)
+        return syncer.records[0].process
+
     def phase(self) -> str:
         return str(self.statuses[-1][1]["phase"]) if self.statuses else ""
 
@@ -151,7 +157,7 @@ async def test_grace_period_then_sigkill(tmp_path: Path, ignore: bool, want_kill
     await _delete(pod, h)
     for _ in range(40):
         await h.clock.advance(1)
-    p = h.runtime.started[0]
+    p = h.process()
     assert signal.SIGTERM in p.signals
     killed = signal.SIGKILL in p.signals
     assert killed == ignore
@@ -230,7 +236,7 @@ async def test_stop_pod_decision_stops_then_fails_with_reason(tmp_path: Path) ->
     for _ in range(5):
         await h.clock.advance(1)
     await task
-    assert h.runtime.started[0].signals == [signal.SIGTERM, signal.SIGKILL]
+    assert h.process().signals == [signal.SIGTERM, signal.SIGKILL]
     failed_at, status = next((t, st) for t, st in h.statuses if st["phase"] == "Failed")
     assert failed_at == 4.0  # decided at 1 s, SIGKILL when the 3 s grace ran out
     assert (status["reason"], status["message"]) == ("Evicted", "The node was low on resource: memory.")
@@ -245,7 +251,7 @@ async def test_cancelled_worker_never_kills_containers(tmp_path: Path) -> None:
     await h.pod_workers.stop()
     await h.clock.advance(60)
     assert task.cancelled()
-    assert h.runtime.started[0].alive and h.runtime.started[0].signals == []
+    assert h.process().alive and h.process().signals == []
 
 
 @pytest.mark.parametrize("rule", [

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kubelite.agent.node import NodeReporter
-from kubelite.agent.runtime.hollow import HollowRuntime
+from kubelite.agent.runtime.hollow import HollowProcess, HollowRuntime
 from kubelite.agent.self_fence import ANNOTATION, FencedRuntime, FenceGate
 from kubelite.api.errors import ApiError
 from kubelite.clock import FakeClock
@@ -57,15 +57,17 @@ class CuttableClient:
 
 
 async def _node(clock: FakeClock, client: CuttableClient, tmp_path: Path
-                ) -> tuple[FenceGate, HollowRuntime, FencedRuntime, list[asyncio.Task[None]]]:
+                ) -> tuple[FenceGate, HollowProcess, FencedRuntime, list[asyncio.Task[None]]]:
+    """A node's fence gate and heartbeat, and one container started before any news (returned with them)."""
     gate = FenceGate(clock, D)
     hollow = HollowRuntime(clock)
     runtime = FencedRuntime(hollow, gate)
     reporter = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0, gate=gate)  # type: ignore[arg-type]
-    await runtime.start(["hollow", "--run", "100000"], {}, None, tmp_path / "c" / "0.log")  # before any news
+    container = await runtime.start(["hollow", "--run", "100000"], {}, None, tmp_path / "c" / "0.log")
+    assert isinstance(container, HollowProcess)
     tasks = [asyncio.ensure_future(reporter.heartbeat()), asyncio.ensure_future(gate.run())]
     await clock.advance(0)
-    return gate, hollow, runtime, tasks
+    return gate, container, runtime, tasks
 
 
 async def _step(clock: FakeClock, seconds: float, step: float = 0.25) -> None:
@@ -82,15 +84,15 @@ async def test_containers_are_killed_only_after_d_seconds_without_a_renewal(
         tmp_path: Path, name: str, cut_for: float, alive_after: bool) -> None:
     clock = FakeClock()
     client = CuttableClient()
-    gate, hollow, runtime, tasks = await _node(clock, client, tmp_path)
+    gate, container, runtime, tasks = await _node(clock, client, tmp_path)
     await _step(clock, 3 * D)  # connected: renewals every D/4, never tripped
-    assert not gate.self_fenced and hollow.started[0].alive
+    assert not gate.self_fenced and container.alive
     await _step(clock, D / 4)  # just after a renewal
     client.cut = True
     await _step(clock, cut_for)
-    assert hollow.started[0].alive is alive_after
+    assert container.alive is alive_after
     if not alive_after:
-        assert hollow.started[0].signals == [signal.SIGKILL] * len(hollow.started[0].signals)
+        assert container.signals == [signal.SIGKILL] * len(container.signals)
         with pytest.raises(OSError, match="self-fenced"):
             await runtime.start(["hollow", "--run", "1"], {}, None, tmp_path / "d" / "0.log")
     for t in tasks:
@@ -107,10 +109,10 @@ async def test_back_in_contact(tmp_path: Path, name: str, fence_phase: str | Non
                                opens: bool) -> None:
     clock = FakeClock()
     client = CuttableClient()
-    gate, hollow, runtime, tasks = await _node(clock, client, tmp_path)
+    gate, container, runtime, tasks = await _node(clock, client, tmp_path)
     client.cut = True
     await _step(clock, 2 * D)
-    assert gate.self_fenced and not hollow.started[0].alive
+    assert gate.self_fenced and not container.alive
     client.fence_phase, client.fenced = fence_phase, fenced
     client.cut = False
     await _step(clock, D / 4)  # one heartbeat: the renewal is accepted, but no read has followed it yet
@@ -126,7 +128,7 @@ async def test_back_in_contact(tmp_path: Path, name: str, fence_phase: str | Non
 async def test_a_node_with_the_fenced_condition_starts_nothing_though_in_contact(tmp_path: Path) -> None:
     clock = FakeClock()
     client = CuttableClient(fenced=True)
-    gate, _hollow, runtime, tasks = await _node(clock, client, tmp_path)
+    gate, _container, runtime, tasks = await _node(clock, client, tmp_path)
     await _step(clock, D)
     assert not gate.self_fenced
     with pytest.raises(OSError, match="fenced"):
@@ -141,12 +143,12 @@ async def test_an_agent_frozen_past_d_kills_its_containers_before_it_renews(tmp_
     gate = FenceGate(clock, D)
     hollow = HollowRuntime(clock)
     runtime = FencedRuntime(hollow, gate)
-    await runtime.start(["hollow", "--run", "100000"], {}, None, tmp_path / "c" / "0.log")
+    container = await runtime.start(["hollow", "--run", "100000"], {}, None, tmp_path / "c" / "0.log")
     reporter = NodeReporter(CuttableClient(), clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0,  # type: ignore[arg-type]
                             gate=gate)
     await clock.advance(2 * D)  # frozen: no loop of the agent ran meanwhile (none is started here)
     await reporter.renew_lease()
-    assert not hollow.started[0].alive
+    assert not container.alive
     assert gate.blocked() is not None  # renewed, but starts wait for a read of the fence state after it
 
 

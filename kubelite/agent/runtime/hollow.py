@@ -98,6 +98,15 @@ def _run_spec(text: str) -> tuple[str, float, float]:
     raise argparse.ArgumentTypeError(f"--run: {text!r} is not SECONDS, exp:MEAN or uniform:LOW:HIGH")
 
 
+def attempt(log_path: Path) -> int:
+    """Which run of its container an instance is (0 for the first): the attempt kubelet gives CRI's
+    CreateContainer (ContainerMetadata.Attempt, the restart count), which names its log, `<name>/<attempt>.log`.
+    Read from the log path rather than counted here: a count per container would be kept for every container
+    this runtime ever started (kubelet tells the runtime nothing when a pod is gone) — on a simulated node
+    whose pods come and go, one entry per pod for the whole run. A log not so named counts as the first run."""
+    return int(log_path.stem) if log_path.stem.isdigit() else 0
+
+
 @dataclass
 class HollowProcess(Handle):
     run_for: float | None = None
@@ -116,8 +125,6 @@ class HollowRuntime:
         self.clock = clock
         self.rng = rng or random.Random(0)
         self._pids = itertools.count(100_000)  # per runtime: two simulations in one process number alike
-        self.started: list[HollowProcess] = []
-        self.runs: dict[Path, int] = {}  # runs so far, by container (the directory of its logs)
 
     async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
                     limits: Limits | None = None, stdin: bool = False, tty: bool = False) -> HollowProcess:
@@ -127,15 +134,13 @@ class HollowRuntime:
             args = _command(tuple(argv[1:]))
         except argparse.ArgumentError as exc:  # a failed start, as an exec of a bad command line would be
             raise OSError(f"hollow: {exc}") from None
-        run = self.runs[log_path.parent] = self.runs.get(log_path.parent, 0) + 1
-        code = args.codes[min(run, len(args.codes)) - 1]
+        code = args.codes[min(attempt(log_path), len(args.codes) - 1)]
         if args.start_after > 0:
             await self.clock.sleep(args.start_after)
         p = HollowProcess(next(self._pids), self.clock.now(), self._duration(args.run), code, args.ignore_term,
                           args.term_after, {kind: (begin, end) for kind, begin, end in args.probes})
         if p.run_for is not None:
             p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code)))
-        self.started.append(p)
         return p
 
     async def answer_probe(self, p: Handle, kind: str, spec: dict[str, Any]) -> tuple[bool, str]:
