@@ -29,7 +29,7 @@ import yaml
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from kubelite.store.interface import Event, KeyValue, ListResult, RevisionMismatch, Store, StoreError
+from kubelite.store.interface import Event, KeyValue, ListResult, RevisionMismatch, Store, StoreError, WrappedStore
 
 NONCE_SIZE = 12
 ENCRYPTED_MARK = b"k8s:enc:"
@@ -153,11 +153,11 @@ def load_config(path: Path) -> dict[str, PrefixTransformer]:
     return parse_config(doc)
 
 
-class EncryptingStore:
+class EncryptingStore(WrappedStore):
     """A Store that seals values under the configured key prefixes on the way in and opens them on the way out."""
 
     def __init__(self, inner: Store, transformers: Mapping[str, PrefixTransformer]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.transformers = dict(transformers)
 
     def _transformer(self, key: str) -> PrefixTransformer | None:
@@ -210,17 +210,3 @@ class EncryptingStore:
                 yield ev
             else:
                 yield ev._replace(kv=self._open(ev.kv), prev=None if ev.prev is None else self._open(ev.prev))
-
-    async def compact(self, revision: int) -> None:
-        await self.inner.compact(revision)
-
-    @property
-    def revision(self) -> int:
-        return self.inner.revision
-
-    @property
-    def compacted_revision(self) -> int:
-        return self.inner.compacted_revision
-
-    async def close(self) -> None:
-        await self.inner.close()

@@ -122,3 +122,43 @@ class Store(Protocol):
     def compacted_revision(self) -> int: ...
 
     async def close(self) -> None: ...
+
+
+class WrappedStore:
+    """A Store that passes every call to `inner`: the base of a store that changes some of them (encryption at
+    rest seals and opens values; tests inject faults) and must pass the rest on unchanged."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+
+    async def get(self, key: str) -> KeyValue | None:
+        return await self.inner.get(key)
+
+    async def list(self, prefix: str, revision: int = 0) -> ListResult:
+        return await self.inner.list(prefix, revision)
+
+    async def create(self, key: str, value: bytes) -> KeyValue:
+        return await self.inner.create(key, value)
+
+    async def update(self, key: str, value: bytes, expected_mod_revision: int) -> KeyValue:
+        return await self.inner.update(key, value, expected_mod_revision)
+
+    async def delete(self, key: str, expected_mod_revision: int = 0) -> KeyValue:
+        return await self.inner.delete(key, expected_mod_revision)
+
+    def watch(self, prefix: str, from_revision: int, progress: bool = False) -> AsyncIterator[Event]:
+        return self.inner.watch(prefix, from_revision, progress)
+
+    async def compact(self, revision: int) -> None:
+        await self.inner.compact(revision)
+
+    @property
+    def revision(self) -> int:
+        return self.inner.revision
+
+    @property
+    def compacted_revision(self) -> int:
+        return self.inner.compacted_revision
+
+    async def close(self) -> None:
+        await self.inner.close()

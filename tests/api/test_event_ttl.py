@@ -22,7 +22,7 @@ from kubelite.apiserver.event_ttl import RETRY_DELAY, ExpiringKeys, parse_event_
 from kubelite.apiserver.registry.core import EVENTS
 from kubelite.clock import FakeClock
 from kubelite.store.etcd import EtcdStore, parse_url
-from kubelite.store.interface import Event, KeyValue, ListResult, Store, StoreError
+from kubelite.store.interface import Event, KeyValue, Store, StoreError, WrappedStore
 from kubelite.store.sqlite import SQLiteStore
 from tests import etcd_cluster
 from tests.conftest import serving_server
@@ -275,25 +275,13 @@ async def test_sweep_deletes_only_the_write_it_scheduled(tmp_path: Path, written
 
 # --- a sweeper never dies ------------------------------------------------------------------------------------
 
-class FlakyStore:
+class FlakyStore(WrappedStore):
     """A real store whose Event deletes and watches fail as many times as asked (an etcd that is away)."""
 
     def __init__(self, inner: Store, failed_deletes: int = 0, failed_watches: int = 0,
                  ended_watches: int = 0) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.failed_deletes, self.failed_watches, self.ended_watches = failed_deletes, failed_watches, ended_watches
-
-    async def get(self, key: str) -> KeyValue | None:
-        return await self.inner.get(key)
-
-    async def list(self, prefix: str, revision: int = 0) -> ListResult:
-        return await self.inner.list(prefix, revision)
-
-    async def create(self, key: str, value: bytes) -> KeyValue:
-        return await self.inner.create(key, value)
-
-    async def update(self, key: str, value: bytes, expected_mod_revision: int) -> KeyValue:
-        return await self.inner.update(key, value, expected_mod_revision)
 
     async def delete(self, key: str, expected_mod_revision: int = 0) -> KeyValue:
         if key.startswith(EVENTS.key_prefix) and self.failed_deletes:
@@ -310,20 +298,6 @@ class FlakyStore:
             return
         async for ev in self.inner.watch(prefix, from_revision, progress):
             yield ev
-
-    async def compact(self, revision: int) -> None:
-        await self.inner.compact(revision)
-
-    @property
-    def revision(self) -> int:
-        return self.inner.revision
-
-    @property
-    def compacted_revision(self) -> int:
-        return self.inner.compacted_revision
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 @pytest.mark.parametrize(("faults", "expires", "logged"), [
