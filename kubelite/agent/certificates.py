@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from kubelite.api.certificates import validity_error
 from kubelite.api.errors import ApiError
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
@@ -47,6 +48,7 @@ POLL = 0.5
 CSR_WAIT = 300.0
 RETRY = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)  # back-off between failed rotations, then every 128 s
 EXIT_AFTER = 300.0  # kubelet's UpdateTransport exitAfter: how long without a valid certificate before exiting
+EXIT_CHECK = 10.0  # how often UpdateTransport looks: the longest retry wait while the certificate is not valid
 
 
 class CertificateRequestError(Exception):
@@ -70,8 +72,6 @@ def server_answered(exc: Exception) -> bool:
     return isinstance(refusal, ApiError) and refusal.code in (401, 403, 404)
 
 
-def currently_valid(cert: x509.Certificate, now: float) -> bool:
-    return cert.not_valid_before_utc.timestamp() <= now <= cert.not_valid_after_utc.timestamp()
 
 
 class RotatingClient(Client, Protocol):
@@ -185,13 +185,15 @@ class CertificateManager:
         failures = 0
         last_valid = self.clock.now()
         answered = False  # whether the server answered the last failed attempt: client-go's serverHealth
+        valid = True
         while True:
             try:
                 cert = self.current()
                 if cert is None:
                     return  # a token or no credential: nothing to rotate
                 now = self.clock.now()
-                if currently_valid(cert, now):
+                valid = validity_error(cert, now) is None
+                if valid:
                     last_valid = now
                 elif answered and now - last_valid >= EXIT_AFTER:
                     raise NoValidCertificate(
@@ -204,6 +206,8 @@ class CertificateManager:
             except (CertificateRequestError, ApiError, OSError, ValueError, KeyError, yaml.YAMLError) as exc:
                 answered = server_answered(exc)
                 delay = RETRY[min(failures, len(RETRY) - 1)]
+                if not valid:  # the exit must come within EXIT_CHECK of its time, as UpdateTransport's 10 s tick
+                    delay = min(delay, EXIT_CHECK)
                 failures += 1
                 log.warning("client certificate rotation failed (retrying in %.0f s): %s", delay, exc)
                 await self.clock.sleep(delay)

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import yaml
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 from kubelite.agent.certificates import CertificateRequestError, kubeconfig_certificate, request_client_certificate
 from kubelite.api.errors import ApiError
@@ -243,8 +245,9 @@ async def bootstrap(opts: JoinOptions, clock: Clock) -> Path:
 
 
 def still_valid(kubeconfig: Path, now: float) -> bool:
-    """isClientConfigStillValid: the kubeconfig exists and its client certificate can be read and has not
-    expired; an unreadable one is bootstrapped over (and said so), as upstream."""
+    """isClientConfigStillValid: the kubeconfig exists, its client certificate and key can be read and belong
+    together (TLSConfigFor loads the pair), and the certificate has not expired; an unreadable one is
+    bootstrapped over (and said so), as upstream."""
     if not kubeconfig.exists():
         return False
     try:
@@ -252,7 +255,11 @@ def still_valid(kubeconfig: Path, now: float) -> bool:
         if pair is None:
             raise ValueError("it has no client certificate")
         cert = x509.load_pem_x509_certificate(pair[0])
-    except (OSError, ValueError, KeyError, AttributeError, yaml.YAMLError) as exc:
+        key = serialization.load_pem_private_key(pair[1], password=None)
+        if _public(key.public_key()) != _public(cert.public_key()):
+            raise ValueError("its client key does not match its certificate")
+    # AttributeError, TypeError: YAML that is not a kubeconfig's shape (a string, a list where a map goes)
+    except (OSError, ValueError, KeyError, AttributeError, TypeError, yaml.YAMLError) as exc:
         log.warning("unable to read the client certificate of the existing kubeconfig %s (%s): bootstrapping "
                     "again", kubeconfig, exc)
         return False
@@ -261,6 +268,10 @@ def still_valid(kubeconfig: Path, now: float) -> bool:
                     cert.not_valid_after_utc.isoformat())
         return False
     return True
+
+
+def _public(key: PublicKeyTypes) -> bytes:
+    return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
 def join(opts: JoinOptions) -> int:

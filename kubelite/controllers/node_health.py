@@ -298,6 +298,7 @@ class ZoneTainter:
         return was
 
     def swap_limiter(self, qps: float, now: float) -> None:
+        """SwapLimiter: the zone's new rate (0 pauses it), see `swapped`."""
         self.limiter = swapped(self.limiter, qps, self.BURST, now)
 
     def due(self, now: float) -> list[str]:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import logging
 import os
 import random
 import signal
@@ -45,6 +46,7 @@ from kubelite.sim.recorder import Recorder
 from kubelite.sim.scenario import Arrival, Fault, NodePool, Scenario, ScenarioError, Workload
 from kubelite.store.memory import MemoryStore
 
+log = logging.getLogger("kubelite.sim")
 SETTLE = 30.0  # virtual seconds for nodes to register and components to sync before the scenario starts
 Progress = Callable[[float, float], None]  # (simulated seconds done, total)
 # Controllers a simulation does not run. The fencing controller (kubelite's own, S4) fences only nodes in
@@ -344,12 +346,20 @@ async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress:
         await cluster.clock.sleep(start + at - cluster.clock.monotonic())
         task = asyncio.create_task(action())
         background[task] = None
-        task.add_done_callback(background.pop)
+        task.add_done_callback(functools.partial(_finished, background))
     await cluster.clock.sleep(start + scn.duration - cluster.clock.monotonic())
     left = list(background)
     for task in left:
         task.cancel()
     await asyncio.gather(*left, return_exceptions=True)
+
+
+def _finished(background: dict[asyncio.Task[None], None], task: asyncio.Task[None]) -> None:
+    """A scenario action is done: it leaves the running set, and a failure (an arrival the API refused, a fault
+    that could not be injected) is said, not left for asyncio to find when the task is collected."""
+    background.pop(task)
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.warning("scenario action failed: %s: %s", type(exc).__name__, exc)
 
 
 def _creator(client: Client, recorder: Recorder, w: Workload, index: int,

@@ -69,15 +69,17 @@ DAY = dt.timedelta(days=1)
 
 
 def _certificate(*attributes: x509.NameAttribute[str], start: dt.datetime = NOW, end: dt.datetime = NOW + DAY,
-                 issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None = None,
+                 issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None = None, ca: bool = False,
                  ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """A certificate for `attributes` valid from `start` to `end`, self-signed or signed by `issuer`."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name(list(attributes))
     issuer_name, signing_key = (issuer[0].subject, issuer[1]) if issuer else (name, key)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(issuer_name).public_key(key.public_key())
-            .serial_number(1).not_valid_before(start).not_valid_after(end).sign(signing_key, hashes.SHA256()))
-    return cert, key
+    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(issuer_name).public_key(key.public_key())
+               .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end))
+    if ca:
+        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+    return builder.sign(signing_key, hashes.SHA256()), key
 
 
 CN, ORG = NameOID.COMMON_NAME, NameOID.ORGANIZATION_NAME
@@ -122,6 +124,38 @@ VALIDITY_CASES = [
     ValidityCase("the issuing CA expired", (EARLIER, LATER), (EARLIER - DAY, EARLIER),
                  "current time 2026-11-27T12:00:00Z is after 2026-11-26T12:00:00Z"),
 ]
+
+
+EXPIRED = "current time 2026-11-27T12:00:00Z is after 2026-11-26T12:00:00Z"
+VALID, OLD = (EARLIER, LATER), (EARLIER - DAY, EARLIER)
+# Chains through the bundle (Go's Verify checks every certificate of the chain it builds): (name, the bundle's
+# CAs as (subject, period, signed by: index of an earlier CA or None), index of the CA that signs the leaf,
+# error or None).
+CHAIN_CASES = [
+    ("an intermediate in the bundle expired", [("root", VALID, None), ("intermediate", OLD, 0)], 1, EXPIRED),
+    ("the root above a valid intermediate expired", [("root", OLD, None), ("intermediate", VALID, 0)], 1, EXPIRED),
+    ("valid intermediate and root", [("root", VALID, None), ("intermediate", VALID, 0)], 1, None),
+    ("a CA being rotated, signed by the new one", [("ca", OLD, None), ("ca", VALID, None)], 1, None),
+    ("a CA being rotated, signed by the new one, listed first", [("ca", VALID, None), ("ca", OLD, None)], 0, None),
+    ("a CA being rotated, signed by the expired one", [("ca", VALID, None), ("ca", OLD, None)], 1, EXPIRED),
+]
+
+
+@pytest.mark.parametrize(("cas", "signer", "error"), [c[1:] for c in CHAIN_CASES], ids=[c[0] for c in CHAIN_CASES])
+def test_x509_validity_of_the_chain(cas: list[tuple[str, tuple[dt.datetime, dt.datetime], int | None]], signer: int,
+                                    error: str | None) -> None:
+    bundle: list[tuple[x509.Certificate, ec.EllipticCurvePrivateKey]] = []
+    for subject, (start, end), parent in cas:
+        bundle.append(_certificate(x509.NameAttribute(CN, subject), start=start, end=end,
+                                   issuer=bundle[parent] if parent is not None else None, ca=True))
+    leaf, _ = _certificate(x509.NameAttribute(CN, "alice"), start=EARLIER, end=LATER, issuer=bundle[signer])
+    authenticator = ClientCertificates(FakeClock(NOW.timestamp()), [c for c, _ in bundle])
+    request = AuthRequest({}, leaf.public_bytes(serialization.Encoding.DER))
+    if error is None:
+        assert authenticator.authenticate(request) == UserInfo("alice")
+    else:
+        with pytest.raises(InvalidCredential, match=re.escape(error)):
+            authenticator.authenticate(request)
 
 
 @pytest.mark.parametrize("case", VALIDITY_CASES, ids=lambda c: c.name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kubelite.sim import report, runner, scenario
 
@@ -150,3 +152,22 @@ def test_faults_example(tmp_path: Path) -> None:
     assert all(t == pytest.approx(not_ready[0] + 300, abs=1) for t in taint)
     (drained,) = [d for d in m["disruptions"] if d["reason"] == "Evicted (API)"]
     assert drained["t"] > taint[0]  # refused (429) while the PDB's minAvailable was not met
+
+
+def test_a_refused_arrival_is_reported_and_the_run_goes_on(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """An arrival the API server refuses (here: a PriorityClass that does not exist) is logged when its action
+    ends, and the other arrivals still run."""
+    path = tmp_path / "refused.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "refused", "duration": "60s", "sample": "30s",
+        "nodePools": [{"name": "n", "count": 1, "capacity": {"cpu": "4", "memory": "8Gi"}}],
+        "workloads": [
+            {"name": "bad", "kind": "Pod", "arrivals": {"times": ["1s"]},
+             "spec": {"priorityClassName": "missing", "restartPolicy": "Never"}, "behaviour": {"run": "5s"}},
+            {"name": "good", "kind": "Pod", "arrivals": {"times": ["2s"]},
+             "spec": {"restartPolicy": "Never"}, "behaviour": {"run": "5s"}}]}))
+    with caplog.at_level(logging.WARNING, logger="kubelite.sim"):
+        outcome = runner.run(scenario.load(path), 0, None, tmp_path / "nodes")
+    refused = [r.getMessage() for r in caplog.records if r.name == "kubelite.sim"]
+    assert len(refused) == 1 and "scenario action failed" in refused[0] and "missing" in refused[0], refused
+    assert [k.split("/")[1] for k in outcome.recorder.pods] == ["good"]

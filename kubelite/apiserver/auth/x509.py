@@ -11,14 +11,15 @@ exits to be bootstrapped anew (kubelite/agent/certificates.py). A certificate wi
 
 from __future__ import annotations
 
-import datetime as dt
 import ssl
 from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import NameOID
 
+from kubelite.api.certificates import validity_error
 from kubelite.apiserver.auth.authenticator import AuthRequest, InvalidCredential
 from kubelite.apiserver.auth.user import UserInfo
 from kubelite.clock import Clock
@@ -40,20 +41,6 @@ def tls_server_context(cert_file: Path, key_file: Path,
     return ctx, tuple(x509.load_pem_x509_certificates(client_ca_file.read_bytes()))
 
 
-def validity_error(cert: x509.Certificate, now: float) -> str | None:
-    """Go's x509 CertificateInvalidError(Expired) message when `now` is outside the certificate's period."""
-    current = dt.datetime.fromtimestamp(now, dt.UTC)
-    if current < cert.not_valid_before_utc:
-        return f"current time {_rfc3339(current)} is before {_rfc3339(cert.not_valid_before_utc)}"
-    if current > cert.not_valid_after_utc:
-        return f"current time {_rfc3339(current)} is after {_rfc3339(cert.not_valid_after_utc)}"
-    return None
-
-
-def _rfc3339(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def user_from_certificate(cert: x509.Certificate) -> UserInfo | None:
     subject = cert.subject
     names = [str(a.value) for a in subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
@@ -64,12 +51,16 @@ def user_from_certificate(cert: x509.Certificate) -> UserInfo | None:
 
 
 class ClientCertificates:
-    """x509.New with CommonNameUserConversion: the certificate, and the client CA that issued it, must be valid
-    now (the TLS handshake checked the signatures); `authorities` are the client CA's certificates."""
+    """x509.New with CommonNameUserConversion: every certificate from the client's up through the client CA
+    (`authorities`, its certificates) must be valid now — the TLS handshake checked the signatures, not the
+    dates. Python's ssl shows only the client's own certificate, so an intermediate CA the client sent and the
+    bundle does not hold is not date-checked (kubelite's CA signs node and user certificates directly)."""
 
     def __init__(self, clock: Clock, authorities: Sequence[x509.Certificate] = ()) -> None:
         self.clock = clock
-        self.authorities = {a.subject: a for a in authorities}
+        self.authorities: dict[x509.Name, list[x509.Certificate]] = {}
+        for authority in authorities:  # several may share a subject: a CA being rotated
+            self.authorities.setdefault(authority.subject, []).append(authority)
 
     def authenticate(self, request: AuthRequest) -> UserInfo | None:
         if request.peer_certificate is None:
@@ -79,10 +70,29 @@ class ClientCertificates:
         except ValueError as exc:
             raise InvalidCredential(f"unreadable client certificate: {exc}") from None
         now = self.clock.now()
-        issuer = self.authorities.get(cert.issuer)
-        for checked in (cert, issuer) if issuer is not None and issuer != cert else (cert,):
+        for checked in self._chain(cert):
             error = validity_error(checked, now)
             if error is not None:
                 raise InvalidCredential(f"verifying certificate SN={checked.serial_number} failed: x509: "
                                         f"certificate has expired or is not yet valid: {error}")
         return user_from_certificate(cert)
+
+    def _chain(self, cert: x509.Certificate) -> list[x509.Certificate]:
+        """`cert` and its issuers in the bundle, each the one whose key signed the certificate below (of those
+        with its issuer's name), up to a self-signed one."""
+        chain = [cert]
+        while chain[-1].issuer != chain[-1].subject or len(chain) == 1:
+            below = chain[-1]
+            issuer = next((ca for ca in self.authorities.get(below.issuer, ()) if _signed(below, ca)), None)
+            if issuer is None or issuer in chain:
+                break
+            chain.append(issuer)
+        return chain
+
+
+def _signed(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
