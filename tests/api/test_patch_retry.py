@@ -2,8 +2,8 @@
 document as sent (GuaranteedUpdate's retry). A strategic merge's result holds the document's values and the update
 then changes them (pruning, null dropping), so a retry decodes the document again (handlers.py): here the retried
 attempts must give what one attempt on the winner gives, pruned and with nulls dropped. (The changes an attempt makes
-to the values it took are the same again on a retry, so a retry reusing them would pass these cases too: what they pin
-is the retry itself, each patch type's result kept as the new object without a copy.)
+to the values it took are the same again on a retry, so the strategic case also checks that the retry was given a
+document of its own, equal to the body as sent.)
 
 The store is real (the simulator's MemoryStore); a write by another client is slipped in between the API server's
 read of the object and its write, once, by a store that makes that write itself before the patch's first update.
@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+from kubelite.apiserver import patch
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.store.interface import KeyValue
 from kubelite.store.memory import MemoryStore
@@ -59,7 +60,16 @@ CASES = [
 
 @pytest.mark.parametrize(("ctype", "body", "status"), CASES)
 async def test_a_patch_retried_after_a_conflict_applies_its_document_as_sent(ctype: str, body: Any,
-                                                                            status: dict[str, Any]) -> None:
+                                                                            status: dict[str, Any],
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    documents: list[Any] = []  # what each strategic merge attempt was given
+
+    def recording(cur: Any, doc: Any, kind: str) -> Any:
+        documents.append(doc)
+        return merging(cur, doc, kind)
+
+    merging = patch.strategic_merge_patch
+    monkeypatch.setattr(patch, "strategic_merge_patch", recording)
     store = RacedStore()
     async with running(store) as server:
         client = InProcessClient(server)
@@ -71,3 +81,5 @@ async def test_a_patch_retried_after_a_conflict_applies_its_document_as_sent(cty
         assert stored["metadata"]["labels"]["race"] == "won"  # applied to the object that won
         for answer in (stored, out):
             assert {k: v for k, v in answer["status"].items() if k != "qosClass"} == status
+    if ctype == STRATEGIC:  # the retry had a document of its own, decoded again, not the one the first changed
+        assert len(documents) == 2 and documents[0] is not documents[1] and documents[1] == body
