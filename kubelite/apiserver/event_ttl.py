@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from kubelite.apiserver.proto.wellknown import parse_duration
 from kubelite.clock import Clock
-from kubelite.store.interface import EventType, KeyNotFound, RevisionMismatch, Store
+from kubelite.store.interface import Compacted, EventType, KeyNotFound, RevisionMismatch, Store
 
 log = logging.getLogger("kubelite.apiserver")
 
@@ -128,8 +128,8 @@ class ExpiringKeys:
         self._revision = listed.revision
 
     async def _follow(self) -> None:
-        """Every write under the prefix, from the last list on; on any error (a compacted resume point, a store
-        that is away) or an ended stream, relist after RETRY_DELAY and follow again."""
+        """Every write under the prefix, from the last list on. A compacted resume point is relisted at once (a
+        reflector's 410); any other error (a store that is away) or an ended stream, after RETRY_DELAY."""
         while True:
             try:
                 async for ev in self.store.watch(self.prefix, self._revision):
@@ -139,11 +139,14 @@ class ExpiringKeys:
                         self._latest.pop(ev.kv.key, None)
                     self._revision = ev.revision
                 log.warning("event TTL: the store's watch of %s ended; relisting", self.prefix)
+                await self.clock.sleep(RETRY_DELAY)
             except asyncio.CancelledError:
                 raise
+            except Compacted as exc:
+                log.info("event TTL: %s; relisting %s", exc, self.prefix)
             except Exception:
                 log.exception("event TTL: watching %s failed; relisting in %.0f s", self.prefix, RETRY_DELAY)
-            await self.clock.sleep(RETRY_DELAY)
+                await self.clock.sleep(RETRY_DELAY)
             try:
                 await self._relist()
             except asyncio.CancelledError:

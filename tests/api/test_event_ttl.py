@@ -22,7 +22,7 @@ from kubelite.apiserver.event_ttl import RETRY_DELAY, ExpiringKeys, parse_event_
 from kubelite.apiserver.registry.core import EVENTS
 from kubelite.clock import FakeClock
 from kubelite.store.etcd import EtcdStore, parse_url
-from kubelite.store.interface import Event, KeyValue, Store, StoreError, WrappedStore
+from kubelite.store.interface import Compacted, Event, KeyValue, Store, StoreError, WrappedStore
 from kubelite.store.sqlite import SQLiteStore
 from tests import etcd_cluster
 from tests.conftest import serving_server
@@ -279,9 +279,10 @@ class FlakyStore(WrappedStore):
     """A real store whose Event deletes and watches fail as many times as asked (an etcd that is away)."""
 
     def __init__(self, inner: Store, failed_deletes: int = 0, failed_watches: int = 0,
-                 ended_watches: int = 0) -> None:
+                 ended_watches: int = 0, compacted_watches: int = 0) -> None:
         super().__init__(inner)
         self.failed_deletes, self.failed_watches, self.ended_watches = failed_deletes, failed_watches, ended_watches
+        self.compacted_watches = compacted_watches  # watches that fail with Compacted at their second event
 
     async def delete(self, key: str, expected_mod_revision: int = 0) -> KeyValue:
         if key.startswith(EVENTS.key_prefix) and self.failed_deletes:
@@ -296,7 +297,12 @@ class FlakyStore(WrappedStore):
         if prefix == EVENTS.key_prefix and self.ended_watches:
             self.ended_watches -= 1
             return
+        seen = 0
         async for ev in self.inner.watch(prefix, from_revision, progress):
+            if prefix == EVENTS.key_prefix and self.compacted_watches and seen == 1:
+                self.compacted_watches -= 1
+                raise Compacted(from_revision, ev.revision)
+            seen += 1
             yield ev
 
 
@@ -324,3 +330,24 @@ async def test_sweeper_survives_store_errors(tmp_path: Path, caplog: pytest.LogC
             await call(client, "POST", EVENTS_URL, event("later"), expect=201)  # the sweeper still works after
             await expect_expiry(clock, client, f"{EVENTS_URL}/later", expires)
     assert any(logged in r.getMessage() for r in caplog.records), caplog.text
+
+
+async def test_a_relist_keeps_the_deadlines_of_writes_already_seen(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """A watch broken by compaction is relisted at once (a reflector's 410, no retry delay): an Event whose write
+    was seen keeps its deadline, one written meanwhile gets ttl from the relist — not every Event ttl from then."""
+    clock = FakeClock()
+    store = FlakyStore(await SQLiteStore.open(tmp_path / "state.db"), compacted_watches=1)
+    with caplog.at_level(logging.INFO, logger="kubelite.apiserver"):
+        async with serving(store, clock) as (server, client):
+            await call(client, "POST", EVENTS_URL, event("first"), expect=201)
+            await advance_to(clock, 50)
+            await call(client, "POST", EVENTS_URL, event("second"), expect=201)  # the watch fails at its event
+            assert server.event_expiry is not None
+            for _ in range(100):  # the relist, at once, at 50
+                if store.compacted_watches == 0 and server.event_expiry.scheduled == 2:
+                    break
+                await asyncio.sleep(0)
+            await expect_expiry(clock, client, f"{EVENTS_URL}/first", 0)
+            await expect_expiry(clock, client, f"{EVENTS_URL}/second", 50)
+    assert any("compacted" in r.getMessage() for r in caplog.records), caplog.text
