@@ -21,6 +21,8 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
+SERVING_THRESHOLDS = (50_000, 10, 10)  # why: the module's docstring
+
 
 def after_start_up() -> None:
     """Freeze what start-up allocated, once the server has loaded its schemas and its cache.
@@ -28,6 +30,19 @@ def after_start_up() -> None:
     The collection first frees start-up's cyclic garbage (frozen garbage would never be freed)."""
     gc.collect()
     gc.freeze()
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[None]:
+    """A long-running process's collector, from the end of its start-up until the block ends: start-up's objects
+    frozen (`after_start_up`) and SERVING_THRESHOLDS (the process's own thresholds back on the way out)."""
+    after_start_up()
+    previous = gc.get_threshold()
+    gc.set_threshold(*SERVING_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ from kubelite.agent.cgroups import Cgroups
 from kubelite.agent.proxy import nft
 from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.process import ProcessRuntime
+from kubelite.apiserver import gc_tuning  # the collector's tuning alone (no API server: it imports only gc)
 from kubelite.client.http import ApiClient
 from kubelite.client.interface import Client
 from kubelite.clock import RealClock
@@ -106,9 +107,10 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
         return Scheduler(client, RealClock(), cfg, seed, metrics).run()
 
-    return over_http(run_component(elected("kube-scheduler", start, timing) if leader_elect else start,
-                                    ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
-                                    metrics.registry))
+    with gc_tuning.serving():  # a cache of every node and pod, as the API server's (gc_tuning.py)
+        return over_http(run_component(elected("kube-scheduler", start, timing) if leader_elect else start,
+                                        ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
+                                        metrics.registry))
 
 
 def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "",
@@ -127,9 +129,10 @@ def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: boo
             factories = credentialed({**CONTROLLERS, **configured}, credentials)
         return run_controllers(client, RealClock(), names, metrics, factories)
 
-    return over_http(run_component(elected("kube-controller-manager", start, timing) if leader_elect else start,
-                                    ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
-                                    metrics.registry))
+    with gc_tuning.serving():  # informer caches, as in `kubelite server` (gc_tuning.py)
+        return over_http(run_component(elected("kube-controller-manager", start, timing) if leader_elect else start,
+                                        ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
+                                        metrics.registry))
 
 
 async def serve_metrics(address: str, registry: CollectorRegistry) -> web.AppRunner:
