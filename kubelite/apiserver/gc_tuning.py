@@ -21,7 +21,7 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-SERVING_THRESHOLDS = (50_000, 10, 10)  # why: the module's docstring
+SERVING_THRESHOLDS = (25_000, 4, 50)  # why: the module's docstring
 
 
 def after_start_up() -> None:
