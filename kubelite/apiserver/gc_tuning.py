@@ -10,7 +10,7 @@ time under load; they never become garbage. `after_start_up` moves them out of t
 `gc.freeze()` (the permanent generation: never walked, never collected; reference counting still frees
 them). The watch cache keeps its ring as bytes for the same reason (`cache.Recorded`).
 
-After start-up a long-running process (`kubelite server`, `scheduler`, `controller-manager`: `serving`) collects
+After start-up a long-running process (`kubelite server`, `scheduler`, `controller-manager`: `start_serving`) collects
 with SERVING_THRESHOLDS instead of CPython's (700, 10, 10); measured with `benchmarks/gc_share.py`
 (BENCHMARKS.md, "Garbage collection in the real processes"):
 
@@ -28,7 +28,7 @@ with SERVING_THRESHOLDS instead of CPython's (700, 10, 10); measured with `bench
 - **25,000** young: 36 times fewer young collections, each finding less of what is in flight; **4**: a
   middle collection walks everything made over its last five young ones that is still alive (all of it while a
   cache fills), so it is kept short — its longest pause under that load ~170-210 ms, 250-480 ms with 10;
-  **50**: a full collection is considered once per 25,000 × 4 × 50 = 5 million net new objects (70,000 with
+  **50**: a full collection is considered once per 25,000 * 4 * 50 = 5 million net new objects (70,000 with
   the defaults), and the 25 % rule still decides whether it happens: full collections stay proportional to
   the heap's growth, and rare. SchedulingBasic: GC 5-7 % of CPU, no full collection while the caches filled,
   longest pause ~0.2 s, same peak RSS.
@@ -51,17 +51,14 @@ def after_start_up() -> None:
     gc.freeze()
 
 
-@contextlib.contextmanager
-def serving() -> Iterator[None]:
-    """A long-running process's collector, from the end of its start-up until the block ends: start-up's objects
-    frozen (`after_start_up`) and SERVING_THRESHOLDS (the process's own thresholds back on the way out)."""
+def start_serving() -> None:
+    """A long-running process's collector from the end of its start-up to its exit: start-up's objects frozen
+    (`after_start_up`) and SERVING_THRESHOLDS.
+
+    For the rest of the process's life: CPython's thresholds put back at shutdown would start a full collection
+    of the whole heap on the way out (the API server benchmark: 1.1-1.2 s of CPU before exiting)."""
     after_start_up()
-    previous = gc.get_threshold()
     gc.set_threshold(*SERVING_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*previous)
 
 
 @contextlib.contextmanager

@@ -107,10 +107,10 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
         return Scheduler(client, RealClock(), cfg, seed, metrics).run()
 
-    with gc_tuning.serving():  # a cache of every node and pod, as the API server's (gc_tuning.py)
-        return over_http(run_component(elected("kube-scheduler", start, timing) if leader_elect else start,
-                                        ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
-                                        metrics.registry))
+    gc_tuning.start_serving()  # a cache of every node and pod, as the API server's (gc_tuning.py)
+    return over_http(run_component(elected("kube-scheduler", start, timing) if leader_elect else start,
+                                    ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
+                                    metrics.registry))
 
 
 def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: bool, metrics_address: str = "",
@@ -129,10 +129,10 @@ def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: boo
             factories = credentialed({**CONTROLLERS, **configured}, credentials)
         return run_controllers(client, RealClock(), names, metrics, factories)
 
-    with gc_tuning.serving():  # informer caches, as in `kubelite server` (gc_tuning.py)
-        return over_http(run_component(elected("kube-controller-manager", start, timing) if leader_elect else start,
-                                        ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
-                                        metrics.registry))
+    gc_tuning.start_serving()  # informer caches, as in `kubelite server` (gc_tuning.py)
+    return over_http(run_component(elected("kube-controller-manager", start, timing) if leader_elect else start,
+                                    ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
+                                    metrics.registry))
 
 
 async def serve_metrics(address: str, registry: CollectorRegistry) -> web.AppRunner:

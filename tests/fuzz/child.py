@@ -58,16 +58,16 @@ async def serve(db: Path, summary: Path) -> None:
     store = await SQLiteStore.open(db)
     server = ApiServer(store, RealClock())
     await server.start()
-    with gc_tuning.serving():  # as `kubelite serve` does
-        collections = FullCollections()  # those while serving
-        gc.callbacks.append(collections)
-        runner = web.AppRunner(server.app(), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        print(runner.addresses[0][1], flush=True)
-        await stop.wait()
-        await runner.cleanup()
+    gc_tuning.start_serving()  # as `kubelite serve` does
+    collections = FullCollections()  # those while serving
+    gc.callbacks.append(collections)
+    runner = web.AppRunner(server.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    print(runner.addresses[0][1], flush=True)
+    await stop.wait()
+    await runner.cleanup()
     await server.stop()
     await store.close()
     summary.write_text(json.dumps({"full_collections": collections.pauses}))
