@@ -17,7 +17,7 @@ collects with SERVING_THRESHOLDS instead of CPython's (700, 10, 10). Measured wi
 - **These processes make almost no cyclic garbage.** Their heaps are caches of decoded objects (trees of dicts
   and lists, freed by reference counting when a new copy replaces them): in SchedulingBasic (5,000 nodes,
   11,000 pods) all the server's collections freed ~3,200 objects, its 21 full collections 29.
-- **Yet with the defaults collecting was a quarter to a third of their CPU**: 27-28 % of the server's and
+- **Yet with the defaults collecting was a quarter to a third of their CPU**: 27-29 % of the server's and
   the scheduler's in SchedulingBasic, 33 % of the server's under `benchmarks/apiserver.py`, two thirds or more
   of it in full collections, with pauses up to ~1 s. While a cache fills, the 25 % rule (a full collection
   once the objects promoted since the last one reach a quarter of those it found) starts one every 25 % of
@@ -33,7 +33,7 @@ collects with SERVING_THRESHOLDS instead of CPython's (700, 10, 10). Measured wi
   that cyclic garbage promoted to the oldest generation waits that long — of which these processes make
   next to none.
 - Result: GC 7-9 % of CPU instead of 27-34 %, no full collection while the caches filled, the longest pause
-  ~0.1-0.2 s instead of ~1 s, the same peak RSS; SchedulingBasic 316 -> 564 pods/s, 2.98 -> 2.14 ms of server
+  ~0.1-0.3 s instead of ~1 s, the same peak RSS; SchedulingBasic 452 -> 601 pods/s, 2.98 -> 2.14 ms of server
   CPU per pod create (medians). The fuzz suite's `/readyz` probe is unchanged (max 5-15 ms either way: its
   server's heap stays small). The node agent keeps CPython's thresholds (not measured).
 """
