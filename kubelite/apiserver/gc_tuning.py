@@ -32,11 +32,12 @@ collects with SERVING_THRESHOLDS instead of CPython's (700, 10, 10). Measured wi
   the defaults) and the 25 % rule still decides: rare, and proportional to the heap's growth. The cost is
   that cyclic garbage promoted to the oldest generation waits that long — of which these processes make
   next to none.
-- Result: GC 7-9 % of CPU instead of 27-34 %, no full collection while the caches filled, the longest pause
-  ~0.1-0.3 s instead of ~1 s, the same peak RSS; SchedulingBasic 452 -> 601 pods/s, 2.98 -> 2.14 ms of server
-  CPU per pod create (medians). Under steady churn (`benchmarks/churn.py`: the heap no longer grows, each
-  update's copy replaces the last) collecting went from 16 % of the server's CPU to 0.5 %: the net count
-  hardly moves, so young collections all but stop; cyclic garbage would still count, and start one.
+- Result: GC 7-10 % of CPU instead of 27-34 %, no full collection while the caches filled, the longest pause
+  ~0.1-0.3 s instead of ~1 s, the same peak RSS; SchedulingBasic 452 -> 601 pods/s, and 2.98 -> 2.14 ms of
+  server CPU per pod create under `benchmarks/apiserver.py` (medians). Under steady churn
+  (`benchmarks/churn.py`: the heap no longer grows, each update's copy replaces the last) collecting went from
+  16 % of the server's CPU to 0.5 %: the net count hardly moves, so young collections all but stop; cyclic
+  garbage would still count, and start one.
   The fuzz suite's `/readyz` probe is unchanged (max 5-15 ms either way: its server's heap stays small).
   The node agent keeps CPython's thresholds: its heap is small, and collecting was 4 % of its CPU with 100
   pods (`benchmarks/agent.py`), nearly all of it during start-up.
