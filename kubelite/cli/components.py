@@ -32,6 +32,7 @@ from kubelite.agent.cgroups import Cgroups
 from kubelite.agent.proxy import nft
 from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.process import ProcessRuntime
+from kubelite.apiserver import gc_tuning  # the collector's tuning alone (no API server: it imports only gc)
 from kubelite.client.http import ApiClient
 from kubelite.client.interface import Client
 from kubelite.clock import RealClock
@@ -106,6 +107,7 @@ def run_scheduler(kubeconfig: Path, config_file: Path | None, seed: int | None, 
     def start(client: ApiClient) -> Coroutine[Any, Any, None]:
         return Scheduler(client, RealClock(), cfg, seed, metrics).run()
 
+    gc_tuning.start_serving()  # a cache of every node and pod, as the API server's (gc_tuning.py)
     return over_http(run_component(elected("kube-scheduler", start, timing) if leader_elect else start,
                                     ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
                                     metrics.registry))
@@ -127,6 +129,7 @@ def run_controller_manager(kubeconfig: Path, names: list[str], leader_elect: boo
             factories = credentialed({**CONTROLLERS, **configured}, credentials)
         return run_controllers(client, RealClock(), names, metrics, factories)
 
+    gc_tuning.start_serving()  # informer caches, as in `kubelite server` (gc_tuning.py)
     return over_http(run_component(elected("kube-controller-manager", start, timing) if leader_elect else start,
                                     ApiClient.from_kubeconfig(kubeconfig, servers=servers), metrics_address,
                                     metrics.registry))

@@ -199,7 +199,7 @@ async def _serve(opts: Options, sched: scheduler_config.SchedulerConfig | None,
         server = ApiServer(store, RealClock(), tokens, f"{host}:{opts.port}", service_cidr=opts.service_cidr,
                            agent_tls=agent_tls, auth=auth, event_ttl=opts.event_ttl)
         await server.start()
-        gc_tuning.after_start_up()  # its schemas and start-up objects out of every full collection
+        gc_tuning.start_serving()  # start-up's objects frozen, collections rarer (gc_tuning.py)
         cleanup.push_async_callback(server.stop)
         # On stop, requests in flight get REQUEST_DRAIN seconds and are then cancelled: watches never end by
         # themselves, and aiohttp's default (60 s per connection) kept a server with open watches alive for a minute.

@@ -58,7 +58,7 @@ async def serve(db: Path, summary: Path) -> None:
     store = await SQLiteStore.open(db)
     server = ApiServer(store, RealClock())
     await server.start()
-    gc_tuning.after_start_up()  # as `kubelite serve` does
+    gc_tuning.start_serving()  # as `kubelite serve` does
     collections = FullCollections()  # those while serving
     gc.callbacks.append(collections)
     runner = web.AppRunner(server.app(), access_log=None)

@@ -6,7 +6,7 @@ and YAML. The oracle: no response is 5xx, none takes over a second (twice: see `
 answers within 100 ms after every 500 requests and after the run, and every object read through the API
 equals what the store holds and decodes against its own schema.
 
-The server runs in its own process, started as `kubelite serve` starts it (`gc_tuning.after_start_up`), and
+The server runs in its own process, started as `kubelite serve` starts it (`gc_tuning.start_serving`), and
 a second process probes `/readyz` every 20 ms over its own connection while the fuzzer sends: the probe's
 worst latency is what any other client would have waited behind the slowest fuzz request or the server's
 longest garbage collection ("no request stalls the server over 1 s"), printed at the end with the server's
