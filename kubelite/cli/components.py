@@ -33,6 +33,7 @@ from kubelite.agent.proxy import nft
 from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.process import ProcessRuntime
 from kubelite.apiserver import gc_tuning  # the collector's tuning alone (no API server: it imports only gc)
+from kubelite.cli import interrupts
 from kubelite.client.http import ApiClient
 from kubelite.client.interface import Client
 from kubelite.clock import RealClock
@@ -186,9 +187,12 @@ async def run_component(start: Callable[[ApiClient], Coroutine[Any, Any, None]],
 
 
 def stop_on_signals() -> asyncio.Event:
-    """SIGINT (Ctrl-C) and SIGTERM set the returned event instead of raising KeyboardInterrupt mid-await."""
+    """SIGINT (Ctrl-C) and SIGTERM set the returned event instead of raising KeyboardInterrupt mid-await; set
+    already if a Ctrl-C came during start-up and was lost (kubelite/cli/interrupts.py)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if interrupts.seen():
+        stop.set()
     return stop

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kubelite.cli import interrupts
 from kubelite.sim import cli as sim_cli
 
 if TYPE_CHECKING:
@@ -230,6 +231,7 @@ def server_urls(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    interrupts.note()
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C before the command installed its own handler (while importing)
