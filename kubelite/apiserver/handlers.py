@@ -372,7 +372,7 @@ def _validation_mode(request: web.Request) -> str:
 
 def _unknown_field_warnings(request: web.Request, unknown: list[str]) -> list[str]:
     """Warn's warnings for the unknown fields pruned (Ignore: none; never Strict, whose 400 comes first)."""
-    if not unknown or request.query.get("fieldValidation", "Warn") == "Ignore":
+    if not unknown or _validation_mode(request) == "Ignore":
         return []
     return [f'unknown field "{p}"' for p in unknown]
 
