@@ -245,7 +245,8 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
                     serve: Serve | None) -> Recorder:
     clock = VirtualClock(loop)
     store = MemoryStore()
-    server = ApiServer(store, clock, server_address=f"127.0.0.1:{serve.port}" if serve else "127.0.0.1:6443")
+    server = ApiServer(store, clock, server_address=f"127.0.0.1:{serve.port}" if serve else "127.0.0.1:6443",
+                       event_ttl=scn.event_ttl)
     await server.start()
     http = await _serve_http(server, serve, clock) if serve else None
     stop = _signalled() if serve else None

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from kubelite.agent.config import NodeConfigError, duration
+from kubelite.apiserver.event_ttl import DEFAULT_EVENT_TTL
 
 Obj = dict[str, Any]
 KINDS = ("Pod", "Deployment", "StatefulSet", "Job")
@@ -189,6 +190,7 @@ class Scenario:
     priority_classes: list[Obj]
     node_config: Obj
     controller_manager: Obj = field(default_factory=dict)  # kube-controller-manager flags (camelCase), as given
+    event_ttl: int = DEFAULT_EVENT_TTL  # apiServer.eventTTL (kube-apiserver's --event-ttl), whole seconds; 0: never
 
     def node_names(self) -> list[str]:
         return [f"{p.name}-{i}" for p in self.pools for i in range(p.count)]
@@ -368,7 +370,8 @@ def load(path: Path, seed: int = 0) -> Scenario:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path}: a scenario is a mapping (name, duration, nodePools, workloads, …)")
     ctx.known(raw, {"name", "duration", "sample", "nodePools", "workloads", "faults", "schedulerConfig",
-                    "timeline", "priorityClasses", "nodeConfig", "controllerManager"}, "scenario")
+                    "timeline", "priorityClasses", "nodeConfig", "controllerManager", "apiServer"},
+              "scenario")
     rng = random.Random(seed)
     pools = [_pool(ctx, p) for p in ctx.items(raw, "nodePools")]
     if not pools:
@@ -388,7 +391,18 @@ def load(path: Path, seed: int = 0) -> Scenario:
                     sorted((_fault(ctx, f) for f in ctx.items(raw, "faults")), key=lambda f: f.at),
                     [path.parent / str(c) for c in configs], [str(t) for t in raw.get("timeline") or []],
                     ctx.items(raw, "priorityClasses"), ctx.mapping(raw, "nodeConfig"),
-                    _controller_manager(ctx, ctx.mapping(raw, "controllerManager")))
+                    _controller_manager(ctx, ctx.mapping(raw, "controllerManager")),
+                    _event_ttl(ctx, ctx.mapping(raw, "apiServer")))
+
+
+def _event_ttl(ctx: _Ctx, raw: Obj) -> int:
+    """kube-apiserver's --event-ttl: how long an Event lives after its last write (whole seconds, truncated as
+    upstream's; 0 keeps Events forever). A long simulation's Events are most of its stored objects."""
+    ctx.known(raw, {"eventTTL"}, "apiServer")
+    ttl = ctx.seconds(raw, "eventTTL", DEFAULT_EVENT_TTL)
+    if ttl < 0:
+        raise ctx.fail(raw, "eventTTL", "apiServer.eventTTL: must not be negative (0 keeps Events forever)")
+    return int(ttl)
 
 
 CONTROLLER_MANAGER = ("nodeMonitorPeriod", "nodeMonitorGracePeriod", "nodeStartupGracePeriod")

@@ -81,3 +81,32 @@ def test_node_lifecycle_options_follow_the_scenario(tmp_path: Path, extra: str,
     options = runner.controller_factories(scn, runner.node_config(scn))["nodelifecycle"].keywords["options"]  # type: ignore[attr-defined]
     assert (options.node_monitor_period, options.node_monitor_grace_period,
             options.node_startup_grace_period) == want
+
+
+EVENT_TTL_CASES = [
+    # One pod starts at 0 s (Scheduled, Pulled, Created, Started …); the run ends at 200 s.
+    pytest.param("", True, id="Events live an hour by default, as kube-apiserver's --event-ttl"),
+    pytest.param("apiServer: {eventTTL: 60s}\n", False, id="an eventTTL shorter than the run expires them"),
+    pytest.param("apiServer: {eventTTL: 0}\n", True, id="eventTTL 0 keeps Events forever"),
+]
+
+
+@pytest.mark.parametrize("extra,kept", EVENT_TTL_CASES)
+def test_event_ttl_follows_the_scenario(tmp_path: Path, extra: str, kept: bool) -> None:
+    from kubelite.sim import runner
+
+    path = tmp_path / "s.yaml"
+    path.write_text("duration: 200s\nsample: 100s\n" + GOOD_POOL + extra +
+                    "workloads:\n  - {name: w, kind: Pod, spec: {restartPolicy: Never}}\n")
+    with runner.node_dirs() as nodes:
+        outcome = runner.run(load(path), 1, None, nodes)
+    events = outcome.recorder.event_informer.store.values()
+    assert any(e.get("reason") == "Started" for e in events) is kept
+    assert bool(events) is kept
+
+
+def test_bad_event_ttl_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("duration: 1h\n" + GOOD_POOL + "apiServer:\n  eventTTL: -300\n")
+    with pytest.raises(ScenarioError, match=r"s.yaml:5: apiServer.eventTTL: must not be negative"):
+        load(path)
