@@ -80,26 +80,27 @@ class ResourceHandlers:
             if request.method != "POST":
                 raise errors.method_not_allowed(request.method, "bindings")
             return await self._binding(request, target.namespace, None)
-        r, method = target.resource, request.method
-        if target.subresource == "log":
-            if method != "GET":
-                raise errors.method_not_allowed(method, "pods/log")
-            return await logs.proxy(request, self.registry, self.agent_tls, target.namespace, target.name)
-        if target.subresource in streaming.SUBRESOURCES:
-            return await streaming.proxy(request, self.registry, self.agent_tls, target)
-        if target.subresource in ("binding", "eviction"):
-            if method != "POST":
-                raise errors.method_not_allowed(method, f"{r.plural}/{target.subresource}")
-            if target.subresource == "binding":
-                return await self._binding(request, target.namespace, target.name)
-            return await self._eviction(request, target)
-        if target.subresource == "scale":
-            return respond(await scale.handle(request, self.registry, target, _dry_run(request)))
-        if target.subresource == "finalize":
-            if method != "PUT":
-                raise errors.method_not_allowed(method, f"{r.plural}/finalize")
-            body = await decode_request_body(await read_body(request), media_type(request))
-            return respond(await subresources.finalize(self.registry, target.name, body, _dry_run(request)))
+        r, method, sub = target.resource, request.method, target.subresource
+        if sub:  # the subresources served by handlers of their own (an object's or its status's requests are not)
+            if sub == "log":
+                if method != "GET":
+                    raise errors.method_not_allowed(method, "pods/log")
+                return await logs.proxy(request, self.registry, self.agent_tls, target.namespace, target.name)
+            if sub in streaming.SUBRESOURCES:
+                return await streaming.proxy(request, self.registry, self.agent_tls, target)
+            if sub in ("binding", "eviction"):
+                if method != "POST":
+                    raise errors.method_not_allowed(method, f"{r.plural}/{sub}")
+                if sub == "binding":
+                    return await self._binding(request, target.namespace, target.name)
+                return await self._eviction(request, target)
+            if sub == "scale":
+                return respond(await scale.handle(request, self.registry, target, _dry_run(request)))
+            if sub == "finalize":
+                if method != "PUT":
+                    raise errors.method_not_allowed(method, f"{r.plural}/finalize")
+                body = await decode_request_body(await read_body(request), media_type(request))
+                return respond(await subresources.finalize(self.registry, target.name, body, _dry_run(request)))
         if not target.name:
             if method == "GET":
                 return await self._list(request, target)

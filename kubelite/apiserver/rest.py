@@ -34,6 +34,9 @@ MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries unpinned conflicts witho
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Mutate = Callable[[Obj], Obj]
+# What an update's body cannot change: the stored object's values (or their absence) are kept, in this order
+_KEPT_ON_UPDATE = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                   "generation", "resourceVersion")
 
 
 def _generated_suffix() -> str:
@@ -252,51 +255,57 @@ class Registry:
         """The mutation of an update to `body`: reads the current object, never writes into it (`reads_only`);
         the strategies' hooks read theirs (`old`) alike. The new object is a copy of `body`, or with `owned` (a
         body made for this one attempt, sharing nothing the attempt must not change) `body` itself."""
-        strategy = self.strategies[resource]
         pinned = str(body.get("metadata", {}).get("resourceVersion") or "")
 
         def mutate(cur: Obj) -> Obj:
-            meta = body.setdefault("metadata", {})
-            name = cur["metadata"]["name"]
-            if pinned and pinned != cur["metadata"]["resourceVersion"]:
-                raise errors.stale(resource.plural, name, resource.group)
-            if meta.get("uid") and meta["uid"] != cur["metadata"]["uid"]:
-                raise errors.conflict(resource.plural, name, f"Precondition failed: UID in precondition: "
-                                                             f"{cur['metadata']['uid']}, UID in object meta: "
-                                                             f"{meta['uid']}", resource.group)
-            if meta.get("name", name) != name:
-                raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
-                                         f"the URL ({name})")
-            new = body if owned else copy_obj(body)
-            new["apiVersion"], new["kind"] = resource.group_version, resource.kind
-            for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                          "deletionGracePeriodSeconds", "generation", "resourceVersion"):
-                if field in cur["metadata"]:
-                    new["metadata"][field] = cur["metadata"][field]
-                else:
-                    new["metadata"].pop(field, None)
-            if cur["metadata"].get("deletionTimestamp"):
-                # Finalizers may only be removed once deletion has started (upstream: no new ones).
-                added = set(new["metadata"].get("finalizers") or []) - set(cur["metadata"].get("finalizers") or [])
-                if added:
-                    raise errors.invalid(resource.kind, name, [Cause(
-                        "FieldValueForbidden", "Forbidden: no new finalizers can be added if the object is being "
-                                               "deleted", "metadata.finalizers")], resource.group)
-            if subresource == "status":
-                new = strategy.prepare_status_update(new, cur)
-                causes = strategy.validate_status_update(new, cur)
-            else:
-                strategy.prepare_update(new, cur)
-                refusals = strategy.admit_update(new, cur, self)
-                if refusals:
-                    raise self._forbidden(resource, name, "; ".join(refusals))
-                causes = strategy.validate_update(new, cur)
-                if warnings is not None:  # a retried mutation replaces what an earlier attempt said
-                    warnings[:] = strategy.warnings(new, cur)
-            self._raise_invalid(resource, new, causes)
-            return new
+            return self._updated(resource, body, subresource, warnings, owned, pinned, cur)
 
         return mutate
+
+    def _updated(self, resource: Resource, body: Obj, subresource: str, warnings: builtins.list[str] | None,
+                 owned: bool, pinned: str, cur: Obj) -> Obj:
+        """One attempt of `_update_mutation`'s mutation (`pinned`: the body's resourceVersion, "" for none). A patch
+        calls it directly with the object its attempt built: no closure made per attempt."""
+        strategy = self.strategies[resource]
+        meta = body.setdefault("metadata", {})
+        name = cur["metadata"]["name"]
+        if pinned and pinned != cur["metadata"]["resourceVersion"]:
+            raise errors.stale(resource.plural, name, resource.group)
+        if meta.get("uid") and meta["uid"] != cur["metadata"]["uid"]:
+            raise errors.conflict(resource.plural, name, f"Precondition failed: UID in precondition: "
+                                                         f"{cur['metadata']['uid']}, UID in object meta: "
+                                                         f"{meta['uid']}", resource.group)
+        if meta.get("name", name) != name:
+            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
+                                     f"the URL ({name})")
+        new = body if owned else copy_obj(body)
+        new["apiVersion"], new["kind"] = resource.group_version, resource.kind
+        cur_meta, new_meta = cur["metadata"], new["metadata"]
+        for field in _KEPT_ON_UPDATE:
+            if field in cur_meta:
+                new_meta[field] = cur_meta[field]
+            else:
+                new_meta.pop(field, None)
+        if cur["metadata"].get("deletionTimestamp"):
+            # Finalizers may only be removed once deletion has started (upstream: no new ones).
+            added = set(new["metadata"].get("finalizers") or []) - set(cur["metadata"].get("finalizers") or [])
+            if added:
+                raise errors.invalid(resource.kind, name, [Cause(
+                    "FieldValueForbidden", "Forbidden: no new finalizers can be added if the object is being "
+                                           "deleted", "metadata.finalizers")], resource.group)
+        if subresource == "status":
+            new = strategy.prepare_status_update(new, cur)
+            causes = strategy.validate_status_update(new, cur)
+        else:
+            strategy.prepare_update(new, cur)
+            refusals = strategy.admit_update(new, cur, self)
+            if refusals:
+                raise self._forbidden(resource, name, "; ".join(refusals))
+            causes = strategy.validate_update(new, cur)
+            if warnings is not None:  # a retried mutation replaces what an earlier attempt said
+                warnings[:] = strategy.warnings(new, cur)
+        self._raise_invalid(resource, new, causes)
+        return new
 
     async def update(self, resource: Resource, namespace: str, name: str, body: Obj, subresource: str = "",
                      dry_run: bool = False, warnings: builtins.list[str] | None = None, checked: bool = False) -> Obj:
@@ -330,7 +339,7 @@ class Registry:
             if patched_rv not in (None, cur["metadata"]["resourceVersion"]):
                 raise errors.stale(resource.plural, cur["metadata"]["name"], resource.group)
             patched["metadata"].pop("resourceVersion", None)
-            return self._update_mutation(resource, patched, subresource, warnings, fresh)(cur)
+            return self._updated(resource, patched, subresource, warnings, fresh, "", cur)
 
         return await self.guaranteed_update(resource, namespace, name, mutate, dry_run, reads_only=True)
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from kubelite.apiserver.cache import Caches
-from kubelite.apiserver.metrics import DURATION_BUCKETS, REQUEST_LABELS, ApiServerMetrics, RequestInfo
+from kubelite.apiserver.metrics import DURATION_BUCKETS, REQUEST_LABELS, ApiServerMetrics, RequestInfo, info_of
 from kubelite.clock import RealClock
 
 GET = RequestInfo("GET", "", "v1", "pods", "", "resource", True)
@@ -54,3 +55,41 @@ def test_plain_counts_are_exposed_as_the_counter_and_histogram_were(
     alone = CollectorRegistry()
     alone.register(metrics.requests)
     assert generate_latest(alone) == _by_prometheus_client(recorded)
+
+
+# What `info_of` reads of a request (the query's watch and dryRun, a PATCH's Content-Type) for its labels; it
+# reads the query only when there is one and the Content-Type only of a PATCH, so each flag is pinned here.
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+
+
+@pytest.mark.parametrize("method,path,content_type,want", [
+    pytest.param("GET", f"{LEASE}/n1", "", RequestInfo("GET", "coordination.k8s.io", "v1", "leases", "", "resource",
+                                                       True), id="a get without a query"),
+    pytest.param("GET", f"{LEASE}?watch=true", "", RequestInfo("WATCH", "coordination.k8s.io", "v1", "leases", "",
+                                                               "namespace", True), id="watch=true is a WATCH"),
+    pytest.param("GET", f"{LEASE}?watch=1", "", RequestInfo("WATCH", "coordination.k8s.io", "v1", "leases", "",
+                                                            "namespace", True), id="watch as Go's ParseBool reads it"),
+    pytest.param("GET", f"{LEASE}?watch=maybe", "", RequestInfo("LIST", "coordination.k8s.io", "v1", "leases", "",
+                                                                "namespace", True),
+                 id="a malformed watch flag labels a LIST (the handler answers 400)"),
+    pytest.param("GET", f"{LEASE}?limit=5", "", RequestInfo("LIST", "coordination.k8s.io", "v1", "leases", "",
+                                                            "namespace", True), id="a query without the flags"),
+    pytest.param("POST", f"{LEASE}?dryRun=All", "application/json",
+                 RequestInfo("POST", "coordination.k8s.io", "v1", "leases", "", "resource", True, "All"),
+                 id="dryRun=All is labelled"),
+    pytest.param("POST", f"{LEASE}?dryRun=Some", "application/json",
+                 RequestInfo("POST", "coordination.k8s.io", "v1", "leases", "", "resource", True),
+                 id="another dryRun value is not"),
+    pytest.param("PATCH", f"{LEASE}/n1", "application/apply-patch+yaml; charset=utf-8",
+                 RequestInfo("APPLY", "coordination.k8s.io", "v1", "leases", "", "resource", True),
+                 id="a PATCH of apply's media type is an APPLY"),
+    pytest.param("PATCH", f"{LEASE}/n1", "application/merge-patch+json",
+                 RequestInfo("PATCH", "coordination.k8s.io", "v1", "leases", "", "resource", True),
+                 id="a merge patch stays PATCH"),
+    pytest.param("PUT", f"{LEASE}/n1", "application/apply-patch+yaml",
+                 RequestInfo("PUT", "coordination.k8s.io", "v1", "leases", "", "resource", True),
+                 id="apply's media type on another verb changes nothing"),
+])
+def test_labels_read_from_the_request(method: str, path: str, content_type: str, want: RequestInfo) -> None:
+    headers = {"Content-Type": content_type} if content_type else {}
+    assert info_of(make_mocked_request(method, path, headers=headers)) == want
