@@ -219,7 +219,16 @@ class StatusManager:
     def _resync_when_idle(self) -> None:
         """An entry was unchecked while the sender is idle: wake it at the next resync instant to compare it."""
         self._pass_idle_instants()
-        self._resync_timer = timer(self.clock, self._resync_at - self.clock.monotonic(), self._wake.set)
+        self._resync_timer = timer(self.clock, self._resync_at - self.clock.monotonic(), self._idle_instant)
+
+    def _idle_instant(self) -> None:
+        """The resync instant an entry was unchecked for: the sender wakes to compare it now (the timer's handle
+        stays, telling `_idle` this instant is due) — unless every unchecked entry was forgotten meanwhile: then
+        it passes as any idle instant, with no wake-up."""
+        if self._unchecked:
+            self._wake.set()
+        else:
+            self._resync_timer = None
 
     def send_due(self, now: float) -> list[float]:
         """Start a write for each due entry not being written; returns when the others wait to be retried."""
