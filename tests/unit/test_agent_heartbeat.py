@@ -285,3 +285,23 @@ async def test_no_node_read_is_held_while_the_heartbeat_sleeps() -> None:
         assert reads and all(ref() is None for ref in reads)
     task.cancel()
     assert len(reads) == 4
+
+
+@pytest.mark.parametrize("name,build", [
+    ("the registered Node", lambda node: node.node_object()["status"]),
+    ("a status report", lambda node: node.status_patch(None, True)),
+])
+def test_what_is_sent_shares_nothing_with_the_agent(name: str, build: Callable[[NodeReporter], Any]) -> None:
+    """A status handed to the client is the agent's, copied (`_detached`): capacity and allocatable are one dict
+    in the agent and two in the API, and a server that merged the patch's values into the stored Node (an
+    in-process one does) must never reach back into the agent's."""
+    capacity = {"cpu": "4", "pods": "110"}
+    node = NodeReporter(None, FakeClock(), "n1", "127.0.0.1", capacity, lambda: 10250)  # type: ignore[arg-type]
+    status = build(node)
+    assert status["capacity"] == status["allocatable"] == capacity
+    status["capacity"]["cpu"] = "8"
+    status["addresses"][0]["address"] = "10.0.0.9"
+    status["conditions"][0]["status"] = "True"
+    again = build(node)
+    assert (capacity["cpu"], again["allocatable"]["cpu"], again["addresses"][0]["address"]) == ("4", "4", "127.0.0.1")
+    assert again["conditions"][0]["status"] == "False"
