@@ -68,8 +68,7 @@ class FenceGate:
         *before* it decides, so a read sent after our renewal was accepted either sees that fence (and we stay
         down: it may already have decided our pods' fate) or proves that no decision can be based on a
         silence that has ended."""
-        self.node_fenced = any(c.get("type") == FENCED_CONDITION and c.get("status") == "True"
-                               for c in (node.get("status") or {}).get("conditions") or [])
+        self.node_fenced = _fenced(node)
         if (self.self_fenced and self.contact_at is not None and asked_at >= self.contact_at
                 and not self.node_fenced and fence_phase not in FENCE_ACTIVE):
             log.warning("back in contact and not fenced: containers may start again")
@@ -98,6 +97,15 @@ class FenceGate:
         while True:
             self.check()
             await self.clock.sleep(self.check_interval())
+
+
+def _fenced(node: Obj) -> bool:
+    """Whether the Node carries kubelite.io/Fenced = True. A loop, not any() over a generator: this runs with
+    every heartbeat of every node."""
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == FENCED_CONDITION and c.get("status") == "True":
+            return True
+    return False
 
 
 class FencedRuntime:

@@ -23,11 +23,11 @@ does (`object_changed`, from the agent's pod informer handlers: informer objects
 modified, and every replacement with new content reaches the handlers). So a running pod whose status and
 object stay as they are costs nothing every 10 s, where walking every entry had cost each node a lookup
 per pod it holds, finished ones included (BENCHMARKS.md, Running pod cost). And a sender with nothing to
-resync (no unchecked entry) and nothing to retry waits on its wake alone: its resync instants are kept by
-one loop timer that only reschedules itself — no wake-up of the sender, no bounded wait — until an entry
-is unchecked at an instant, when it wakes the sender to resync then. The instants are those the sender's
-own timeouts would have had (the same arithmetic), so a simulation's runs are unchanged (BENCHMARKS.md,
-Idle agent, second pass).
+resync (no unchecked entry) and nothing to retry waits on its wake alone — no wake-up, no bounded wait, no
+timer at all: its resyncs are on a fixed grid, every 10 s from the sender's start (kubelet's syncTicker),
+so the instant at which an entry unchecked meanwhile (`object_changed`) is compared is the grid's next,
+computed then, and one timer wakes the sender for it (BENCHMARKS.md, Idle agent, second and third passes:
+a timer per idle node every 10 s that only rescheduled itself had been ≈ 2 % of an idle simulation).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -102,8 +103,10 @@ class StatusManager:
         self._unchecked: set[str] = set()
         self._created = 0
         self._wake = asyncio.Event()
-        self._resync_at = 0.0  # the sender's next resync instant (set when it starts)
-        self._ticker: Cancellable | None = None  # the idle sender's resync-instant timer (`_tick`)
+        self._origin = 0.0  # when the sender started: it resyncs at origin + k·RESYNC_INTERVAL (`_instant_after`)
+        self._resync_at = 0.0  # the sender's next resync instant (set when it starts; while idle, maybe passed)
+        self._idling = False  # the sender waits on its wake alone (`_idle`)
+        self._resync_timer: Cancellable | None = None  # while idle: wakes the sender at the instant to resync
 
     # --- inputs (never block, never fail) ---------------------------------------------------------
 
@@ -129,6 +132,8 @@ class StatusManager:
         """The pod's API object (what `lookup` answers) was added or replaced: the next resync compares it."""
         if uid in self.pods:
             self._unchecked.add(uid)
+            if self._idling and self._resync_timer is None and not self._wake.is_set():
+                self._resync_when_idle()
 
     def delete_when_synced(self, pod: Obj) -> None:
         """Delete the pod object (grace 0, uid precondition) once its newest status is acknowledged."""
@@ -158,44 +163,72 @@ class StatusManager:
     # --- the sender --------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        self._resync_at = self.clock.monotonic() + RESYNC_INTERVAL
+        self._origin = self.clock.monotonic()
+        self._resync_at = self._instant_after(self._origin)
         while True:
             self._wake.clear()
             now = self.clock.monotonic()
             if now >= self._resync_at:
                 self.resync()
-                self._resync_at = now + RESYNC_INTERVAL
+                self._resync_at = self._instant_after(now)
             waits = self.send_due(now)
             if waits or self._unchecked:
                 await bounded(self.clock, self._wake.wait(), min([self._resync_at, *waits]) - now)
             else:
-                await self._idle(now)
+                await self._idle()
 
-    async def _idle(self, now: float) -> None:
+    def _instant_after(self, now: float) -> float:
+        """The first resync instant after `now`: origin + k·RESYNC_INTERVAL, a fixed grid (kubelet's syncTicker).
+        Each instant is computed from the origin, never by adding to the last, so it is the same float however
+        many instants passed unseen (`_idle`): a repeated sum would drift by its roundings."""
+        k = max(1, math.floor((now - self._origin) / RESYNC_INTERVAL))  # the division may round either way:
+        while self._origin + k * RESYNC_INTERVAL <= now:  # the first k past `now`, checked on the sums themselves
+            k += 1
+        while k > 1 and self._origin + (k - 1) * RESYNC_INTERVAL > now:
+            k -= 1
+        return self._origin + k * RESYNC_INTERVAL
+
+    async def _idle(self) -> None:
         """Wait for the wake alone: while no entry is unchecked a resync has nothing to compare, so the resync
-        instants pass without waking the sender (`_tick`).
+        instants pass unseen, with no timer — `_resync_at` is brought up to date when the wait ends, or when an
+        entry is unchecked meanwhile (`_resync_when_idle`).
 
         Woken, the sender goes on two loop turns later, as it did from the bounded wait (its waiter task
         finishes, then its done-callback resumes the sender): the work of one instant keeps its order — which
         write goes first — so a simulation's event log stays as it was."""
-        self._ticker = timer(self.clock, self._resync_at - now, self._tick)
+        self._idling = True
         try:
             await self._wake.wait()
         finally:
-            self._ticker.cancel()
+            self._idling = False
+            resync_timer, self._resync_timer = self._resync_timer, None
+            if resync_timer is not None:  # `_resync_at` is the instant it was set for: due now, or still to come
+                resync_timer.cancel()
+            else:
+                self._pass_idle_instants()
         for _ in range(BOUNDED_WAKE_TURNS):
             await self.clock.sleep(0)
 
-    def _tick(self) -> None:
-        """A resync instant of the idle sender: at or after `_resync_at` the next one is 10 s from now, as the
-        sender's timeout would have made it; an entry unchecked meanwhile (`object_changed`) is compared now."""
+    def _pass_idle_instants(self) -> None:
+        """The resync instants that passed while the sender was idle with nothing to compare are gone: the next
+        one is the grid's first after now (an instant that is now has passed too, as if its tick came first)."""
+        now = self.clock.monotonic()
+        if self._resync_at <= now:
+            self._resync_at = self._instant_after(now)
+
+    def _resync_when_idle(self) -> None:
+        """An entry was unchecked while the sender is idle: wake it at the next resync instant to compare it."""
+        self._pass_idle_instants()
+        self._resync_timer = timer(self.clock, self._resync_at - self.clock.monotonic(), self._idle_instant)
+
+    def _idle_instant(self) -> None:
+        """The resync instant an entry was unchecked for: the sender wakes to compare it now (the timer's handle
+        stays, telling `_idle` this instant is due) — unless every unchecked entry was forgotten meanwhile: then
+        it passes as any idle instant, with no wake-up."""
         if self._unchecked:
             self._wake.set()
-            return
-        now = self.clock.monotonic()
-        if now >= self._resync_at:
-            self._resync_at = now + RESYNC_INTERVAL
-        self._ticker = timer(self.clock, self._resync_at - now, self._tick)
+        else:
+            self._resync_timer = None
 
     def send_due(self, now: float) -> list[float]:
         """Start a write for each due entry not being written; returns when the others wait to be retried."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,53 @@ async def test_status_is_sent_when_it_differs_or_a_report_is_due(
         await reporter.post_status(patch)
         assert reporter.status_patch(await cluster.get("/api/v1/nodes/n1"), False) is None, \
             "after the patch the API shows the agent's status"
+
+
+class _Node(dict[str, Any]):
+    """A Node as read, that a weak reference can follow (a plain dict cannot be weakly referenced)."""
+
+
+async def test_no_node_read_is_held_while_the_heartbeat_sleeps() -> None:
+    """The heartbeat lets go of each Node it read (and of its patch) before it sleeps: freed right away its
+    objects are still in the CPU's caches, where a minute later — at thousands of nodes — they are not
+    (BENCHMARKS.md, Idle agent, third pass)."""
+    clock = FakeClock()
+    client = RecordingClient(clock)
+    reads: list[weakref.ref[_Node]] = []
+    read = client.get
+
+    async def get(path: str, params: Any = None) -> dict[str, Any]:
+        node = _Node(await read(path, params))
+        reads.append(weakref.ref(node))
+        return node
+
+    client.get = get  # type: ignore[method-assign]
+    node = NodeReporter(client, clock, "n1", "127.0.0.1", {"pods": "110"}, lambda: 0)  # type: ignore[arg-type]
+    await node.register()
+    task = asyncio.ensure_future(node.heartbeat())
+    await clock.advance(0)
+    for _ in range(3):
+        await clock.advance(10)
+        assert reads and all(ref() is None for ref in reads)
+    task.cancel()
+    assert len(reads) == 4
+
+
+@pytest.mark.parametrize("name,build", [
+    ("the registered Node", lambda node: node.node_object()["status"]),
+    ("a status report", lambda node: node.status_patch(None, True)),
+])
+def test_what_is_sent_shares_nothing_with_the_agent(name: str, build: Callable[[NodeReporter], Any]) -> None:
+    """A status handed to the client is the agent's, copied (`_detached`): capacity and allocatable are one dict
+    in the agent and two in the API, and a server that merged the patch's values into the stored Node (an
+    in-process one does) must never reach back into the agent's."""
+    capacity = {"cpu": "4", "pods": "110"}
+    node = NodeReporter(None, FakeClock(), "n1", "127.0.0.1", capacity, lambda: 10250)  # type: ignore[arg-type]
+    status = build(node)
+    assert status["capacity"] == status["allocatable"] == capacity
+    status["capacity"]["cpu"] = "8"
+    status["addresses"][0]["address"] = "10.0.0.9"
+    status["conditions"][0]["status"] = "True"
+    again = build(node)
+    assert (capacity["cpu"], again["allocatable"]["cpu"], again["addresses"][0]["address"]) == ("4", "4", "127.0.0.1")
+    assert again["conditions"][0]["status"] == "False"

@@ -10,6 +10,7 @@ periodic resync re-sends a status the API does not show (TestReconcilePodStatus)
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 import pytest
@@ -262,6 +263,14 @@ class ServerClient(FlakyClient):
                  id="a changed API object is compared at the next 10 s instant (30 s, not 33 s), and re-sent"),
     pytest.param(23.0, "api object replaced, same status", [0.0], [10.0, 30.0], [0.0, 0.0, 10.0, 30.0],
                  id="a changed API object that shows the status: compared at 30 s, nothing sent"),
+    pytest.param(47.0, "api object replaced, other status", [0.0, 50.0], [10.0, 50.0, 60.0],
+                 [0.0, 0.0, 10.0, 50.0, 50.0, 60.0],
+                 id="an API object replaced after idle instants passed unseen: compared at the grid's next, 50 s"),
+    pytest.param(30.0, "api object replaced, other status", [0.0, 40.0], [10.0, 40.0, 50.0],
+                 [0.0, 0.0, 10.0, 40.0, 40.0, 50.0],
+                 id="an API object replaced at an idle instant itself: that instant has passed, compared at 40 s"),
+    pytest.param(23.0, "api object replaced, then forgotten", [0.0], [10.0], [0.0, 0.0, 10.0],
+                 id="a pod forgotten before its compare: nothing to compare at 30 s, no wake-up, nothing sent"),
     pytest.param(25.0, "newer status", [0.0, 25.0], [10.0, 30.0], [0.0, 0.0, 10.0, 25.0, 25.0, 30.0],
                  id="a new status is written at once, and compared with its API object at the next 10 s instant"),
 ])
@@ -282,6 +291,8 @@ async def test_idle_sender_wakes_only_for_work_and_keeps_the_resync_instants(
         if second == change_at and change.startswith("api object replaced"):
             api["p"] = {**POD, "status": {"phase": "Running" if change.endswith("same status") else "Pending"}}
             manager.object_changed("u1")
+            if change.endswith("forgotten"):
+                manager.forget("u1")
         elif second == change_at:
             manager.set_status(POD, {"phase": "Succeeded"})
         await clock.advance(0)  # what the change sets off, at its instant
@@ -289,3 +300,30 @@ async def test_idle_sender_wakes_only_for_work_and_keeps_the_resync_instants(
     assert [t for t, _, _ in client.acked] == want_sent
     assert manager.resyncs == want_resyncs
     assert manager.passes == want_passes
+
+
+@pytest.mark.parametrize("origin,now,want", [
+    pytest.param(0.0, 0.0, 10.0, id="at the start: the first instant is one period on"),
+    pytest.param(0.0, 9.999, 10.0, id="just before an instant: that instant"),
+    pytest.param(0.0, 10.0, 20.0, id="at an instant: the next one"),
+    pytest.param(0.1, 3600.05, 3600.1, id="an origin off the whole seconds: the grid keeps it"),
+    pytest.param(1_000.3, 87_000.0, 1_000.3 + 8_600 * 10.0, id="a day on: origin + k·period, no drift"),
+])
+def test_resync_instants_are_a_fixed_grid_from_the_senders_start(origin: float, now: float, want: float) -> None:
+    """kubelet's syncTicker: every resync instant is origin + k·10 s, computed from the origin (never by adding
+    to the last instant, whose roundings would add up), so an idle sender that saw none of them for an hour
+    resyncs exactly where one that saw each would."""
+    manager = StatusManager(None, FakeClock())  # type: ignore[arg-type]
+    manager._origin = origin
+    assert manager._instant_after(now) == want
+
+
+def test_every_resync_instant_is_the_first_after_the_one_before() -> None:
+    """The grid is the same whichever instant it is asked from: from each instant the next, and from just
+    before each that instant itself — for a day of instants from an origin that is no whole second."""
+    manager = StatusManager(None, FakeClock())  # type: ignore[arg-type]
+    manager._origin = 12.345
+    grid = [12.345 + k * 10.0 for k in range(1, 8_641)]
+    for before, at in zip([12.345, *grid], grid, strict=False):
+        assert manager._instant_after(before) == at
+        assert manager._instant_after(math.nextafter(at, 0.0)) == at
