@@ -115,15 +115,16 @@ class WatchStream:
         delivery; `chunks` is the same loop for HTTP. The order is the generator's it replaced: the first chunk,
         then the ticker starts; after a batch, a closed watch ends before events that arrived meanwhile; a
         bookmark only when no event is pending (it says the client has every event up to its revision)."""
-        if not self._first_taken:
-            self._first_taken = True
-            if self.first:
-                return self.first
         watcher = self.watcher
-        if watcher is None:  # expired: the ERROR event was all
-            return None
-        if self._ticker is None:
+        if self._ticker is None:  # the first call, the second after a first chunk, or an expired watch's
+            if not self._first_taken:
+                self._first_taken = True
+                if self.first:
+                    return self.first
+            if watcher is None:  # expired: the ERROR event was all
+                return None
             self._ticker = Ticker(watcher, self.clock, self.lifetime, self.bookmarks)
+        assert watcher is not None
         while True:
             if not self._after_batch and watcher.pending:
                 self._after_batch = True
