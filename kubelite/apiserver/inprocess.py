@@ -41,7 +41,7 @@ from yarl import URL
 from kubelite.api.transport import JSON, RestVerbs, status_error
 from kubelite.apiserver import streaming
 from kubelite.apiserver.app import ApiServer
-from kubelite.apiserver.watch import LOOPBACK, WatchResponse
+from kubelite.apiserver.watch import LOOPBACK, WatchResponse, bookmark_object
 
 Obj = dict[str, Any]
 
@@ -301,24 +301,32 @@ class InProcessClient(RestVerbs):
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Obj]:
         """Yield watch events until the server ends the stream; an ERROR event raises its Status.
 
-        The watch is read in the caller's task: each batch of events the watch cache hands over is split
-        into its lines and each decoded (the shared encoding is made once per event, the copy once per
-        watcher). Closing the iterator takes the watch out of the cache.
+        The watch is read in the caller's task, driving the stream itself (`WatchStream.take`, no generator
+        between): each batch of events the watch cache hands over is split into its lines and each decoded (the
+        shared encoding is made once per event, the copy once per watcher). A periodic bookmark is made here as
+        the object its JSON line decodes to, not encoded to be decoded again: most of a simulation's watches get
+        nothing else. Closing the iterator takes the watch out of the cache.
         """
         resp = await self._serve(self._loopback("GET", path, {**params, "watch": "true"}, b"", ""))
         if not isinstance(resp, WatchResponse):  # refused: a Status
             self._decoded(resp.status, resp.content_type, cast(bytes, cast(web.Response, resp).body or b"{}"))
             raise status_error(resp.status, {})  # a non-error answer to a watch: never served
+        stream = resp.stream
         try:
-            async for chunk in resp.stream.chunks():
-                # most batches are one event: decoded as it is (orjson reads past the newline), not split first
-                for line in (chunk,) if chunk.count(b"\n") == 1 else chunk.splitlines():
-                    event: Obj = orjson.loads(line)
-                    if event.get("type") == "ERROR":
-                        raise status_error(int(event["object"].get("code", 500)), event["object"])
-                    yield event
+            while (item := stream.take()) is not None:
+                if type(item) is bytes:
+                    # most batches are one event: decoded as it is (orjson reads past the newline), not split first
+                    for line in (item,) if item.count(b"\n") == 1 else item.splitlines():
+                        event: Obj = orjson.loads(line)
+                        if event.get("type") == "ERROR":
+                            raise status_error(int(event["object"].get("code", 500)), event["object"])
+                        yield event
+                elif type(item) is int:
+                    yield {"type": "BOOKMARK", "object": bookmark_object(stream.resource, item)}
+                else:
+                    await cast(asyncio.Future[None], item)
         finally:
-            resp.stream.close()
+            stream.close()
 
     async def close(self) -> None:
         return None

@@ -8,9 +8,10 @@ event's encoding is computed once per wire format and shared by all watchers.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator, Callable
-from typing import Any, final
+from typing import Any, cast, final
 
 import orjson
 from aiohttp import web
@@ -100,27 +101,54 @@ class WatchStream:
         self.content_type = protobuf.WATCH_MEDIA_TYPE if encoder is protobuf_event else "application/json"
         self._ticker: Ticker | None = None
         self._closers: list[Callable[[], None]] = []
+        self._first_taken = False
+        self._after_batch = False  # the last thing taken was a batch of events: check for the end before the next
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """The chunks in order, until the watch closes (its lifetime ends, the cache relists, or the server stops)."""
+    def take(self) -> bytes | int | asyncio.Future[None] | None:
+        """What the watch sends next: a chunk of whole events or frames (bytes), a bookmark (the int revision it
+        carries: `bookmark` encodes it, an in-process reader makes the object itself), a future to await before
+        asking again (nothing to send yet), or None once the watch is over (its lifetime ended, the cache
+        relisted, the server stops).
+
+        A plain method that its one reader calls in a loop, rather than an async generator: an in-process
+        watch's reader (`InProcessClient.watch`) drives the stream itself, one generator and one frame fewer per
+        delivery; `chunks` is the same loop for HTTP. The order is the generator's it replaced: the first chunk,
+        then the ticker starts; after a batch, a closed watch ends before events that arrived meanwhile; a
+        bookmark only when no event is pending (it says the client has every event up to its revision)."""
         watcher = self.watcher
-        if self.first:
-            yield self.first
-        if watcher is None:  # expired: the ERROR event was all
-            return
-        self._ticker = Ticker(watcher, self.clock, self.lifetime, self.bookmarks)
+        if self._ticker is None:  # the first call, the second after a first chunk, or an expired watch's
+            if not self._first_taken:
+                self._first_taken = True
+                if self.first:
+                    return self.first
+            if watcher is None:  # expired: the ERROR event was all
+                return None
+            self._ticker = Ticker(watcher, self.clock, self.lifetime, self.bookmarks)
+        assert watcher is not None
         while True:
-            if watcher.pending:
+            if not self._after_batch and watcher.pending:
+                self._after_batch = True
                 batch, watcher.pending = watcher.pending, []
-                yield self.encoder(batch[0]) if len(batch) == 1 else b"".join([self.encoder(e) for e in batch])
+                return self.encoder(batch[0]) if len(batch) == 1 else b"".join([self.encoder(e) for e in batch])
+            self._after_batch = False
             if watcher.closed:
-                return
-            # Not while events are pending (they arrived while the batch was written): a bookmark says the client
-            # has every event up to its revision, so it goes after them (the next turn: wait() returns at once).
+                return None
             if watcher.bookmark_due and not watcher.pending:
                 watcher.bookmark_due = False
-                yield self.bookmark(self.resource, self.caches.revision)
-            await watcher.wait()
+                return self.caches.revision
+            waiter = watcher.waiter()
+            if waiter is not None:
+                return waiter
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The chunks in order (`take`), bookmarks encoded, until the watch is over."""
+        while (item := self.take()) is not None:
+            if type(item) is bytes:
+                yield item
+            elif type(item) is int:
+                yield self.bookmark(self.resource, item)
+            else:
+                await cast(asyncio.Future[None], item)
 
     def on_close(self, callback: Callable[[], None]) -> None:
         self._closers.append(callback)
@@ -251,15 +279,17 @@ class Ticker:
         self._handle.cancel()
 
 
+def bookmark_object(resource: Resource, revision: int) -> Obj:
+    """A BOOKMARK event's object: only its kind and the revision the watch has reached."""
+    return {"kind": resource.kind, "apiVersion": resource.group_version, "metadata": {"resourceVersion": str(revision)}}
+
+
 def _bookmark(resource: Resource, revision: int) -> bytes:
-    return orjson.dumps({"type": "BOOKMARK", "object": {
-        "kind": resource.kind, "apiVersion": resource.group_version,
-        "metadata": {"resourceVersion": str(revision)}}}) + b"\n"
+    return orjson.dumps({"type": "BOOKMARK", "object": bookmark_object(resource, revision)}) + b"\n"
 
 
 def _protobuf_bookmark(resource: Resource, revision: int) -> bytes:
-    frame = protobuf.watch_frame("BOOKMARK", {"kind": resource.kind, "apiVersion": resource.group_version,
-                                              "metadata": {"resourceVersion": str(revision)}})
+    frame = protobuf.watch_frame("BOOKMARK", bookmark_object(resource, revision))
     assert frame is not None  # only resources with a message are watched as protobuf
     return frame
 

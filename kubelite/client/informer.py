@@ -116,7 +116,8 @@ class Informer:
 
         An update re-files the key only in the index buckets whose values changed (a pod's namespace and node
         stay put, watch event after watch event): upkeep per event without a set made or emptied."""
-        key = key_of(obj)
+        meta = obj["metadata"]
+        key = meta.get("namespace", ""), meta["name"]  # key_of's, without a call: once per watch event
         store = self.store
         old = store.pop(key, None)
         store[key] = obj  # re-inserted: the cache iterates in the order of last change, as it always has
