@@ -293,3 +293,26 @@ def test_refused(call: Callable[[VirtualTimeLoop], object], closed: bool, error:
             call(loop)
     finally:
         loop.close()
+
+
+def _fail() -> None:
+    raise ValueError("a callback's bug")
+
+
+@pytest.mark.parametrize("debug", [pytest.param(False, id="lean"), pytest.param(True, id="asyncio debug mode")])
+def test_failed_callback_reported_loop_goes_on(debug: bool) -> None:
+    """As asyncio's Handle._run: the loop's exception handler hears of it, the callbacks after it still run."""
+    loop = VirtualTimeLoop()
+    loop.set_debug(debug)
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    log: Log = []
+    failing = loop.call_soon(_fail)
+    loop.call_later(1.0, _note(loop, log, "after"))
+    try:
+        loop.run_until_complete(asyncio.sleep(2))
+    finally:
+        loop.close()
+    assert log == [("after", _after(1))]
+    assert [(str(c["message"]), type(c["exception"]), c["handle"]) for c in reported] == [
+        ("Exception in callback _fail() at " + f"{__file__}:{_fail.__code__.co_firstlineno}", ValueError, failing)]
