@@ -157,10 +157,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         heapq.heappush(self._timers, (when, self._timer_seq, timer))
         return timer
 
-    def _drop_cancelled_timers(self) -> None:
+    def _drop_cancelled_timers(self, rebuild: bool) -> None:
         """As asyncio does: rebuild the heap once most of it is cancelled timers, else pop those at its head."""
-        timers, cancelled = self._timers, self._timer_cancelled_count  # type: ignore[has-type]  # asyncio's count
-        if len(timers) > _MIN_TIMERS_TO_PURGE and cancelled > _CANCELLED_FRACTION_TO_PURGE * len(timers):
+        timers = self._timers
+        if rebuild:
             live = []
             for entry in timers:
                 if entry[2]._cancelled:  # type: ignore[attr-defined]  # asyncio's own flag
@@ -186,8 +186,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         all: Python's own SIGINT handler raises KeyboardInterrupt (asyncio.run's cancels the main task) wherever
         the loop is. With any other descriptor registered it polls every turn. With no timer and nothing ready
         only outside I/O can wake the loop, so it waits for that."""
-        self._drop_cancelled_timers()
-        timers, ready, selector = self._timers, self._ready, self._selector  # type: ignore[attr-defined]
+        timers = self._timers
+        if timers:
+            rebuild = (len(timers) > _MIN_TIMERS_TO_PURGE  # asyncio's count of cancelled timers on the heap:
+                       and self._timer_cancelled_count > _CANCELLED_FRACTION_TO_PURGE * len(timers))  # type: ignore[has-type]
+            if rebuild or timers[0][2]._cancelled:  # type: ignore[attr-defined]  # a call only when there is work
+                self._drop_cancelled_timers(rebuild)
+                timers = self._timers
+        ready, selector = self._ready, self._selector  # type: ignore[attr-defined]
         if not ready and not timers and not self._stopping:  # type: ignore[attr-defined]  # asyncio's flag
             self._process_events(selector.select(None))  # type: ignore[attr-defined]  # asyncio's dispatch
         else:
