@@ -55,7 +55,7 @@ class _Handle(asyncio.Handle):
         self._source_traceback = None
 
 
-class _TimerHandle(asyncio.TimerHandle):
+class _TimerHandle(_Handle, asyncio.TimerHandle):
     """asyncio's TimerHandle, built as `_Handle` is (TimerHandle.__init__ goes through Handle's and the loop's
     get_debug: three Python calls for each sleep and timeout)."""
 
@@ -63,13 +63,7 @@ class _TimerHandle(asyncio.TimerHandle):
 
     def __init__(self, when: float, callback: Callable[..., object], args: tuple[Any, ...],
                  loop: asyncio.AbstractEventLoop, context: contextvars.Context | None) -> None:
-        self._context = contextvars.copy_context() if context is None else context
-        self._loop = loop
-        self._callback = callback
-        self._args = args
-        self._cancelled = False
-        self._repr = None
-        self._source_traceback = None
+        _Handle.__init__(self, callback, args, loop, context)
         self._when = when
         self._scheduled = True  # it goes on the loop's heap at once (call_at)
 
