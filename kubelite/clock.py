@@ -167,12 +167,18 @@ class _Wheel:
 # One wheel per loop for the clocks whose time is the loop's (RealClock, a simulation's VirtualClock: they share
 # it), one per clock for any other (FakeClock), remade if the clock moves to another loop (a test's next).
 _wheels: weakref.WeakKeyDictionary[object, _Wheel] = weakref.WeakKeyDictionary()
+# The wheel last looked up, by its key: a simulation asks for the same one with every agent API call, and a
+# WeakKeyDictionary lookup makes a weak reference each time. (The wheel keeps its loop alive, as its entry in
+# `_wheels` already did.)
+_recent: list[tuple[object, _Wheel]] = []
 
 
 def _wheel(clock: Clock) -> _Wheel:
     loop = asyncio.get_running_loop()
     loop_time = hasattr(clock, "call_later")
     key: object = loop if loop_time else clock
+    if _recent and _recent[0][0] is key and _recent[0][1].loop is loop:
+        return _recent[0][1]
     wheel = _wheels.get(key)
     if wheel is None or wheel.loop is not loop:
         if loop_time:
@@ -180,6 +186,7 @@ def _wheel(clock: Clock) -> _Wheel:
         else:
             wheel = _Wheel(loop, clock.monotonic, lambda when, cb: _sleeping(clock, when - clock.monotonic(), cb))
         _wheels[key] = wheel
+    _recent[:] = [(key, wheel)]
     return wheel
 
 

@@ -54,6 +54,14 @@ def _created(node: Obj) -> float:
     return parse_rfc3339(node["metadata"]["creationTimestamp"])
 
 
+def _ready_of(status: Obj) -> Obj | None:
+    """The Ready condition of a saved status, to read only (`condition` copies it: a dict made per node looked at)."""
+    for c in status.get("conditions") or ():
+        if c.get("type") == "Ready":
+            return c  # type: ignore[no-any-return]
+    return None
+
+
 def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | None, now: float,
                            grace: float, startup_grace: float) -> HealthUpdate:
     """tryUpdateNodeHealth: refresh the probe time on any sign of life, and past the grace period set
@@ -61,19 +69,22 @@ def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | Non
     `node` itself is never changed (it is the informer's cached object)."""
     status: Obj = node.get("status") or {}  # read only: copied below if it is to change
     current = condition(node, "Ready")
-    created = _created(node)
     if current is None:
         # Never posted: judge from creation, with the (longer) startup grace period.
         observed = {"type": "Ready", "status": "Unknown", "lastHeartbeatTime": node["metadata"]["creationTimestamp"],
                     "lastTransitionTime": node["metadata"]["creationTimestamp"]}
         period = startup_grace
-        health = (NodeHealth(status, saved.probe_timestamp, saved.ready_transition_timestamp, saved.lease_renew_time)
-                  if saved is not None else NodeHealth(status, created, created))
+        if saved is not None:
+            health = NodeHealth(status, saved.probe_timestamp, saved.ready_transition_timestamp,
+                                saved.lease_renew_time)
+        else:
+            created = _created(node)
+            health = NodeHealth(status, created, created)
     else:
         observed = dict(current)
         period = grace
         health = saved if saved is not None else NodeHealth(status, now, now)
-    saved_ready = condition({"status": saved.status}, "Ready") if saved is not None else None
+    saved_ready = _ready_of(saved.status) if saved is not None else None
     if saved is not None and (
             (saved_ready is None and current is not None) or (saved_ready is not None and current is None)):
         health = NodeHealth(status, now, now, saved.lease_renew_time)

@@ -157,8 +157,8 @@ class PodGCController:
             await self.gc_terminated(len(self._terminated) - threshold)
         terminating = self._cached(self._terminating)
         await self.gc_terminating(terminating)
-        existing = {key_of(n)[1] for n in self.nodes.store.values()}
-        await self.gc_orphaned(self._cached(k for node, keys in self._bound.items() if node not in existing
+        nodes = self.nodes.store  # keyed ("", name): a node's presence is one lookup, no set of every name made
+        await self.gc_orphaned(self._cached(k for node, keys in self._bound.items() if ("", node) not in nodes
                                             for k in keys))
         await self.gc_unscheduled_terminating(terminating)
 
@@ -187,27 +187,28 @@ class PodGCController:
             await self._delete(pod)
 
     async def gc_orphaned(self, pods: list[Obj]) -> None:
-        existing = {key_of(n)[1] for n in self.nodes.store.values()}
+        nodes = self.nodes.store
         now = self.clock.monotonic()
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
-            if node and node not in existing:
+            if node and ("", node) not in nodes:
                 self.quarantine.setdefault(node, now + self.options.quarantine_time)
-        deleted = await self._discover_deleted_nodes(existing, now)
+        deleted = await self._discover_deleted_nodes(now)
         for pod in pods:
             if (pod.get("spec") or {}).get("nodeName") in deleted:
                 log.info("pod %s/%s is bound to deleted node %s: force deleting it", *key_of(pod),
                          pod["spec"]["nodeName"])
                 await self._delete(pod, ORPHAN_CONDITION)
 
-    async def _discover_deleted_nodes(self, existing: set[str], now: float) -> set[str]:
+    async def _discover_deleted_nodes(self, now: float) -> set[str]:
         """Nodes past their quarantine that the API itself (not only the cache) no longer has."""
         deleted: set[str] = set()
-        for name, due in list(self.quarantine.items()):
-            if due > now:
-                continue
+        due = [name for name, when in self.quarantine.items() if when <= now]
+        # Upstream's existingNodeNames: the cache as the pass found it, before the lookups below let it move on.
+        cached = {name for name in due if ("", name) in self.nodes.store}
+        for name in due:
             del self.quarantine[name]
-            if name in existing:
+            if name in cached:
                 continue
             try:
                 await self.client.get(resource_path("nodes", name=name))

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import heapq
 import math
 import selectors
 import time
+from asyncio import format_helpers
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -26,59 +29,206 @@ EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: where a simulation's wall clock
 
 
 # How much real time may pass between two polls for I/O while only the loop's self-pipe is registered (see
-# _JumpSelector): the latency with which a signal handled by the loop (add_signal_handler) or a thread's
-# call_soon_threadsafe is noticed during a run.
+# VirtualTimeLoop._run_once): the latency with which a signal handled by the loop (add_signal_handler) or a
+# thread's call_soon_threadsafe is noticed during a run.
 SELF_PIPE_POLL = 0.01
 
+# asyncio's own thresholds (base_events) for rebuilding the timer heap without its cancelled timers.
+_MIN_TIMERS_TO_PURGE = 100
+_CANCELLED_FRACTION_TO_PURGE = 0.5
 
-class _JumpSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
-    """A selector that, instead of blocking until a timer is due, tells the loop it is idle.
 
-    Each turn of the loop asks it for I/O without blocking: an epoll syscall, once per callback batch and per
-    jump, hundreds of thousands of times in a large simulation. While the only file descriptor registered is the
-    loop's self-pipe (a simulation run: no sockets), the only I/O there can be is a signal or another thread
-    waking the loop, so it polls only once SELF_PIPE_POLL of real time has passed since it last did. Ctrl-C
-    needs no poll at all: Python's own SIGINT handler raises KeyboardInterrupt (asyncio.run's cancels the main
-    task) wherever the loop is. With any other descriptor registered it polls every turn."""
+class _Handle(asyncio.Handle):
+    """asyncio's Handle, built without asking the loop for its debug mode (a method call per handle): a
+    `VirtualTimeLoop` makes these only when not in debug mode, where a handle keeps no creation traceback."""
 
-    def __init__(self, idle: Callable[[], None]) -> None:
+    __slots__ = ()
+
+    def __init__(self, callback: Callable[..., object], args: tuple[Any, ...], loop: asyncio.AbstractEventLoop,
+                 context: contextvars.Context | None) -> None:
+        self._context = contextvars.copy_context() if context is None else context
+        self._loop = loop
+        self._callback = callback
+        self._args = args
+        self._cancelled = False
+        self._repr = None
+        self._source_traceback = None
+
+
+class _TimerHandle(_Handle, asyncio.TimerHandle):
+    """asyncio's TimerHandle, built as `_Handle` is (TimerHandle.__init__ goes through Handle's and the loop's
+    get_debug: three Python calls for each sleep and timeout)."""
+
+    __slots__ = ()
+
+    def __init__(self, when: float, callback: Callable[..., object], args: tuple[Any, ...],
+                 loop: asyncio.AbstractEventLoop, context: contextvars.Context | None) -> None:
+        _Handle.__init__(self, callback, args, loop, context)
+        self._when = when
+        self._scheduled = True  # it goes on the loop's heap at once (call_at)
+
+
+class _SimSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """The platform's selector, also telling whether anything but the loop's self-pipe is registered (`sockets`),
+    which decides how often a `VirtualTimeLoop` polls it: kept up to date here so the loop's every turn reads
+    one attribute instead of counting the registrations."""
+
+    def __init__(self) -> None:
         super().__init__()
-        self._idle = idle
-        self._polled = time.monotonic()  # noqa: TID251 - real time paces the polls, not the simulation
+        self.sockets = False
 
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        if timeout is None:  # no timer at all: only outside I/O (a signal) can wake the loop, so wait for it
-            blocking: list[tuple[selectors.SelectorKey, int]] = super().select(None)
-            return blocking
-        real = time.monotonic()  # noqa: TID251 - see __init__
-        if len(self.get_map()) > 1 or real - self._polled >= SELF_PIPE_POLL:
-            self._polled = real
-            events: list[tuple[selectors.SelectorKey, int]] = super().select(0)
-            if events:
-                return events
-        self._idle()
-        return []
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        key: selectors.SelectorKey = super().register(fileobj, events, data)
+        self.sockets = len(self.get_map()) > 1
+        return key
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        key: selectors.SelectorKey = super().unregister(fileobj)
+        self.sockets = len(self.get_map()) > 1
+        return key
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
-    """An event loop on virtual time (see the module doc)."""
+    """An event loop on virtual time (see the module doc), with its own lean turn of the loop.
+
+    A large simulation spends a quarter of its CPU in asyncio's own pure-Python machinery — a turn of the loop per
+    callback batch and per jump, a Handle per task wake-up, Python-level `TimerHandle.__lt__` for every heap
+    comparison. So this loop keeps its timers in a heap of plain `(when, seq, handle)` tuples (compared in C;
+    `seq` makes timers due at the same instant run in the order they were set, whatever other timers the heap
+    holds — asyncio orders such ties by heap position), makes its handles without the debug-mode checks, and
+    turns with a `_run_once` made for virtual time: no blocking wait while a timer is pending, no slow-callback
+    timing (a callback takes no virtual time). asyncio's contract holds: ready callbacks run first in, first
+    out, timers strictly in time order, cancelled handles never. In debug mode (`loop.set_debug(True)`) handles
+    are asyncio's own and made with its checks."""
 
     def __init__(self) -> None:
         self._virtual = 0.0
-        super().__init__(_JumpSelector(self._jump))
+        self._timers: list[tuple[float, int, asyncio.TimerHandle]] = []
+        self._timer_seq = 0
+        self._polled = time.monotonic()  # noqa: TID251 - real time paces the polls, not the simulation
+        super().__init__(_SimSelector())
         # A timer is due when its time has come, not "within resolution": otherwise a loop sleeping the
         # last nanoseconds to a deadline would find its timer ready at once, again and again, while
         # virtual time (which moves only when the loop is idle) stands still.
         self._clock_resolution = 0.0
 
-    def _jump(self) -> None:
-        """Nothing is ready: move just past the earliest timer (asyncio runs those strictly before now)."""
-        ready, scheduled = self._ready, self._scheduled  # type: ignore[attr-defined]  # asyncio's own queues
-        if not ready and scheduled:  # the head of asyncio's timer heap is live at this point
-            self._virtual = math.nextafter(max(self._virtual, scheduled[0].when()), math.inf)
-
     def time(self) -> float:
         return self._virtual
+
+    def call_soon(self, callback: Callable[..., object], *args: Any,  # type: ignore[override]
+                  context: contextvars.Context | None = None) -> asyncio.Handle:
+        """asyncio's call_soon (every task wake-up and future callback comes here) in one Python call."""
+        if self._closed:  # type: ignore[attr-defined]  # asyncio's own flag (BaseEventLoop._check_closed)
+            raise RuntimeError("Event loop is closed")
+        if self._debug:  # type: ignore[attr-defined]  # asyncio's checks and creation tracebacks
+            return super().call_soon(callback, *args, context=context)
+        handle = _Handle(callback, args, self, context)
+        self._ready.append(handle)  # type: ignore[attr-defined]  # asyncio's queue of callbacks due now
+        return handle
+
+    def call_later(self, delay: float, callback: Callable[..., object], *args: Any,  # type: ignore[override]
+                   context: contextvars.Context | None = None) -> asyncio.TimerHandle:
+        if delay is None:
+            raise TypeError("delay must not be None")
+        return self.call_at(self._virtual + delay, callback, *args, context=context)
+
+    def call_at(self, when: float, callback: Callable[..., object], *args: Any,  # type: ignore[override]
+                context: contextvars.Context | None = None) -> asyncio.TimerHandle:
+        """A timer on the loop's tuple heap (see the class doc)."""
+        if when is None:
+            raise TypeError("when cannot be None")
+        if self._closed:  # type: ignore[attr-defined]  # see call_soon
+            raise RuntimeError("Event loop is closed")
+        timer: asyncio.TimerHandle
+        if self._debug:  # type: ignore[attr-defined]  # see call_soon
+            self._check_thread()  # type: ignore[attr-defined]  # asyncio's debug-mode checks, as its call_at
+            self._check_callback(callback, "call_at")  # type: ignore[attr-defined]
+            timer = asyncio.TimerHandle(when, callback, args, self, context)
+            timer._scheduled = True  # type: ignore[attr-defined]  # counted by _timer_handle_cancelled
+        else:
+            timer = _TimerHandle(when, callback, args, self, context)
+        self._timer_seq += 1
+        heapq.heappush(self._timers, (when, self._timer_seq, timer))
+        return timer
+
+    def _drop_cancelled_timers(self, rebuild: bool) -> None:
+        """As asyncio does: rebuild the heap once most of it is cancelled timers, else pop those at its head."""
+        timers = self._timers
+        if rebuild:
+            live = []
+            for entry in timers:
+                if entry[2]._cancelled:  # type: ignore[attr-defined]  # asyncio's own flag
+                    entry[2]._scheduled = False  # type: ignore[attr-defined]
+                else:
+                    live.append(entry)
+            heapq.heapify(live)  # (when, seq) is a total order: the same order as before, only shorter
+            self._timers = live
+            self._timer_cancelled_count = 0
+        else:
+            while timers and timers[0][2]._cancelled:  # type: ignore[attr-defined]
+                self._timer_cancelled_count -= 1
+                heapq.heappop(timers)[2]._scheduled = False  # type: ignore[attr-defined]
+
+    def _run_once(self) -> None:
+        """One turn: poll for I/O (or, with nothing to do, jump to the earliest timer), queue the timers now due,
+        run the callbacks queued before this turn began.
+
+        The poll for I/O is an epoll syscall, and there is a turn per callback batch and per jump: hundreds of
+        thousands in a large simulation. While the only file descriptor registered is the loop's self-pipe (a
+        simulation run: no sockets), the only I/O there can be is a signal or another thread waking the loop,
+        so it polls only once SELF_PIPE_POLL of real time has passed since it last did. Ctrl-C needs no poll at
+        all: Python's own SIGINT handler raises KeyboardInterrupt (asyncio.run's cancels the main task) wherever
+        the loop is. With any other descriptor registered it polls every turn. With no timer and nothing ready
+        only outside I/O can wake the loop, so it waits for that."""
+        timers = self._timers
+        if timers:
+            rebuild = (len(timers) > _MIN_TIMERS_TO_PURGE  # asyncio's count of cancelled timers on the heap:
+                       and self._timer_cancelled_count > _CANCELLED_FRACTION_TO_PURGE * len(timers))  # type: ignore[has-type]
+            if rebuild or timers[0][2]._cancelled:  # type: ignore[attr-defined]  # a call only when there is work
+                self._drop_cancelled_timers(rebuild)
+                timers = self._timers
+        ready, selector = self._ready, self._selector  # type: ignore[attr-defined]
+        if not ready and not timers and not self._stopping:  # type: ignore[attr-defined]  # asyncio's flag
+            self._process_events(selector.select(None))  # type: ignore[attr-defined]  # asyncio's dispatch
+        else:
+            real = time.monotonic()  # noqa: TID251 - see __init__
+            events = None
+            if selector.sockets or real - self._polled >= SELF_PIPE_POLL:
+                self._polled = real
+                events = selector.select(0)
+                self._process_events(events)  # type: ignore[attr-defined]
+            if not events and not ready and timers:  # idle: just past the earliest timer (run strictly before now)
+                self._virtual = math.nextafter(max(self._virtual, timers[0][0]), math.inf)
+        now = self._virtual
+        while timers and timers[0][0] < now:
+            timer = heapq.heappop(timers)[2]
+            timer._scheduled = False  # type: ignore[attr-defined]  # asyncio's flag: off the heap
+            ready.append(timer)
+        # Only the callbacks queued before this point: those they queue run next turn, after the next poll.
+        # Handle._run inlined (a Python call per callback saved), its error report in _callback_failed.
+        for _ in range(len(ready)):
+            handle = ready.popleft()
+            if handle._cancelled:
+                continue
+            try:
+                handle._context.run(handle._callback, *handle._args)
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:  # as asyncio: a failed callback is reported, the loop goes on
+                self._callback_failed(handle, exc)
+        handle = None  # as asyncio: no reference cycle through a failed callback's traceback
+
+    def _callback_failed(self, handle: asyncio.Handle, exc: BaseException) -> None:
+        """What asyncio's Handle._run reports for a callback that raised."""
+        source = format_helpers._format_callback_source(handle._callback, handle._args)  # type: ignore[attr-defined]
+        context: dict[str, Any] = {"message": f"Exception in callback {source}", "exception": exc, "handle": handle}
+        if handle._source_traceback:  # type: ignore[attr-defined]
+            context["source_traceback"] = handle._source_traceback  # type: ignore[attr-defined]
+        self.call_exception_handler(context)
+
+    def close(self) -> None:
+        super().close()
+        self._timers.clear()
 
     def run_in_executor(self, executor: Any, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:  # type: ignore[override]
         """Inline, on the loop: a thread's timing must not decide the order of events."""

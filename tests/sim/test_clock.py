@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import random
 import signal
 import socket
 import threading
@@ -167,3 +169,150 @@ def test_polling(case: Callable[[VirtualTimeLoop, VirtualClock], Awaitable[None]
     finally:
         loop.close()
     assert time.perf_counter() - began < 5.0
+
+
+# --- the loop's own turn: asyncio's ordering contract, and timers due at one instant in the order they were set --
+
+Log = list[tuple[str, float]]
+
+
+def _note(loop: VirtualTimeLoop, log: Log, name: str) -> Callable[[], None]:
+    return lambda: log.append((name, loop.time()))
+
+
+def _same_instant_timers(loop: VirtualTimeLoop, log: Log) -> None:
+    """Five timers whose heap, ordered by time alone (asyncio's TimerHandle), pops b before a."""
+    for name, when in (("a", 5.0), ("x", 1.0), ("b", 5.0), ("y", 1.0), ("z", 6.0)):
+        loop.call_at(when, _note(loop, log, name))
+
+
+def _ready_fifo(loop: VirtualTimeLoop, log: Log) -> None:
+    def first() -> None:
+        log.append(("first", loop.time()))
+        loop.call_soon(_note(loop, log, "queued by first"))
+    loop.call_soon(first)
+    loop.call_soon(_note(loop, log, "second"))
+
+
+def _time_order(loop: VirtualTimeLoop, log: Log) -> None:
+    for delay in (3.0, 1.0, 2.0):
+        loop.call_later(delay, _note(loop, log, f"after {delay:g}"))
+
+
+def _cancelled(loop: VirtualTimeLoop, log: Log) -> None:
+    loop.call_later(1.0, _note(loop, log, "cancelled timer")).cancel()
+    loop.call_soon(_note(loop, log, "cancelled callback")).cancel()
+    later = loop.call_later(3.0, _note(loop, log, "cancelled by a timer"))
+    loop.call_later(2.0, later.cancel)
+    loop.call_later(4.0, _note(loop, log, "live"))
+
+
+def _after(when: float) -> float:
+    return math.nextafter(when, math.inf)
+
+
+ORDER_CASES = [
+    pytest.param(_same_instant_timers, [("x", _after(1)), ("y", _after(1)), ("a", _after(5)), ("b", _after(5)),
+                                        ("z", _after(6))], id="timers due at one instant run in the order set"),
+    pytest.param(_ready_fifo, [("first", 0.0), ("second", 0.0), ("queued by first", 0.0)],
+                 id="ready callbacks run first in, first out"),
+    pytest.param(_time_order, [("after 1", _after(1)), ("after 2", _after(2)), ("after 3", _after(3))],
+                 id="timers run in time order, each just past its time"),
+    pytest.param(_cancelled, [("live", _after(4))], id="cancelled timers and callbacks never run"),
+]
+
+
+@pytest.mark.parametrize("debug", [pytest.param(False, id="lean"), pytest.param(True, id="asyncio debug mode")])
+@pytest.mark.parametrize("schedule,expected", ORDER_CASES)
+def test_order(schedule: Callable[[VirtualTimeLoop, Log], None], expected: Log, debug: bool) -> None:
+    loop = VirtualTimeLoop()
+    loop.set_debug(debug)
+    log: Log = []
+    try:
+        schedule(loop, log)
+        loop.run_until_complete(asyncio.sleep(10))
+    finally:
+        loop.close()
+    assert log == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_many_timers_mostly_cancelled_run_in_order(seed: int) -> None:
+    """2,000 timers on 40 instants, 60 % cancelled before the run (the heap is rebuilt without them) and more
+    by the timers themselves: the rest run by time, those due at one instant in the order they were set."""
+    rng = random.Random(seed)
+    loop = VirtualTimeLoop()
+    ran: list[int] = []
+    victims: dict[int, int] = {}  # timer -> the timer it cancels when it runs
+
+    def run(i: int) -> None:
+        ran.append(i)
+        if i in victims:
+            handles[victims[i]].cancel()
+
+    whens = [float(rng.randrange(40)) for _ in range(2000)]
+    handles = [loop.call_at(when, run, i) for i, when in enumerate(whens)]
+    order = sorted(range(len(whens)), key=lambda i: (whens[i], i))
+    cancelled = {i for i in order if rng.random() < 0.6}
+    for i in cancelled:
+        handles[i].cancel()
+    for position, i in enumerate(order[:-1]):
+        if i not in cancelled and rng.random() < 0.2:
+            victims[i] = order[rng.randrange(position + 1, len(order))]  # one due after i
+            cancelled.add(victims[i])
+    try:
+        loop.run_until_complete(asyncio.sleep(50))
+    finally:
+        loop.close()
+    assert ran == [i for i in order if i not in cancelled]
+
+
+def _call_soon(loop: VirtualTimeLoop) -> object:
+    return loop.call_soon(print)
+
+
+def _call_at(loop: VirtualTimeLoop) -> object:
+    return loop.call_at(1.0, print)
+
+
+def _call_later_none(loop: VirtualTimeLoop) -> object:
+    return loop.call_later(None, print)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("call,closed,error", [
+    pytest.param(_call_soon, True, RuntimeError, id="call_soon on a closed loop"),
+    pytest.param(_call_at, True, RuntimeError, id="call_at on a closed loop"),
+    pytest.param(_call_later_none, False, TypeError, id="call_later without a delay"),
+])
+def test_refused(call: Callable[[VirtualTimeLoop], object], closed: bool, error: type[Exception]) -> None:
+    loop = VirtualTimeLoop()
+    if closed:
+        loop.close()
+    try:
+        with pytest.raises(error):
+            call(loop)
+    finally:
+        loop.close()
+
+
+def _fail() -> None:
+    raise ValueError("a callback's bug")
+
+
+@pytest.mark.parametrize("debug", [pytest.param(False, id="lean"), pytest.param(True, id="asyncio debug mode")])
+def test_failed_callback_reported_loop_goes_on(debug: bool) -> None:
+    """As asyncio's Handle._run: the loop's exception handler hears of it, the callbacks after it still run."""
+    loop = VirtualTimeLoop()
+    loop.set_debug(debug)
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    log: Log = []
+    failing = loop.call_soon(_fail)
+    loop.call_later(1.0, _note(loop, log, "after"))
+    try:
+        loop.run_until_complete(asyncio.sleep(2))
+    finally:
+        loop.close()
+    assert log == [("after", _after(1))]
+    assert [(str(c["message"]), type(c["exception"]), c["handle"]) for c in reported] == [
+        ("Exception in callback _fail() at " + f"{__file__}:{_fail.__code__.co_firstlineno}", ValueError, failing)]
