@@ -37,7 +37,7 @@ PODS = "/api/v1/namespaces/default/pods"
 STRATEGIC = "application/strategic-merge-patch+json"
 
 
-def _lease(name: str) -> dict[str, Any]:
+def lease(name: str) -> dict[str, Any]:
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name, "namespace": NS},
             "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": "2026-11-27T12:00:00.000000Z"}}
 
@@ -143,7 +143,7 @@ async def main(n: int, rounds: int, watchers: int, profile: str | None, only: li
     client = InProcessClient(server)
     try:
         for i in range(10):
-            await client.create(LEASES, _lease(f"lease-{i}"))
+            await client.create(LEASES, lease(f"lease-{i}"))
         await client.create(PODS, _pod("bench-0"))
         await client.create("/api/v1/nodes", _node("node-0"))
         gc.collect()

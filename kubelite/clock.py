@@ -177,8 +177,10 @@ def _wheel(clock: Clock) -> _Wheel:
     loop = asyncio.get_running_loop()
     loop_time = hasattr(clock, "call_later")
     key: object = loop if loop_time else clock
-    if _recent and _recent[0][0] is key and _recent[0][1].loop is loop:
-        return _recent[0][1]
+    if _recent:
+        recent_key, recent = _recent[0]
+        if recent_key is key and recent.loop is loop:
+            return recent
     wheel = _wheels.get(key)
     if wheel is None or wheel.loop is not loop:
         if loop_time:

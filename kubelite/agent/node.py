@@ -184,10 +184,6 @@ class NodeReporter:
                     self.reconnected()
                 retry = RETRY_DELAY
                 await self._reclaim()
-                # Let go of the Node read now, while its objects are in the CPU's caches: kept until the next
-                # heartbeat a minute later, freeing it took its cache misses there (py-spy had charged them to
-                # the `read_node` line; at 5,000 nodes their Nodes are megabytes no cache holds).
-                shown = patch = None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -195,6 +191,10 @@ class NodeReporter:
                 log.warning("node heartbeat failed (%s: %s); trying again in %.0f s", type(exc).__name__, exc, delay)
                 if isinstance(exc, Unavailable):
                     await self.reset_connections()
+            # Let go of the Node read (and the patch made of it) before sleeping, while its objects are in the
+            # CPU's caches: kept until the next heartbeat, freeing it took its cache misses there (py-spy had
+            # charged them to the `read_node` line; at 5,000 nodes their Nodes are megabytes no cache holds).
+            shown = patch = None
             await self.clock.sleep(delay)
 
     async def reset_connections(self) -> None:

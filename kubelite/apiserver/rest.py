@@ -286,9 +286,9 @@ class Registry:
                 new_meta[field] = cur_meta[field]
             else:
                 new_meta.pop(field, None)
-        if cur["metadata"].get("deletionTimestamp"):
+        if cur_meta.get("deletionTimestamp"):
             # Finalizers may only be removed once deletion has started (upstream: no new ones).
-            added = set(new["metadata"].get("finalizers") or []) - set(cur["metadata"].get("finalizers") or [])
+            added = set(new_meta.get("finalizers") or []) - set(cur_meta.get("finalizers") or [])
             if added:
                 raise errors.invalid(resource.kind, name, [Cause(
                     "FieldValueForbidden", "Forbidden: no new finalizers can be added if the object is being "

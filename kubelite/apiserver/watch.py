@@ -121,7 +121,7 @@ class WatchStream:
                 self._first_taken = True
                 if self.first:
                     return self.first
-            if watcher is None:  # expired: the ERROR event was all
+            if watcher is None or watcher.closed:  # expired (the ERROR event was all), or closed before it began
                 return None
             self._ticker = Ticker(watcher, self.clock, self.lifetime, self.bookmarks)
         assert watcher is not None
@@ -159,6 +159,7 @@ class WatchStream:
             self._ticker.cancel()
         if self.watcher is not None:
             self.caches[self.resource].discard(self.watcher)
+            self.watcher.closed = True  # a `take` after this ends the stream (and starts no ticker)
         closers, self._closers = self._closers, []
         for callback in closers:
             callback()

@@ -21,7 +21,7 @@ from enum import Enum
 from typing import Any
 
 from kubelite.clock import parse_rfc3339, rfc3339
-from kubelite.controllers.taints import condition
+from kubelite.controllers.taints import condition, status_condition
 
 Obj = dict[str, Any]
 
@@ -54,14 +54,6 @@ def _created(node: Obj) -> float:
     return parse_rfc3339(node["metadata"]["creationTimestamp"])
 
 
-def _ready_of(status: Obj) -> Obj | None:
-    """The Ready condition of a saved status, to read only (`condition` copies it: a dict made per node looked at)."""
-    for c in status.get("conditions") or ():
-        if c.get("type") == "Ready":
-            return c  # type: ignore[no-any-return]
-    return None
-
-
 def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | None, now: float,
                            grace: float, startup_grace: float) -> HealthUpdate:
     """tryUpdateNodeHealth: refresh the probe time on any sign of life, and past the grace period set
@@ -84,7 +76,7 @@ def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | Non
         observed = dict(current)
         period = grace
         health = saved if saved is not None else NodeHealth(status, now, now)
-    saved_ready = _ready_of(saved.status) if saved is not None else None
+    saved_ready = status_condition(saved.status, "Ready") if saved is not None else None  # read only: no copy
     if saved is not None and (
             (saved_ready is None and current is not None) or (saved_ready is not None and current is None)):
         health = NodeHealth(status, now, now, saved.lease_renew_time)

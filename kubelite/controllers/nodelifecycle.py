@@ -187,11 +187,8 @@ class NodeLifecycleController:
             return None
         grace = self.options.node_startup_grace_period
         node = self.nodes.get("", name)
-        if node is not None:
-            for c in (node.get("status") or {}).get("conditions") or ():
-                if c.get("type") == "Ready":  # it posted status
-                    grace = self.options.node_monitor_grace_period
-                    break
+        if tt.find_condition(node, "Ready") is not None:  # it posted status
+            grace = self.options.node_monitor_grace_period
         return health.probe_timestamp + grace
 
     async def _wait(self, seconds: float) -> None:

@@ -157,8 +157,8 @@ class PodGCController:
             await self.gc_terminated(len(self._terminated) - threshold)
         terminating = self._cached(self._terminating)
         await self.gc_terminating(terminating)
-        nodes = self.nodes.store  # keyed ("", name): a node's presence is one lookup, no set of every name made
-        await self.gc_orphaned(self._cached(k for node, keys in self._bound.items() if ("", node) not in nodes
+        # A node's presence is one lookup in the cache: no set of every node's name made per pass.
+        await self.gc_orphaned(self._cached(k for node, keys in self._bound.items() if self.nodes.get("", node) is None
                                             for k in keys))
         await self.gc_unscheduled_terminating(terminating)
 
@@ -187,11 +187,10 @@ class PodGCController:
             await self._delete(pod)
 
     async def gc_orphaned(self, pods: list[Obj]) -> None:
-        nodes = self.nodes.store
         now = self.clock.monotonic()
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
-            if node and ("", node) not in nodes:
+            if node and self.nodes.get("", node) is None:
                 self.quarantine.setdefault(node, now + self.options.quarantine_time)
         deleted = await self._discover_deleted_nodes(now)
         for pod in pods:
@@ -205,7 +204,7 @@ class PodGCController:
         deleted: set[str] = set()
         due = [name for name, when in self.quarantine.items() if when <= now]
         # Upstream's existingNodeNames: the cache as the pass found it, before the lookups below let it move on.
-        cached = {name for name in due if ("", name) in self.nodes.store}
+        cached = {name for name in due if self.nodes.get("", name) is not None}
         for name in due:
             del self.quarantine[name]
             if name in cached:

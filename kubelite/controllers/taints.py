@@ -30,10 +30,21 @@ UPDATE_TAINT_ATTEMPTS = 5
 
 
 def condition(obj: Obj | None, kind: str) -> Obj | None:
-    """The status condition of type `kind` (controllerutil.GetNodeCondition / podutil.GetPodCondition)."""
-    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+    """A copy of the status condition of type `kind` (controllerutil.GetNodeCondition / podutil.GetPodCondition)."""
+    found = find_condition(obj, kind)
+    return dict(found) if found is not None else None
+
+
+def find_condition(obj: Obj | None, kind: str) -> Obj | None:
+    """The status condition of type `kind` itself, to read only: no copy made (passes over every node use it)."""
+    return status_condition((obj or {}).get("status") or {}, kind)
+
+
+def status_condition(status: Obj, kind: str) -> Obj | None:
+    """The condition of type `kind` in a status (an object's, or one saved apart from it), to read only."""
+    for c in status.get("conditions") or ():
         if c.get("type") == kind:
-            return dict(c)
+            return c  # type: ignore[no-any-return]
     return None
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from kubelite.agent.config import NodeConfigError, duration
-from kubelite.apiserver.event_ttl import DEFAULT_EVENT_TTL
+from kubelite.apiserver.event_ttl import DEFAULT_EVENT_TTL, parse_event_ttl
 
 Obj = dict[str, Any]
 KINDS = ("Pod", "Deployment", "StatefulSet", "Job")
@@ -399,10 +399,17 @@ def _event_ttl(ctx: _Ctx, raw: Obj) -> int:
     """kube-apiserver's --event-ttl: how long an Event lives after its last write (whole seconds, truncated as
     upstream's; 0 keeps Events forever). A long simulation's Events are most of its stored objects."""
     ctx.known(raw, {"eventTTL"}, "apiServer")
-    ttl = ctx.seconds(raw, "eventTTL", DEFAULT_EVENT_TTL)
-    if ttl < 0:
-        raise ctx.fail(raw, "eventTTL", "apiServer.eventTTL: must not be negative (0 keeps Events forever)")
-    return int(ttl)
+    ttl = raw.get("eventTTL", DEFAULT_EVENT_TTL)
+    if isinstance(ttl, int) and not isinstance(ttl, bool):
+        text = f"{ttl}s"  # a bare number is seconds, as elsewhere in a scenario
+    elif isinstance(ttl, str):
+        text = ttl
+    else:
+        raise ctx.fail(raw, "eventTTL", "apiServer.eventTTL: a duration such as 1h, 30m, 90s (0 keeps Events forever)")
+    try:
+        return parse_event_ttl(text)
+    except ValueError as exc:
+        raise ctx.fail(raw, "eventTTL", f"apiServer.eventTTL: {exc}") from None
 
 
 CONTROLLER_MANAGER = ("nodeMonitorPeriod", "nodeMonitorGracePeriod", "nodeStartupGracePeriod")

@@ -33,6 +33,7 @@ CASES: dict[str, list[str]] = {
     "a watch closed while a batch was sent ends before the events that came meanwhile": [
         "write a", "events a", "write b", "close", "end"],
     "a watch closed with nothing pending ends": ["close", "end"],
+    "a stream its reader closed before taking anything ends, its ticker never started": ["shut", "end"],
     "a bookmark waits for the pending events": ["write a", "tick", "events a", "bookmark", "wait"],
     "a bookmark due with nothing pending comes at once": ["tick", "bookmark", "wait"],
     "an event that arrives after a bookmark comes next": ["tick", "bookmark", "write a", "events a", "wait"],
@@ -49,7 +50,7 @@ async def test_take_sends_in_the_generators_order(inprocess_server: ApiServer, s
     watcher = stream.watcher
     assert watcher is not None
     waiting: asyncio.Future[None] | None = None
-    actions: dict[str, Callable[[], None]] = {"close": watcher.close,
+    actions: dict[str, Callable[[], None]] = {"close": watcher.close, "shut": stream.close,
                                               "tick": lambda: setattr(watcher, "bookmark_due", True)}
     try:
         for step in steps:
@@ -72,6 +73,8 @@ async def test_take_sends_in_the_generators_order(inprocess_server: ApiServer, s
                     waiting = item
                 else:
                     assert verb == "end" and item is None, (step, item)
+                    if "shut" in steps:
+                        assert stream._ticker is None, "a closed stream keeps no timer"
         if waiting is not None:  # what it waits for resolves it
             await client.create(PATH, {"metadata": {"name": "later"}, "data": {}})
             assert waiting.done()

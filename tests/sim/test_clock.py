@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import math
 import os
 import random
@@ -316,3 +317,28 @@ def test_failed_callback_reported_loop_goes_on(debug: bool) -> None:
     assert log == [("after", _after(1))]
     assert [(str(c["message"]), type(c["exception"]), c["handle"]) for c in reported] == [
         ("Exception in callback _fail() at " + f"{__file__}:{_fail.__code__.co_firstlineno}", ValueError, failing)]
+
+
+INTERNALS = [
+    pytest.param(lambda loop: isinstance(loop._ready, collections.deque), id="the loop's ready queue"),
+    pytest.param(lambda loop: loop._timer_cancelled_count == 0, id="the loop's count of cancelled timers"),
+    pytest.param(lambda loop: loop._stopping is False and loop._closed is False,
+                 id="the loop's stopping and closed flags"),
+    pytest.param(lambda loop: callable(loop._process_events), id="the loop's dispatch of I/O events"),
+    pytest.param(lambda loop: {"_callback", "_args", "_context", "_cancelled", "_source_traceback"}
+                 <= set(asyncio.Handle.__slots__), id="a handle's slots"),
+    pytest.param(lambda loop: {"_scheduled", "_when"} <= set(asyncio.TimerHandle.__slots__),
+                 id="a timer handle's slots"),
+    pytest.param(lambda loop: "_timer_handle_cancelled" in dir(loop), id="a cancelled timer tells its loop"),
+]
+
+
+@pytest.mark.parametrize("present", INTERNALS)
+def test_the_asyncio_internals_the_lean_turn_uses_are_there(present: Callable[[VirtualTimeLoop], bool]) -> None:
+    """VirtualTimeLoop's turn reads and writes these (written against CPython 3.11): a Python whose asyncio lacks
+    one fails here, not in a simulation."""
+    loop = VirtualTimeLoop()
+    try:
+        assert present(loop)
+    finally:
+        loop.close()

@@ -105,8 +105,29 @@ def test_event_ttl_follows_the_scenario(tmp_path: Path, extra: str, kept: bool) 
     assert bool(events) is kept
 
 
-def test_bad_event_ttl_names_the_line(tmp_path: Path) -> None:
+BAD_EVENT_TTL_CASES = [
+    pytest.param("-300", "is negative", id="a negative number of seconds"),
+    pytest.param("-5m", "is negative", id="a negative duration"),
+    pytest.param(".inf", "a duration such as", id="not a whole number of seconds"),
+    pytest.param("soon", "invalid duration 'soon'", id="not a duration"),
+]
+
+
+@pytest.mark.parametrize("value,message", BAD_EVENT_TTL_CASES)
+def test_bad_event_ttl_names_the_line(tmp_path: Path, value: str, message: str) -> None:
     path = tmp_path / "s.yaml"
-    path.write_text("duration: 1h\n" + GOOD_POOL + "apiServer:\n  eventTTL: -300\n")
-    with pytest.raises(ScenarioError, match=r"s.yaml:5: apiServer.eventTTL: must not be negative"):
+    path.write_text("duration: 1h\n" + GOOD_POOL + f"apiServer:\n  eventTTL: {value}\n")
+    with pytest.raises(ScenarioError, match=r"s.yaml:5: apiServer.eventTTL: ") as err:
         load(path)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("value,seconds", [
+    pytest.param("90", 90, id="a bare number is seconds"),
+    pytest.param("1h30m", 5400, id="a Go duration"),
+    pytest.param("500ms", 0, id="under a second is no TTL, as --event-ttl's truncation"),
+])
+def test_event_ttl_values(tmp_path: Path, value: str, seconds: int) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("duration: 1h\n" + GOOD_POOL + f"apiServer: {{eventTTL: {value}}}\n")
+    assert load(path).event_ttl == seconds
