@@ -73,7 +73,6 @@ def server_answered(exc: Exception) -> bool:
 
 
 
-
 class RotatingClient(Client, Protocol):
     def use_client_certificate(self, cert: bytes, key: bytes) -> None: ...
 

@@ -54,9 +54,9 @@ from kubelite.api import disruption
 from kubelite.api import volumes as vu
 from kubelite.clock import parse_rfc3339
 from kubelite.controllers import node_health as nh
+from kubelite.controllers import podcontrol as pc
 from kubelite.controllers.attachdetach import FENCED_CONDITION
 from kubelite.controllers.fencing_config import FencingConfig
-from kubelite.controllers.taints import find_condition
 
 Obj = dict[str, Any]
 # A pod -> the budgets that count it, each as ("namespace/name", its current Budget).
@@ -89,7 +89,7 @@ class Held:
 
 def unready_since(node: Obj) -> float | None:
     """When the node's Ready condition last left True (None: it is Ready)."""
-    ready = find_condition(node, "Ready")
+    ready = pc.condition(node, "Ready")
     if ready is not None and ready.get("status") == "True":
         return None
     stamp = (ready or {}).get("lastTransitionTime") or node["metadata"].get("creationTimestamp")
@@ -97,7 +97,7 @@ def unready_since(node: Obj) -> float | None:
 
 
 def is_fenced(node: Obj) -> bool:
-    return (find_condition(node, FENCED_CONDITION) or {}).get("status") == "True"
+    return (pc.condition(node, FENCED_CONDITION) or {}).get("status") == "True"
 
 
 def needs_fence(pod: Obj, claim: Callable[[str, str], Obj | None]) -> bool:
@@ -197,7 +197,7 @@ def zone_states(nodes: Iterable[Obj], unhealthy_threshold: float) -> dict[str, Z
     never posted a Ready condition is still starting and is not counted, as upstream skips it."""
     conditions: dict[str, list[Obj | None]] = {}
     for node in nodes:
-        ready = find_condition(node, "Ready")
+        ready = pc.condition(node, "Ready")
         if ready is not None and not nh.excluded_from_disruption_checks(node):
             conditions.setdefault(nh.zone_key(node), []).append(ready)
     out = {}

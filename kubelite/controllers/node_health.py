@@ -21,7 +21,8 @@ from enum import Enum
 from typing import Any
 
 from kubelite.clock import parse_rfc3339, rfc3339
-from kubelite.controllers.taints import condition, status_condition
+from kubelite.controllers import podcontrol as pc
+from kubelite.controllers.taints import condition
 
 Obj = dict[str, Any]
 
@@ -76,7 +77,7 @@ def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | Non
         observed = dict(current)
         period = grace
         health = saved if saved is not None else NodeHealth(status, now, now)
-    saved_ready = status_condition(saved.status, "Ready") if saved is not None else None  # read only: no copy
+    saved_ready = pc.condition({"status": saved.status}, "Ready") if saved is not None else None  # read only: no copy
     if saved is not None and (
             (saved_ready is None and current is not None) or (saved_ready is not None and current is None)):
         health = NodeHealth(status, now, now, saved.lease_renew_time)

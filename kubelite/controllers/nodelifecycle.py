@@ -49,6 +49,7 @@ from kubelite.client.informer import NODE_NAME_INDEX, Handlers, by_node_name, ke
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.controllers import node_health as nh
+from kubelite.controllers import podcontrol as pc
 from kubelite.controllers import taints as tt
 from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.runner import Runner, run_synced
@@ -187,7 +188,7 @@ class NodeLifecycleController:
             return None
         grace = self.options.node_startup_grace_period
         node = self.nodes.get("", name)
-        if tt.find_condition(node, "Ready") is not None:  # it posted status
+        if node is not None and pc.condition(node, "Ready") is not None:  # it posted status
             grace = self.options.node_monitor_grace_period
         return health.probe_timestamp + grace
 

@@ -16,6 +16,7 @@ from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
 from kubelite.client.interface import Client
 from kubelite.clock import rfc3339
+from kubelite.controllers import podcontrol as pc
 
 Obj = dict[str, Any]
 
@@ -30,22 +31,10 @@ UPDATE_TAINT_ATTEMPTS = 5
 
 
 def condition(obj: Obj | None, kind: str) -> Obj | None:
-    """A copy of the status condition of type `kind` (controllerutil.GetNodeCondition / podutil.GetPodCondition)."""
-    found = find_condition(obj, kind)
+    """A copy of the status condition of type `kind` (controllerutil.GetNodeCondition / podutil.GetPodCondition);
+    `podcontrol.condition` is the condition itself, to read only."""
+    found = pc.condition(obj or {}, kind)
     return dict(found) if found is not None else None
-
-
-def find_condition(obj: Obj | None, kind: str) -> Obj | None:
-    """The status condition of type `kind` itself, to read only: no copy made (passes over every node use it)."""
-    return status_condition((obj or {}).get("status") or {}, kind)
-
-
-def status_condition(status: Obj, kind: str) -> Obj | None:
-    """The condition of type `kind` in a status (an object's, or one saved apart from it), to read only."""
-    for c in status.get("conditions") or ():
-        if c.get("type") == kind:
-            return c  # type: ignore[no-any-return]
-    return None
 
 
 def taints_of(node: Obj | None) -> list[Obj]:
