@@ -86,7 +86,6 @@ class NodeReporter:
         self._close_connections = close_connections  # the client's, when it has connections to close
         self.reclaim = reclaim  # local-path volumes' reclaim (ClaimVolumes), given each Node read
         self.reconnected = reconnected  # told when a heartbeat goes through after failing (informers retry now)
-        self._node: Obj | None = None  # the Node as last read
         # What the agent learns of its host once, at start (kubelet's machine info): not rebuilt per status.
         # (`capacity` is read live: a simulation sets its nodes' after building the agent.)
         machine = platform.machine()
@@ -183,7 +182,7 @@ class NodeReporter:
                 if retry != RETRY_DELAY:  # the first heartbeat through after failures
                     self.reconnected()
                 retry = RETRY_DELAY
-                await self._reclaim()
+                await self._reclaim(shown)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -222,12 +221,11 @@ class NodeReporter:
         except ApiError:
             return None  # the Lease renewal below still goes ahead
         self.gate.node_seen(node, phase, asked)
-        self._node = node
         return node
 
-    async def _reclaim(self) -> None:
-        """Volume reclaims asked of this node, after the Lease renewal (which they must never delay or fail)."""
-        node, self._node = self._node, None
+    async def _reclaim(self, node: Obj | None) -> None:
+        """Volume reclaims asked of this node (`node`: as this heartbeat read it), after the Lease renewal (which
+        they must never delay or fail)."""
         if self.reclaim is None or node is None or not self.reclaim.asked(node):
             return
         try:
