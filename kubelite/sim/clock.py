@@ -70,10 +70,10 @@ class _TimerHandle(_Handle, asyncio.TimerHandle):
 
 class _SimSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
     """The platform's selector, also telling whether the loop must poll it every turn (`sockets`: anything but the
-    loop's self-pipe is registered), which decides how often a `VirtualTimeLoop` polls it: kept up to date here
-    so the loop's every turn reads one attribute instead of counting the registrations."""
+    loop's self-pipe is registered, or ALWAYS_POLL), which decides how often a `VirtualTimeLoop` polls it: kept
+    up to date here so the loop's every turn reads one attribute instead of counting the registrations."""
 
-    ALWAYS_POLL = False  # a selector whose every poll decides how long the loop waits (_ControlledSelector)
+    ALWAYS_POLL = False  # True for a selector whose every poll decides how long its loop waits (_ControlledSelector)
 
     def __init__(self) -> None:
         super().__init__()
@@ -186,8 +186,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         simulation run: no sockets), the only I/O there can be is a signal or another thread waking the loop,
         so it polls only once SELF_PIPE_POLL of real time has passed since it last did. Ctrl-C needs no poll at
         all: Python's own SIGINT handler raises KeyboardInterrupt (asyncio.run's cancels the main task) wherever
-        the loop is. With any other descriptor registered it polls every turn. With no timer and nothing ready
-        only outside I/O can wake the loop, so it waits for that."""
+        the loop is. With any other descriptor registered it polls every turn (a `ControlledLoop` always does, and
+        its selector decides how long the poll may wait). With no timer and nothing ready only outside I/O can
+        wake the loop, so it waits for that."""
         timers = self._timers
         if timers:
             rebuild = (len(timers) > _MIN_TIMERS_TO_PURGE  # asyncio's count of cancelled timers on the heap:
@@ -359,7 +360,7 @@ class ControlledLoop(VirtualTimeLoop):
         selector in `VirtualTimeLoop._run_once`, after it dropped the cancelled timers at the heap's head and
         before it moves time to the next timer — which it does if the poll finds no I/O and nothing is ready."""
         if self._ready or self._stopping:  # type: ignore[attr-defined]  # asyncio's queue and flag: work to do now
-            return 0
+            return 0  # (stopping before a turn — loop.stop() called before run_forever — the turn moves on as ever)
         due = self._timers[0][0] if self._timers else math.inf
         reach = self._reach()
         if due <= reach:
