@@ -4,6 +4,7 @@ outside, its report is `sim run`'s, byte for byte (ControlledLoop is VirtualTime
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -22,11 +23,11 @@ SEED = 3
 END = runner.SETTLE + scenario.load(SCENARIO, SEED).duration + 70
 
 
-def _one_step(server: str) -> None:
+def _one_step(server: str, kubeconfig: Path) -> None:
     control.call(server, "step", f"{END}s")
 
 
-def _steps_pauses_and_speeds(server: str) -> None:
+def _steps_pauses_and_speeds(server: str, kubeconfig: Path) -> None:
     """Steps of odd sizes, reads of the state between them, a stretch at 200x, paused and stepped again."""
     for size in ("0.5s", "29s", "1m", "7s"):
         control.call(server, "step", size)
@@ -38,7 +39,25 @@ def _steps_pauses_and_speeds(server: str) -> None:
     control.call(server, "step", f"{END - paused['time']}s")
 
 
-def _at_speed(server: str) -> None:
+def _read_by_kubectl(server: str, kubeconfig: Path) -> None:
+    """What a user inspecting the simulation does — a watch of every pod open throughout, gets and describes
+    between steps — reads only: the run is the same."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    watch = subprocess.Popen(["kubectl", "get", "pods", "-A", "-w", "-o", "name"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for size in ("100s", "3m", "5m"):
+            control.call(server, "step", size)
+            for cmd in (["get", "pods", "-A", "-o", "wide"], ["describe", "nodes"]):
+                subprocess.run(["kubectl", *cmd], env=env, check=True, capture_output=True)
+        control.call(server, "step", f"{END - control.call(server, 'status')['time']}s")
+    finally:
+        watch.terminate()
+        out, _ = watch.communicate(timeout=30)
+    assert "pod/web-" in out  # the watch heard the Deployment's pods
+
+
+def _at_speed(server: str, kubeconfig: Path) -> None:
     """Started at 3000x (not paused): it runs on its own, behind or ahead of its pace as the work goes."""
     deadline = time.monotonic() + 120
     while control.call(server, "status")["time"] < END:
@@ -66,10 +85,11 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("flags,drive", [
     pytest.param(["--paused"], _one_step, id="paused, then one step through the scenario"),
     pytest.param(["--paused"], _steps_pauses_and_speeds, id="steps, pauses and a stretch at 200x"),
+    pytest.param(["--paused"], _read_by_kubectl, id="stepped, watched and read by kubectl"),
     pytest.param(["--speed", "3000"], _at_speed, id="at 3000x real time"),
 ])
 def test_served_simulation_writes_the_report_sim_run_writes(tmp_path: Path, ran: Path, flags: list[str],
-                                                             drive: Callable[[str], None]) -> None:
+                                                             drive: Callable[[str, Path], None]) -> None:
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "sim", "serve", str(SCENARIO),
                              "--seed", str(SEED), "--port", str(port), "--out", str(tmp_path), *flags],
@@ -79,7 +99,7 @@ def test_served_simulation_writes_the_report_sim_run_writes(tmp_path: Path, ran:
         while not (tmp_path / "kubeconfig").exists():
             assert time.monotonic() < deadline and proc.poll() is None, "the served simulation did not start"
             time.sleep(0.1)
-        drive(f"http://127.0.0.1:{port}")
+        drive(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
