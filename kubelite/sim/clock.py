@@ -69,22 +69,24 @@ class _TimerHandle(_Handle, asyncio.TimerHandle):
 
 
 class _SimSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
-    """The platform's selector, also telling whether anything but the loop's self-pipe is registered (`sockets`),
-    which decides how often a `VirtualTimeLoop` polls it: kept up to date here so the loop's every turn reads
-    one attribute instead of counting the registrations."""
+    """The platform's selector, also telling whether the loop must poll it every turn (`sockets`: anything but the
+    loop's self-pipe is registered, or ALWAYS_POLL), which decides how often a `VirtualTimeLoop` polls it: kept
+    up to date here so the loop's every turn reads one attribute instead of counting the registrations."""
+
+    ALWAYS_POLL = False  # True for a selector whose every poll decides how long its loop waits (_ControlledSelector)
 
     def __init__(self) -> None:
         super().__init__()
-        self.sockets = False
+        self.sockets = self.ALWAYS_POLL
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         key: selectors.SelectorKey = super().register(fileobj, events, data)
-        self.sockets = len(self.get_map()) > 1
+        self.sockets = self.ALWAYS_POLL or len(self.get_map()) > 1
         return key
 
     def unregister(self, fileobj: Any) -> selectors.SelectorKey:
         key: selectors.SelectorKey = super().unregister(fileobj)
-        self.sockets = len(self.get_map()) > 1
+        self.sockets = self.ALWAYS_POLL or len(self.get_map()) > 1
         return key
 
 
@@ -106,12 +108,12 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     the handles' slots): `tests/sim/test_clock.py` checks that they are there, so a Python whose asyncio differs
     fails that test rather than a simulation."""
 
-    def __init__(self) -> None:
+    def __init__(self, selector: _SimSelector | None = None) -> None:
         self._virtual = 0.0
         self._timers: list[tuple[float, int, asyncio.TimerHandle]] = []
         self._timer_seq = 0
         self._polled = time.monotonic()  # noqa: TID251 - real time paces the polls, not the simulation
-        super().__init__(_SimSelector())
+        super().__init__(selector or _SimSelector())
         # A timer is due when its time has come, not "within resolution": otherwise a loop sleeping the
         # last nanoseconds to a deadline would find its timer ready at once, again and again, while
         # virtual time (which moves only when the loop is idle) stands still.
@@ -184,8 +186,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         simulation run: no sockets), the only I/O there can be is a signal or another thread waking the loop,
         so it polls only once SELF_PIPE_POLL of real time has passed since it last did. Ctrl-C needs no poll at
         all: Python's own SIGINT handler raises KeyboardInterrupt (asyncio.run's cancels the main task) wherever
-        the loop is. With any other descriptor registered it polls every turn. With no timer and nothing ready
-        only outside I/O can wake the loop, so it waits for that."""
+        the loop is. With any other descriptor registered it polls every turn (a `ControlledLoop` always does, and
+        its selector decides how long the poll may wait). With no timer and nothing ready only outside I/O can
+        wake the loop, so it waits for that."""
         timers = self._timers
         if timers:
             rebuild = (len(timers) > _MIN_TIMERS_TO_PURGE  # asyncio's count of cancelled timers on the heap:
@@ -249,8 +252,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         raise RuntimeError("a virtual-time loop runs executor work inline")
 
 
-class _ControlledSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
-    """Waits as its `ControlledLoop` says: the paced share of a timeout, for I/O only, or not at all."""
+class _ControlledSelector(_SimSelector):
+    """Polled every turn of its `ControlledLoop` (ALWAYS_POLL), and waits as long as the loop says: not at all
+    while there is work or a timer is due, until paced real time reaches the next timer, or for I/O only."""
+
+    ALWAYS_POLL = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -258,41 +264,54 @@ class _ControlledSelector(selectors.DefaultSelector):  # type: ignore[misc,valid
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         assert self.loop is not None
-        events: list[tuple[selectors.SelectorKey, int]] = super().select(self.loop._real_timeout(timeout))
+        events: list[tuple[selectors.SelectorKey, int]] = super().select(self.loop._real_timeout())
         return events
 
 
-class ControlledLoop(asyncio.SelectorEventLoop):
-    """A loop for `kubelite sim serve`: its time runs at `speed`x real time, stands still while paused, or jumps
-    from timer to timer (as `VirtualTimeLoop`) during a step, pausing again at the step's end.
+class ControlledLoop(VirtualTimeLoop):
+    """A loop for `kubelite sim serve`: `VirtualTimeLoop` itself — its timer heap, handles and turn — with time let
+    forward as it is controlled. Moving, it runs at `speed`x real time; paused, it stands still; during a step it
+    jumps from timer to timer as fast as the work allows, pausing again at the step's end.
 
-    It waits for real I/O (kubectl, the control endpoint) in every state, so runs are not reproducible. It turns
-    as asyncio does, so timers due at one instant run in its heap's order, not in the order they were set as on
-    `VirtualTimeLoop`: a served simulation may order same-instant work unlike `sim run` of the same scenario.
+    In every state time advances only as `VirtualTimeLoop`'s does: when nothing is ready, to just past the next
+    timer, and only that instant's timers become due in the turn. What changes is how long the turn may wait
+    first (`_real_timeout`): not at all when that timer is within reach (within the step, or already reached by
+    the paced real time: a run that falls behind its speed goes as fast as it can), until the paced real time
+    reaches it when moving, for I/O only when paused. So a served run orders its work exactly as `sim run` of
+    the same scenario and seed does, whatever the speed, pauses and steps — unless a client writes to it.
+    Outside I/O (kubectl, the control endpoint) is polled every turn and served in every state; while the loop
+    idles, its time is moved up to where the control lets it be (the paced time, the step's end) so what a client
+    reads or writes is stamped then — no simulation callback runs at such a time, only the client's.
     Control calls (`pause`, `resume`, `set_speed`, `step`) are made on the loop itself, by its handlers."""
 
     def __init__(self, speed: float = 1.0, paused: bool = False) -> None:
         selector = _ControlledSelector()
         super().__init__(selector)
         selector.loop = self
-        self._clock_resolution = 0.0  # as VirtualTimeLoop: a step must not spin on timers "due within resolution"
         self.speed = speed
         self.paused = paused
         self.step_until: float | None = None
-        self._virtual = 0.0  # the loop's time at `_real_anchor`
+        # Where time may go: paused, up to `_goal` (where it was paused); moving, up to `_goal` plus the real time
+        # since `_real_anchor` at `speed`.
+        self._goal = 0.0
         self._real_anchor = time.monotonic()  # noqa: TID251 - the one real clock this loop's time is paced by
         self.step_done: list[asyncio.Future[None]] = []  # who waits for the current step to end
 
     def _moving(self) -> bool:
         return not self.paused and self.step_until is None
 
-    def time(self) -> float:
-        if not self._moving():
-            return self._virtual
-        return self._virtual + (time.monotonic() - self._real_anchor) * self.speed  # noqa: TID251 - see __init__
+    def _reach(self) -> float:
+        """How far time may go now: the step's end, where it was paused, or the paced real time."""
+        if self.step_until is not None:
+            return self.step_until
+        if self.paused:
+            return self._goal
+        return self._goal + (time.monotonic() - self._real_anchor) * self.speed  # noqa: TID251 - see __init__
 
     def _anchor(self) -> None:
-        self._virtual = self.time()
+        """Before a change of state or speed: the paced time reached so far becomes the new starting point."""
+        if self._moving():
+            self._goal = self._reach()
         self._real_anchor = time.monotonic()  # noqa: TID251 - see __init__
 
     def state(self) -> dict[str, Any]:
@@ -320,33 +339,41 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             raise ValueError("a step is a non-negative duration")
         self._anchor()
         self.paused = True
-        self.step_until = max(self.step_until or self._virtual, self._virtual) + seconds
+        start = self.step_until if self.step_until is not None else max(self._goal, self._virtual)
+        self.step_until = start + seconds
         done = self.create_future()
         self.step_done.append(done)
         return done
 
-    def _real_timeout(self, timeout: float | None) -> float | None:
-        """How long the selector may block for I/O, given asyncio's `timeout` to its earliest timer (loop time)."""
-        if self._ready:  # type: ignore[attr-defined]  # asyncio's own queue of callbacks due now
-            return 0
-        scheduled = self._scheduled  # type: ignore[attr-defined]  # asyncio's timer heap (its head is live here)
-        nxt = scheduled[0].when() if scheduled else math.inf
+    def _end_step(self) -> None:
+        """Time has reached the step's end: paused there (or moving on from there, if resumed meanwhile)."""
+        assert self.step_until is not None
+        self._goal, self.step_until = self.step_until, None
+        self._real_anchor = time.monotonic()  # noqa: TID251 - see __init__
+        for fut in self.step_done:
+            if not fut.done():
+                fut.set_result(None)
+        self.step_done.clear()
+
+    def _real_timeout(self) -> float | None:
+        """How long this turn's poll may block for I/O (real seconds; None: until there is some). Called by the
+        selector in `VirtualTimeLoop._run_once`, after it dropped the cancelled timers at the heap's head and
+        before it moves time to the next timer — which it does if the poll finds no I/O and nothing is ready."""
+        if self._ready or self._stopping:  # type: ignore[attr-defined]  # asyncio's queue and flag: work to do now
+            return 0  # (stopping before a turn — loop.stop() called before run_forever — the turn moves on as ever)
+        due = self._timers[0][0] if self._timers else math.inf
+        reach = self._reach()
+        if due <= reach:
+            return 0  # within reach: the turn moves time just past it, as VirtualTimeLoop's
+        # Idle short of the next timer: time may stand where the control lets it (only outside I/O will see it).
+        self._virtual = max(self._virtual, reach)
         if self.step_until is not None:
-            if nxt <= self.step_until:  # jump to the next timer within the step (just past it, as VirtualTimeLoop)
-                self._virtual = math.nextafter(max(self._virtual, nxt), math.inf)
+            self._end_step()
+            if self._ready:  # type: ignore[attr-defined]  # the step's waiters: the turn runs them (no jump)
                 return 0
-            self._virtual, self.step_until = max(self._virtual, self.step_until), None  # paused at the step's end
-            for fut in self.step_done:
-                if not fut.done():
-                    fut.set_result(None)
-            self.step_done.clear()
-            return 0
-        if self.paused:
-            if nxt <= self._virtual:  # a timer due at the very instant time stopped: let it run, not spin
-                self._virtual = math.nextafter(self._virtual, math.inf)
-                return 0
-            return None  # timers stand still: only I/O (a request, a signal) wakes the loop
-        return None if timeout is None else timeout / self.speed
+        if not self._moving():
+            return None  # paused: only I/O (a request, a signal) wakes the loop, and the turn then runs it
+        return None if due == math.inf else (due - reach) / self.speed
 
 
 class VirtualClock:

@@ -11,11 +11,16 @@ The served app is the API server's own (every other path goes to its middleware 
                                           allows, answer when it is done (paused at its end)
 
 Bad input is a Kubernetes Status 400, as for any API path. `kubelite sim control` is the client.
+
+Reading the served cluster leaves its simulation as `sim run` runs it (tests/sim/test_serve_replay.py): the one
+read that drew from the process's random generator — which the run seeds and its components draw from — the
+lifetime of a watch asking for none, is drawn here from a generator of the served app's own.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,11 +31,22 @@ from aiohttp import web
 from kubelite.agent.config import NodeConfigError, duration
 from kubelite.api import errors
 from kubelite.apiserver.app import ApiServer
+from kubelite.apiserver.request import parse_bool
 from kubelite.clock import rfc3339
 from kubelite.sim.clock import ControlledLoop, VirtualClock
 
 PATH = "/simulation"
 ACTIONS = ("status", "pause", "resume", "speed", "step")
+# The lifetime the API server gives a watch that asks for none (apiserver/watch.py, open_stream): kube-apiserver's
+# --min-request-timeout (1800 s) to twice it.
+WATCH_LIFETIME = (1800, 3600)
+
+
+def _unbounded_watch(request: web.Request) -> bool:
+    try:
+        return parse_bool(request.query.get("watch"), "watch") and not request.query.get("timeoutSeconds")
+    except errors.ApiError:  # the API server answers it (400)
+        return False
 
 
 def app(server: ApiServer, loop: ControlledLoop, clock: VirtualClock) -> web.Application:
@@ -67,7 +83,12 @@ def app(server: ApiServer, loop: ControlledLoop, clock: VirtualClock) -> web.App
         await loop.step(seconds)
         return state()
 
+    lifetimes = random.Random()  # not the simulation's generator (see the module doc)
+
     async def api(request: web.Request) -> web.StreamResponse:
+        if _unbounded_watch(request):
+            lifetime = lifetimes.randint(*WATCH_LIFETIME)
+            request = request.clone(rel_url=request.rel_url.update_query(timeoutSeconds=str(lifetime)))
         return await server._middleware(request, server._dispatch)
 
     out = web.Application(client_max_size=8 * 1024 * 1024)

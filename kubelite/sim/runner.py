@@ -198,8 +198,10 @@ class _Cluster:
         self.agents: dict[str, asyncio.Task[None]] = {}
         self.runtimes: dict[str, HollowRuntime] = {}
 
-    def spawn(self, name: str, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        self.tasks.append(asyncio.create_task(keep_running(name, work, self.clock), name=name))
+    def spawn(self, name: str, work: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
+        task = asyncio.create_task(keep_running(name, work, self.clock), name=name)
+        self.tasks.append(task)
+        return task
 
     def _agent(self, name: str, index: int) -> Agent:
         runtime = self.runtimes.setdefault(name, HollowRuntime(self.clock,
@@ -247,9 +249,9 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
     store = MemoryStore()
     server = ApiServer(store, clock, server_address=f"127.0.0.1:{serve.port}" if serve else "127.0.0.1:6443",
                        event_ttl=scn.event_ttl)
+    http = await _listen(server, serve, clock) if serve else None
     await server.start()
-    http = await _serve_http(server, serve, clock) if serve else None
-    stop = _signalled() if serve else None
+    interrupt = _announce(serve) if serve else None
     client = InProcessClient(server)
     cluster = _Cluster(client, clock, scn, seed, work_dir)
     try:
@@ -267,21 +269,22 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
                 index += 1
         await clock.sleep(SETTLE)
         recorder = Recorder(client, clock, clock.monotonic(), scn.timeline)
-        for name, informer in (("pods", recorder.pod_informer), ("nodes", recorder.node_informer),
-                               ("events", recorder.event_informer)):
-            cluster.spawn(f"recorder {name}", informer.run)
+        watching = [cluster.spawn(f"recorder {name}", informer.run)
+                    for name, informer in (("pods", recorder.pod_informer), ("nodes", recorder.node_informer),
+                                           ("events", recorder.event_informer))]
         await recorder.node_informer.synced.wait()
         _settled()
         if serve is None:
             await _drive(cluster, recorder, scn, progress)
             return recorder
-        # Served: the scenario plays out, and the cluster keeps running for kubectl until interrupted.
-        driving = asyncio.ensure_future(_drive(cluster, recorder, scn, progress))
-        assert stop is not None
-        await stop.wait()
-        driving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await driving
+        # Served: the scenario plays out as in `sim run`, then the cluster keeps running for kubectl until
+        # interrupted. The report is the scenario's, the bytes `sim run` writes: the recorder stops watching at
+        # its end (a run's recorder hears nothing more while its cluster stops).
+        assert interrupt is not None
+        if await interrupt.during(_drive(cluster, recorder, scn, progress)):
+            for task in watching:
+                task.cancel()
+            await interrupt.asked.wait()
         return recorder
     finally:
         if http is not None:
@@ -291,26 +294,63 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
         await store.close()
 
 
-async def _serve_http(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.AppRunner:
+async def _listen(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.AppRunner:
+    """The HTTP API and /simulation on `serve`'s port, before the API server starts: listening takes a turn of the
+    loop (asyncio's create_server yields once), which once the server's own tasks exist would run their first
+    steps ahead of what `sim run` runs first — a served run must order its work as a run does (clock.py,
+    ControlledLoop). Clients are told the address (the kubeconfig) only once it has started."""
     loop = clock.loop
     assert isinstance(loop, ControlledLoop)
     runner = web.AppRunner(control.app(server, loop, clock), handler_cancellation=True, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, serve.bind, serve.port).start()
+    return runner
+
+
+def _announce(serve: Serve) -> _Interrupt:
+    """The served cluster's address (a kubeconfig and a line on stdout), and from now on a signal ends it."""
     url = f"http://{serve.bind}:{serve.port}"
     pki.write_kubeconfig(serve.kubeconfig, url, None, None)
     pace = "paused" if serve.paused else f"{serve.speed:g}x real time"
     print(f"kubelite sim: simulated cluster at {url} ({pace}; control: kubelite sim control --server {url}); "
           f"export KUBECONFIG={serve.kubeconfig}", flush=True)
-    return runner
+    return _Interrupt()
 
 
-def _signalled() -> asyncio.Event:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    return stop
+class _Interrupt:
+    """SIGINT/SIGTERM end a served simulation: `asked` is set, and the work running `during` is cancelled."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self._task: asyncio.Task[Any] | None = None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._signalled)
+
+    def _signalled(self) -> None:
+        self.asked.set()
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def during(self, work: Coroutine[Any, Any, None]) -> bool:
+        """Run `work` in this task — not a task of its own, whose steps would run a turn later than `sim run`
+        runs them — until it ends (True) or a signal comes first or ends it (False)."""
+        if self.asked.is_set():
+            work.close()
+            return False
+        task = self._task = asyncio.current_task()
+        assert task is not None
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not self.asked.is_set():  # not ours: the task itself is being cancelled
+                raise
+            task.uncancel()
+            return False
+        finally:
+            self._task = None
+        return True
 
 
 def _spread(scn: Scenario) -> dict[str, tuple[dict[str, str], list[str]]]:

@@ -73,8 +73,16 @@ async def _ticks(clock: VirtualClock, every: float, into: list[float]) -> None:
         into.append(clock.monotonic())
 
 
+async def _real_sleep(loop: ControlledLoop, seconds: float) -> None:
+    """Real time passing, told the loop by another thread (outside I/O: its self-pipe); the loop waits meanwhile,
+    as it decides (executor work would run inline and block it)."""
+    done = loop.create_future()
+    threading.Timer(seconds, loop.call_soon_threadsafe, (done.set_result, None)).start()
+    await done
+
+
 async def _paused_stands_still(loop: ControlledLoop, clock: VirtualClock, ticks: list[float]) -> None:
-    await asyncio.to_thread(time.sleep, 0.2)  # real time: the loop's own timers stand still
+    await _real_sleep(loop, 0.2)  # real time: the loop's own timers stand still
     assert ticks == [] and clock.monotonic() == 0.0
 
 
@@ -89,15 +97,47 @@ async def _step_runs_the_timers_in_it(loop: ControlledLoop, clock: VirtualClock,
 async def _resumed_runs_at_its_speed(loop: ControlledLoop, clock: VirtualClock, ticks: list[float]) -> None:
     loop.set_speed(100)
     loop.resume()
-    await asyncio.to_thread(time.sleep, 0.5)  # real time: ~50 simulated seconds
+    await _real_sleep(loop, 0.5)  # real time: ~50 simulated seconds
     loop.pause()
     assert 2 <= len(ticks) <= 10 and 20 <= clock.monotonic() <= 100
+    await _real_sleep(loop, 0.1)  # idle: time goes up to where the pace was when paused, and stays there
+    paused_at = clock.monotonic()
+    await _real_sleep(loop, 0.2)
+    assert clock.monotonic() == paused_at and len(ticks) == int(paused_at // 10)
+
+
+async def _paused_while_behind_catches_up(loop: ControlledLoop, clock: VirtualClock, ticks: list[float]) -> None:
+    """Paused after its paced time ran ahead of the work (a busy loop): the timers up to where it was paused
+    still run, none after it."""
+    loop.set_speed(1000)
+    loop.resume()
+    time.sleep(0.1)  # the loop busy for 0.1 s of real time: paced ~100 simulated seconds ahead of its timers
+    loop.pause()
+    assert ticks == []
+    await _real_sleep(loop, 0.2)
+    caught_up = len(ticks)
+    assert caught_up >= 9 and ticks[-1] <= clock.monotonic() < ticks[-1] + 10  # up to the pause, no tick past it
+    await _real_sleep(loop, 0.2)
+    assert len(ticks) == caught_up
+
+
+async def _step_extended_then_resumed(loop: ControlledLoop, clock: VirtualClock, ticks: list[float]) -> None:
+    """A step asked for during a step extends it; resumed from the step's end, time runs on from there."""
+    first, second = loop.step(25), loop.step(20)
+    await first
+    assert second.done() and len(ticks) == 4 and clock.monotonic() == 45
+    loop.set_speed(1000)
+    loop.resume()
+    await _real_sleep(loop, 0.1)
+    assert len(ticks) >= 6 and clock.monotonic() > 55
 
 
 CONTROL_CASES = [
     pytest.param(_paused_stands_still, id="paused: no timer fires, time stands still"),
     pytest.param(_step_runs_the_timers_in_it, id="a step jumps through its timers and pauses at its end"),
     pytest.param(_resumed_runs_at_its_speed, id="resumed at 100x: about 50 simulated seconds in half a second"),
+    pytest.param(_paused_while_behind_catches_up, id="paused while behind its pace: runs up to where it paused"),
+    pytest.param(_step_extended_then_resumed, id="a step during a step extends it; resumed, time runs on"),
 ]
 
 
@@ -208,6 +248,16 @@ def _cancelled(loop: VirtualTimeLoop, log: Log) -> None:
     loop.call_later(4.0, _note(loop, log, "live"))
 
 
+def _instant_by_instant(loop: VirtualTimeLoop, log: Log) -> None:
+    """What a timer queues runs before the next instant's timers, even when both instants are already due (a
+    ControlledLoop behind its pace): asyncio's turn would run all due timers first."""
+    def first() -> None:
+        log.append(("at 1", loop.time()))
+        loop.call_soon(_note(loop, log, "queued at 1"))
+    loop.call_at(1.0, first)
+    loop.call_at(2.0, _note(loop, log, "at 2"))
+
+
 def _after(when: float) -> float:
     return math.nextafter(when, math.inf)
 
@@ -220,13 +270,31 @@ ORDER_CASES = [
     pytest.param(_time_order, [("after 1", _after(1)), ("after 2", _after(2)), ("after 3", _after(3))],
                  id="timers run in time order, each just past its time"),
     pytest.param(_cancelled, [("live", _after(4))], id="cancelled timers and callbacks never run"),
+    pytest.param(_instant_by_instant, [("at 1", _after(1)), ("queued at 1", _after(1)), ("at 2", _after(2))],
+                 id="one instant at a time: what a timer queues runs before the next instant's timers"),
 ]
 
 
+def _stepping() -> VirtualTimeLoop:
+    loop = ControlledLoop(paused=True)
+    loop.step(100)  # beyond the cases' timers
+    return loop
+
+
+# The loops that must run a simulation alike: `sim run`'s, and `sim serve`'s stepping or far behind its pace.
+LOOPS = [
+    pytest.param(VirtualTimeLoop, id="virtual time"),
+    pytest.param(_stepping, id="controlled, stepping"),
+    pytest.param(lambda: ControlledLoop(speed=1e9), id="controlled, at 1e9x"),
+]
+
+
+@pytest.mark.parametrize("make", LOOPS)
 @pytest.mark.parametrize("debug", [pytest.param(False, id="lean"), pytest.param(True, id="asyncio debug mode")])
 @pytest.mark.parametrize("schedule,expected", ORDER_CASES)
-def test_order(schedule: Callable[[VirtualTimeLoop, Log], None], expected: Log, debug: bool) -> None:
-    loop = VirtualTimeLoop()
+def test_order(schedule: Callable[[VirtualTimeLoop, Log], None], expected: Log, debug: bool,
+               make: Callable[[], VirtualTimeLoop]) -> None:
+    loop = make()
     loop.set_debug(debug)
     log: Log = []
     try:
@@ -237,12 +305,13 @@ def test_order(schedule: Callable[[VirtualTimeLoop, Log], None], expected: Log, 
     assert log == expected
 
 
+@pytest.mark.parametrize("make", LOOPS)
 @pytest.mark.parametrize("seed", range(3))
-def test_many_timers_mostly_cancelled_run_in_order(seed: int) -> None:
+def test_many_timers_mostly_cancelled_run_in_order(seed: int, make: Callable[[], VirtualTimeLoop]) -> None:
     """2,000 timers on 40 instants, 60 % cancelled before the run (the heap is rebuilt without them) and more
     by the timers themselves: the rest run by time, those due at one instant in the order they were set."""
     rng = random.Random(seed)
-    loop = VirtualTimeLoop()
+    loop = make()
     ran: list[int] = []
     victims: dict[int, int] = {}  # timer -> the timer it cancels when it runs
 
