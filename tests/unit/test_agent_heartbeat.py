@@ -19,7 +19,7 @@ from kubelite.agent.node import NodeReporter, _detached
 from kubelite.agent.volumes.claims import LOCAL_PATH_DIR, ClaimVolumes
 from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
-from kubelite.clock import FakeClock, rfc3339
+from kubelite.clock import FakeClock, micro_time, rfc3339
 from tests.controllers.fakecluster import Cluster, cluster
 
 __all__ = ["cluster"]
@@ -134,6 +134,29 @@ async def test_the_lease_carries_its_duration() -> None:
     await clock.advance(0)
     task.cancel()
     assert [b["spec"]["leaseDurationSeconds"] for b in bodies if b.get("kind") == "Lease"] == [240]
+
+
+@pytest.mark.parametrize("name,renewals", [
+    ("two nodes renewing at one instant: one renewTime", [("n1", 0.0), ("n2", 0.0)]),
+    ("a renewal a microsecond later: its own renewTime", [("n1", 0.0), ("n2", 0.000001), ("n1", 0.000001)]),
+    ("back to an earlier instant (another clock): that instant's", [("n1", 5.5), ("n2", 0.25)]),
+])
+async def test_each_renewal_carries_the_time_it_was_sent(name: str, renewals: list[tuple[str, float]]) -> None:
+    """The Lease's renewTime is the MicroTime of the renewal (the last one formatted is remembered, for the
+    nodes of a simulation that renew at the same virtual instant)."""
+    sent: list[tuple[str, str]] = []
+    want: list[tuple[str, str]] = []
+    for node_name, at in renewals:
+        clock = FakeClock(start=1_800_000_000.0 + at)
+
+        class Capturing(RecordingClient):
+            async def patch(self, path: str, body: Any, content_type: str = "") -> dict[str, Any]:
+                sent.append((path.rsplit("/", 1)[1], body["spec"]["renewTime"]))
+                return {}
+
+        await NodeReporter(Capturing(clock), clock, node_name, "127.0.0.1", {}, lambda: 0).renew_lease()  # type: ignore[arg-type]
+        want.append((node_name, micro_time(clock.now())))
+    assert sent == want
 
 
 async def test_a_heartbeat_through_after_failures_tells_the_informers_to_retry_now() -> None:
