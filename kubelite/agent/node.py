@@ -133,7 +133,7 @@ class NodeReporter:
 
         The comparison's answer depends only on the stored Node and on the agent's status heartbeat times
         aside, which is made of its pressure conditions, port and capacity (the rest is fixed at start). A Node
-        is the same object, to the byte, as long as its uid and resourceVersion are (every write, the node
+        has the same content as long as its uid and resourceVersion are the same (every write, the node
         lifecycle controller's included, changes the resourceVersion; a Node deleted and created again has
         another uid), so when both, and what the status is made of, are those of the last Node found showing
         the agent's status, so is this one: it is not compared again. (Once every renewal in a simulation, the
