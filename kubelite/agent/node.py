@@ -144,7 +144,8 @@ class NodeReporter:
         meta = shown.get("metadata") or {}
         key = (meta.get("uid"), meta.get("resourceVersion"), port, pressure, self.capacity)
         if key == self._shown:  # shows the agent's status: nothing differs but the heartbeat times
-            return _detached({"conditions": self._conditions(pressure)}) if report_due else None
+            # (conditions built afresh share nothing with the agent: no copy to make of them)
+            return {"conditions": self._conditions(pressure)} if report_due else None
         status = self._status(pressure, port)
         stored: Obj = shown.get("status") or {}
         changed = {k: v for k, v in status.items() if k != "conditions" and stored.get(k) != v}

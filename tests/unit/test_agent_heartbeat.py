@@ -362,6 +362,11 @@ async def test_a_node_read_again_at_the_same_resource_version_is_not_compared_ag
     await reporter.register()
     node = await cluster.get("/api/v1/nodes/n1")
     assert reporter.status_patch(node, False) is None
+    report = reporter.status_patch(node, True)
+    assert report is not None and set(report) == {"conditions"}
+    report["conditions"][0]["status"] = "True"  # what was handed on is the client's: the agent's is its own
+    assert reporter.status_patch(node, True) == {"conditions": [{**c, "status": "False"} if i == 0 else c
+                                                                for i, c in enumerate(report["conditions"])]}
     _unknown(node)
     assert reporter.status_patch(node, False) is None
     node["metadata"]["uid"] = "another"  # deleted and created again (on a server whose store was reset)
