@@ -73,7 +73,7 @@ class Agent:
         self.claim_volumes = ClaimVolumes(client, node_name, data_dir,  # persistentVolumeClaim volumes (S5)
                                           (data_dir, *config.protected_paths))
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
-                                 lambda: self.eviction.conditions(), self.fence_gate,
+                                 lambda: self.eviction.pressure(), self.fence_gate,
                                  client.close_connections if isinstance(client, ApiClient) else None,
                                  config.node_lease_duration, self.claim_volumes,
                                  self._retry_informers)

@@ -44,6 +44,7 @@ class FenceGate:
         self.tripped_at: float | None = None  # wall time of the last trip, for the log and tests
         self.self_fenced = False
         self.node_fenced = False
+        self._seen: tuple[object, object] | None = None  # the (uid, resourceVersion) node_fenced was read from
         self.contact_at: float | None = None  # monotonic time a renewal was last answered since the trip
         self.runtime: FencedRuntime | None = None
 
@@ -67,8 +68,14 @@ class FenceGate:
         Why a tripped gate waits for this read: the controller's `self` agent writes its NodeFence Running
         *before* it decides, so a read sent after our renewal was accepted either sees that fence (and we stay
         down: it may already have decided our pods' fate) or proves that no decision can be based on a
-        silence that has ended."""
-        self.node_fenced = _fenced(node)
+        silence that has ended.
+
+        A Node with the uid and resourceVersion of the last one is the same object: its conditions are not
+        looked through again (every heartbeat of every node reads one, most often unchanged)."""
+        meta = node.get("metadata") or {}
+        seen = (meta.get("uid"), meta.get("resourceVersion"))
+        if seen != self._seen or seen[1] is None:
+            self.node_fenced, self._seen = _fenced(node), seen
         if (self.self_fenced and self.contact_at is not None and asked_at >= self.contact_at
                 and not self.node_fenced and fence_phase not in FENCE_ACTIVE):
             log.warning("back in contact and not fenced: containers may start again")

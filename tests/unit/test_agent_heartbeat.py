@@ -6,6 +6,7 @@ import asyncio
 import copy
 import weakref
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,13 @@ import pytest
 
 from kubelite.agent.config import NodeConfigError
 from kubelite.agent.config import parse as parse_node_config
-from kubelite.agent.node import NodeReporter
+from kubelite.agent.eviction.node_status import no_pressure
+from kubelite.agent.eviction.thresholds import DISK_PRESSURE
+from kubelite.agent.node import NodeReporter, _detached
 from kubelite.agent.volumes.claims import LOCAL_PATH_DIR, ClaimVolumes
 from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
-from kubelite.clock import FakeClock
+from kubelite.clock import FakeClock, rfc3339
 from tests.controllers.fakecluster import Cluster, cluster
 
 __all__ = ["cluster"]
@@ -132,6 +135,30 @@ async def test_the_lease_carries_its_duration() -> None:
     await clock.advance(0)
     task.cancel()
     assert [b["spec"]["leaseDurationSeconds"] for b in bodies if b.get("kind") == "Lease"] == [240]
+
+
+@pytest.mark.parametrize("name,renewals", [
+    ("two nodes renewing at one instant: one renewTime", [("n1", 0.0), ("n2", 0.0)]),
+    ("a renewal a microsecond later: its own renewTime", [("n1", 0.0), ("n2", 0.000001), ("n1", 0.000001)]),
+    ("back to an earlier instant (another clock): that instant's", [("n1", 5.5), ("n2", 0.25)]),
+])
+async def test_each_renewal_carries_the_time_it_was_sent(name: str, renewals: list[tuple[str, float]]) -> None:
+    """The Lease's renewTime is the MicroTime of the renewal (clock.micro_time remembers the last one formatted,
+    for the nodes of a simulation that renew at the same virtual instant)."""
+    sent: list[tuple[str, str]] = []
+    want: list[tuple[str, str]] = []
+    for node_name, at in renewals:
+        clock = FakeClock(start=1_800_000_000.0 + at)
+
+        class Capturing(RecordingClient):
+            async def patch(self, path: str, body: Any, content_type: str = "") -> dict[str, Any]:
+                sent.append((path.rsplit("/", 1)[1], body["spec"]["renewTime"]))
+                return {}
+
+        await NodeReporter(Capturing(clock), clock, node_name, "127.0.0.1", {}, lambda: 0).renew_lease()  # type: ignore[arg-type]
+        # formatted here, not by micro_time: its memo is what this checks
+        want.append((node_name, datetime.fromtimestamp(clock.now(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")))
+    assert sent == want
 
 
 async def test_a_heartbeat_through_after_failures_tells_the_informers_to_retry_now() -> None:
@@ -255,6 +282,99 @@ async def test_status_is_sent_when_it_differs_or_a_report_is_due(
         await reporter.post_status(patch)
         assert reporter.status_patch(await cluster.get("/api/v1/nodes/n1"), False) is None, \
             "after the patch the API shows the agent's status"
+
+
+class _Agent:
+    """What the agent's status is made of, changed between two heartbeats as the agent's would be."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.capacity = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+        self.port = 10250
+        self.pressure = no_pressure(rfc3339(clock.now()))
+
+    def reporter(self, cluster: Cluster) -> NodeReporter:
+        return NodeReporter(cluster.client, cluster.clock, "n1", "127.0.0.1", self.capacity, lambda: self.port,
+                            lambda: self.pressure)
+
+
+def _capacity_set(agent: _Agent) -> None:
+    """In place, as a simulation sets its nodes' (kubelite/sim/runner.py)."""
+    agent.capacity.clear()
+    agent.capacity.update({"cpu": "8", "memory": "16Gi", "pods": "110"})
+
+
+def _pressure_flipped(agent: _Agent) -> None:
+    agent.pressure = tuple((c, c == DISK_PRESSURE, since) for c, _, since in agent.pressure)
+
+
+def _port_set(agent: _Agent) -> None:
+    agent.port = 10251
+
+
+@pytest.mark.parametrize(("node_edit", "agent_edit", "report_due", "sent"), [
+    pytest.param(None, None, False, None, id="nothing changed: nothing to send, however often the Node is read"),
+    pytest.param(None, None, True, {"conditions"}, id="nothing changed, a report due: the conditions alone"),
+    pytest.param(_unknown, None, False, {"conditions"},
+                 id="marked Unknown by the node lifecycle controller since: the conditions at once"),
+    pytest.param(_capacity, None, False, {"capacity", "conditions"}, id="capacity edited in the API since"),
+    pytest.param(_set_condition("kubelite.io/Fenced", "True"), None, False, None,
+                 id="a condition the agent does not own added since: still nothing to send"),
+    pytest.param(None, _capacity_set, False, {"capacity", "allocatable", "conditions"},
+                 id="the agent's capacity changed in place: capacity and allocatable"),
+    pytest.param(None, _pressure_flipped, False, {"conditions"}, id="a pressure condition flipped: the conditions"),
+    pytest.param(None, _port_set, False, {"daemonEndpoints", "conditions"}, id="the agent's port changed"),
+])
+async def test_a_node_found_showing_the_status_is_compared_again_when_either_side_changed(
+        cluster: Cluster, node_edit: Callable[[dict[str, Any]], None] | None,
+        agent_edit: Callable[[_Agent], None] | None, report_due: bool, sent: set[str] | None) -> None:
+    """The heartbeat does not compare a Node with the uid and resourceVersion of the last one found showing the
+    agent's status, as long as what that status is made of has not changed either (status_patch): a write to
+    the Node by anyone, or a change of the agent's capacity, pressure or port, must still be put right."""
+    agent = _Agent(cluster.clock)
+    reporter = agent.reporter(cluster)
+    await reporter.register()
+    for _ in range(2):  # compared, then known to show the agent's status
+        await cluster.clock.advance(60)
+        assert reporter.status_patch(await cluster.get("/api/v1/nodes/n1"), False) is None
+    if node_edit is not None:
+        node = await cluster.get("/api/v1/nodes/n1")
+        node_edit(node)
+        await cluster.client.request("PUT", NODE_STATUS, node)
+    if agent_edit is not None:
+        agent_edit(agent)
+    await cluster.clock.advance(60)
+    patch = reporter.status_patch(await cluster.get("/api/v1/nodes/n1"), report_due)
+    assert (None if patch is None else set(patch)) == sent
+    if patch is None:
+        return
+    now = rfc3339(cluster.clock.now())
+    assert {c["lastHeartbeatTime"] for c in patch["conditions"]} == {now}, "fresh heartbeats"
+    assert patch == _detached({**{k: v for k, v in reporter._status().items() if k in sent}}), \
+        "the fields that differ, as the agent has them"
+    await reporter.post_status(patch)
+    assert reporter.status_patch(await cluster.get("/api/v1/nodes/n1"), False) is None, \
+        "after the patch the API shows the agent's status"
+
+
+async def test_a_node_read_again_at_the_same_resource_version_is_not_compared_again(cluster: Cluster) -> None:
+    """What makes the heartbeat cheaper: a uid and resourceVersion name one content of the Node, so what it
+    says (here, a status no API server would have kept under that version) is not looked at again."""
+    agent = _Agent(cluster.clock)
+    reporter = agent.reporter(cluster)
+    await reporter.register()
+    node = await cluster.get("/api/v1/nodes/n1")
+    assert reporter.status_patch(node, False) is None
+    report = reporter.status_patch(node, True)
+    assert report is not None and set(report) == {"conditions"}
+    report["conditions"][0]["status"] = "True"  # what was handed on is the client's: the agent's is its own
+    assert reporter.status_patch(node, True) == {"conditions": [{**c, "status": "False"} if i == 0 else c
+                                                                for i, c in enumerate(report["conditions"])]}
+    _unknown(node)
+    assert reporter.status_patch(node, False) is None
+    node["metadata"]["uid"] = "another"  # deleted and created again (on a server whose store was reset)
+    assert reporter.status_patch(node, False) is not None, "another uid is another Node: compared"
+    del node["metadata"]["resourceVersion"]
+    assert reporter.status_patch(node, False) is not None, "a Node with no resourceVersion is always compared"
 
 
 class _Node(dict[str, Any]):

@@ -113,10 +113,11 @@ async def test_failed_heartbeats_are_retried_sooner_than_the_renew_interval() ->
     client = HalfOpenLink(clock, [], refuse=unavailable("connection refused"))
     attempts: list[float] = []
     node = reporter(client)
+    renew_lease = node.renew_lease
 
     async def renew() -> None:
         attempts.append(clock.monotonic())
-        await node._renew_lease()
+        await renew_lease()
 
     node.renew_lease = renew  # type: ignore[method-assign]
     await run_for(clock, 40, node.heartbeat)

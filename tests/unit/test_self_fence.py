@@ -177,3 +177,30 @@ def test_self_fence_after_in_the_node_config(name: str, raw: dict[str, Any], wan
     from kubelite.agent.config import parse
 
     assert parse({"kind": "KubeletConfiguration", **raw}).self_fence_after == want
+
+
+def _read(uid: str | None, version: str | None, fenced: bool) -> dict[str, Any]:
+    """A Node as read: (uid, resourceVersion) and whether it carries kubelite.io/Fenced = True."""
+    meta = {k: v for k, v in (("uid", uid), ("resourceVersion", version)) if v is not None}
+    return {"metadata": meta, "status": {"conditions": [
+        {"type": "Ready", "status": "True"}, {"type": "kubelite.io/Fenced", "status": "True" if fenced else "False"}]}}
+
+
+@pytest.mark.parametrize("name,reads,want", [
+    ("the Fenced condition set by a write is seen", [("u", "1", False), ("u", "2", True)], [False, True]),
+    ("the Fenced condition cleared by a write is seen", [("u", "1", True), ("u", "2", False)], [True, False]),
+    ("a Node created again (another uid) is read, whatever its resourceVersion",
+     [("u", "1", False), ("v", "1", True)], [False, True]),
+    ("a Node with no resourceVersion is always read", [(None, None, False), (None, None, True)], [False, True]),
+    # A uid and resourceVersion name one content of the Node: its conditions are not looked through again
+    # (the second read says otherwise only to show that they are not).
+    ("the same Node read again is not looked through again", [("u", "1", True), ("u", "1", False)], [True, True]),
+])
+def test_the_gate_reads_the_fenced_condition_of_each_new_node(
+        name: str, reads: list[tuple[str | None, str | None, bool]], want: list[bool]) -> None:
+    gate = FenceGate(FakeClock(), None)
+    seen = []
+    for uid, version, fenced in reads:
+        gate.node_seen(_read(uid, version, fenced), None, 0.0)
+        seen.append(gate.node_fenced)
+    assert seen == want

@@ -4,7 +4,8 @@
 subresource (strategic merge by condition type, so other conditions are untouched), records
 kubelet's transition events (NodeHasDiskPressure, …) and sets or clears the matching
 NoSchedule taints with a resourceVersion precondition (a conflicting taint edit is re-read
-and retried). `conditions()` gives the current ones for the agent's periodic full status.
+and retried). `state` is what the conditions say (node_status.PressureState) for the agent's heartbeats, which
+compare it with what they last found the Node showing (node.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kubelite.agent.eviction.node_status import pressure_condition, pressure_taints, transition_event
-from kubelite.agent.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
+from kubelite.agent.eviction.node_status import (
+    PressureState,
+    no_pressure,
+    pressure_conditions,
+    pressure_taints,
+    transition_event,
+)
 from kubelite.api.errors import ApiError
 from kubelite.client.events import event_for
 from kubelite.client.http import MERGE_PATCH, STRATEGIC_PATCH
@@ -24,7 +30,6 @@ from kubelite.clock import Clock, rfc3339
 log = logging.getLogger("kubelite.agent.eviction")
 
 Obj = dict[str, Any]
-REPORTED = (MEMORY_PRESSURE, DISK_PRESSURE, PID_PRESSURE)
 COMPONENT = "kubelet"
 TAINT_ATTEMPTS = 5
 
@@ -35,20 +40,17 @@ class NodePressure:
         self.clock = clock
         self.node_name = node_name
         self.post = post
-        since = rfc3339(clock.now())
-        self._state: dict[str, tuple[bool, str]] = {c: (False, since) for c in REPORTED}  # (under, transition)
+        self.state: PressureState = no_pressure(rfc3339(clock.now()))  # replaced when a condition flips
 
     def conditions(self) -> list[Obj]:
-        now = rfc3339(self.clock.now())
-        return [pressure_condition(c, under, now, since) for c, (under, since) in self._state.items()]
+        return pressure_conditions(self.state, rfc3339(self.clock.now()))
 
     async def set_pressure(self, conditions: frozenset[str]) -> None:
         now = rfc3339(self.clock.now())
-        flipped = []
-        for c, (under, _) in list(self._state.items()):
-            if (c in conditions) != under:
-                self._state[c] = (c in conditions, now)
-                flipped.append(c)
+        flipped = [c for c, under, _ in self.state if (c in conditions) != under]
+        if flipped:
+            self.state = tuple((c, c in conditions, now) if c in flipped else (c, under, since)
+                               for c, under, since in self.state)
         path = f"/api/v1/nodes/{self.node_name}"
         await self.client.patch(f"{path}/status", {"status": {"conditions": self.conditions()}}, STRATEGIC_PATCH)
         for c in flipped:

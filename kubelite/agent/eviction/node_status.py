@@ -35,6 +35,22 @@ TAINT_KEYS = {MEMORY_PRESSURE: "node.kubernetes.io/memory-pressure", DISK_PRESSU
               PID_PRESSURE: "node.kubernetes.io/pid-pressure"}
 
 
+REPORTED = (MEMORY_PRESSURE, DISK_PRESSURE, PID_PRESSURE)  # the conditions, in the order the Node shows them
+# What the pressure conditions say but their heartbeat time: (condition, under, lastTransitionTime) for each of
+# REPORTED. A tuple, replaced (never changed) when a condition flips: equal states are equal conditions.
+PressureState = tuple[tuple[str, bool, str], ...]
+
+
+def no_pressure(since: str) -> PressureState:
+    """No pressure of any kind since `since`."""
+    return tuple((c, False, since) for c in REPORTED)
+
+
+def pressure_conditions(state: PressureState, heartbeat: str) -> list[Obj]:
+    """The conditions `state` stands for, with a heartbeat time of `heartbeat`."""
+    return [pressure_condition(c, under, heartbeat, since) for c, under, since in state]
+
+
 def pressure_condition(kind: str, under: bool, heartbeat: str, transition: str) -> Obj:
     reason, message, _ = CONDITION_TEXT[kind][0 if under else 1]
     return {"type": kind, "status": "True" if under else "False", "reason": reason, "message": message,
@@ -51,8 +67,7 @@ def pressure_taints(existing: Iterable[Obj], conditions: Iterable[str]) -> list[
     under = set(conditions)
     keys = set(TAINT_KEYS.values())
     kept = [t for t in existing if t.get("key") not in keys or t.get("effect") != "NoSchedule"]
-    return kept + [{"key": TAINT_KEYS[c], "effect": "NoSchedule"} for c in (MEMORY_PRESSURE, DISK_PRESSURE,
-                                                                             PID_PRESSURE) if c in under]
+    return kept + [{"key": TAINT_KEYS[c], "effect": "NoSchedule"} for c in REPORTED if c in under]
 
 
 def is_critical_pod(pod: Obj) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 from kubelite.agent.eviction.host_stats import HostStatsProvider, Locate
 from kubelite.agent.eviction.manager import EvictionManager
 from kubelite.agent.eviction.node_pressure import NodePressure
+from kubelite.agent.eviction.node_status import PressureState
 from kubelite.agent.eviction.thresholds import EvictionConfig
 from kubelite.client.interface import Client
 from kubelite.clock import Clock
@@ -67,8 +68,8 @@ class Eviction:
     def admit(self, pod: Obj) -> tuple[str, str] | None:
         return self.manager.admit(pod)
 
-    def conditions(self) -> list[Obj]:
-        return self.reporter.conditions()
+    def pressure(self) -> PressureState:
+        return self.reporter.state
 
     async def run(self) -> None:
         await self.manager.run()
