@@ -168,6 +168,7 @@ class Agent:
         self.pod_workers.forget(uid)
         syncer = self.syncers.pop(uid, None)
         if syncer is not None:
+            syncer.release()
             housekeeping.remove_pod_dir(syncer.logs_dir)
 
     def admit(self, pod: Obj) -> tuple[str, str] | None:

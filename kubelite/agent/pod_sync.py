@@ -224,6 +224,19 @@ class PodSync:
         self.node.status.set_status(self.pod, self.status.build(self.pod, self.records, self.facts,
                                                                 self.node.clock.now(), held))
 
+    def release(self) -> None:
+        """The agent forgets this pod (its object is gone, nothing of it runs): break the two reference cycles
+        among its parts — the containers' checkpoint callback is this object's `_save`, and each record's prober
+        holds an unhealthy callback that holds the record — so that reference counting frees them now. Left to
+        the cyclic collector, they outlived the pod: a simulation's collector seldom runs and never walks its
+        older generations (sim/runner.py, GC_THRESHOLDS), so every pod that had been alive at a young
+        collection kept ≈ 16 KB to the run's end (BENCHMARKS.md, Memory at steady state). Nothing calls either
+        callback again: the checkpoint's directory is being removed, the probes were stopped at the exits."""
+        self.containers.save = _nothing_to_save
+        for r in self.records:
+            if r.prober is not None:
+                r.prober.on_unhealthy = _no_verdict
+
     def _save(self) -> None:
         data = {"uid": self.uid, "namespace": self.pod["metadata"]["namespace"],
                 "name": self.pod["metadata"]["name"], "initFailed": self.facts.init_failed,
@@ -251,3 +264,11 @@ class PodSync:
         self.status.resume(status)
         log.info("pod %s/%s: re-adopted %d live container(s)", self.pod["metadata"]["namespace"],
                  self.pod["metadata"]["name"], sum(1 for r in self.records if r.running))
+
+
+def _nothing_to_save() -> None:
+    """A released pod's checkpoint callback (PodSync.release)."""
+
+
+def _no_verdict(kind: str, message: str, grace: float | None) -> None:
+    """A released pod's probes' unhealthy callback (PodSync.release)."""
