@@ -108,14 +108,19 @@ _VALUED: dict[str, tuple[str, Callable[[str], Any]]] = {  # each flag that takes
 }
 
 
+@functools.cache
+def _defaults() -> dict[str, Any]:
+    """The parser's defaults: what it makes of an empty command line."""
+    return vars(_parser().parse_args([]))
+
+
 def _plain(argv: tuple[str, ...]) -> dict[str, Any] | None:
     """What `_parser()` makes of a command line written out plainly — each flag whole, each value its own word
     and not starting with "-" — else None (then argparse parses it: abbreviations, `--flag=value`, values like
     "-1", errors). A simulation's command lines are all plain, and with a run time drawn per pod each is new:
     argparse's parse was ≈ 1 % of a simulated pod's CPU. Same defaults and types; a repeated flag's last value
     wins, --probe's accumulate. `tests/sim/test_hollow.py` holds this to argparse's answers."""
-    args: dict[str, Any] = {"run": None, "start_after": 0.0, "exit": 0, "exits": "", "ignore_term": False,
-                            "term_after": 0.0, "probe": []}
+    args = dict(_defaults())  # its lists are replaced, never appended to: the defaults stay as they are
     words = iter(argv)
     for flag in words:
         if flag == "--ignore-term":
