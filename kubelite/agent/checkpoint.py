@@ -9,6 +9,7 @@ orphaned. The pod's directory is its identity: `<namespace>_<name>_<uid>`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -23,21 +24,35 @@ log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
 FILE = "checkpoint.json"
+WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC  # open(path, "wb")
 
 
 def save(directory: Path, data: Obj) -> None:
-    """Write atomically (a new file renamed over the old): a reader sees the old or the new checkpoint."""
-    tmp = directory / f".{FILE}.tmp"
+    """Write atomically (a new file renamed over the old): a reader sees the old or the new checkpoint.
+
+    With the os module's calls on string paths: a pod's checkpoint is written two or three times in its life,
+    and `Path.write_bytes` (path objects, a buffered file object) cost about as much again as the system calls
+    — a simulation's thousands of pods a minute. Same calls, same file (created 0o666 less the umask, truncated)."""
+    base = os.fspath(directory)
+    tmp = f"{base}/.{FILE}.tmp"
+    payload = orjson.dumps(data)
     try:
-        tmp.write_bytes(orjson.dumps(data))
-    except FileNotFoundError:
-        directory.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(orjson.dumps(data))
-    os.replace(tmp, directory / FILE)
+        fd = os.open(tmp, WRITE_FLAGS, 0o666)
+    except FileNotFoundError:  # the pod's first checkpoint: its directory is made with it
+        os.makedirs(base, exist_ok=True)
+        fd = os.open(tmp, WRITE_FLAGS, 0o666)
+    try:
+        view = memoryview(payload)
+        while view:  # a regular file takes it whole; a short write is continued, as a buffered file would
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    os.replace(tmp, f"{base}/{FILE}")
 
 
 def remove(directory: Path) -> None:
-    (directory / FILE).unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(f"{os.fspath(directory)}/{FILE}")
 
 
 def load_all(pods_dir: Path) -> dict[str, tuple[Path, Obj]]:

@@ -83,10 +83,11 @@ class PodContainers:
             return
         if restart:
             r.restarts += 1
-        r.starting = str(self.log_path(r.name, r.restarts))
+        log_path = self.log_path(r.name, r.restarts)
+        r.starting = str(log_path)
         self.save()  # before the spawn: an agent killed right after it still finds the process (runtime.find)
         try:
-            r.process = await self.node.runtime.start(argv, env, r.spec.get("workingDir"), Path(r.starting),
+            r.process = await self.node.runtime.start(argv, env, r.spec.get("workingDir"), log_path,
                                                       self._limits(r), stdin=bool(r.spec.get("stdin")),
                                                       tty=bool(r.spec.get("tty")))
         except OSError as exc:

@@ -157,9 +157,11 @@ class PodGCController:
             await self.gc_terminated(len(self._terminated) - threshold)
         terminating = self._cached(self._terminating)
         await self.gc_terminating(terminating)
-        # A node's presence is one lookup in the cache: no set of every node's name made per pass.
-        await self.gc_orphaned(self._cached(k for node, keys in self._bound.items() if self.nodes.get("", node) is None
-                                            for k in keys))
+        # A node's presence is one lookup in the cache's dict (keyed ("", name)): no set of every node's name made
+        # per pass, and no call per node (at 5,000 nodes, ≈ 1 % of a simulation's CPU went to this line's calls).
+        nodes = self.nodes.store
+        missing = [node for node in self._bound if ("", node) not in nodes]
+        await self.gc_orphaned(self._cached(k for node in missing for k in self._bound[node]))
         await self.gc_unscheduled_terminating(terminating)
 
     async def gc_terminated(self, excess: int) -> None:

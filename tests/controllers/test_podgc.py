@@ -130,6 +130,20 @@ async def test_gc_orphaned(cluster: Cluster, pods: list[tuple[str, str]], node_e
     assert remaining == {name for name, _ in pods} - set(deleted)
 
 
+async def test_gc_orphaned_finds_only_the_pods_of_missing_nodes_among_present_ones(cluster: Cluster) -> None:
+    """The pass's presence check (one lookup per node in the node cache) tells present nodes from missing ones."""
+    for node in ("n1", "n3"):
+        await cluster.node(node)
+    await _pods(cluster, [("a", "Succeeded", "n1"), ("b", "Failed", "n2"), ("c", "Running", "n3"),
+                          ("d", "Running", "n4"), ("e", "Succeeded", "n2")])
+    ctrl, client = _controller(cluster, 0)
+    await sync(ctrl.pods, ctrl.nodes)
+    await ctrl.gc()
+    await cluster.clock.advance(41)
+    await ctrl.gc()
+    assert _names(client) == ["b", "d", "e"]
+
+
 async def test_gc_orphaned_running_pod_is_failed_with_disruption_target_first(cluster: Cluster) -> None:
     """An orphan not yet terminal is set Failed with DisruptionTarget (DeletionByPodGC) before the force delete;
     a finalizer holds the object so the status written before the delete can be read back."""

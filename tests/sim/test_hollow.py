@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
 from pathlib import Path
 
 import pytest
 
-from kubelite.agent.runtime.hollow import HollowRuntime
+from kubelite.agent.runtime.hollow import HollowRuntime, _command, _parser, _plain
 from kubelite.sim.clock import VirtualClock, VirtualTimeLoop
 
 RNG_EXP = random.Random(5).expovariate(1 / 60)
@@ -98,3 +99,51 @@ def test_one_command_line_started_again_keeps_per_run_behaviour(tmp_path: Path) 
     draws = random.Random(5)
     assert results == [(draws.expovariate(1 / 60), 3), (draws.expovariate(1 / 60), 0),
                        (draws.expovariate(1 / 60), 3), (draws.expovariate(1 / 60), 0)]
+
+
+PARSE_CASES = [  # (argv, whether the plain reading takes it): argparse's answer is the spec either way
+    pytest.param(["--run", "1234.567", "--exits", "0"], True, id="a simulated pod's drawn run time"),
+    pytest.param(["--run", "exp:60", "--exits", "3,0", "--start-after", "4", "--term-after", "2.5"], True,
+                 id="every valued flag"),
+    pytest.param(["--exits", "1", "--ignore-term", "--probe", "startup=40", "--probe", "liveness=0:120"], True,
+                 id="a switch and accumulated probes"),
+    pytest.param(["--run", "30", "--run", "uniform:10:20", "--exit", "2", "--exit", "5"], True,
+                 id="a repeated flag: the last value wins"),
+    pytest.param(["--exits", ""], True, id="an empty value"),
+    pytest.param([], True, id="no flags: the defaults"),
+    pytest.param(["--run", "1e3", "--exit", " 7"], True, id="values as float() and int() read them"),
+    pytest.param(["--run=30"], False, id="flag=value: left to argparse"),
+    pytest.param(["--ru", "30", "--ignore"], False, id="abbreviations: left to argparse"),
+    pytest.param(["--exit", "-1"], False, id="a negative number: left to argparse"),
+    pytest.param(["--term-after", "-2.5", "--run", "3"], False, id="a negative float: left to argparse"),
+]
+
+
+@pytest.mark.parametrize("argv,plain", PARSE_CASES)
+def test_plain_command_lines_parse_as_argparse_does(argv: list[str], plain: bool) -> None:
+    expected = vars(_parser().parse_args(argv))
+    got = _plain(tuple(argv))
+    assert (got is not None) == plain
+    if got is not None:
+        assert got == expected
+    _command.cache_clear()
+    parsed = _command(tuple(argv))
+    assert (parsed.run, parsed.start_after, parsed.ignore_term, parsed.term_after, list(parsed.probes)) == \
+        (expected["run"], expected["start_after"], expected["ignore_term"], expected["term_after"], expected["probe"])
+
+
+BAD_CASES = [
+    pytest.param(["--run", "gamma:3"], "not SECONDS", id="bad run spec"),
+    pytest.param(["--start-after", "soon"], "invalid float value", id="bad float"),
+    pytest.param(["--probe", "health=3"], "KIND=SUCCEED_AFTER", id="bad probe"),
+    pytest.param(["--run"], "expected one argument", id="a flag without its value"),
+    pytest.param(["--run", "--exits", "0"], "expected one argument", id="a flag where the value should be"),
+]
+
+
+@pytest.mark.parametrize("argv,message", BAD_CASES)
+def test_bad_command_lines_are_refused_by_argparse(argv: list[str], message: str) -> None:
+    assert _plain(tuple(argv)) is None
+    _command.cache_clear()
+    with pytest.raises(argparse.ArgumentError, match=message):
+        _command(tuple(argv))
