@@ -77,7 +77,7 @@ def rss_mib() -> float:
 
 def kind(o: object) -> str:
     name = f"{type(o).__module__}.{type(o).__qualname__}"
-    return f"{name} {o.__qualname__}" if isinstance(o, collections.abc.Coroutine) else name
+    return f"{name} {getattr(o, '__qualname__', '')}" if isinstance(o, collections.abc.Coroutine) else name
 
 
 def garbage_report() -> None:

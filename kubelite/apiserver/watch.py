@@ -34,6 +34,8 @@ LOOPBACK_BOOKMARK_INTERVAL = 60.0
 # client resumes from a resourceVersion seconds old, not up to an interval old (older: nearer 410 Gone, a relist).
 PRE_TIMEOUT_BOOKMARK = 2.0
 FRESHNESS_WAIT = 3.0  # cacher's blockTimeout for a resourceVersion ahead of the cache
+# kube-apiserver's --min-request-timeout: a watch that asks for no timeout lives a random time between it and twice it
+MIN_REQUEST_TIMEOUT = 1800
 
 Encoder = Callable[[CachedEvent], bytes]
 
@@ -183,7 +185,7 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
     watcher = Watcher(namespace, matches, trigger)
     cache = caches[resource]
     interval = (LOOPBACK_BOOKMARK_INTERVAL if loopback else BOOKMARK_INTERVAL) if bookmarks else None
-    lifetime = timeout if timeout is not None else random.uniform(1800, 3600)
+    lifetime = timeout if timeout is not None else random.uniform(MIN_REQUEST_TIMEOUT, 2 * MIN_REQUEST_TIMEOUT)
     # Register before reading the backlog: the loop is single-threaded, so nothing slips between.
     if resource_version in ("", "0"):
         initial = [e for e in _synthetic(cache.list(namespace), resource) if matches is None or matches(e.obj)]

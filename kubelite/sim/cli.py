@@ -94,9 +94,13 @@ def main(args: argparse.Namespace) -> int:
             args.out.mkdir(parents=True, exist_ok=True)
             config = args.config or (scn.scheduler_configs[0] if scn.scheduler_configs else None)
             with runner.node_dirs() as work:
-                out = runner.run(scn, args.seed, config, work,
-                                 serve=runner.Serve(args.port, args.speed, args.out / "kubeconfig",
-                                                    paused=args.paused))
+                try:
+                    out = runner.run(scn, args.seed, config, work,
+                                     serve=runner.Serve(args.port, args.speed, args.out / "kubeconfig",
+                                                        paused=args.paused))
+                except runner.Interrupted as exc:
+                    print(f"kubelite sim: {exc}", file=sys.stderr)
+                    return 0
             report.write(out, args.out)
             return 0
         if args.sim_command == "run":

@@ -263,8 +263,12 @@ class _ControlledSelector(_SimSelector):
         self.loop: ControlledLoop | None = None
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        assert self.loop is not None
-        events: list[tuple[selectors.SelectorKey, int]] = super().select(self.loop._real_timeout())
+        loop = self.loop
+        assert loop is not None
+        wait = loop._real_timeout()
+        events: list[tuple[selectors.SelectorKey, int]] = super().select(wait)
+        if wait != 0 and events:  # outside I/O cut an idle wait short: what it wakes runs at the time reached since
+            loop._virtual = max(loop._virtual, min(loop._reach(), loop._timers[0][0] if loop._timers else math.inf))
         return events
 
 

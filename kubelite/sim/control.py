@@ -32,14 +32,12 @@ from kubelite.agent.config import NodeConfigError, duration
 from kubelite.api import errors
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.request import parse_bool
+from kubelite.apiserver.watch import MIN_REQUEST_TIMEOUT
 from kubelite.clock import rfc3339
 from kubelite.sim.clock import ControlledLoop, VirtualClock
 
 PATH = "/simulation"
 ACTIONS = ("status", "pause", "resume", "speed", "step")
-# The lifetime the API server gives a watch that asks for none (apiserver/watch.py, open_stream): kube-apiserver's
-# --min-request-timeout (1800 s) to twice it.
-WATCH_LIFETIME = (1800, 3600)
 
 
 def _unbounded_watch(request: web.Request) -> bool:
@@ -87,7 +85,7 @@ def app(server: ApiServer, loop: ControlledLoop, clock: VirtualClock) -> web.App
 
     async def api(request: web.Request) -> web.StreamResponse:
         if _unbounded_watch(request):
-            lifetime = lifetimes.randint(*WATCH_LIFETIME)
+            lifetime = lifetimes.randint(MIN_REQUEST_TIMEOUT, 2 * MIN_REQUEST_TIMEOUT)  # as open_stream
             request = request.clone(rel_url=request.rel_url.update_query(timeoutSeconds=str(lifetime)))
         return await server._middleware(request, server._dispatch)
 

@@ -84,6 +84,10 @@ class Serve:
     paused: bool = False
 
 
+class Interrupted(Exception):
+    """A served simulation was ended (SIGINT/SIGTERM) before its scenario began: there is nothing to report."""
+
+
 @dataclass
 class Outcome:
     scenario: Scenario
@@ -197,6 +201,7 @@ class _Cluster:
         self.tasks: list[asyncio.Task[None]] = []
         self.agents: dict[str, asyncio.Task[None]] = {}
         self.runtimes: dict[str, HollowRuntime] = {}
+        self.recorder: Recorder | None = None  # from when it starts watching (_play)
 
     def spawn(self, name: str, work: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
         task = asyncio.create_task(keep_running(name, work, self.clock), name=name)
@@ -250,48 +255,56 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
     server = ApiServer(store, clock, server_address=f"127.0.0.1:{serve.port}" if serve else "127.0.0.1:6443",
                        event_ttl=scn.event_ttl)
     http = await _listen(server, serve, clock) if serve else None
-    await server.start()
-    interrupt = _announce(serve) if serve else None
     client = InProcessClient(server)
     cluster = _Cluster(client, clock, scn, seed, work_dir)
     try:
-        cluster.spawn("scheduler", lambda: Scheduler(client, clock, sched, seed=seed).run())
-        for name, start in registry.starters(client, clock, [n for n in registry.CONTROLLERS if n not in NOT_RUN],
-                                             controller_factories(scn, cluster.node_config)).items():
-            cluster.spawn(f"{name} controller", start)
-        for pc in scn.priority_classes:
-            await client.create("/apis/scheduling.k8s.io/v1/priorityclasses",
-                                {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **pc})
-        index = 0
-        for pool in scn.pools:
-            for i in range(pool.count):
-                await cluster.add_node(pool, f"{pool.name}-{i}", index)
-                index += 1
-        await clock.sleep(SETTLE)
-        recorder = Recorder(client, clock, clock.monotonic(), scn.timeline)
-        watching = [cluster.spawn(f"recorder {name}", informer.run)
-                    for name, informer in (("pods", recorder.pod_informer), ("nodes", recorder.node_informer),
-                                           ("events", recorder.event_informer))]
-        await recorder.node_informer.synced.wait()
-        _settled()
+        await server.start()
+        play = _play(cluster, sched, progress, served=serve is not None)
         if serve is None:
-            await _drive(cluster, recorder, scn, progress)
-            return recorder
-        # Served: the scenario plays out as in `sim run`, then the cluster keeps running for kubectl until
-        # interrupted. The report is the scenario's, the bytes `sim run` writes: the recorder stops watching at
-        # its end (a run's recorder hears nothing more while its cluster stops).
-        assert interrupt is not None
-        if await interrupt.during(_drive(cluster, recorder, scn, progress)):
-            for task in watching:
-                task.cancel()
+            await play
+        # Served: the scenario plays out as in `sim run` (a signal ends it, from its first step), then the cluster
+        # keeps running for kubectl until interrupted.
+        elif await (interrupt := _announce(serve)).during(play):
             await interrupt.asked.wait()
-        return recorder
+        if cluster.recorder is None:
+            raise Interrupted("interrupted before the scenario began: nothing to report")
+        return cluster.recorder
     finally:
         if http is not None:
             await http.cleanup()
         await cluster.stop()
         await server.stop()
         await store.close()
+
+
+async def _play(cluster: _Cluster, sched: scheduler_config.SchedulerConfig, progress: Progress | None,
+                served: bool) -> None:
+    """Start the control plane and the nodes, let them settle, then drive the scenario; its recorder is
+    `cluster.recorder` from the moment it starts watching."""
+    client, clock, scn, seed = cluster.client, cluster.clock, cluster.scn, cluster.seed
+    cluster.spawn("scheduler", lambda: Scheduler(client, clock, sched, seed=seed).run())
+    for name, start in registry.starters(client, clock, [n for n in registry.CONTROLLERS if n not in NOT_RUN],
+                                         controller_factories(scn, cluster.node_config)).items():
+        cluster.spawn(f"{name} controller", start)
+    for pc in scn.priority_classes:
+        await client.create("/apis/scheduling.k8s.io/v1/priorityclasses",
+                            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **pc})
+    index = 0
+    for pool in scn.pools:
+        for i in range(pool.count):
+            await cluster.add_node(pool, f"{pool.name}-{i}", index)
+            index += 1
+    await clock.sleep(SETTLE)
+    recorder = cluster.recorder = Recorder(client, clock, clock.monotonic(), scn.timeline)
+    watching = [cluster.spawn(f"recorder {name}", informer.run)
+                for name, informer in (("pods", recorder.pod_informer), ("nodes", recorder.node_informer),
+                                       ("events", recorder.event_informer))]
+    await recorder.node_informer.synced.wait()
+    _settled()
+    await _drive(cluster, recorder, scn, progress)
+    if served:  # the report is the scenario's, the bytes `sim run` writes: the recorder stops watching at its end
+        for task in watching:  # (a run's recorder hears nothing more while its cluster stops)
+            task.cancel()
 
 
 async def _listen(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.AppRunner:

@@ -132,12 +132,22 @@ async def _step_extended_then_resumed(loop: ControlledLoop, clock: VirtualClock,
     assert len(ticks) >= 6 and clock.monotonic() > 55
 
 
+async def _outside_io_sees_the_paced_time(loop: ControlledLoop, clock: VirtualClock, ticks: list[float]) -> None:
+    """Moving, between two timers: what outside I/O wakes (kubectl, the control endpoint) runs at the paced
+    time, not at the time the loop went idle (it had seen 0.002 s after a real second)."""
+    loop.resume()  # at 1x: the next tick is 10 real seconds away
+    await _real_sleep(loop, 0.5)
+    assert ticks == [] and 0.4 <= clock.monotonic() <= 2.0
+    assert loop.state()["time"] == clock.monotonic()
+
+
 CONTROL_CASES = [
     pytest.param(_paused_stands_still, id="paused: no timer fires, time stands still"),
     pytest.param(_step_runs_the_timers_in_it, id="a step jumps through its timers and pauses at its end"),
     pytest.param(_resumed_runs_at_its_speed, id="resumed at 100x: about 50 simulated seconds in half a second"),
     pytest.param(_paused_while_behind_catches_up, id="paused while behind its pace: runs up to where it paused"),
     pytest.param(_step_extended_then_resumed, id="a step during a step extends it; resumed, time runs on"),
+    pytest.param(_outside_io_sees_the_paced_time, id="moving: outside I/O between timers runs at the paced time"),
 ]
 
 

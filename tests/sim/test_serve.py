@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kubelite.sim import control, importer, scenario
@@ -91,3 +92,34 @@ def test_served_simulation_starts_paused_steps_and_changes_speed(tmp_path: Path)
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
     assert proc.returncode == 0, proc.stdout.read() if proc.stdout else ""
+
+
+@pytest.mark.parametrize(("step", "sig", "reported"), [
+    pytest.param(None, signal.SIGINT, False, id="Ctrl-C while paused before the scenario began: ends, no report"),
+    pytest.param(None, signal.SIGTERM, False, id="SIGTERM while paused before the scenario began: ends, no report"),
+    pytest.param("10s", signal.SIGINT, False, id="Ctrl-C after a step short of the nodes' settling: ends, no report"),
+    pytest.param("100s", signal.SIGINT, True, id="Ctrl-C paused mid-scenario: ends with the report so far"),
+])
+def test_a_signal_ends_a_served_simulation_in_any_state(tmp_path: Path, step: str | None, sig: signal.Signals,
+                                                        reported: bool) -> None:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "sim", "serve", "examples/sim/spread.yaml",
+                             "--port", str(port), "--paused", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "kubeconfig").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if step is not None:
+            control.call(f"http://127.0.0.1:{port}", "step", step)
+        proc.send_signal(sig)
+        proc.wait(timeout=30)  # it hung here, paused in the nodes' settling sleep, until SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    output = proc.stdout.read() if proc.stdout else ""
+    assert proc.returncode == 0, output
+    assert (tmp_path / "metrics.json").exists() == reported, output
+    if not reported:
+        assert "interrupted before the scenario began" in output

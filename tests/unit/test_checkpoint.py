@@ -23,7 +23,7 @@ def _written(directory: Path, *saves: dict[str, object]) -> dict[str, tuple[Path
 CASES = [
     pytest.param((POD,), POD, id="the first checkpoint makes the pod's directory"),
     pytest.param((LARGE, POD), POD, id="a shorter checkpoint replaces a longer one whole"),
-    pytest.param((POD, LARGE), LARGE, id="a checkpoint larger than one write's buffer is written whole"),
+    pytest.param((POD, LARGE), LARGE, id="a large checkpoint after a small one is written whole"),
 ]
 
 
@@ -33,6 +33,14 @@ def test_save_writes_what_load_all_reads(tmp_path: Path, saves: tuple[dict[str, 
     directory = tmp_path / "pods" / "default_p_u-1"
     assert _written(directory, *saves) == {"u-1": (directory, expected)}
     assert sorted(os.listdir(directory)) == [checkpoint.FILE]  # no temporary file left beside it
+
+
+def test_short_writes_are_continued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.write may write less than it is given (a regular file seldom does): the rest is written after it."""
+    write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: write(fd, bytes(data[:7])))
+    directory = tmp_path / "pods" / "default_p_u-1"
+    assert _written(directory, LARGE) == {"u-1": (directory, LARGE)}
 
 
 def test_save_creates_the_file_as_open_wb_would(tmp_path: Path) -> None:
