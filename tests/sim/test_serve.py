@@ -61,16 +61,21 @@ def test_kubectl_sees_the_simulated_cluster(tmp_path: Path) -> None:
     assert sorted(w.name for w in scn.workloads) == ["existing-1", "existing-2", "existing-3", "mypod"]
 
 
-def test_served_simulation_starts_paused_steps_and_changes_speed(tmp_path: Path) -> None:
+def _serve_paused(out: Path) -> tuple[subprocess.Popen[str], str]:
+    """`sim serve spread.yaml --paused`, once it listens (its kubeconfig written): the process, its URL."""
     port = _free_port()
-    server = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "sim", "serve", "examples/sim/spread.yaml",
-                             "--port", str(port), "--paused", "--out", str(tmp_path)],
+                             "--port", str(port), "--paused", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / "kubeconfig").exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def test_served_simulation_starts_paused_steps_and_changes_speed(tmp_path: Path) -> None:
+    proc, server = _serve_paused(tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "kubeconfig").exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
         assert control.call(server, "status")["time"] == 0.0
         time.sleep(1)
         assert control.call(server, "status")["time"] == 0.0  # paused: time stands still
@@ -102,16 +107,10 @@ def test_served_simulation_starts_paused_steps_and_changes_speed(tmp_path: Path)
 ])
 def test_a_signal_ends_a_served_simulation_in_any_state(tmp_path: Path, step: str | None, sig: signal.Signals,
                                                         reported: bool) -> None:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "sim", "serve", "examples/sim/spread.yaml",
-                             "--port", str(port), "--paused", "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc, server = _serve_paused(tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "kubeconfig").exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
         if step is not None:
-            control.call(f"http://127.0.0.1:{port}", "step", step)
+            control.call(server, "step", step)
         proc.send_signal(sig)
         proc.wait(timeout=30)  # it hung here, paused in the nodes' settling sleep, until SIGKILL
     finally:
