@@ -194,7 +194,11 @@ class CertificateManager:
                 valid = validity_error(cert, now) is None
                 if valid:
                     last_valid = now
-                elif answered and now - last_valid >= EXIT_AFTER:
+                elif (expired := cert.not_valid_after_utc.timestamp()) <= now:
+                    # valid until its notAfter, not only at the last look, which the retries' back-off may have
+                    # made long before: kubelet's UpdateTransport looks every 10 s and counts from its last look
+                    last_valid = max(last_valid, expired)
+                if not valid and answered and now - last_valid >= EXIT_AFTER:
                     raise NoValidCertificate(
                         f"it has been {EXIT_AFTER:.0f} s since a valid client certificate was found (the one in "
                         f"{self.kubeconfig} is valid until {cert.not_valid_after_utc.isoformat()}) and the server "

@@ -205,10 +205,12 @@ class Exited(Exception):
 async def test_agent_exits_without_a_valid_certificate(tmp_path: Path, case: ExpiryCase) -> None:
     pki.ensure_pki(tmp_path / "pki", ["127.0.0.1"])
     kubeconfig = tmp_path / "kubeconfig"
+    # A certificate's notAfter is whole seconds (truncated): the fake clock starts on a whole second taken before
+    # the certificate is made, so its expiry is never before start + lifetime.
+    start = float(int(time.time()))
     pki.write_kubeconfig(kubeconfig, "https://127.0.0.1:1", None, tmp_path / "pki" / "ca.crt",
                          short_lived_node_certificate(tmp_path / "pki", "n", case.lifetime))
-    clock = FakeClock(time.time())
-    start = clock.now()
+    clock = FakeClock(start)
     exits: list[float] = []
 
     def fatal(code: int) -> NoReturn:
