@@ -26,6 +26,7 @@ from kubelite.agent.loops import timed
 from kubelite.agent.self_fence import ANNOTATION as SELF_FENCE_ANNOTATION
 from kubelite.agent.self_fence import FenceGate
 from kubelite.api.errors import ApiError, Unavailable
+from kubelite.api.revision import revision
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.interface import Client
 from kubelite.clock import Clock, micro_time, rfc3339
@@ -82,7 +83,7 @@ class NodeReporter:
         none = no_pressure(self._since)
         self.pressure = pressure or (lambda: none)
         # What the last Node found showing the agent's status was, and what that status was made of (see
-        # `status_patch`): (uid, resourceVersion, port, pressure, a copy of capacity).
+        # `status_patch`): (its revision, port, pressure, a copy of capacity).
         self._shown: tuple[object, ...] | None = None
         self.gate = gate or FenceGate(clock, None)  # told of each accepted renewal and of the Node's Fenced condition
         self.lease_seconds = lease_seconds
@@ -141,17 +142,17 @@ class NodeReporter:
         pressure, port = self.pressure(), self.port()
         if shown is None:
             return _detached(self._status(pressure, port)) if report_due else None
-        meta = shown.get("metadata") or {}
-        key = (meta.get("uid"), meta.get("resourceVersion"), port, pressure, self.capacity)
-        if key == self._shown:  # shows the agent's status: nothing differs but the heartbeat times
+        seen = revision(shown)
+        key = (seen, port, pressure, self.capacity)
+        if seen is not None and key == self._shown:  # shows the agent's status: nothing differs but heartbeat times
             # (conditions built afresh share nothing with the agent: no copy to make of them)
             return {"conditions": self._conditions(pressure)} if report_due else None
         status = self._status(pressure, port)
         stored: Obj = shown.get("status") or {}
         changed = {k: v for k, v in status.items() if k != "conditions" and stored.get(k) != v}
         if not changed and not report_due and _same_conditions(status["conditions"], stored.get("conditions") or []):
-            if key[1] is not None:  # a Node with no resourceVersion (a test's) cannot be known again
-                self._shown = (*key[:4], dict(self.capacity))
+            if seen is not None:
+                self._shown = (seen, port, pressure, dict(self.capacity))
             return None
         return _detached({**changed, "conditions": status["conditions"]})
 

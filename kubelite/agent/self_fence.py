@@ -23,6 +23,7 @@ from typing import Any
 
 from kubelite.agent.cgroups import Limits
 from kubelite.agent.runtime.interface import Exit, Handle, Runtime
+from kubelite.api.revision import revision
 from kubelite.clock import Clock
 
 log = logging.getLogger("kubelite.agent.self_fence")
@@ -44,7 +45,7 @@ class FenceGate:
         self.tripped_at: float | None = None  # wall time of the last trip, for the log and tests
         self.self_fenced = False
         self.node_fenced = False
-        self._seen: tuple[object, object] | None = None  # the (uid, resourceVersion) node_fenced was read from
+        self._seen: tuple[object, object] | None = None  # the revision of the Node node_fenced was read from
         self.contact_at: float | None = None  # monotonic time a renewal was last answered since the trip
         self.runtime: FencedRuntime | None = None
 
@@ -72,9 +73,8 @@ class FenceGate:
 
         A Node with the uid and resourceVersion of the last one is the same object: its conditions are not
         looked through again (every heartbeat of every node reads one, most often unchanged)."""
-        meta = node.get("metadata") or {}
-        seen = (meta.get("uid"), meta.get("resourceVersion"))
-        if seen != self._seen or seen[1] is None:
+        seen = revision(node)
+        if seen is None or seen != self._seen:
             self.node_fenced, self._seen = _fenced(node), seen
         if (self.self_fenced and self.contact_at is not None and asked_at >= self.contact_at
                 and not self.node_fenced and fence_phase not in FENCE_ACTIVE):
