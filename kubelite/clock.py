@@ -9,7 +9,6 @@ code on virtual time. Direct calls to `time.time`, `time.monotonic` and
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import heapq
 import itertools
@@ -224,32 +223,44 @@ def timer(clock: Clock, seconds: float, callback: Callable[[], None], *, coarse:
 async def bounded(clock: Clock, work: Awaitable[T], seconds: float, *, coarse: bool = False) -> tuple[bool, T | None]:
     """Run `work` for at most `seconds` of `clock` time: (finished, result); unfinished work is cancelled — also
     when the caller is (a stopped agent's requests must not go on without it, as asyncio.wait_for's do not).
-    `coarse`: the limit is a timeout that may end the work up to TIMER_GRANULARITY late (see `timer`)."""
-    task = asyncio.ensure_future(work)
-    # asyncio.wait(FIRST_COMPLETED) by hand: no sets, no per-call closures over both — this runs for every
-    # API call of every node agent (a simulation's hot path)
-    first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    `coarse`: the limit is a timeout that may end the work up to TIMER_GRANULARITY late (see `timer`).
 
-    def done(_: object = None) -> None:
-        if not first.done():
-            first.set_result(None)
-
-    task.add_done_callback(done)
-    deadline = timer(clock, seconds, done, coarse=coarse)
+    The work runs in the caller's own task, and the limit cancels that task, as `asyncio.timeout` does (whose
+    deadline is on the loop's time only, and one exact timer): no task, future and done-callbacks per call — this
+    runs for every API call of every node agent (a simulation's hot path), and a request the in-process transport
+    answers inline then finishes in the caller's turn, not a turn later. A cancellation is the limit's only when
+    it expired and no other came with it (`Task.uncancel`, as `asyncio.timeout`); work that finishes at the very
+    turn its limit expires, or swallows the cancellation, counts as not finished."""
+    task = asyncio.current_task()
+    assert task is not None, "bounded() runs inside a task"
+    cancelling = task.cancelling()
+    expiry = _Expiry(task)
+    deadline = timer(clock, seconds, expiry.fire, coarse=coarse)
     try:
-        await first
-    except BaseException:
-        task.cancel()
+        result = await work
+    except asyncio.CancelledError:
+        if expiry.fired and task.uncancel() <= cancelling:
+            return False, None
         raise
     finally:
-        task.remove_done_callback(done)
         deadline.cancel()
-    if task.done():
-        return True, task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
-    return False, None
+    if expiry.fired:  # the work swallowed the limit's cancellation: it still did not finish in time
+        task.uncancel()
+        return False, None
+    return True, result
+
+
+class _Expiry:
+    """A `bounded` limit's callback: cancels the task, remembering that it did."""
+
+    __slots__ = ("fired", "_task")
+
+    def __init__(self, task: asyncio.Task[object]) -> None:
+        self._task, self.fired = task, False
+
+    def fire(self) -> None:
+        self.fired = True
+        self._task.cancel()
 
 
 def rfc3339(ts: float) -> str:

@@ -180,3 +180,75 @@ def test_coarse_timers_on_virtual_time_share_one_loop_timer_per_bucket() -> None
         loop.close()
     assert armed <= 2  # the buckets ending at 11 and 12 s
     assert len(fired) == 1 and 10.25 <= fired[0] <= 10.25 + TIMER_GRANULARITY
+
+
+async def _limit_expired_leaves_the_caller_uncancelled(clock: VirtualClock) -> object:
+    result = await bounded(clock, asyncio.Event().wait(), 5)
+    task = asyncio.current_task()
+    assert task is not None
+    await clock.sleep(1)  # the caller goes on: no cancellation is left pending on its task
+    return result, task.cancelling()
+
+
+async def _work_swallowing_the_limit_still_did_not_finish(clock: VirtualClock) -> object:
+    async def stubborn() -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return "swallowed"
+        return "woken"
+
+    result = await bounded(clock, stubborn(), 5)
+    task = asyncio.current_task()
+    assert task is not None
+    return result, task.cancelling()
+
+
+async def _caller_cancelled_as_the_limit_expires_is_cancelled(clock: VirtualClock) -> object:
+    caller = asyncio.ensure_future(bounded(clock, asyncio.Event().wait(), 5))
+    clock.call_later(5, caller.cancel)  # set after the limit's timer, at the same instant: fires after it
+    await clock.sleep(0)
+    try:
+        return await caller
+    except asyncio.CancelledError:
+        return "cancelled"
+
+
+async def _inner_limit_ends_the_inner_work_only(clock: VirtualClock) -> object:
+    return await bounded(clock, bounded(clock, asyncio.Event().wait(), 5), 50)
+
+
+async def _outer_limit_ends_the_inner_work_too(clock: VirtualClock) -> object:
+    inner_result: list[object] = []
+
+    async def inner() -> None:
+        inner_result.append(await bounded(clock, asyncio.Event().wait(), 50))
+
+    began = clock.monotonic()
+    return await bounded(clock, inner(), 5), inner_result, round(clock.monotonic() - began, 6)
+
+
+@pytest.mark.parametrize(("check", "want"), [
+    pytest.param(_limit_expired_leaves_the_caller_uncancelled, ((False, None), 0),
+                 id="a limit that expired leaves the caller's task uncancelled"),
+    pytest.param(_work_swallowing_the_limit_still_did_not_finish, ((False, None), 0),
+                 id="work that swallows the limit's cancellation still did not finish in time"),
+    pytest.param(_caller_cancelled_as_the_limit_expires_is_cancelled, "cancelled",
+                 id="a caller cancelled at the instant its limit expires is cancelled"),
+    pytest.param(_inner_limit_ends_the_inner_work_only, (True, (False, None)),
+                 id="an inner limit's expiry ends the inner work only"),
+    pytest.param(_outer_limit_ends_the_inner_work_too, ((False, None), [], 5.0),
+                 id="an outer limit's expiry ends the inner work and is the outer's"),
+])
+def test_bounded_limit_is_a_cancellation_of_the_callers_own_task(
+        check: Callable[[VirtualClock], Awaitable[object]], want: object) -> None:
+    """The work runs in the caller's task and the limit cancels that task (as asyncio.timeout): a limit's
+    cancellation must end only what it bounds and be accounted for (Task.cancelling), never taken for the
+    caller's own cancellation nor hide it."""
+    loop = VirtualTimeLoop()
+    clock = VirtualClock(loop)
+    try:
+        got = loop.run_until_complete(check(clock))
+    finally:
+        loop.close()
+    assert got == want
