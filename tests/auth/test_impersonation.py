@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import orjson
 import pytest
@@ -28,6 +29,8 @@ from kubelite.apiserver.auth.serviceaccount import split_username
 from kubelite.apiserver.auth.user import UserInfo
 from kubelite.store.sqlite import SQLiteStore
 from tests.conftest import SHARED_LOOP, running
+from tests.rbac.test_rbac_api import ADMIN as ADMIN_TOKEN
+from tests.rbac.test_rbac_api import aggregated, bind_in_default, rbac_server
 
 AUTHENTICATION = "authentication.k8s.io"
 
@@ -318,3 +321,27 @@ def test_split_username(name: str, expected: tuple[str, str] | None) -> None:
 def test_unescape_extra_key(encoded: str, key: str) -> None:
     assert impersonation.unescape_extra_key(encoded) == key
 
+
+
+WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+
+
+@pytest.mark.parametrize(("token", "as_user", "status"), [
+    ("alice-token", "system:serviceaccount:default:robot", 201),  # edit's impersonate on serviceaccounts
+    ("alice-token", "system:serviceaccount:kube-system:robot", 403),  # bound in default only
+    ("alice-token", "bob", 403),
+    ("bob-token", "system:serviceaccount:default:robot", 403),  # no binding at all
+    (ADMIN_TOKEN, "bob", 201),  # system:masters: cluster-admin's `*`
+], ids=["edit-in-its-namespace", "edit-elsewhere", "edit-a-user", "unbound", "cluster-admin"])
+async def test_default_policy_grants_impersonation_as_upstream(
+        tmp_path: Path, token: str, as_user: str, status: int) -> None:
+    """Under RBAC's bootstrap policy (aggregated by the real controller): `edit` (system:aggregate-to-edit) may
+    impersonate the service accounts of its namespace, cluster-admin anyone, and a user bound to nothing no one."""
+    async with rbac_server(tmp_path / "state.db") as (client, _):
+        await aggregated(client, "edit")
+        await bind_in_default(client, "alice", "edit")
+        resp = await client.post(WHOAMI, data=b"{}", headers={
+            "Authorization": f"Bearer {token}", "Content-Type": "application/json", "Impersonate-User": as_user})
+        assert resp.status == status, await resp.text()
+        if status == 201:
+            assert orjson.loads(await resp.read())["status"]["userInfo"]["username"] == as_user

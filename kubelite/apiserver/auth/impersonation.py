@@ -73,9 +73,9 @@ class WithoutUser(Exception):
 
 def requested(headers: Mapping[str, str]) -> bool:
     """Whether any Impersonate-* header is present: the test every request passes, so it looks at a name's first
-    letter before lowering a slice of it (1.3 µs for kubectl's six headers, against 4-6 µs for `any` over lowered
-    slices)."""
-    for name in headers:
+    letter before lowering a slice of it, in a plain loop (kubectl's six headers: 0.37 µs, against 0.6 for the
+    same test in `any` and 0.86 for `any` over every lowered slice)."""
+    for name in headers:  # noqa: SIM110 - faster than any(), above
         if name[:1] in "Ii" and name[:12].lower() == _PREFIX:
             return True
     return False
