@@ -217,9 +217,9 @@ class ApiServer:
     def _impersonate(self, request: web.Request, user: UserInfo) -> tuple[web.Request, UserInfo]:
         """WithImpersonation, between authentication and authorization as upstream's chain: the request as the
         impersonated user (`request[USER]`) without its Impersonate-* headers, once the authenticated user may
-        impersonate all it asks for (else a 403 ApiError). A request asking for nothing passes unchanged. Only
-        requests over HTTP can carry these headers (the in-process client's are fixed), so `clone` always has a
-        whole aiohttp request to copy."""
+        impersonate all it asks for (else a 403 ApiError). A request asking for nothing passes unchanged. `clone`
+        needs a whole aiohttp request: HTTP's, and the in-process `exchange`'s; the in-process LoopbackRequest
+        never gets here, its headers being the client's fixed set."""
         acting = impersonation.impersonate(user, request.headers, self.authorization.authorizer)
         if acting is None:
             return request, user
