@@ -3,8 +3,9 @@
 Paths are parsed once by `request.parse_target` rather than registered route by route,
 so the resource catalogue alone decides what is served. Any exception that is not an
 ApiError is logged and answered as a Status, never as a traceback. Every request is
-authenticated by the chain in `kubelite.apiserver.auth` (its user is `request[USER]`) and
-then authorized on its RequestAttributes, as kube-apiserver's handler chain does.
+authenticated by the chain in `kubelite.apiserver.auth` (its user is `request[USER]`), may act as
+another user (Impersonate-* headers, `auth.impersonation`), and is then authorized on its
+RequestAttributes, as kube-apiserver's handler chain does.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kubelite.apiserver.auth import (
     authorizer,
     csrapproval,
     endpoints,
+    impersonation,
     setup,
 )
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
@@ -172,6 +174,8 @@ class ApiServer:
     async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             request[USER] = user = self._authenticate(request)
+            if impersonation.requested(request.headers):
+                request, user = self._impersonate(request, user)
             if request.path not in PUBLIC_PATHS:
                 self._authorize(request, user)
             with serving_as(user):
@@ -180,6 +184,8 @@ class ApiServer:
             resp = respond(exc.status(), exc.code)
             resp.headers.update(exc.headers)
             return resp
+        except impersonation.WithoutUser as exc:
+            return impersonation.internal_error(request.raw_path, exc)
         except (asyncio.CancelledError, ConnectionResetError):
             raise
         except web.HTTPException:
@@ -207,6 +213,20 @@ class ApiServer:
         if request.path in PUBLIC_PATHS:
             return ANONYMOUS_USER
         raise errors.unauthorized()
+
+    def _impersonate(self, request: web.Request, user: UserInfo) -> tuple[web.Request, UserInfo]:
+        """WithImpersonation, between authentication and authorization as upstream's chain: the request as the
+        impersonated user (`request[USER]`) without its Impersonate-* headers, once the authenticated user may
+        impersonate all it asks for (else a 403 ApiError). A request asking for nothing passes unchanged. `clone`
+        needs a whole aiohttp request: HTTP's, and the in-process `exchange`'s; the in-process LoopbackRequest
+        never gets here, its headers being the client's fixed set."""
+        acting = impersonation.impersonate(user, request.headers, self.authorization.authorizer)
+        if acting is None:
+            return request, user
+        log.debug("%s is impersonating %s", user.name, acting.name)
+        request = request.clone(headers=impersonation.without_headers(request.headers))
+        request[USER] = acting
+        return request, acting
 
     def _authorize(self, request: web.Request, user: UserInfo) -> None:
         if self._allowed_anything(user):

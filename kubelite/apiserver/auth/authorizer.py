@@ -51,7 +51,17 @@ class Union:
         return Decision.NO_OPINION, "\n".join(reasons)
 
 
+def sanitize(text: str) -> str:
+    """responsewriters' sanitizer: no error text that looks like HTML (quotes are fine)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def forbidden_message(attributes: RequestAttributes) -> str:
+    """forbiddenMessage (sanitized by responsewriters.Forbidden before the reason is appended)."""
+    return sanitize(_forbidden_message(attributes))
+
+
+def _forbidden_message(attributes: RequestAttributes) -> str:
     user = attributes.user.name
     if not attributes.info.is_resource_request:
         return f'User "{user}" cannot {attributes.verb} path "{attributes.path}"'

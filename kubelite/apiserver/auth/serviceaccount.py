@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubelite.api.validation import is_dns1123_label, is_dns1123_subdomain
 from kubelite.apiserver.auth import jwt
 from kubelite.apiserver.auth.authenticator import InvalidCredential
 from kubelite.apiserver.auth.user import UserInfo
@@ -35,6 +36,17 @@ CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 
 def username(namespace: str, name: str) -> str:
     return f"{PREFIX}{namespace}:{name}"
+
+
+def split_username(name: str) -> tuple[str, str] | None:
+    """serviceaccount.SplitUsername: `system:serviceaccount:NS:NAME`'s namespace (a DNS-1123 label) and name (a
+    DNS-1123 subdomain); None for any other user name."""
+    if not name.startswith(PREFIX):
+        return None
+    parts = name[len(PREFIX):].split(":")
+    if len(parts) != 2 or is_dns1123_label(parts[0]) or is_dns1123_subdomain(parts[1]):
+        return None
+    return parts[0], parts[1]
 
 
 def groups(namespace: str) -> tuple[str, str]:
