@@ -21,7 +21,7 @@ from kubelite.agent.hooks import run_handler
 from kubelite.agent.lifecycle import should_restart
 from kubelite.agent.pod_status import terminated_state
 from kubelite.agent.prober import Prober, ProbeState
-from kubelite.agent.records import Record, pod_dir
+from kubelite.agent.records import Record, format_pod, pod_dir
 from kubelite.agent.runtime.interface import Exit, Handle
 from kubelite.agent.sandbox import sandboxed
 from kubelite.agent.services import NodeServices
@@ -67,12 +67,11 @@ class PodContainers:
         if restart and now < r.not_before:
             if r.backoff_reported != r.restarts:  # one BackOff event per back-off period, as kubelet
                 r.backoff_reported = r.restarts
-                self.event("BackOff", f"Back-off restarting failed container {r.name} in pod "
-                                      f"{self.pod['metadata']['name']}", "Warning")
+                self.event("BackOff", f"Back-off restarting failed container {r.name} in pod {format_pod(self.pod)}",
+                           "Warning")
             r.waiting = "CrashLoopBackOff"
             r.waiting_message = (f"back-off {int(r.not_before - r.finished_at)}s restarting failed "
-                                 f"container={r.name} pod={self.pod['metadata']['name']}_"
-                                 f"{self.pod['metadata']['namespace']}({self.uid})")
+                                 f"container={r.name} pod={format_pod(self.pod)}")
             return
         try:
             argv, env = self.command(r)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.agent.container import ConfigError
+from kubelite.agent.records import format_pod
 from kubelite.agent.volumes.manager import is_api_data
 
 Obj = dict[str, Any]
@@ -148,8 +149,7 @@ def _security(pod: Obj, container: Obj) -> tuple[list[str], list[str]]:
     uid, gid = pick("runAsUser"), pick("runAsGroup")
     effective = os.geteuid() if uid is None else int(uid)
     if pick("runAsNonRoot"):
-        meta = pod.get("metadata") or {}
-        name = f"{meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})"
+        name = format_pod(pod)
         if uid is not None and effective == 0:
             raise ConfigError(f"container's runAsUser breaks non-root policy (pod: \"{name}\", "
                               f"container: {container.get('name')})")
