@@ -23,7 +23,7 @@ CONTAINER: Obj = {"name": "c", "ports": [{"name": "web", "containerPort": 8080}]
 
 
 class _Status500(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (the http.server hook's name)
+    def do_GET(self) -> None:
         self.send_response(500)
         self.end_headers()
 
