@@ -34,6 +34,9 @@ class Handle:
 
     pid: int
     started: float
+    # The environment the instance was started with (set by the runtime; read back when adopted): what exec'd
+    # commands, exec probes and hooks run with, as CRI's Exec joins the container's process.
+    env: dict[str, str] = field(default_factory=dict, init=False)
     result: Exit | None = field(default=None, init=False)
     done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 

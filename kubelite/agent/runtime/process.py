@@ -101,6 +101,17 @@ def start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
+def process_environment(pid: int) -> dict[str, str]:
+    """The environment `pid` was started with (/proc/PID/environ): a re-adopted shim's is its container's, as
+    containerd keeps each container's spec. Empty when it cannot be read (the process has just ended)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (os.fsdecode(item).partition("=") for item in raw.split(b"\0") if item)
+    return {name: value for name, _, value in pairs}
+
+
 @dataclass
 class Process(Handle):
     ticks: int = 0  # the shim's kernel start time: (pid, ticks) names this process even after pid reuse
@@ -181,6 +192,7 @@ class ProcessRuntime:
             io.close_child()
         p = Process(child.pid, self.clock.now(), ticks=start_time(child.pid) or 0, state=state, cgroup=cgroup,
                     child=child, stdin_fd=io.stdin, terminal=io.terminal)
+        p.env = env
         self._attach(p, io.readers)
         return p
 
@@ -191,6 +203,7 @@ class ProcessRuntime:
         if not self._same(p):
             p.finish(self._recorded_exit(p))
             return p
+        p.env = process_environment(p.pid)
         readers = []
         for suffix, name in STREAMS:
             fifo = p.state.with_suffix(suffix)
