@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from kubelite.agent.cgroups import Cgroups, Limits
 from kubelite.agent.runtime import cri_log, terminal
-from kubelite.agent.runtime.interface import KILLED, Exit, Handle
+from kubelite.agent.runtime.interface import CONTAINER_UMASK, KILLED, Exit, Handle
 from kubelite.clock import Clock
 
 STREAMS = ((".out", b"stdout"), (".err", b"stderr"))  # the named pipes beside the log, and their streams
@@ -47,7 +47,7 @@ _DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 
 # stop with SIGINT (its STOPSIGNAL) would not. coreutils' env resets them before the shim's shell starts.
 DEFAULT_SIGNALS = ("/usr/bin/env", "--default-signal")
 SHIM = (f'exec 3>&2 2>/dev/null; x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; '
-        '(umask 022; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
+        f'(umask {CONTAINER_UMASK:03o}; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
 
 
 @dataclass
