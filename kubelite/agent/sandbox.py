@@ -6,8 +6,10 @@ control plane's: admin token, CA key, state.db, checkpoints) are covered by an e
 `/proc/<agent pid>/root/…` does not reach them either: that needs CAP_SYS_PTRACE, outside the
 default capabilities (a privileged container, as upstream, can). The host's pid namespace is
 kept: the process runtime's containers see, and are seen with, host pids. Each volume is bound
-at its mountPath: emptyDir volumes are per-pod directories under `volume_root` (shared by the
-pod's containers; bound from outside, so their place under the agent's data dir stays hidden),
+at its mountPath (the missing directories above it made 0755 here, as runc makes them; bwrap itself
+would make them 0700, out of a non-root container's reach): emptyDir volumes are per-pod directories
+under `volume_root` (shared by the pod's containers; bound from outside, so their place under the
+agent's data dir stays hidden; 0777, see volumes/ownership.py),
 hostPath volumes are host paths — refused inside a protected directory, and a protected
 directory inside one is masked again at its place under the mount. configMap, secret,
 downwardAPI and projected volumes are the directories the volume manager wrote under
@@ -43,6 +45,7 @@ from kubelite.agent.records import format_pod
 from kubelite.agent.volumes.manager import is_api_data
 from kubelite.agent.volumes.ownership import HOST_DIR_MODE, HOST_FILE_MODE, fs_group, make_dirs, set_up_empty_dir
 
+MOUNT_POINT_MODE = 0o755  # runc's MkdirAll for a mount point: a non-root container can reach its volumes
 Obj = dict[str, Any]
 
 # containerd's default capability set (oci.DefaultCapabilities / pkg/cap), as Docker's.
@@ -133,6 +136,7 @@ def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) 
             else:  # SafeMakeDir: the subPath's directories get the volume's own mode
                 make_dirs(source, stat.S_IMODE(root.stat().st_mode))
         target = _mount_target(str(m.get("mountPath", "")))
+        make_dirs(Path(target).parent, MOUNT_POINT_MODE)  # bwrap would make the missing parents 0700
         binds += ["--ro-bind" if m.get("readOnly") or api_data else "--bind", str(source), target]
         if "hostPath" in vol or "persistentVolumeClaim" in vol:  # e.g. "/": protected dirs stay hidden under it
             real = source.resolve()

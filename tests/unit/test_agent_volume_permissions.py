@@ -29,7 +29,8 @@ pytestmark = [
 
 Obj = dict[str, Any]
 USER, GROUP = 1000, 2000
-MOUNT = "/mnt/kubelite-volume-permissions"  # traversable by any user: the parents of a mount are the host's
+MOUNT_BASE = Path("/mnt/kubelite-volume-permissions")  # made anew by each test: the sandbox makes it 0755
+MOUNT = f"{MOUNT_BASE}/v"
 OBJECTS = StaticObjects(
     ("configmap", {"metadata": {"name": "cm", "namespace": "default"}, "data": {"k": "from-configmap"}}),
     ("secret", {"metadata": {"name": "sec", "namespace": "default"}, "data": {"k": "ZnJvbS1zZWNyZXQ="}}),
@@ -38,10 +39,12 @@ OBJECTS = StaticObjects(
 
 @pytest.fixture(autouse=True)
 def agent_umask() -> Iterator[None]:
-    """The agent's umask (cli/components.py private_files) while volumes are set up."""
+    """The agent's umask (cli/components.py private_files) while volumes are set up; no mount point left over."""
+    shutil.rmtree(MOUNT_BASE, ignore_errors=True)
     old = os.umask(0o077)
     yield
     os.umask(old)
+    shutil.rmtree(MOUNT_BASE, ignore_errors=True)
 
 
 def _pod(volume: Obj, **pod_sc: Any) -> Obj:
@@ -61,8 +64,9 @@ async def _run_as_user(tmp_path: Path, pod: Obj, script: str, sub_path: str = ""
 
 
 USES = [
-    pytest.param({"name": "v", "configMap": {"name": "cm"}}, {}, f"cat {MOUNT}/k", "from-configmap",
-                 id="a non-root container reads its configMap volume"),
+    pytest.param({"name": "v", "configMap": {"name": "cm"}}, {}, f"stat -c %a {MOUNT_BASE}; cat {MOUNT}/k",
+                 "755\nfrom-configmap", id="a non-root container reaches a mount point made for it and reads its "
+                 "configMap volume"),
     pytest.param({"name": "v", "secret": {"secretName": "sec"}}, {}, f"cat {MOUNT}/k", "from-secret",
                  id="a non-root container reads its secret volume"),
     pytest.param({"name": "v", "secret": {"secretName": "sec", "defaultMode": 0o400}}, {"fsGroup": GROUP},
