@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from typing import Any
 
 import pytest
 
-from kubelite.clock import rfc3339
 from tests.conftest import ServerProcess
 from tests.e2e.pods import apply_pod, container_status, pod_phase, sh, wait_for
 
@@ -70,11 +68,9 @@ def test_logs_since_time_skips_older_lines(up: ServerProcess) -> None:
     apply_pod(up, "since", [sh("main", f"echo early; sleep 2; echo late; {LOOP}")])
     assert wait_for(lambda: "late" in up.kubectl("logs", "since", check=False).stdout)
     stamps = [line.split(" ", 1)[0] for line in up.kubectl("logs", "since", "--timestamps").stdout.splitlines()]
-    late = rfc3339(time.mktime(time.strptime(stamps[1][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone)
+    late = stamps[1][:19] + "Z"  # the late line's second: the early one is 2 s older
     assert up.kubectl("logs", "since", f"--since-time={late}").stdout == "late\n"
     assert up.kubectl("logs", "since", "--since-time=2000-01-01T00:00:00Z").stdout == "early\nlate\n"
-    refused = up.kubectl("logs", "since", "--since=1h", f"--since-time={late}", check=False)
-    assert refused.returncode != 0
     up.kubectl("delete", "pod", "since", "--grace-period=1")
 
 
