@@ -48,6 +48,8 @@ def _dial_error(exc: BaseException, host: str, address: str) -> str | None:
     `dial tcp: lookup nosuch: no such host`), None for an error that is not a dial's."""
     if isinstance(exc, aiohttp.ClientConnectorError):
         exc = exc.os_error
+    elif isinstance(exc, aiohttp.ClientError):  # after the connection was made (a read, the response)
+        return None
     if isinstance(exc, socket.gaierror):
         return f"dial tcp: lookup {host}: no such host"
     if isinstance(exc, OSError) and exc.errno is not None:  # Go's syscall.Errno texts are glibc's, lower-cased
@@ -64,7 +66,8 @@ def failure_message(exc: BaseException, handler: Obj, container: Obj, host: str)
             get = handler["httpGet"] or {}
             dialed = _dial_error(exc, get.get("host") or host,
                                  _join_host_port(get.get("host") or host, _port(get, container)))
-            return f'Get "{_url(get, container, host)}": {dialed or exc}'
+            closed = "EOF" if isinstance(exc, aiohttp.ServerDisconnectedError) else None  # no response at all
+            return f'Get "{_url(get, container, host)}": {dialed or closed or exc}'
         if "tcpSocket" in handler:
             sock = handler["tcpSocket"] or {}
             return _dial_error(exc, sock.get("host") or host,

@@ -49,6 +49,8 @@ FAILURES = [
                  id="http probe to an unknown host: the lookup error, path defaulting to /"),
     pytest.param({"httpGet": {"path": "/healthz", "port": "SERVER"}}, "HTTP probe failed with statuscode: 500",
                  id="http probe answered 500: the status code, never the body"),
+    pytest.param({"httpGet": {"path": "/", "port": "HANGUP"}}, 'Get "http://127.0.0.1:HANGUP/": EOF',
+                 id="http probe to a server that hangs up without answering: EOF"),
     pytest.param({"tcpSocket": {"port": CLOSED}}, f"dial tcp 127.0.0.1:{CLOSED}: connect: connection refused",
                  id="tcp probe to a closed port: Go's dial error"),
     pytest.param({"tcpSocket": {"port": CLOSED, "host": "nosuch.invalid"}},
@@ -56,11 +58,34 @@ FAILURES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def hang_up_port() -> Iterator[int]:
+    """A server that reads each request and closes the connection without a word."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield listener.getsockname()[1]
+    listener.close()
+
+
 @pytest.mark.parametrize("handler,message", FAILURES)
-async def test_failure_message(server_port: int, handler: Obj, message: str) -> None:
+async def test_failure_message(server_port: int, hang_up_port: int, handler: Obj, message: str) -> None:
+    ports = {"SERVER": server_port, "HANGUP": hang_up_port}
     for kind in ("httpGet", "tcpSocket"):
-        if handler.get(kind, {}).get("port") == "SERVER":
-            handler = {kind: {**handler[kind], "port": server_port}}
+        if handler.get(kind, {}).get("port") in ports:
+            handler = {kind: {**handler[kind], "port": ports[handler[kind]["port"]]}}
+    message = message.replace("HANGUP", str(hang_up_port))
     assert await run_handler(handler, CONTAINER, {}, "127.0.0.1", RealClock()) == (False, message)
 
 
