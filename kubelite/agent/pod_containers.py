@@ -155,7 +155,7 @@ class PodContainers:
         answer = getattr(self.node.runtime, "answer_probe", None)  # the hollow runtime's (prober.ProbeAnswer)
         r.prober = Prober(self.node.clock, r.spec, r.process.env, self.node.host_ip, r.started_at, self.wake,
                           functools.partial(self._unhealthy, r), resumed,
-                          functools.partial(answer, r.process) if answer and r.process else None)
+                          functools.partial(answer, r.process) if answer else None)
 
     def _unhealthy(self, r: Record, kind: str, message: str, grace: float | None) -> None:
         """A failed probe: an event; on a liveness/startup verdict, kill the container (restart policy applies)."""

@@ -144,3 +144,13 @@ def test_a_symlink_never_widens_the_file_it_points_to(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to("data")
     set_volume_ownership(tmp_path, 3000, read_only=True)
     assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o440  # its own walk: the group's read bit only
+
+
+@pytest.mark.parametrize("volume", [
+    pytest.param({"name": "v", "configMap": {"name": "cm"}}, id="above a configMap volume"),
+    pytest.param({"name": "v", "emptyDir": {}}, id="above an emptyDir"),
+])
+async def test_the_agents_directories_above_a_volume_stay_private(tmp_path: Path, volume: Obj) -> None:
+    done = await _run_as_user(tmp_path, _pod(volume), "true")
+    assert done.returncode == 0
+    assert [stat.S_IMODE((tmp_path / d).stat().st_mode) for d in ("pod", "pod/volumes")] == [0o700, 0o700]

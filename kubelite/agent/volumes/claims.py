@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kubelite.agent.volumes.ownership import make_dirs
+from kubelite.agent.volumes.ownership import make_volume_dir
 from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
@@ -129,8 +129,7 @@ class ClaimVolumes:
             link = volume_root / str(vol["name"])
             try:
                 directory = await self.directory(ns, claim)
-                directory.parent.mkdir(parents=True, exist_ok=True)  # kept private, as the agent's own files
-                make_dirs(directory, PROVISIONED_MODE)
+                make_volume_dir(directory, PROVISIONED_MODE)
             except (NotReady, OSError) as exc:
                 link.unlink(missing_ok=True)
                 problems.append(f'volume "{vol["name"]}": {exc}')

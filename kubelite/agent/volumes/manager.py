@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from kubelite.agent.volumes.atomic_writer import AtomicWriter, PayloadError
 from kubelite.agent.volumes.objects import Ref, referenced_objects
-from kubelite.agent.volumes.ownership import EMPTY_DIR_MODE, fs_group, make_dirs
+from kubelite.agent.volumes.ownership import EMPTY_DIR_MODE, fs_group, make_volume_dir
 from kubelite.agent.volumes.projection import MountError, payload
 
 Obj = dict[str, Any]
@@ -70,7 +70,7 @@ class VolumeManager:
             try:
                 files, at = await payload(pod, volume, self.objects.get, self.host_ip, self.tokens.token)
                 target = volume_dir / name
-                make_dirs(target, EMPTY_DIR_MODE)  # upstream wraps an emptyDir: 0777, as ownership.py says
+                make_volume_dir(target, EMPTY_DIR_MODE)  # upstream wraps an emptyDir: 0777, as ownership.py says
                 AtomicWriter(target, fs_group(pod)).write(files)
             except (MountError, PayloadError, OSError) as exc:
                 raise MountError(f'MountVolume.SetUp failed for volume "{name}" : {exc}') from None

@@ -70,10 +70,17 @@ def make_dirs(path: Path, mode: int) -> bool:
     return True
 
 
+def make_volume_dir(path: Path, mode: int) -> bool:
+    """A volume's own directory, made with `mode` (False: it existed); the agent's directories above it (the
+    pod's, under the data dir) are made as the agent's other files are, private."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return make_dirs(path, mode)
+
+
 def set_up_empty_dir(path: Path, group: int | None) -> None:
     """emptyDir SetUpAt: the directory 0777 whatever the umask, then the fsGroup's ownership — once, when it is
     made (upstream marks the volume ready then and does not redo it)."""
-    if make_dirs(path, EMPTY_DIR_MODE):
+    if make_volume_dir(path, EMPTY_DIR_MODE):
         set_volume_ownership(path, group, read_only=False)
 
 
