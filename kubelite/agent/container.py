@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import re
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from kubelite.api.quantity import QuantityError, parse_quantity
 Obj = dict[str, Any]
 PAUSE = ["sleep", "infinity"]  # pause: waits for a signal, ends on the stop signal
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+HOSTNAME_MAX_LEN = 63  # a Linux nodename: 64 bytes with the terminating NUL
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
@@ -139,12 +141,24 @@ def _key_ref(pod: Obj, kind: str, ref: Obj, lookup: ObjectLookup) -> str | None:
     return values[key]
 
 
+def pod_hostname(pod: Obj) -> str:
+    """The pod's hostname as kubelet gives it to the runtime's sandbox (GeneratePodHostNameAndDomain and
+    truncatePodHostnameIfNeeded): spec.hostname, else the pod's name, cut to 63 characters with no trailing '-' or
+    '.'; a hostNetwork pod gets none, so containerd uses the node's own."""
+    spec = pod.get("spec") or {}
+    if spec.get("hostNetwork"):
+        return socket.gethostname()
+    name = str(spec.get("hostname") or pod["metadata"].get("name", ""))
+    return name[:HOSTNAME_MAX_LEN].rstrip("-.") if len(name) > HOSTNAME_MAX_LEN else name
+
+
 def environment(pod: Obj, container: Obj, host_ip: str, base: dict[str, str],
                 lookup: ObjectLookup = _no_objects, warn: Warn | None = None) -> dict[str, str]:
-    """kubelet's makeEnvironmentVariables: the node's base, then envFrom, then env in order ($(VAR) expands
-    to what is defined before it). A missing required object or key is a ConfigError with kubelet's words
-    (CreateContainerConfigError); `warn` receives the events about skipped envFrom keys."""
-    env = with_service_links(pod, base)
+    """containerd's HOSTNAME (the pod's hostname), then kubelet's makeEnvironmentVariables: the node's base, then
+    envFrom, then env in order ($(VAR) expands to what is defined before it), each free to override what came
+    before. A missing required object or key is a ConfigError with kubelet's words (CreateContainerConfigError);
+    `warn` receives the events about skipped envFrom keys."""
+    env = {"HOSTNAME": pod_hostname(pod), **with_service_links(pod, base)}
     env.update(_env_from(pod, container, lookup, warn))
     for item in container.get("env") or []:
         name = item.get("name", "")

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 from typing import Any
 
 import aiohttp
@@ -31,8 +32,70 @@ def _port(handler: Obj, container: Obj) -> int:
     return int(port or 0)
 
 
+def _join_host_port(host: str, port: int) -> str:
+    """Go's net.JoinHostPort: an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _url(get: Obj, container: Obj, host: str) -> str:
+    """The probe's URL as kubelet formats it (formatURL; path defaults to "/" as the API does)."""
+    scheme = (get.get("scheme") or "HTTP").lower()
+    return f"{scheme}://{_join_host_port(get.get('host') or host, _port(get, container))}{get.get('path') or '/'}"
+
+
+def _dial_error(exc: BaseException, host: str, address: str) -> str | None:
+    """Go's net.OpError text for a failed dial (`dial tcp 127.0.0.1:80: connect: connection refused`,
+    `dial tcp: lookup nosuch: no such host`), None for an error that is not a dial's."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        exc = exc.os_error
+    elif isinstance(exc, aiohttp.ClientError):  # after the connection was made (a read, the response)
+        return None
+    if isinstance(exc, socket.gaierror):
+        return f"dial tcp: lookup {host}: no such host"
+    if isinstance(exc, OSError) and exc.errno is not None:  # Go's syscall.Errno texts are glibc's, lower-cased
+        return f"dial tcp {address}: connect: {os.strerror(exc.errno).lower()}"
+    return None
+
+
+def failure_message(exc: BaseException, handler: Obj, container: Obj, host: str) -> str:
+    """What upstream's prober says of a handler that raised `exc` (pkg/probe/http and tcp return Go's error
+    text: `Get "http://10.0.0.1:80/": dial tcp 10.0.0.1:80: connect: connection refused`); an error with no
+    Go counterpart keeps its own text."""
+    try:
+        if "httpGet" in handler:
+            get = handler["httpGet"] or {}
+            dialed = _dial_error(exc, get.get("host") or host,
+                                 _join_host_port(get.get("host") or host, _port(get, container)))
+            closed = "EOF" if isinstance(exc, aiohttp.ServerDisconnectedError) else None  # no response at all
+            return f'Get "{_url(get, container, host)}": {dialed or closed or exc}'
+        if "tcpSocket" in handler:
+            sock = handler["tcpSocket"] or {}
+            return _dial_error(exc, sock.get("host") or host,
+                               _join_host_port(sock.get("host") or host, _port(sock, container))) or str(exc)
+    except ValueError:  # a port name the container does not have: that error's own text
+        pass
+    return str(exc)
+
+
+def timeout_message(handler: Obj, container: Obj, host: str) -> str:
+    """What upstream says of a handler that did not finish within the probe's timeoutSeconds: the exec
+    runtime's DeadlineExceeded, Go's http.Client timeout, a dial's i/o timeout."""
+    try:
+        if "exec" in handler:
+            return f'command "{" ".join((handler["exec"] or {}).get("command") or [])}" timed out'
+        if "httpGet" in handler:
+            return (f'Get "{_url(handler["httpGet"] or {}, container, host)}": context deadline exceeded '
+                    "(Client.Timeout exceeded while awaiting headers)")
+        if "tcpSocket" in handler:
+            sock = handler["tcpSocket"] or {}
+            return f"dial tcp {_join_host_port(sock.get('host') or host, _port(sock, container))}: i/o timeout"
+    except ValueError as exc:
+        return str(exc)
+    return "timeout"
+
+
 async def run_handler(handler: Obj, container: Obj, env: dict[str, str], host: str, clock: Clock) -> tuple[bool, str]:
-    """(succeeded, message) for one handler; exceptions become failures with their text."""
+    """(succeeded, message) for one handler; exceptions become failures with upstream's words for them."""
     try:
         if "exec" in handler:
             cmd = list((handler["exec"] or {}).get("command") or [])
@@ -48,10 +111,9 @@ async def run_handler(handler: Obj, container: Obj, env: dict[str, str], host: s
             return proc.returncode == 0, out.decode(errors="replace")[-1024:]
         if "httpGet" in handler:
             get = handler["httpGet"] or {}
-            scheme = (get.get("scheme") or "HTTP").lower()
-            url = f"{scheme}://{get.get('host') or host}:{_port(get, container)}{get.get('path') or '/'}"
             headers = {h["name"]: h["value"] for h in get.get("httpHeaders") or []}
-            async with aiohttp.ClientSession() as session, session.get(url, headers=headers, ssl=False) as resp:
+            async with aiohttp.ClientSession() as session, \
+                    session.get(_url(get, container, host), headers=headers, ssl=False) as resp:
                 return 200 <= resp.status < 400, f"HTTP probe failed with statuscode: {resp.status}"
         if "tcpSocket" in handler:
             sock = handler["tcpSocket"] or {}
@@ -64,5 +126,5 @@ async def run_handler(handler: Obj, container: Obj, env: dict[str, str], host: s
         if "grpc" in handler:
             return False, "grpc handlers are not supported"
     except (OSError, ValueError, aiohttp.ClientError) as exc:
-        return False, str(exc)
+        return False, failure_message(exc, handler, container, host)
     return False, "no handler given"

@@ -21,7 +21,7 @@ from kubelite.agent.hooks import run_handler
 from kubelite.agent.lifecycle import should_restart
 from kubelite.agent.pod_status import terminated_state
 from kubelite.agent.prober import Prober, ProbeState
-from kubelite.agent.records import Record, pod_dir
+from kubelite.agent.records import Record, format_pod, pod_dir
 from kubelite.agent.runtime.interface import Exit, Handle
 from kubelite.agent.sandbox import sandboxed
 from kubelite.agent.services import NodeServices
@@ -47,17 +47,25 @@ class PodContainers:
     def event(self, reason: str, message: str, kind: str = "Normal") -> None:
         self.node.event(self.pod, reason, message, kind)
 
-    def command(self, r: Record, argv: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
-        """(argv, env) of the container's own command, or of `argv` run in it (exec): the container's
-        environment and the same sandbox (ConfigError when the container cannot be run as specified)."""
+    def command(self, r: Record) -> tuple[list[str], dict[str, str]]:
+        """(argv, env) of the container's next instance: a fresh environment from the API objects as they are now,
+        in the sandbox (ConfigError when the container cannot be run as specified)."""
         env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env,
                                 self.node.volumes.objects.get, self._warn)
-        if argv is None:
-            argv = cspec.argv(r.spec, env, self.node.config.image_catalog)
-        if self.node.runtime.sandboxed:
-            argv = sandboxed(argv, self.pod, r.spec, self.logs_dir / "volumes",
-                             (self.node.data_dir, *self.node.config.protected_paths))
-        return argv, env
+        return self._sandboxed(r, cspec.argv(r.spec, env, self.node.config.image_catalog)), env
+
+    def exec_command(self, r: Record, argv: list[str]) -> tuple[list[str], dict[str, str]]:
+        """(argv, env) of `argv` run in the running container (exec): its sandbox, and the environment its instance
+        was started with — CRI's Exec joins the container's process, so a ConfigMap changed or deleted since, or a
+        Service created since, changes nothing until the container restarts (ConfigError: no sandbox can be built)."""
+        assert r.process is not None, "exec needs a running container"
+        return self._sandboxed(r, argv), dict(r.process.env)
+
+    def _sandboxed(self, r: Record, argv: list[str]) -> list[str]:
+        if not self.node.runtime.sandboxed:
+            return argv
+        return sandboxed(argv, self.pod, r.spec, self.logs_dir / "volumes",
+                         (self.node.data_dir, *self.node.config.protected_paths))
 
     # --- start ------------------------------------------------------------------------------------
 
@@ -67,12 +75,11 @@ class PodContainers:
         if restart and now < r.not_before:
             if r.backoff_reported != r.restarts:  # one BackOff event per back-off period, as kubelet
                 r.backoff_reported = r.restarts
-                self.event("BackOff", f"Back-off restarting failed container {r.name} in pod "
-                                      f"{self.pod['metadata']['name']}", "Warning")
+                self.event("BackOff", f"Back-off restarting failed container {r.name} in pod {format_pod(self.pod)}",
+                           "Warning")
             r.waiting = "CrashLoopBackOff"
             r.waiting_message = (f"back-off {int(r.not_before - r.finished_at)}s restarting failed "
-                                 f"container={r.name} pod={self.pod['metadata']['name']}_"
-                                 f"{self.pod['metadata']['namespace']}({self.uid})")
+                                 f"container={r.name} pod={format_pod(self.pod)}")
             return
         try:
             argv, env = self.command(r)
@@ -110,19 +117,10 @@ class PodContainers:
                            "Warning")
                 self.node.runtime.kill(r.process)
                 return
-        self.probe(r, env)
+        self.probe(r)
 
     def _warn(self, reason: str, message: str) -> None:
         self.event(reason, message, "Warning")
-
-    def _running_env(self, r: Record) -> dict[str, str]:
-        """The environment for a probe or hook of a running container, from the objects as they are now; if a
-        ConfigMap or Secret it used has gone since, the node's base (the container keeps what it started with)."""
-        try:
-            return cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env,
-                                     self.node.volumes.objects.get)
-        except cspec.ConfigError:
-            return dict(self.node.base_env)
 
     def adopt(self, r: Record, process: Handle, starting: bool) -> None:
         """A previous agent's instance: watch it (and resume its probes) or record how it ended."""
@@ -151,13 +149,13 @@ class PodContainers:
 
     # --- probes and exits -------------------------------------------------------------------------
 
-    def probe(self, r: Record, env: dict[str, str] | None = None, resumed: ProbeState | None = None) -> None:
-        if env is None:
-            env = self._running_env(r)
+    def probe(self, r: Record, resumed: ProbeState | None = None) -> None:
+        """Start the probes of the container's running instance (exec probes run in its environment)."""
+        assert r.process is not None, "probes need a running container"
         answer = getattr(self.node.runtime, "answer_probe", None)  # the hollow runtime's (prober.ProbeAnswer)
-        r.prober = Prober(self.node.clock, r.spec, env, self.node.host_ip, r.started_at, self.wake,
+        r.prober = Prober(self.node.clock, r.spec, r.process.env, self.node.host_ip, r.started_at, self.wake,
                           functools.partial(self._unhealthy, r), resumed,
-                          functools.partial(answer, r.process) if answer and r.process else None)
+                          functools.partial(answer, r.process) if answer else None)
 
     def _unhealthy(self, r: Record, kind: str, message: str, grace: float | None) -> None:
         """A failed probe: an event; on a liveness/startup verdict, kill the container (restart policy applies)."""
@@ -206,8 +204,7 @@ class PodContainers:
         p, clock = r.process, self.node.clock
         pre = (r.spec.get("lifecycle") or {}).get("preStop")
         if pre and not termination.gone:
-            env = self._running_env(r)
-            finished, result = await bounded(clock, run_handler(pre, r.spec, env, self.node.host_ip, clock),
+            finished, result = await bounded(clock, run_handler(pre, r.spec, p.env, self.node.host_ip, clock),
                                              termination.deadline - clock.now())
             if not finished:
                 self.event("FailedPreStopHook", f"PreStop hook for container {r.name} did not complete within "

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubelite.agent.hooks import run_handler
+from kubelite.agent.hooks import run_handler, timeout_message
 from kubelite.clock import Clock, bounded
 
 Obj = dict[str, Any]
@@ -73,7 +73,8 @@ class Prober:
                 run_handler(spec, self.container, self.env, self.host, self.clock)
             finished, result = await bounded(self.clock, probe, float(spec.get("timeoutSeconds", 1)))
             ok = bool(finished and result and result[0])
-            message = "timeout" if not finished else (result[1] if result else "")
+            message = timeout_message(spec, self.container, self.host) if not finished else \
+                (result[1] if result else "")
             if ok:
                 successes, failures = successes + 1, 0
             else:

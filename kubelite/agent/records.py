@@ -18,6 +18,12 @@ from kubelite.agent.runtime.interface import Exit, Handle
 Obj = dict[str, Any]
 
 
+def format_pod(pod: Obj) -> str:
+    """kubelet's format.Pod: `name_namespace(uid)`, how its events and messages name a pod."""
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})"
+
+
 def pod_dir(data_dir: Path, pod: Obj) -> Path:
     """The pod's directory under the data dir (logs, volumes, checkpoint): `<namespace>_<name>_<uid>`."""
     meta = pod["metadata"]

@@ -6,8 +6,10 @@ control plane's: admin token, CA key, state.db, checkpoints) are covered by an e
 `/proc/<agent pid>/root/…` does not reach them either: that needs CAP_SYS_PTRACE, outside the
 default capabilities (a privileged container, as upstream, can). The host's pid namespace is
 kept: the process runtime's containers see, and are seen with, host pids. Each volume is bound
-at its mountPath: emptyDir volumes are per-pod directories under `volume_root` (shared by the
-pod's containers; bound from outside, so their place under the agent's data dir stays hidden),
+at its mountPath (the missing directories above it made 0755 here, as runc makes them; bwrap itself
+would make them 0700, out of a non-root container's reach): emptyDir volumes are per-pod directories
+under `volume_root` (shared by the pod's containers; bound from outside, so their place under the
+agent's data dir stays hidden; 0777, see volumes/ownership.py),
 hostPath volumes are host paths — refused inside a protected directory, and a protected
 directory inside one is masked again at its place under the mount. configMap, secret,
 downwardAPI and projected volumes are the directories the volume manager wrote under
@@ -20,7 +22,7 @@ linked once the volume may be used here.
 securityContext, as far as a process runtime running as root can honour it (see README,
 "What is enforced where"): capabilities through bwrap's --cap-drop/--cap-add from containerd's
 default set, `privileged` keeps them all, readOnlyRootFilesystem binds / read-only, runAsUser /
-runAsGroup / supplementalGroups through `setpriv` inside the sandbox, runAsNonRoot is checked
+runAsGroup / supplementalGroups (after fsGroup) through `setpriv` inside the sandbox, runAsNonRoot is checked
 against the effective uid. bwrap always sets no_new_privs, so allowPrivilegeEscalation is
 false for every sandboxed container whatever the field says.
 
@@ -33,13 +35,17 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kubelite.agent.container import ConfigError
+from kubelite.agent.records import format_pod
 from kubelite.agent.volumes.manager import is_api_data
+from kubelite.agent.volumes.ownership import HOST_DIR_MODE, HOST_FILE_MODE, fs_group, make_dirs, set_up_empty_dir
 
+MOUNT_POINT_MODE = 0o755  # runc's MkdirAll for a mount point: a non-root container can reach its volumes
 Obj = dict[str, Any]
 
 # containerd's default capability set (oci.DefaultCapabilities / pkg/cap), as Docker's.
@@ -74,7 +80,7 @@ def _mount_target(mount_path: str) -> str:
     return str(existing.resolve() / path.relative_to(existing))
 
 
-def _volume_source(vol: Obj, volume_root: Path, protected: list[Path]) -> Path:
+def _volume_source(vol: Obj, pod: Obj, volume_root: Path, protected: list[Path]) -> Path:
     if is_api_data(vol):
         source = volume_root / str(vol["name"])
         if not source.is_dir():
@@ -82,7 +88,7 @@ def _volume_source(vol: Obj, volume_root: Path, protected: list[Path]) -> Path:
         return source
     if "emptyDir" in vol:
         source = volume_root / str(vol["name"])
-        source.mkdir(parents=True, exist_ok=True)
+        set_up_empty_dir(source, fs_group(pod))
         return source
     if "hostPath" in vol:
         host = vol["hostPath"] or {}
@@ -93,10 +99,11 @@ def _volume_source(vol: Obj, volume_root: Path, protected: list[Path]) -> Path:
                                   "which holds the node's credentials and state and is never mounted into a container")
         kind = host.get("type") or ""
         if kind == "DirectoryOrCreate":
-            source.mkdir(parents=True, exist_ok=True)
+            make_dirs(source, HOST_DIR_MODE)
         elif kind == "FileOrCreate" and not source.exists():
-            source.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(source.parent, HOST_DIR_MODE)
             source.touch()
+            source.chmod(HOST_FILE_MODE)
         if not source.exists():
             raise ConfigError(f"hostPath {source} does not exist")
         return source
@@ -118,17 +125,18 @@ def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) 
         vol = volumes.get(m.get("name"))
         if vol is None:
             raise ConfigError(f'volumeMount "{m.get("name")}" names no volume of the pod')
-        source = _volume_source(vol, volume_root, protected)
+        source = _volume_source(vol, pod, volume_root, protected)
         api_data = is_api_data(vol)
         if m.get("subPath"):
-            source = source / m["subPath"]
+            root, source = source, source / m["subPath"]
             if api_data:  # a key of the volume: bound as it resolves now (through ..data), never updated
                 if not source.exists():
                     raise ConfigError(f'subPath "{m["subPath"]}" of volume "{vol["name"]}" does not exist')
                 source = source.resolve()
-            else:
-                source.mkdir(parents=True, exist_ok=True)
+            else:  # SafeMakeDir: the subPath's directories get the volume's own mode
+                make_dirs(source, stat.S_IMODE(root.stat().st_mode))
         target = _mount_target(str(m.get("mountPath", "")))
+        make_dirs(Path(target).parent, MOUNT_POINT_MODE)  # bwrap would make the missing parents 0700
         binds += ["--ro-bind" if m.get("readOnly") or api_data else "--bind", str(source), target]
         if "hostPath" in vol or "persistentVolumeClaim" in vol:  # e.g. "/": protected dirs stay hidden under it
             real = source.resolve()
@@ -148,8 +156,7 @@ def _security(pod: Obj, container: Obj) -> tuple[list[str], list[str]]:
     uid, gid = pick("runAsUser"), pick("runAsGroup")
     effective = os.geteuid() if uid is None else int(uid)
     if pick("runAsNonRoot"):
-        meta = pod.get("metadata") or {}
-        name = f"{meta.get('name')}_{meta.get('namespace')}({meta.get('uid')})"
+        name = format_pod(pod)
         if uid is not None and effective == 0:
             raise ConfigError(f"container's runAsUser breaks non-root policy (pod: \"{name}\", "
                               f"container: {container.get('name')})")
@@ -168,7 +175,9 @@ def _security(pod: Obj, container: Obj) -> tuple[list[str], list[str]]:
                 keep |= {"SETUID", "SETGID"}  # for setpriv; a uid change from root clears them again
             options += ["--cap-drop", "ALL", *(a for c in sorted(keep) for a in ("--cap-add", f"CAP_{c}"))]
     prefix: list[str] = []
-    groups = [int(g) for g in pod_sc.get("supplementalGroups") or []]
+    # determineEffectiveSecurityContext: the fsGroup, then supplementalGroups (the volumes' group is the process's)
+    groups = [int(g) for g in ([pod_sc["fsGroup"]] if pod_sc.get("fsGroup") is not None else [])
+              + (pod_sc.get("supplementalGroups") or [])]
     if uid is not None or gid is not None or groups:
         setpriv = shutil.which("setpriv")
         if setpriv is None:

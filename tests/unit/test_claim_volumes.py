@@ -97,7 +97,7 @@ async def test_volume_not_usable_here_is_not_mounted(client: InProcessClient, tm
     assert reason in problem
     assert not (root / "v").is_symlink()
     with pytest.raises(ConfigError, match="is not mounted on this node"):
-        _volume_source(POD["spec"]["volumes"][0], root, [])
+        _volume_source(POD["spec"]["volumes"][0], POD, root, [])
 
 
 READY = [
@@ -116,7 +116,7 @@ async def test_usable_volume_is_created_and_linked(client: InProcessClient, tmp_
     root = tmp_path / "pod" / "volumes"
     assert await ClaimVolumes(client, NODE, tmp_path / "agent").prepare(POD, root) == ""
     assert (tmp_path / where).is_dir()
-    assert _volume_source(POD["spec"]["volumes"][0], root, []) == (tmp_path / where).resolve()
+    assert _volume_source(POD["spec"]["volumes"][0], POD, root, []) == (tmp_path / where).resolve()
 
 
 async def test_removing_the_pod_dir_keeps_the_volume_data(client: InProcessClient, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ object, optional key), envFrom (prefix, optional, invalid names skipped with ups
 from __future__ import annotations
 
 import base64
+import socket
 from typing import Any
 
 import pytest
@@ -80,7 +81,35 @@ RESOLVED = [
 
 @pytest.mark.parametrize("container,want", RESOLVED)
 def test_resolved(container: Obj, want: dict[str, str]) -> None:
-    assert environment(POD, container, "10.0.0.1", {}, OBJECTS.get) == want
+    assert environment(POD, container, "10.0.0.1", {}, OBJECTS.get) == {"HOSTNAME": "p", **want}
+
+
+def _named(name: str, **spec: Any) -> Obj:
+    return {"metadata": {"name": name, "namespace": "ns", "uid": "u"}, "spec": {"containers": [], **spec}}
+
+
+# containerd's TestHostname (internal/cri/server/container_create_linux_test.go) and kubelet's
+# TestTruncatePodHostname (pkg/kubelet/kubelet_pods_test.go), plus the user's env taking precedence.
+HOSTNAMES = [
+    pytest.param(_named("p", hostname="test-hostname"), c(), "test-hostname",
+                 id="should add HOSTNAME=sandbox.Hostname for pod network namespace"),
+    pytest.param(_named("db-0"), c(), "db-0", id="the pod's name when spec.hostname is not set"),
+    pytest.param(_named("p", hostNetwork=True, hostname="test-hostname"), c(), socket.gethostname(),
+                 id="should add HOSTNAME=os.Hostname for host network namespace if sandbox.Hostname is not set"),
+    pytest.param(_named("test.pod.hostname"), c(), "test.pod.hostname", id="valid hostname"),
+    pytest.param(_named("1234567.1234567.1234567.1234567.1234567.1234567.1234567.1234567.1234567"), c(),
+                 "1234567.1234567.1234567.1234567.1234567.1234567.1234567.1234567", id="too long hostname"),
+    pytest.param(_named("1234567.1234567.1234567.1234567.1234567.1234567.1234567.123456-1234567"), c(),
+                 "1234567.1234567.1234567.1234567.1234567.1234567.1234567.123456", id="hostname end with -"),
+    pytest.param(_named("1234567.1234567.1234567.1234567.1234567.1234567.1234567.123456.1234567"), c(),
+                 "1234567.1234567.1234567.1234567.1234567.1234567.1234567.123456", id="hostname end with ."),
+    pytest.param(_named("p"), c(var("HOSTNAME", value="mine")), "mine", id="the container's env overrides HOSTNAME"),
+]
+
+
+@pytest.mark.parametrize("pod,container,hostname", HOSTNAMES)
+def test_hostname(pod: Obj, container: Obj, hostname: str) -> None:
+    assert environment(pod, container, "10.0.0.1", {}, OBJECTS.get)["HOSTNAME"] == hostname
 
 
 FAILS = [

@@ -112,8 +112,11 @@ async def test_restarts_follow_the_backoff(tmp_path: Path) -> None:
     assert starts[:4] == [0.0, 1.0, 12.0, 33.0]
     assert h.container("main")["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert h.phase() == "Running"
-    backoffs = [t for t, reason, _ in h.events if reason == "BackOff"]
-    assert backoffs[:2] == [2.0, 13.0]  # once per back-off period
+    backoffs = [(t, message) for t, reason, message in h.events if reason == "BackOff"]
+    assert [t for t, _ in backoffs[:2]] == [2.0, 13.0]  # once per back-off period
+    # kuberuntime_manager.go doBackOff: the pod as format.Pod names it
+    assert backoffs[0][1] == "Back-off restarting failed container main in pod p_default(u1)"
+    assert h.container("main")["state"]["waiting"]["message"].endswith("container=main pod=p_default(u1)")
     task.cancel()
 
 

@@ -51,12 +51,14 @@ async def test_log_lines_are_cri_entries_and_long_lines_are_split(tmp_path: Path
 
 async def test_a_new_runtime_adopts_a_live_process_and_sees_its_exit(tmp_path: Path) -> None:
     first = ProcessRuntime(RealClock())
+    env = {"PATH": "/usr/bin:/bin", "V": "a b=c", "EMPTY": ""}
     p = await first.start(["sh", "-c", "trap 'exit 5' TERM; echo ready; while :; do sleep 0.05; done"],
-                          {"PATH": "/usr/bin:/bin"}, None, tmp_path / "0.log")
+                          env, None, tmp_path / "0.log")
     saved = p.checkpoint()
     await asyncio.sleep(0.2)
     adopted = ProcessRuntime(RealClock()).adopt(saved)
     assert adopted.alive and adopted.pid == p.pid
+    assert p.env == adopted.env == env  # read back from the shim: what exec runs with after an agent restart
     first.signal(adopted, signal.SIGTERM)
     assert await asyncio.wait_for(first.wait(adopted), 10) == Exit(5)  # read from the shim's record
     await first.wait(p)

@@ -26,6 +26,9 @@ MAX_LINE = 16 * 1024  # kubelet splits longer lines into partial (P) entries
 READ_SIZE = 65536
 
 
+TIMESTAMP_LEN = len("2006-01-02T15:04:05.000000000Z")  # every entry's stamp: fixed width, so text order is time order
+
+
 def cri_timestamp(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
 

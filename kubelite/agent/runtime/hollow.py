@@ -183,6 +183,7 @@ class HollowRuntime:
             await self.clock.sleep(args.start_after)
         p = HollowProcess(next(self._pids), self.clock.now(), self._duration(args.run), code, args.ignore_term,
                           args.term_after, {kind: (begin, end) for kind, begin, end in args.probes})
+        p.env = env
         if p.run_for is not None:
             p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code)))
         return p

@@ -26,6 +26,9 @@ class Exit:
 
 
 KILLED = Exit(128 + signal.SIGKILL)
+# A container's umask, runc's: the process runtime's shim sets it, exec'd processes get it too (streaming/exec.py),
+# and so do the mount points bwrap makes — never the agent's own 077.
+CONTAINER_UMASK = 0o022
 
 
 @dataclass
@@ -34,6 +37,9 @@ class Handle:
 
     pid: int
     started: float
+    # The environment the instance was started with (set by the runtime; read back when adopted): what exec'd
+    # commands, exec probes and hooks run with, as CRI's Exec joins the container's process.
+    env: dict[str, str] = field(default_factory=dict, init=False)
     result: Exit | None = field(default=None, init=False)
     done: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 

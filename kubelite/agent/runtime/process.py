@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from kubelite.agent.cgroups import Cgroups, Limits
 from kubelite.agent.runtime import cri_log, terminal
-from kubelite.agent.runtime.interface import KILLED, Exit, Handle
+from kubelite.agent.runtime.interface import CONTAINER_UMASK, KILLED, Exit, Handle
 from kubelite.clock import Clock
 
 STREAMS = ((".out", b"stdout"), (".err", b"stderr"))  # the named pipes beside the log, and their streams
@@ -47,7 +47,7 @@ _DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 
 # stop with SIGINT (its STOPSIGNAL) would not. coreutils' env resets them before the shim's shell starts.
 DEFAULT_SIGNALS = ("/usr/bin/env", "--default-signal")
 SHIM = (f'exec 3>&2 2>/dev/null; x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; '
-        '(umask 022; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
+        f'(umask {CONTAINER_UMASK:03o}; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
 
 
 @dataclass
@@ -99,6 +99,17 @@ def start_time(pid: int) -> int | None:
     if fields[0] == b"Z":  # a zombie has ended; only its parent's wait is pending
         return None
     return int(fields[19])
+
+
+def process_environment(pid: int) -> dict[str, str]:
+    """The environment `pid` was started with (/proc/PID/environ): a re-adopted shim's is its container's, as
+    containerd keeps each container's spec. Empty when it cannot be read (the process has just ended)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (os.fsdecode(item).partition("=") for item in raw.split(b"\0") if item)
+    return {name: value for name, _, value in pairs}
 
 
 @dataclass
@@ -181,6 +192,7 @@ class ProcessRuntime:
             io.close_child()
         p = Process(child.pid, self.clock.now(), ticks=start_time(child.pid) or 0, state=state, cgroup=cgroup,
                     child=child, stdin_fd=io.stdin, terminal=io.terminal)
+        p.env = env
         self._attach(p, io.readers)
         return p
 
@@ -191,6 +203,7 @@ class ProcessRuntime:
         if not self._same(p):
             p.finish(self._recorded_exit(p))
             return p
+        p.env = process_environment(p.pid)
         readers = []
         for suffix, name in STREAMS:
             fifo = p.state.with_suffix(suffix)

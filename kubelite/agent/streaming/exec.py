@@ -28,6 +28,7 @@ from typing import Protocol
 from aiohttp import web
 
 from kubelite.agent.runtime import terminal
+from kubelite.agent.runtime.interface import CONTAINER_UMASK
 from kubelite.agent.streaming import channels
 from kubelite.agent.streaming.transport import Channels, Refused, Streams, open_channels
 from kubelite.api.errors import ApiError
@@ -52,7 +53,8 @@ class Command:
             master, slave = terminal.open_pty()
             try:
                 proc = await asyncio.create_subprocess_exec(
-                    *terminal.SETSID_CTTY, *argv, env=env, cwd=cwd or None, stdin=slave, stdout=slave, stderr=slave)
+                    *terminal.SETSID_CTTY, *argv, env=env, cwd=cwd or None, stdin=slave, stdout=slave, stderr=slave,
+                    umask=CONTAINER_UMASK)  # the container's (an exec joins its process), not the agent's 077
             except (OSError, subprocess.SubprocessError):
                 os.close(master)
                 raise
@@ -62,7 +64,8 @@ class Command:
         pipe, null = asyncio.subprocess.PIPE, asyncio.subprocess.DEVNULL
         proc = await asyncio.create_subprocess_exec(
             *argv, env=env, cwd=cwd or None, stdin=pipe if streams.stdin else null,
-            stdout=pipe if streams.stdout else null, stderr=pipe if streams.stderr else null, start_new_session=True)
+            stdout=pipe if streams.stdout else null, stderr=pipe if streams.stderr else null, start_new_session=True,
+            umask=CONTAINER_UMASK)
         return cls(proc, None)
 
     def outputs(self) -> dict[int, AsyncIterator[bytes]]:

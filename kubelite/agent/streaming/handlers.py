@@ -58,7 +58,7 @@ class StreamingHandlers:
                 raise ApiError(400, "BadRequest", "you must specify at least 1 command")
             _upgrade(request)
             try:
-                argv, env = syncer.containers.command(record, list(command))
+                argv, env = syncer.containers.exec_command(record, list(command))
             except ConfigError as exc:
                 raise ApiError(400, "BadRequest", str(exc)) from None
         except ApiError as err:

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubelite.agent.volumes.ownership import DIR_MODE, RO_MASK, make_dirs, set_volume_ownership
+
 DATA_DIR = "..data"
 NEW_DATA_DIR = "..data_tmp"
 MAX_PATH_LENGTH = 4096
@@ -31,6 +33,7 @@ MAX_FILE_NAME_LENGTH = 255
 class FileProjection:
     data: bytes
     mode: int = 0o644
+    fs_user: int | None = None  # the file's owner (a projected token of a pod whose containers share a runAsUser)
 
 
 Payload = Mapping[str, FileProjection]
@@ -68,16 +71,24 @@ def validate_payload(payload: Payload) -> dict[str, FileProjection]:
     return out
 
 
-def _same(path: Path, projection: FileProjection) -> bool:
-    try:
-        return path.read_bytes() == projection.data and (path.stat().st_mode & 0o7777) == projection.mode
-    except FileNotFoundError:
-        return False
-
-
 class AtomicWriter:
-    def __init__(self, target_dir: Path) -> None:
+    """Writes one volume's payloads. With `fs_group` (the pod's fsGroup), the whole volume is given to that group,
+    read-only (ownership.set_volume_ownership), before a new version is published — upstream's setPerms step."""
+
+    def __init__(self, target_dir: Path, fs_group: int | None = None) -> None:
         self.target_dir = target_dir
+        self.fs_group = fs_group
+
+    def _same(self, path: Path, projection: FileProjection) -> bool:
+        """Whether `path` holds the projection: its data, and the mode and owner it was given (the group's read
+        bits added with an fsGroup) — so a changed defaultMode is written anew too."""
+        try:
+            st = path.stat()
+            mode = projection.mode | (RO_MASK if self.fs_group is not None else 0)
+            return (st.st_mode & 0o7777) == mode and projection.fs_user in (None, st.st_uid) and \
+                path.read_bytes() == projection.data
+        except FileNotFoundError:
+            return False
 
     def paths_to_remove(self, payload: Payload, old_ts_dir: Path) -> set[str]:
         """Every file and directory of the old version that the new payload (its files and their parents) lacks."""
@@ -98,12 +109,13 @@ class AtomicWriter:
         should_write = True
         if old_ts:
             to_remove = self.paths_to_remove(clean, old_ts_dir)
-            should_write = bool(to_remove) or not all(_same(old_ts_dir / p, f) for p, f in clean.items())
+            should_write = bool(to_remove) or not all(self._same(old_ts_dir / p, f) for p, f in clean.items())
         if should_write:
             ts_dir = Path(tempfile.mkdtemp(prefix=time.strftime("..%Y_%m_%d_%H_%M_%S.", time.gmtime()),
                                            dir=self.target_dir))
-            ts_dir.chmod(0o755)
+            ts_dir.chmod(DIR_MODE)
             self._write_payload(clean, ts_dir)
+            set_volume_ownership(self.target_dir, self.fs_group, read_only=True)
             tmp_link = self.target_dir / NEW_DATA_DIR
             if tmp_link.is_symlink():
                 tmp_link.unlink()
@@ -121,9 +133,11 @@ class AtomicWriter:
     def _write_payload(payload: Payload, ts_dir: Path) -> None:
         for target, projection in payload.items():
             path = ts_dir / target
-            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            make_dirs(path.parent, DIR_MODE)
             path.write_bytes(projection.data)
             path.chmod(projection.mode)  # exactly the mode asked for, whatever the umask
+            if projection.fs_user is not None:
+                os.chown(path, projection.fs_user, -1)
 
     def _create_user_visible_files(self, payload: Payload) -> None:
         for target in payload:

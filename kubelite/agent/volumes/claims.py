@@ -12,7 +12,7 @@ makes the check as fresh as the decision it guards.
 The directory: `kubelite.io/local-path` volumes live under this agent's data dir
 (`volumes/local-path/<pv>`), `kubelite.io/shared-path` ones at their `volumeAttributes.path`,
 hostPath/local ones at their path (which must exist, and lie outside the node's protected
-directories). Directories of kubelite's own drivers are created here on first mount
+directories). Directories of kubelite's own drivers are created here on first mount, 0777
 (provisioning on first use; see controllers/provisioner.py). "Mounting" places a
 symlink `<pod dir>/volumes/<volume name>` to the directory, which the sandbox binds at each
 mountPath (sandbox.py); a volume whose checks fail has its symlink removed.
@@ -32,12 +32,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kubelite.agent.volumes.ownership import make_volume_dir
 from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
 from kubelite.client.interface import Client
 
 log = logging.getLogger("kubelite.agent.volumes")
+# A directory kubelite's drivers make on first mount: writable by any pod's user, as rancher's local-path
+# provisioner makes its volumes (`mkdir -m 0777`), whatever the agent's umask.
+PROVISIONED_MODE = 0o777
 
 Obj = dict[str, Any]
 LOCAL_PATH_DIR = Path("volumes") / "local-path"
@@ -125,7 +129,7 @@ class ClaimVolumes:
             link = volume_root / str(vol["name"])
             try:
                 directory = await self.directory(ns, claim)
-                directory.mkdir(parents=True, exist_ok=True)
+                make_volume_dir(directory, PROVISIONED_MODE)
             except (NotReady, OSError) as exc:
                 link.unlink(missing_ok=True)
                 problems.append(f'volume "{vol["name"]}": {exc}')

@@ -4,7 +4,8 @@ kubelet's volume manager mounts a pod's volumes before its containers start and 
 pod sync rewrites these kinds when their sources change. Here pod sync calls `set_up` on every
 sync: it registers the objects the pod references with the object watcher (whose changes wake
 the pod), waits for their first list, and projects each volume into
-`<pod dir>/volumes/<name>` with the AtomicWriter (a no-op when nothing changed). A failure names
+`<pod dir>/volumes/<name>` with the AtomicWriter (a no-op when nothing changed), with the modes and fsGroup
+ownership a non-root container needs (ownership.py). A failure names
 the volume with kubelet's words (`MountVolume.SetUp failed for volume "v" : configmap "x" not
 found`); the containers then wait in ContainerCreating and the mount is retried.
 """
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 
 from kubelite.agent.volumes.atomic_writer import AtomicWriter, PayloadError
 from kubelite.agent.volumes.objects import Ref, referenced_objects
+from kubelite.agent.volumes.ownership import EMPTY_DIR_MODE, fs_group, make_volume_dir
 from kubelite.agent.volumes.projection import MountError, payload
 
 Obj = dict[str, Any]
@@ -68,8 +70,8 @@ class VolumeManager:
             try:
                 files, at = await payload(pod, volume, self.objects.get, self.host_ip, self.tokens.token)
                 target = volume_dir / name
-                target.mkdir(mode=0o755, parents=True, exist_ok=True)
-                AtomicWriter(target).write(files)
+                make_volume_dir(target, EMPTY_DIR_MODE)  # upstream wraps an emptyDir: 0777, as ownership.py says
+                AtomicWriter(target, fs_group(pod)).write(files)
             except (MountError, PayloadError, OSError) as exc:
                 raise MountError(f'MountVolume.SetUp failed for volume "{name}" : {exc}') from None
             if at is not None:

@@ -3,8 +3,9 @@
 Mirrors pkg/volume/{configmap,secret,downwardapi,projected}: without `items` every key becomes a
 file; with `items` only the listed keys, at their paths, and a listed key that is missing fails
 the mount unless the source is optional. Modes: the item's `mode`, else the volume's
-`defaultMode`, else 0644. A missing object fails the mount with the manager's NotFound words
-(`configmap "x" not found`) unless optional, when the volume is empty. Downward API files hold
+`defaultMode`, else 0644 (a service account token may be 0600 and the pod user's: `_token_file`).
+A missing object fails the mount with the manager's NotFound words (`configmap "x" not found`)
+unless optional, when the volume is empty. Downward API files hold
 one field each; `metadata.labels` / `metadata.annotations` as sorted `key="value"` lines.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from kubelite.agent.container import ConfigError, ObjectLookup, field_value, find_container, resource_value
 from kubelite.agent.volumes.atomic_writer import FileProjection
+from kubelite.agent.volumes.ownership import fs_group, fs_user
 
 Obj = dict[str, Any]
 DEFAULT_MODE = 0o644
@@ -108,6 +110,13 @@ def downward_api(pod: Obj, items: list[Obj], host_ip: str, default_mode: int) ->
     return out
 
 
+def _token_file(pod: Obj, token: str, default_mode: int) -> FileProjection:
+    """projected.collectData's token: owned by the user all the pod's containers run as (FsUserFrom) and then, or
+    with an fsGroup (whose ownership makes it 0640), mode 0600 — readable by the pod's user, whatever defaultMode."""
+    user, group = fs_user(pod), fs_group(pod)
+    return FileProjection(token.encode(), 0o600 if user is not None or group is not None else default_mode, user)
+
+
 async def payload(pod: Obj, volume: Obj, lookup: ObjectLookup, host_ip: str,
                   token: TokenFetch) -> tuple[dict[str, FileProjection], float | None]:
     """The files of one API-data volume, and when a projected token in it must be refreshed (None: never)."""
@@ -136,8 +145,7 @@ async def payload(pod: Obj, volume: Obj, lookup: ObjectLookup, host_ip: str,
                 out.update(downward_api(pod, source["downwardAPI"].get("items") or [], host_ip, default_mode))
             elif source.get("serviceAccountToken"):
                 text, at = await token(pod, source["serviceAccountToken"])
-                out[str(source["serviceAccountToken"].get("path", "token"))] = FileProjection(text.encode(),
-                                                                                              default_mode)
+                out[str(source["serviceAccountToken"].get("path", "token"))] = _token_file(pod, text, default_mode)
                 refresh = at if refresh is None else min(refresh, at)
             else:
                 errors.append(f"unsupported projected source {', '.join(source)}")
