@@ -57,7 +57,7 @@ def equal_ignore_hash(t1: Obj, t2: Obj) -> bool:
     as upstream compares Go structs: `kubectl rollout undo` sends the old template back with
     `metadata.creationTimestamp: null`, which the API server keeps (a `metav1.Time` is written back as null),
     and a plain comparison took it for a new template — a new ReplicaSet instead of the old one reused."""
-    return semantic(_without_hash(t1)) == semantic(_without_hash(t2))
+    return bool(semantic(_without_hash(t1)) == semantic(_without_hash(t2)))
 
 
 def revision(rs: Obj) -> int:

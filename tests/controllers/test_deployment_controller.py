@@ -204,7 +204,7 @@ async def test_undo_with_a_null_creation_timestamp_reuses_the_old_replica_set(cl
     server keeps a null time): EqualIgnoreHash is semantic, so revision 1's ReplicaSet becomes revision 3 —
     no third ReplicaSet, and `rollout history` lists 2 and 3."""
     clock = FakeClock()
-    created = await client.create(DEPLOYS, deployment(replicas=1))
+    await client.create(DEPLOYS, deployment(replicas=1))
     async with cluster(client, clock):
         await eventually(lambda: rolled_out(client, "1", 1), clock=clock, timeout=20)
         await client.patch(f"{DEPLOYS}/web", {"spec": {"template": {"spec": {"containers": [
