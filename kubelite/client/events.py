@@ -1,7 +1,9 @@
 """Building core/v1 Events about an object and sending them, as client-go's event recorder does.
 
 Three parts, as in client-go's tools/record:
-- `event_for` builds the Event a component records (reason, message, involved object, source).
+- `event_for` builds the Event a component records (reason, message, involved object, source), named
+  `<object>.<UnixNano in hex>` as makeEvent names it, so the names sort in the order the events were made
+  (`_Stamps` keeps them unique when several share an instant).
 - `EventCorrelator` (events_cache.go) decides what reaches the API: a spam filter (a token bucket
   per source and object: a burst of 25, then one per 5 minutes), the aggregator (more than 10
   events that differ only in message, for one object and reason within 10 minutes, become one
@@ -21,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import random
+import weakref
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -48,10 +50,38 @@ COMBINED_PREFIX = "(combined from similar events): "
 SEND_BACKOFF = Backoff(duration=0.5, factor=2.0, jitter=0.1, steps=12, cap=10.0)
 
 
-def _name(object_name: str) -> str:
-    """`<object>.<16 hex digits>`: unique without the OS entropy pool (secrets cost a syscall per event);
-    from the process's generator, which a simulation seeds."""
-    return f"{object_name}.{random.getrandbits(64):016x}"
+def _name(object_name: str, now: float) -> str:
+    """makeEvent's `<object>.<UnixNano in hex>`: names sort as the events were made, and `kubectl describe`,
+    which sorts by lastTimestamp (whole seconds) and keeps the list's order (by name) within a second, shows
+    Scheduled, Pulled, Created, Started in that order. From the caller's clock, so a simulation's are its own."""
+    return f"{object_name}.{round(now * 1e9):x}"
+
+
+class _Stamps:
+    """The last nanosecond put in an event's name, per time source: a new event's name is nudged past it.
+
+    On a virtual clock many events share one instant (a pod's Created and Started, another component's
+    Scheduled): named by the nanosecond alone they would share a name, and the second create would fail with
+    AlreadyExists and be dropped — as upstream's would, on a real clock where it practically never happens.
+    So each name's nanosecond is above the last one given out on that clock (all of a simulation's components
+    share it; every RealClock reads one wall clock): equal instants become consecutive nanoseconds, in the
+    order the events were posted. A repeat needs no name of its own: the correlator patches the first one.
+    Kept per clock, not per process, so one simulation's names never depend on an earlier one in the process.
+    """
+
+    def __init__(self) -> None:
+        self._last: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+
+    def unique(self, clock: Clock, name: str) -> str:
+        """`name` (made by `_name`), its nanosecond moved past the last one given out on `clock`'s time."""
+        source = RealClock if isinstance(clock, RealClock) else clock
+        prefix, _, stamp = name.rpartition(".")
+        nanos = max(int(stamp, 16), self._last.get(source, -1) + 1)
+        self._last[source] = nanos
+        return f"{prefix}.{nanos:x}"
+
+
+_STAMPS = _Stamps()
 
 
 def event_for(obj: Obj, reason: str, message: str, kind: str, component: str, now: float,
@@ -63,7 +93,7 @@ def event_for(obj: Obj, reason: str, message: str, kind: str, component: str, no
         source["host"] = host
     ev: Obj = {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": _name(meta["name"]), "namespace": meta.get("namespace") or "default"},
+        "metadata": {"name": _name(meta["name"], now), "namespace": meta.get("namespace") or "default"},
         "involvedObject": {"kind": kind, "namespace": meta.get("namespace", ""), "name": meta["name"],
                            "uid": meta.get("uid", ""), "apiVersion": obj.get("apiVersion", "v1"),
                            "resourceVersion": meta.get("resourceVersion", "")},
@@ -200,7 +230,7 @@ class EventCorrelator:
         ref = event["involvedObject"]
         combined: Obj = {
             **{k: v for k, v in event.items() if k not in ("action", "reportingComponent", "reportingInstance")},
-            "metadata": {"name": _name(ref["name"]), "namespace": event["metadata"]["namespace"]},
+            "metadata": {"name": _name(ref["name"], now), "namespace": event["metadata"]["namespace"]},
             "message": COMBINED_PREFIX + message, "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp,
         }
         return combined, key
@@ -209,8 +239,9 @@ class EventCorrelator:
         """eventObserve: a repeat takes the first one's name and firstTimestamp, count + 1, and becomes a patch."""
         last = self._observed.get(key)
         if last is None:
-            self._observed.put(key, _Observation(int(event.get("count") or 1), event["firstTimestamp"],
-                                                 event["metadata"]["name"]))
+            name = _STAMPS.unique(self.clock, event["metadata"]["name"])
+            event = {**event, "metadata": {**event["metadata"], "name": name}}
+            self._observed.put(key, _Observation(int(event.get("count") or 1), event["firstTimestamp"], name))
             return Correlated(event)
         count = last.count + 1
         repeated = {**event, "metadata": {**event["metadata"], "name": last.name}, "count": count,

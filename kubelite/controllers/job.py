@@ -39,6 +39,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.controllers import ownership
 from kubelite.controllers import podcontrol as pc
+from kubelite.controllers.gojson import omit_empty
 from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.job_backoff import BackoffRecord, new_backoff_record
 from kubelite.controllers.job_failure_policy import match_pod_failure_policy
@@ -70,6 +71,9 @@ COMPONENT = "job-controller"
 EXPECTATIONS_TIMEOUT = 300.0
 SLOW_START_INITIAL_BATCH = 1
 WORKERS = 5  # --concurrent-job-syncs
+# batch/v1 JobStatus fields tagged omitempty and held by value: a 0 or "" is not written. ready, terminating,
+# failedIndexes and uncountedTerminatedPods are pointers, so their zero values are.
+STATUS_OMITEMPTY = frozenset({"conditions", "active", "succeeded", "failed", "completedIndexes"})
 
 
 @dataclass
@@ -556,7 +560,7 @@ class JobSync:
     # --- status -----------------------------------------------------------------------------------
 
     async def _write(self) -> None:
-        status = dict(self.status)
+        status = omit_empty(self.status, STATUS_OMITEMPTY)
         if not (status.get("uncountedTerminatedPods") or {}).get("succeeded") and \
                 not (status.get("uncountedTerminatedPods") or {}).get("failed"):
             status["uncountedTerminatedPods"] = {}

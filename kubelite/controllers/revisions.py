@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from kubelite.controllers import rollout as ro
+from kubelite.controllers.gojson import semantic
 
 Obj = dict[str, Any]
 SKIPPED_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration", ro.REVISION, ro.REVISION_HISTORY,
@@ -52,7 +53,11 @@ def _without_hash(template: Obj) -> Obj:
 
 
 def equal_ignore_hash(t1: Obj, t2: Obj) -> bool:
-    return _without_hash(t1) == _without_hash(t2)
+    """EqualIgnoreHash: the templates are semantically equal but for the pod-template-hash label. Semantically,
+    as upstream compares Go structs: `kubectl rollout undo` sends the old template back with
+    `metadata.creationTimestamp: null`, which the API server keeps (a `metav1.Time` is written back as null),
+    and a plain comparison took it for a new template — a new ReplicaSet instead of the old one reused."""
+    return bool(semantic(_without_hash(t1)) == semantic(_without_hash(t2)))
 
 
 def revision(rs: Obj) -> int:

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from kubelite.clock import parse_rfc3339, rfc3339
+from kubelite.controllers.gojson import omit_empty
 
 Obj = dict[str, Any]
 REVISION = "deployment.kubernetes.io/revision"
@@ -23,6 +24,10 @@ NEW_RS_AVAILABLE = "NewReplicaSetAvailable"
 TIMED_OUT = "ProgressDeadlineExceeded"
 PAUSED = "DeploymentPaused"
 RESUMED = "DeploymentResumed"
+# apps/v1 DeploymentStatus fields tagged omitempty and held by value: a 0 (or no conditions) is not written.
+# collisionCount is an *int32, so its 0 is.
+STATUS_OMITEMPTY = frozenset({"observedGeneration", "replicas", "updatedReplicas", "readyReplicas",
+                              "availableReplicas", "unavailableReplicas", "conditions"})
 
 
 def replicas(obj: Obj | None) -> int:
@@ -30,7 +35,7 @@ def replicas(obj: Obj | None) -> int:
 
 
 def _status(obj: Obj | None, field: str) -> int:
-    return int(((obj or {}).get("status") or {}).get(field) or 0)
+    return _count((obj or {}).get("status") or {}, field)
 
 
 def scaled_value(value: int | str | None, total: int, round_up: bool) -> int:
@@ -266,14 +271,14 @@ def calculate_status(d: Obj, all_rss: list[Obj], new_rs: Obj | None, now: float)
     else:
         set_condition(status, new_condition("Available", "False", "MinimumReplicasUnavailable",
                                             "Deployment does not have minimum availability.", now))
-    return status
+    return omit_empty(status, STATUS_OMITEMPTY)
 
 
 def complete(d: Obj, status: Obj) -> bool:
     """DeploymentComplete."""
     want = replicas(d)
-    return (status.get("updatedReplicas") == want and status.get("replicas") == want
-            and status.get("availableReplicas") == want
+    return (_count(status, "updatedReplicas") == want and _count(status, "replicas") == want
+            and _count(status, "availableReplicas") == want
             and int(status.get("observedGeneration") or 0) >= int(d["metadata"].get("generation", 1)))
 
 
@@ -305,7 +310,7 @@ def rollout_status(d: Obj, all_rss: list[Obj], new_rs: Obj | None, now: float) -
     if not has_deadline:
         remove_condition(status, "Progressing")
     current = condition(d.get("status") or {}, "Progressing")
-    finished = status["replicas"] == status["updatedReplicas"] and current is not None and \
+    finished = _count(status, "replicas") == _count(status, "updatedReplicas") and current is not None and \
         current.get("reason") == NEW_RS_AVAILABLE
     name = d["metadata"]["name"]
     if has_deadline and not finished:
@@ -332,4 +337,9 @@ def rollout_status(d: Obj, all_rss: list[Obj], new_rs: Obj | None, now: float) -
                                             now))
     else:
         remove_condition(status, "ReplicaFailure")
-    return status
+    return omit_empty(status, STATUS_OMITEMPTY)
+
+
+def _count(status: Obj, field: str) -> int:
+    """A count of the status, 0 when left out (as omitempty writes a 0)."""
+    return int(status.get(field) or 0)

@@ -17,6 +17,7 @@ from typing import Any
 from kubelite.clock import parse_rfc3339
 from kubelite.controllers import ownership, rollout
 from kubelite.controllers import podcontrol as pc
+from kubelite.controllers.gojson import semantic
 from kubelite.controllers.podutil import is_pod_ready
 
 Obj = dict[str, Any]
@@ -248,9 +249,21 @@ def apply_revision(set_: Obj, revision: Obj) -> Obj:
 
 
 def equal_revision(a: Obj, b: Obj) -> bool:
-    """history.EqualRevision: same hash label and same data."""
-    la, lb = (a["metadata"].get("labels") or {}), (b["metadata"].get("labels") or {})
-    return la.get(HASH_LABEL) == lb.get(HASH_LABEL) and a.get("data") == b.get("data")
+    """history.EqualRevision: semantically equal data (the set's template, null and absent alike, as in the Go
+    struct upstream serialises), unless both hash labels are decimal int32s that differ — upstream parses the
+    label with ParseInt, which a safe-encoded hash only rarely passes."""
+    ha, hb = (_decimal_int32((r["metadata"].get("labels") or {}).get(HASH_LABEL, "")) for r in (a, b))
+    if ha is not None and hb is not None and ha != hb:
+        return False
+    return bool(semantic(a.get("data")) == semantic(b.get("data")))
+
+
+def _decimal_int32(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 32), or None where it fails."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if -(2**31) <= value < 2**31 else None
 
 
 # --- claim ownership (persistentVolumeClaimRetentionPolicy) ------------------------------------------

@@ -127,4 +127,7 @@ def _with_taints(node: Obj, add: list[Obj], remove: list[Obj], now: float) -> Ob
             kept.append(stamped)
     if len(kept) == len(old) and all(taint_exists(old, t) for t in kept):
         return None
-    return {**node, "spec": {**(node.get("spec") or {}), "taints": kept}}
+    spec = {k: v for k, v in (node.get("spec") or {}).items() if k != "taints"}
+    if kept:  # NodeSpec.Taints is omitempty: the last one removed leaves no `taints: []` behind
+        spec["taints"] = kept
+    return {**node, "spec": spec}

@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.clock import FakeClock, rfc3339
 from kubelite.controllers import rollout as ro
@@ -195,3 +197,52 @@ async def test_hash_collision_bumps_collision_count_and_rehashes(client: InProce
     names = {rs["metadata"]["name"]: rs for rs in await replicasets(client)}
     assert set(names) == {taken, f"web-{compute_hash(stored['spec']['template'], 1)}"}
     assert not names[taken]["metadata"].get("ownerReferences")  # the other ReplicaSet is left alone
+
+
+async def test_undo_with_a_null_creation_timestamp_reuses_the_old_replica_set(client: InProcessClient) -> None:
+    """kubectl rollout undo copies revision 1's template back with `metadata.creationTimestamp: null` (the API
+    server keeps a null time): EqualIgnoreHash is semantic, so revision 1's ReplicaSet becomes revision 3 —
+    no third ReplicaSet, and `rollout history` lists 2 and 3."""
+    clock = FakeClock()
+    await client.create(DEPLOYS, deployment(replicas=1))
+    async with cluster(client, clock):
+        await eventually(lambda: rolled_out(client, "1", 1), clock=clock, timeout=20)
+        await client.patch(f"{DEPLOYS}/web", {"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "busybox:2"}]}}}}, MERGE)
+        await eventually(lambda: rolled_out(client, "2", 1), clock=clock, timeout=20)
+        first = (await replicasets(client))[0]
+        undo = {**first["spec"]["template"], "metadata": {"creationTimestamp": None, "labels": {"app": "web"}}}
+        await client.patch(f"{DEPLOYS}/web", [{"op": "replace", "path": "/spec/template", "value": undo}],
+                           "application/json-patch+json")
+        assert (await client.get(f"{DEPLOYS}/web"))["spec"]["template"]["metadata"]["creationTimestamp"] is None
+        await eventually(lambda: rolled_out(client, "3", 1), clock=clock, timeout=20)
+    rss = await replicasets(client)
+    assert len(rss) == 2 and rss[1]["metadata"]["name"] == first["metadata"]["name"]
+    assert [revision(rs) for rs in rss] == [2, 3]
+    assert rss[1]["metadata"]["annotations"][ro.REVISION_HISTORY] == "1"
+
+
+@pytest.mark.parametrize(("replicas", "ready", "absent", "present"), [
+    pytest.param(2, True, {"unavailableReplicas"},
+                 {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "readyReplicas": 2,
+                  "availableReplicas": 2}, id="rolled out: no unavailableReplicas 0"),
+    pytest.param(0, True, {"replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
+                           "unavailableReplicas"}, {"observedGeneration": 1}, id="scaled to zero: no zero counts"),
+    pytest.param(1, False, {"readyReplicas", "availableReplicas"},
+                 {"replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1}, id="unready: no ready counts"),
+])
+async def test_status_leaves_out_zero_counts(client: InProcessClient, replicas: int, ready: bool, absent: set[str],
+                                            present: Obj) -> None:
+    """DeploymentStatus's counts are omitempty int32s upstream: a 0 is not written (kubectl reads it as 0)."""
+    clock = FakeClock()
+    await client.create(DEPLOYS, deployment(replicas=replicas))
+    async with cluster(client, clock) as is_ready:
+        if not ready:
+            is_ready.clear()
+
+        async def written() -> bool:
+            st = (await client.get(f"{DEPLOYS}/web")).get("status") or {}
+            return all(st.get(k) == v for k, v in present.items()) and ro.condition(st, "Available") is not None
+
+        await eventually(written, clock=clock, timeout=20)
+    assert not absent & set((await client.get(f"{DEPLOYS}/web"))["status"])

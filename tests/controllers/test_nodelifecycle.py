@@ -471,3 +471,26 @@ async def test_zone_states_follow_deleted_and_relabelled_nodes(cluster: Cluster)
     await _pass(ctrl)
     assert ctrl.zone_states == {_zone(ZONE2): nh.ZoneState.NORMAL}
     assert ctrl.zone_counts.zones == {_zone(ZONE2): [1, 1]}
+
+
+UNSCHEDULABLE = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+OWN = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(("others", "want"), [
+    pytest.param([], None, id="uncordon removes the last taint: no taints: [] is left (NodeSpec.Taints omitempty)"),
+    pytest.param([OWN], [OWN], id="uncordon keeps an administrator's taint"),
+])
+async def test_uncordon_removes_the_unschedulable_taint(cluster: Cluster, others: list[Obj],
+                                                       want: list[Obj] | None) -> None:
+    """doNoScheduleTaintingPass on spec.unschedulable: cordon taints the node, uncordon takes the taint away."""
+    await cluster.node("node0", "True", taints=copy.deepcopy(others))
+    ctrl = NodeLifecycleController(cluster.client, cluster.clock, OPTIONS)
+    for unschedulable in (True, False):
+        await cluster.client.patch("/api/v1/nodes/node0", {"spec": {"unschedulable": unschedulable}})
+        await sync(ctrl.nodes)
+        await ctrl.reconcile_no_schedule("node0")
+        spec = (await cluster.get("/api/v1/nodes/node0"))["spec"]
+        if unschedulable:
+            assert UNSCHEDULABLE in spec["taints"]
+    assert spec.get("taints") == want
