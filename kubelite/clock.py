@@ -253,7 +253,7 @@ async def bounded(clock: Clock, work: Awaitable[T], seconds: float, *, coarse: b
 class _Expiry:
     """A `bounded` limit's callback: cancels the task, remembering that it did."""
 
-    __slots__ = ("fired", "_task")
+    __slots__ = ("_task", "fired")
 
     def __init__(self, task: asyncio.Task[object]) -> None:
         self._task, self.fired = task, False
