@@ -36,6 +36,7 @@ from kubelite.apiserver.request import (
     MERGE_PATCH,
     PATCH_TYPES,
     PROTOBUF,
+    STRATEGIC_PATCH,
     YAML,
     Target,
     decode_body,
@@ -256,6 +257,8 @@ class ResourceHandlers:
         r = target.resource
         assert r is not None
         ctype = media_type(request)
+        if ctype == STRATEGIC_PATCH and not r.model:  # no Go type, no struct tags: as for custom resources
+            raise errors.unsupported_media_type(ctype, [t for t in PATCH_TYPES if t != STRATEGIC_PATCH])
         body = await read_body(request)
         patch_doc = await decode_request_body(body, ctype, PATCH_TYPES)
         dry_run = _dry_run(request)
@@ -274,7 +277,7 @@ class ResourceHandlers:
                 out = patch.merge_patch(cur, patch_doc)
             else:
                 doc = documents.pop() if documents else decode_body(body, ctype, PATCH_TYPES)
-                out = patch.strategic_merge_patch(cur, doc, r.kind)
+                out = patch.strategic_merge_patch(cur, doc, r.model)
             try:
                 nesting.check_depth(out)  # operations on nested paths may build what no single document could
             except ValueError as exc:
@@ -304,7 +307,7 @@ class ResourceHandlers:
             return respond(await self.registry.create(r, target.namespace, doc, dry_run, warnings), 201, warnings)
         admitted: list[str] = []
         patched = await self.registry.patch(r, target.namespace, target.name,
-                                            lambda cur: patch.strategic_merge_patch(cur, doc, r.kind),
+                                            lambda cur: patch.strategic_merge_patch(cur, doc, r.model),
                                             target.subresource, dry_run, admitted, copies=True)
         return respond(patched, 200, warnings + admitted)
 
