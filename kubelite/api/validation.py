@@ -28,6 +28,11 @@ def _matches_label(value: str) -> bool:
     return bool(_LABEL_CHARS.fullmatch(value)) and _edges_alnum(value)
 
 
+def _matches_dns1035(value: str) -> bool:
+    """[a-z]([-a-z0-9]*[a-z0-9])?: a label starting with a letter."""
+    return _matches_label(value) and value[0].isalpha()
+
+
 def _matches_subdomain(value: str) -> bool:
     """[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*: labels joined by dots."""
     return bool(_SUBDOMAIN_CHARS.fullmatch(value)) and _edges_alnum(value) and \
@@ -41,6 +46,9 @@ def _matches_name(value: str) -> bool:
 DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
                      "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
                      "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+                     "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
 DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
                          "'-' or '.', and must start and end with an alphanumeric character (e.g. "
                          "'example.com', regex used for validation is "
@@ -57,6 +65,25 @@ def is_dns1123_label(value: str) -> list[str]:
     if not _matches_label(value):
         errs.append(DNS1123_LABEL_MSG)
     return errs
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """IsDNS1035Label: a Service's name (it becomes a DNS label and environment variable names)."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _matches_dns1035(value):
+        errs.append(DNS1035_LABEL_MSG)
+    return errs
+
+
+def is_path_segment_name(value: str) -> list[str]:
+    """path.IsValidPathSegmentName: all an RBAC object's name must be (ValidateRBACName), and all any name must be
+    to be a key (upstream's KeyFunc refuses others, whatever the kind's own validation says)."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    bad = [c for c in ("/", "%") if c in value]
+    return [f"may not contain '{c}'" for c in bad]
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:

@@ -4,8 +4,9 @@ Shaped as kube-apiserver's: `components.schemas` holds one schema per type, the 
 `x-kubernetes-group-version-kind` (how `kubectl explain` finds a resource's schema),
 references are `allOf: [{$ref}]` so a field keeps its own description, lists carry the
 strategic-merge keys kubelite's patcher uses (upstream's struct tags, `PATCH_FIELDS`: so
-`kubectl apply` computes the same patches the server applies), and each kind's patch path declares `fieldValidation` (how kubectl
-decides to hand validation to the server, research/kubectl-compat.md §4.3).
+`kubectl apply` computes the same patches the server applies), and each kind's patch path
+declares `fieldValidation` (how kubectl decides to hand validation to the server,
+research/kubectl-compat.md §4.3).
 """
 
 from __future__ import annotations

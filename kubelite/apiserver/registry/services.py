@@ -86,6 +86,7 @@ def _node_ports_wanted(spec: Obj) -> bool:
 
 class ServiceStrategy(Strategy):
     has_status = True
+    name_validator = staticmethod(v.is_dns1035_label)  # ValidateServiceName
 
     def __init__(self, resource: Resource) -> None:
         super().__init__(resource)
