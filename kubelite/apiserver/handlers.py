@@ -53,6 +53,10 @@ from kubelite.apiserver.rest import Registry, status_success
 from kubelite.store.interface import Compacted, FutureRevision
 
 _VALIDATION = ("Strict", "Warn", "Ignore")
+# Kinds whose field selectors upstream converts by a function of their own (pkg/apis/core/v1/conversion.go), which
+# refuses a field as "field label not supported: F"; the others' default says `"F" is not a known field selector`.
+_FIELD_LABEL_FUNCS = frozenset(("", kind) for kind in ("Pod", "Node", "ReplicationController", "Event", "Namespace",
+                                                       "Secret", "Service"))
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -133,7 +137,8 @@ class ResourceHandlers:
 
     def _selectors(self, request: web.Request, r: Resource) -> tuple[LabelSelector, FieldSelector]:
         labels = parse_label_selector(request.query.get("labelSelector", ""))
-        fields = parse_field_selector(request.query.get("fieldSelector", ""), r.fields, r.plural)
+        fields = parse_field_selector(request.query.get("fieldSelector", ""), r.fields,
+                                      "" if (r.group, r.kind) in _FIELD_LABEL_FUNCS else r.plural)
         return labels, fields
 
     async def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
