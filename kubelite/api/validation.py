@@ -141,10 +141,10 @@ class GoType:
 
 
 _STRING = GoType("string")
-_STRINGS = GoType("[]string", element=_STRING)
+STRINGS = GoType("[]string", element=_STRING)
 _STRING_MAP = GoType("map[string]string")
 _REQUIREMENT = GoType("v1.LabelSelectorRequirement", (("key", "Key", _STRING), ("operator", "Operator", _STRING),
-                                                      ("values", "Values", _STRINGS)))
+                                                      ("values", "Values", STRINGS)))
 LABEL_SELECTOR = GoType("v1.LabelSelector", (
     ("matchLabels", "MatchLabels", _STRING_MAP),
     ("matchExpressions", "MatchExpressions", GoType("[]v1.LabelSelectorRequirement", element=_REQUIREMENT))))
@@ -191,7 +191,7 @@ def go_value(value: Any, go_type: GoType | None = None) -> str:
     if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
         return _typed(value, _STRING_MAP)
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return _typed(value, _STRINGS)
+        return _typed(value, STRINGS)
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 

@@ -47,20 +47,23 @@ def _template(containers: list[Obj], **spec: Any) -> Obj:
 # --- strategic merge patch: the metadata of every kind, from k8s.io/api's struct tags ----------------------------
 
 _ENV = [{"name": "c", "image": "i", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}]
-_ENV_PATCH = [{"$setElementOrder/env": [{"name": "A"}, {"name": "B"}], "name": "c", "env": [{"name": "A", "value": "3"}]}]
+_ENV_PATCH = [{"$setElementOrder/env": [{"name": "A"}, {"name": "B"}], "name": "c",
+               "env": [{"name": "A", "value": "3"}]}]
 _ENV_WANT = [{"name": "c", "image": "i", "env": [{"name": "A", "value": "3"}, {"name": "B", "value": "2"}]}]
 
 SMP_CASES = [
     pytest.param("V1Service", {"spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}},
                  {"spec": {"$setElementOrder/ports": [{"port": 80}, {"port": 443}],
                            "ports": [{"port": 80, "targetPort": 9090}, {"name": "https", "port": 443}]}},
-                 {"spec": {"ports": [{"name": "http", "port": 80, "targetPort": 9090}, {"name": "https", "port": 443}]}},
+                 {"spec": {"ports": [{"name": "http", "port": 80, "targetPort": 9090},
+                                     {"name": "https", "port": 443}]}},
                  id="service ports merge by port"),
     *[pytest.param(model, _template(_ENV), _template([*_ENV_PATCH]), _template(_ENV_WANT),
                    id=f"{model[2:]} template env merges by name as a pod's")
       for model in ("V1Job", "V1Deployment", "V1ReplicaSet", "V1StatefulSet", "V1DaemonSet")],
     pytest.param("V1Deployment", _template([], volumes=[{"name": "a", "emptyDir": {}}, {"name": "b", "emptyDir": {}}]),
-                 _template([], volumes=[{"name": "b", "$retainKeys": ["name", "hostPath"], "hostPath": {"path": "/x"}}]),
+                 _template([], volumes=[{"name": "b", "$retainKeys": ["name", "hostPath"],
+                                         "hostPath": {"path": "/x"}}]),
                  _template([], volumes=[{"name": "a", "emptyDir": {}}, {"name": "b", "hostPath": {"path": "/x"}}]),
                  id="template volumes merge by name and retain keys"),
     pytest.param("V1ServiceAccount", {"secrets": [{"name": "s1"}]}, {"secrets": [{"name": "s2"}]},
@@ -77,7 +80,8 @@ SMP_CASES = [
                  id="secret data keys are deleted by null"),
     pytest.param("V1Role", {"rules": [{"verbs": ["get"], "resources": ["pods"], "apiGroups": [""]}]},
                  {"rules": [{"verbs": ["list"], "resources": ["pods"], "apiGroups": [""]}]},
-                 {"rules": [{"verbs": ["list"], "resources": ["pods"], "apiGroups": [""]}]}, id="role rules are replaced"),
+                 {"rules": [{"verbs": ["list"], "resources": ["pods"], "apiGroups": [""]}]},
+                 id="role rules are replaced"),
     pytest.param("V1Node", {"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}},
                  {"status": {"addresses": [{"type": "Hostname", "address": "n1"}]}},
                  {"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"},
@@ -141,7 +145,8 @@ async def test_strategic_merge_over_http(api: Client) -> None:
     await call(api, "POST", JOBS, _job("1"), expect=201)
     refused = await call(api, "PATCH", f"{JOBS}/j?fieldValidation=Strict", {"spec": {"template": {"spec": {
         "$setElementOrder/containers": [{"name": "c"}],
-        "containers": [{"$setElementOrder/env": [{"name": "A"}], "name": "c", "env": [{"name": "A", "value": "2"}]}]}}}},
+        "containers": [{"$setElementOrder/env": [{"name": "A"}], "name": "c",
+                        "env": [{"name": "A", "value": "2"}]}]}}}},
         SMP, expect=422)
     assert "spec.template: Invalid value" in refused["message"] and "field is immutable" in refused["message"]
     fence = await call(api, "PATCH", "/apis/kubelite.io/v1alpha1/nodefences/n1", {"spec": {}}, SMP, expect=415)
