@@ -8,6 +8,7 @@ import json
 
 import pytest
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from tests.conftest import ServerProcess
 
@@ -73,3 +74,30 @@ def test_python_client_deletes_a_collection(server: ServerProcess) -> None:
     v1.delete_collection_namespaced_config_map("default", label_selector="qa=a")
     left = [c.metadata.name for c in v1.list_namespaced_config_map("default", label_selector="qa").items]
     assert left == ["qa-b1"]
+
+
+RBAC_CASES = [
+    pytest.param("delete,list", 403, id="the delete verb does not allow a collection delete"),
+    pytest.param("deletecollection", 200, id="the deletecollection verb allows it"),
+]
+
+
+@pytest.mark.parametrize(("verbs", "status"), RBAC_CASES)
+def test_collection_delete_is_authorized_as_deletecollection(server: ServerProcess, verbs: str, status: int) -> None:
+    account = f"qa-{verbs.split(',')[0]}"
+    server.kubectl("create", "serviceaccount", account)
+    server.kubectl("create", "role", account, f"--verb={verbs}", "--resource=configmaps")
+    server.kubectl("create", "rolebinding", account, f"--role={account}", f"--serviceaccount=default:{account}")
+    token = server.kubectl("create", "token", account).stdout.strip()
+    configuration = client.Configuration()
+    configuration.host = f"https://127.0.0.1:{server.port}"
+    configuration.api_key = {"authorization": f"Bearer {token}"}
+    configuration.ssl_ca_cert = str(server.data_dir / "pki" / "ca.crt")
+    v1 = client.CoreV1Api(client.ApiClient(configuration))
+    try:
+        v1.delete_collection_namespaced_config_map("default", label_selector="qa=none")
+        answered = 200
+    except ApiException as exc:
+        answered = exc.status
+        assert 'cannot deletecollection resource "configmaps"' in json.loads(exc.body)["message"]
+    assert answered == status
