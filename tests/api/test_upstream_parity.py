@@ -310,6 +310,19 @@ NAME_CASES = [
 ]
 
 
+# apimachinery/pkg/util/validation TestIsDNS1035Label's values
+DNS1035_GOOD = ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", "a" * 63]
+DNS1035_BAD = ["0", "01", "012", "1a", "1-1", "1--a--b--2", "", "A", "ABC", "aBc", "A1", "A-1", "1-A", "-", "a-", "-a",
+               "1-", "-1", "_", "a_", "_a", "a_b", "1_", "_1", "1_2", ".", "a.", ".a", "a.b", "1.", ".1", "1.2", " ",
+               "a ", " a", "a b", "1 ", " 1", "1 2", "a" * 64]
+
+
+@pytest.mark.parametrize(("value", "good"), [pytest.param(x, True, id=f"good {x[:8]!r}") for x in DNS1035_GOOD]
+                         + [pytest.param(x, False, id=f"bad {x[:8]!r}") for x in DNS1035_BAD])
+def test_is_dns1035_label(value: str, good: bool) -> None:
+    assert (v.is_dns1035_label(value) == []) is good
+
+
 @SHARED_LOOP
 @pytest.mark.parametrize(("path", "body", "name", "status", "message"), NAME_CASES)
 async def test_names(shared_api: Client, path: str, body: Obj, name: str, status: int, message: str) -> None:
@@ -360,7 +373,7 @@ async def test_messages_seen_by_kubectl(api: Client) -> None:
     out = await call(api, "GET", f"{PODS}?fieldSelector=spec.foo%3Dx", expect=400)
     assert out["message"] == "field label not supported: spec.foo"
     out = await call(api, "GET", f"{DEPLOYS}?fieldSelector=spec.foo%3Dx", expect=400)
-    assert out["message"] == '"spec.foo" is not a known field selector: only "metadata.name, metadata.namespace"'
+    assert out["message"] == '"spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"'
 
 
 SERVICE_ACCOUNT_CASES = [
