@@ -240,6 +240,9 @@ LIST_OPTION_CASES = [
     pytest.param("DELETE", "/api/v1/configmaps", 405,
                  "the server does not allow this method on the requested resource (DELETE configmaps)",
                  id="a collection delete across namespaces is not served"),
+    pytest.param("DELETE", "/api/v1/namespaces", 405,
+                 "the server does not allow this method on the requested resource (DELETE namespaces)",
+                 id="namespaces have no collection delete"),
 ]
 
 
