@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+from functools import cache
 from typing import Any
 
 from kubelite.api.errors import ApiError, bad_request
@@ -196,16 +197,22 @@ def strategic_merge_patch(original: dict[str, Any], patch: Any, model: str) -> d
     return result if isinstance(result, dict) else {}
 
 
+@cache
+def _model_fields(model: str) -> dict[str, tuple[FieldType, str, str]]:
+    """A model's fields with their types and (strategy, merge key) tags: one lookup per key of a patch."""
+    return {name: (f.type, *PATCH_FIELDS.get((model, name), _NO_TAGS)) for name, f in schema.fields(model).items()}
+
+
+_UNTAGGED = (_FREE, "", "")  # an unknown field (pruned after the patch, or refused by Strict validation), free values
+
+
 def _field(of: FieldType, key: str) -> tuple[FieldType, str, str]:
     """The type of `key` in a map of type `of`, with its (strategy, merge key) tags."""
     if of.kind == "model":
-        known = schema.fields(of.model).get(key)
-        if known is None:  # an unknown field: pruned after the patch, or refused by Strict validation
-            return _FREE, "", ""
-        return (known.type, *PATCH_FIELDS.get((of.model, key), _NO_TAGS))
+        return _model_fields(of.model).get(key, _UNTAGGED)
     if of.kind == "map" and of.item is not None:
         return of.item, "", ""
-    return _FREE, "", ""
+    return _UNTAGGED
 
 
 def _smp_map(original: dict[str, Any], patch: dict[str, Any], of: FieldType) -> Any:
