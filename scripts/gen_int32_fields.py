@@ -27,13 +27,19 @@ def _client_model(definition: str, names: dict[tuple[str, str], list[str]]) -> s
     return exact[0] if len(exact) == 1 else None
 
 
-def main(path: str) -> None:
-    with open(path) as f:
-        definitions = json.load(f)["definitions"]
+def model_names() -> dict[tuple[str, str], list[str]]:
+    """(Go package, Go type) → the client models of that name (one per group that has it)."""
     names: dict[tuple[str, str], list[str]] = {}
     for model in dir(models):
         if model[:1].isupper() and hasattr(getattr(models, model), "openapi_types"):
             names.setdefault(schema.go_name(model), []).append(model)
+    return names
+
+
+def main(path: str) -> None:
+    with open(path) as f:
+        definitions = json.load(f)["definitions"]
+    names = model_names()
     rows = set()
     for definition, body in definitions.items():
         model = _client_model(definition, names)

@@ -193,7 +193,7 @@ def parse_field_selector(text: str, fields: Mapping[str, FieldGetter], resource:
                     raise ApiError(400, "BadRequest",
                                    f'field label not supported: {name}' if resource == ""
                                    else f'"{name}" is not a known field selector: only '
-                                        f'"{", ".join(sorted(fields))}"')
+                                        + ", ".join(f'"{f}"' for f in sorted(fields)))
                 reqs.append(FieldRequirement(name, equal, value.strip(), getter))
                 break
         else:

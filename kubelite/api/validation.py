@@ -5,8 +5,11 @@ Mirrors k8s.io/apimachinery/pkg/util/validation and api/validation/objectmeta.go
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from kubelite.api.errors import Cause
@@ -28,6 +31,11 @@ def _matches_label(value: str) -> bool:
     return bool(_LABEL_CHARS.fullmatch(value)) and _edges_alnum(value)
 
 
+def _matches_dns1035(value: str) -> bool:
+    """[a-z]([-a-z0-9]*[a-z0-9])?: a label starting with a letter."""
+    return _matches_label(value) and value[0].isalpha()
+
+
 def _matches_subdomain(value: str) -> bool:
     """[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*: labels joined by dots."""
     return bool(_SUBDOMAIN_CHARS.fullmatch(value)) and _edges_alnum(value) and \
@@ -41,6 +49,9 @@ def _matches_name(value: str) -> bool:
 DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
                      "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
                      "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+                     "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
 DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
                          "'-' or '.', and must start and end with an alphanumeric character (e.g. "
                          "'example.com', regex used for validation is "
@@ -57,6 +68,25 @@ def is_dns1123_label(value: str) -> list[str]:
     if not _matches_label(value):
         errs.append(DNS1123_LABEL_MSG)
     return errs
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """IsDNS1035Label: a Service's name (it becomes a DNS label and environment variable names)."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _matches_dns1035(value):
+        errs.append(DNS1035_LABEL_MSG)
+    return errs
+
+
+def is_path_segment_name(value: str) -> list[str]:
+    """path.IsValidPathSegmentName: all an RBAC object's name must be (ValidateRBACName), and all any name must be
+    to be a key (upstream's KeyFunc refuses others, whatever the kind's own validation says)."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    bad = [c for c in ("/", "%") if c in value]
+    return [f"may not contain '{c}'" for c in bad]
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
@@ -100,9 +130,90 @@ def is_label_value(value: str) -> list[str]:
     return errs
 
 
-def invalid(path: Path, value: Any, detail: str) -> Cause:
-    shown = f'"{value}"' if isinstance(value, str) else str(value)
-    return Cause("FieldValueInvalid", f"Invalid value: {shown}: {detail}", path)
+@dataclass(frozen=True)
+class GoType:
+    """The Go type of a value a field error holds, for printing it as upstream does (`%#v`) where the JSON value
+    alone does not say: a struct's name and fields (in declaration order, absent ones printed as zero values)."""
+
+    name: str  # as %#v prints it: "string", "map[string]string", "[]string", "v1.LabelSelector"
+    fields: tuple[tuple[str, str, GoType], ...] = ()  # a struct's (JSON name, Go name, type)
+    element: GoType | None = None  # a slice's
+
+
+_STRING = GoType("string")
+STRINGS = GoType("[]string", element=_STRING)
+_STRING_MAP = GoType("map[string]string")
+_REQUIREMENT = GoType("v1.LabelSelectorRequirement", (("key", "Key", _STRING), ("operator", "Operator", _STRING),
+                                                      ("values", "Values", STRINGS)))
+LABEL_SELECTOR = GoType("v1.LabelSelector", (
+    ("matchLabels", "MatchLabels", _STRING_MAP),
+    ("matchExpressions", "MatchExpressions", GoType("[]v1.LabelSelectorRequirement", element=_REQUIREMENT))))
+
+
+def _go_quote(value: str) -> str:
+    """strconv.Quote, as %q: JSON's escapes are Go's for the characters that occur in names and values."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _go_float(value: float) -> str:
+    """%v of a float64: the shortest digits, in %e form when the exponent is below -4 or at least 6 (as %g)."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[repr(value)]
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text, point = "".join(map(str, digits)), len(digits) + exponent  # value = 0.<text> x 10^point
+    if value == 0:
+        return "-0" if sign else "0"
+    exp = point - 1
+    if exp < -4 or exp >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{'-' if sign else ''}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    return format(Decimal(repr(value)).normalize(), "f")
+
+
+def go_value(value: Any, go_type: GoType | None = None) -> str:
+    """A bad value as upstream's field.Error prints it (ErrorBody): strings quoted, numbers and booleans as Go's
+    %v, null as `null`, other values as %#v — maps of strings as `map[string]string{"k":"v"}`, lists of strings
+    as `[]string{"a", "b"}`, a struct of a known `go_type` as `v1.LabelSelector{MatchLabels:...}`. A struct whose
+    Go type is not given is shown as its JSON (upstream would print its Go type and fields)."""
+    if go_type is not None:
+        return _typed(value, go_type)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _go_quote(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _go_float(value)
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return _typed(value, _STRING_MAP)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return _typed(value, STRINGS)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _typed(value: Any, t: GoType) -> str:
+    if t.fields:
+        obj = value if isinstance(value, dict) else {}
+        return t.name + "{" + ", ".join(f"{go}:{_typed(obj.get(js), ft)}" for js, go, ft in t.fields) + "}"
+    if t.element is not None or t.name.startswith("map["):
+        if value is None:
+            return f"{t.name}(nil)"
+        if t.element is not None and isinstance(value, list):
+            return t.name + "{" + ", ".join(_typed(e, t.element) for e in value) + "}"
+        if t.element is None and isinstance(value, dict):
+            return t.name + "{" + ", ".join(f"{_go_quote(str(k))}:{go_value(v)}" for k, v in sorted(value.items())) \
+                + "}"
+    if t is _STRING:
+        return _go_quote(value) if isinstance(value, str) else '""' if value is None else go_value(value)
+    return go_value(value)
+
+
+def invalid(path: Path, value: Any, detail: str, go_type: GoType | None = None) -> Cause:
+    return Cause("FieldValueInvalid", f"Invalid value: {go_value(value, go_type)}: {detail}", path)
 
 
 def required(path: Path, detail: str = "") -> Cause:
@@ -114,13 +225,13 @@ def forbidden(path: Path, detail: str) -> Cause:
 
 
 def not_supported(path: Path, value: Any, supported: list[str]) -> Cause:
-    shown = f'"{value}"' if isinstance(value, str) else str(value)
     return Cause("FieldValueNotSupported",
-                 f"Unsupported value: {shown}: supported values: " + ", ".join(f'"{s}"' for s in supported), path)
+                 f"Unsupported value: {go_value(value)}: supported values: " + ", ".join(f'"{s}"' for s in supported),
+                 path)
 
 
 def duplicate(path: Path, value: Any) -> Cause:
-    return Cause("FieldValueDuplicate", f'Duplicate value: "{value}"', path)
+    return Cause("FieldValueDuplicate", f"Duplicate value: {go_value(value)}", path)
 
 
 def immutable(path: Path) -> Cause:

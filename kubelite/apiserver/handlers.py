@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import re
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -14,6 +15,7 @@ from kubelite.api import errors
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 from kubelite.apiserver import (
+    listoptions,
     logs,
     nesting,
     node_connection,
@@ -36,6 +38,7 @@ from kubelite.apiserver.request import (
     MERGE_PATCH,
     PATCH_TYPES,
     PROTOBUF,
+    STRATEGIC_PATCH,
     YAML,
     Target,
     decode_body,
@@ -50,6 +53,10 @@ from kubelite.apiserver.rest import Registry, status_success
 from kubelite.store.interface import Compacted, FutureRevision
 
 _VALIDATION = ("Strict", "Warn", "Ignore")
+# Kinds whose field selectors upstream converts by a function of their own (pkg/apis/core/v1/conversion.go), which
+# refuses a field as "field label not supported: F"; the others' default says `"F" is not a known field selector`.
+_FIELD_LABEL_FUNCS = frozenset(("", kind) for kind in ("Pod", "Node", "ReplicationController", "Event", "Namespace",
+                                                       "Secret", "Service"))
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -106,8 +113,13 @@ class ResourceHandlers:
                 return await self._list(request, target)
             if method == "POST":
                 return await self._create(request, target)
+            # upstream serves deletecollection on a namespaced resource's namespace path only
+            if method == "DELETE" and "deletecollection" in r.verbs and (target.namespace or not r.namespaced):
+                return await self._delete_collection(request, target)
             raise errors.method_not_allowed(method, r.plural)
         if method == "GET":
+            await listoptions.wait_fresh(self.caches, self.clock,
+                                         listoptions.parse_resource_version(request.query.get("resourceVersion", "")))
             obj = self.registry.current(r, target.namespace, target.name)
             if wants_table(request):
                 return respond(tables.table(r.kind, [obj], self.clock.now(), _include(request),
@@ -125,19 +137,18 @@ class ResourceHandlers:
 
     def _selectors(self, request: web.Request, r: Resource) -> tuple[LabelSelector, FieldSelector]:
         labels = parse_label_selector(request.query.get("labelSelector", ""))
-        fields = parse_field_selector(request.query.get("fieldSelector", ""), r.fields, r.plural)
+        fields = parse_field_selector(request.query.get("fieldSelector", ""), r.fields,
+                                      "" if (r.group, r.kind) in _FIELD_LABEL_FUNCS else r.plural)
         return labels, fields
 
     async def _list(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
         assert r is not None
         q = request.query
-        labels, fields = self._selectors(request, r)
-        matches = None
-        if not labels.empty or fields.requirements:
-            def matches(o: Obj) -> bool:
-                return labels.matches(o["metadata"].get("labels")) and fields.matches(o)
-        if parse_bool(q.get("watch"), "watch"):
+        watching = parse_bool(q.get("watch"), "watch")
+        listoptions.validate(q, watching)
+        matches, fields = self._matcher(request, r)
+        if watching:
             encoder = watch.table_encoder(r.kind, _include(request), self.clock) if wants_table(request) \
                 else watch.protobuf_event if _protobuf_watch(request, r) else watch.json_encoder()
             timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
@@ -145,30 +156,47 @@ class ResourceHandlers:
                                      q.get("resourceVersion", ""), float(timeout) if timeout is not None else None,
                                      parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), self.clock,
                                      _trigger(fields, self.caches[r].trigger_field))
+        items, revision, token = await self._page(request, target, matches)
+        if wants_table(request):
+            return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token))
+        return respond(_list_of(r, items, revision, token))
+
+    def _matcher(self, request: web.Request, r: Resource) -> tuple[Callable[[Obj], bool] | None, FieldSelector]:
+        """The request's label and field selectors as one predicate (None: they select everything)."""
+        labels, fields = self._selectors(request, r)
+        if labels.empty and not fields.requirements:
+            return None, fields
+
+        def matches(o: Obj) -> bool:
+            return labels.matches(o["metadata"].get("labels")) and fields.matches(o)
+
+        return matches, fields
+
+    async def _page(self, request: web.Request, target: Target,
+                    matches: Callable[[Obj], bool] | None) -> tuple[list[Obj], int, str]:
+        """A list request's items (one page of them, with its continue token) at the revision it is served at."""
+        r = target.resource
+        assert r is not None
+        q = request.query
         items, revision = await self._items(r, target.namespace, q.get("resourceVersion", ""),
                                             q.get("resourceVersionMatch", ""))
         if matches is not None:
             items = [o for o in items if matches(o)]
         items, token = _paginate(items, q.get("continue", ""), parse_int(q.get("limit"), "limit"), revision)
-        if wants_table(request):
-            return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token))
-        meta: Obj = {"resourceVersion": str(revision)}
-        if token:
-            meta["continue"] = token
-        return respond({"kind": f"{r.kind}List", "apiVersion": r.group_version, "metadata": meta, "items": items})
+        return items, revision, token
 
     async def _items(self, r: Resource, namespace: str, rv: str, match: str) -> tuple[list[Obj], int]:
-        if match == "Exact" and rv not in ("", "0"):
+        revision = listoptions.parse_resource_version(rv)
+        if match == "Exact" and revision:
             try:
                 prefix = r.key_prefix + (f"{namespace}/" if namespace else "")
-                listed = await self.registry.store.list(prefix, int(rv))
-            except ValueError:
-                raise errors.bad_request(f'invalid resourceVersion "{rv}"') from None
+                listed = await self.registry.store.list(prefix, revision)
             except Compacted as exc:
                 raise errors.gone(f"too old resource version: {exc.requested} ({exc.compacted})") from None
             except FutureRevision as exc:
                 raise errors.too_large_resource_version(exc.requested, exc.current) from None
             return [decode(kv) for kv in listed.items], listed.revision
+        await listoptions.wait_fresh(self.caches, self.clock, revision)
         return self.caches[r].list(namespace), self.caches.revision
 
     # --- writes ----------------------------------------------------------------------------------
@@ -256,6 +284,8 @@ class ResourceHandlers:
         r = target.resource
         assert r is not None
         ctype = media_type(request)
+        if ctype == STRATEGIC_PATCH and not r.model:  # no Go type, no struct tags: as for custom resources
+            raise errors.unsupported_media_type(ctype, [t for t in PATCH_TYPES if t != STRATEGIC_PATCH])
         body = await read_body(request)
         patch_doc = await decode_request_body(body, ctype, PATCH_TYPES)
         dry_run = _dry_run(request)
@@ -274,7 +304,7 @@ class ResourceHandlers:
                 out = patch.merge_patch(cur, patch_doc)
             else:
                 doc = documents.pop() if documents else decode_body(body, ctype, PATCH_TYPES)
-                out = patch.strategic_merge_patch(cur, doc, r.kind)
+                out = patch.strategic_merge_patch(cur, doc, r.model)
             try:
                 nesting.check_depth(out)  # operations on nested paths may build what no single document could
             except ValueError as exc:
@@ -304,13 +334,12 @@ class ResourceHandlers:
             return respond(await self.registry.create(r, target.namespace, doc, dry_run, warnings), 201, warnings)
         admitted: list[str] = []
         patched = await self.registry.patch(r, target.namespace, target.name,
-                                            lambda cur: patch.strategic_merge_patch(cur, doc, r.kind),
+                                            lambda cur: patch.strategic_merge_patch(cur, doc, r.model),
                                             target.subresource, dry_run, admitted, copies=True)
         return respond(patched, 200, warnings + admitted)
 
-    async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
-        r = target.resource
-        assert r is not None
+    async def _delete_options(self, request: web.Request) -> tuple[Obj, bool]:
+        """DeleteOptions from the body and the query (the query's win), and whether the delete is a dry run."""
         body = await read_body(request)
         options: Obj = {}
         if body.strip():
@@ -329,12 +358,40 @@ class ResourceHandlers:
         for key in ("uid", "resourceVersion"):
             if request.query.get(f"preconditions.{key}"):
                 options.setdefault("preconditions", {})[key] = request.query[f"preconditions.{key}"]
-        dry_run = _dry_run(request) or "All" in (options.get("dryRun") or [])
+        return options, _dry_run(request) or "All" in (options.get("dryRun") or [])
+
+    async def _delete(self, request: web.Request, target: Target) -> web.StreamResponse:
+        r = target.resource
+        assert r is not None
+        options, dry_run = await self._delete_options(request)
         obj, _ = await self.registry.delete(r, target.namespace, target.name, options, dry_run)
         warnings = self.registry.strategies[r].delete_warnings(obj, options)
         if r.kind == "Pod" or obj["metadata"].get("deletionTimestamp"):
             return respond(obj, 200, warnings)
         return respond(status_success(r, obj), 200, warnings)
+
+    async def _delete_collection(self, request: web.Request, target: Target) -> web.StreamResponse:
+        """Store.DeleteCollection: list with the request's ListOptions, delete each item as a delete of its own
+        would (grace periods, finalizers, propagation; one already gone is skipped), answer the list as it was
+        read: the items before their deletion, as kube-apiserver 1.32 answers. With `limit`, one page only."""
+        r = target.resource
+        assert r is not None
+        listoptions.validate(request.query, False)
+        matches, _ = self._matcher(request, r)
+        options, dry_run = await self._delete_options(request)
+        items, revision, token = await self._page(request, target, matches)
+        warnings: list[str] = []
+        for obj in items:
+            meta = obj["metadata"]
+            try:
+                deleted, _ = await self.registry.delete(r, meta.get("namespace", ""), meta["name"], dict(options),
+                                                        dry_run)
+            except errors.ApiError as exc:
+                if exc.code == 404:
+                    continue
+                raise
+            warnings += [w for w in self.registry.strategies[r].delete_warnings(deleted, options) if w not in warnings]
+        return respond(_list_of(r, items, revision, token), 200, warnings)
 
     # --- subresources ----------------------------------------------------------------------------
 
@@ -362,6 +419,13 @@ class ResourceHandlers:
             raise errors.bad_request("name in URL does not match name in Eviction object")
         result = await subresources.evict(self.registry, target.namespace, target.name, eviction, _dry_run(request))
         return respond(result, 201)
+
+
+def _list_of(r: Resource, items: list[Obj], revision: int, token: str) -> Obj:
+    meta: Obj = {"resourceVersion": str(revision)}
+    if token:
+        meta["continue"] = token
+    return {"kind": f"{r.kind}List", "apiVersion": r.group_version, "metadata": meta, "items": items}
 
 
 def _validation_mode(request: web.Request) -> str:

@@ -3,9 +3,10 @@
 Shaped as kube-apiserver's: `components.schemas` holds one schema per type, the kinds carry
 `x-kubernetes-group-version-kind` (how `kubectl explain` finds a resource's schema),
 references are `allOf: [{$ref}]` so a field keeps its own description, lists carry the
-strategic-merge keys kubelite's patcher uses (so `kubectl apply` computes the same patches
-the server applies), and each kind's patch path declares `fieldValidation` (how kubectl
-decides to hand validation to the server, research/kubectl-compat.md §4.3).
+strategic-merge keys kubelite's patcher uses (upstream's struct tags, `PATCH_FIELDS`: so
+`kubectl apply` computes the same patches the server applies), and each kind's patch path
+declares `fieldValidation` (how kubectl decides to hand validation to the server,
+research/kubectl-compat.md §4.3).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from kubelite.apiserver import schema
-from kubelite.apiserver.patch import PATCH_META
+from kubelite.apiserver.patch_fields import PATCH_FIELDS
 from kubelite.apiserver.registry.base import Resource
 from kubelite.apiserver.schema import FieldType
 
@@ -80,21 +81,7 @@ def _element_model(t: FieldType) -> str:
     return t.model
 
 
-def _patch_keys(resources: list[Resource]) -> dict[tuple[str, str], tuple[str, str]]:
-    """(model, field) → (strategy, merge key), found by following each kind's PATCH_META paths through the models."""
-    out = {}
-    for r in resources:
-        for path, meta in PATCH_META.get(r.kind, {}).items():
-            model = r.model
-            for step in path[:-1]:
-                field = schema.fields(model).get(step) if model else None
-                model = _element_model(field.type) if field else ""
-            if model and path[-1] in schema.fields(model):
-                out[(model, path[-1])] = meta
-    return out
-
-
-def _component(model: str, patch_keys: dict[tuple[str, str], tuple[str, str]]) -> Obj:
+def _component(model: str) -> Obj:
     properties: Obj = {}
     required = []
     for name, field in schema.fields(model).items():
@@ -103,7 +90,7 @@ def _component(model: str, patch_keys: dict[tuple[str, str], tuple[str, str]]) -
         text = field.description or (schema.description(element) if element else "")
         if text:  # a field without its own words (`metadata`) is described by its type, as upstream's docs do
             prop["description"] = text
-        strategy, key = patch_keys.get((model, name), ("", ""))
+        strategy, key = PATCH_FIELDS.get((model, name), ("", ""))
         if strategy:
             prop["x-kubernetes-patch-strategy"] = strategy
             if key:
@@ -145,8 +132,7 @@ def document(group_version: str, resources: tuple[Resource, ...]) -> Obj:
     models: set[str] = {_OBJECT_META} if len(typed) < len(resources) else set()
     for r in typed:
         _reachable(r.model, models)
-    patch_keys = _patch_keys(typed)
-    schemas: Obj = {schema_name(m): _component(m, patch_keys) for m in sorted(models)}
+    schemas: Obj = {schema_name(m): _component(m) for m in sorted(models)}
     schemas.update(_SHARED)
     for r in resources:
         component = schemas[schema_name(r.model)] if r.model else schemas.setdefault(_kind_name(r), _untyped(r))

@@ -1,7 +1,10 @@
 """JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
 
 Strategic merge needs per-field metadata (merge key, strategy) that upstream keeps in
-Go struct tags; `PATCH_META` holds it for the kinds we serve (k8s.io/api types.go).
+Go struct tags; `PATCH_FIELDS` (generated from k8s.io/api types.go) holds it per Go type, so
+a type met anywhere (a PodSpec in a Pod or in any template) merges alike. The walk follows
+the object's model (`schema.fields`). A kind with no model (kubelite's own, like a custom
+resource) refuses strategic merge with a 415, as kube-apiserver refuses it for custom resources.
 Directives supported: `null`, `$patch: replace|delete|merge`, `$setElementOrder/<list>`,
 `$retainKeys`, `$deleteFromPrimitiveList/<list>` (research/kubectl-compat.md §5.4).
 """
@@ -10,61 +13,20 @@ from __future__ import annotations
 
 import copy
 import json
+from functools import cache
 from typing import Any
 
 from kubelite.api.errors import ApiError, bad_request
+from kubelite.apiserver import schema
 from kubelite.apiserver.nesting import MAX_DEPTH, TooDeep, check_depth, copy_obj, dumps, headroom
+from kubelite.apiserver.patch_fields import PATCH_FIELDS
+from kubelite.apiserver.schema import FieldType
 
 MAX_JSON_PATCH_OPERATIONS = 10_000
 MAX_COPY_BYTES = 3 * 1024 * 1024
 
-Meta = dict[tuple[str, ...], tuple[str, str]]  # path → (strategy, merge key); strategy merge|replace|retainKeys
-
-_POD_SPEC: Meta = {
-    ("containers",): ("merge", "name"),
-    ("initContainers",): ("merge", "name"),
-    ("ephemeralContainers",): ("merge", "name"),
-    ("imagePullSecrets",): ("merge", "name"),
-    ("schedulingGates",): ("merge", "name"),
-    ("volumes",): ("merge", "name"),
-    ("resourceClaims",): ("merge", "name"),
-    ("hostAliases",): ("merge", "ip"),
-    ("topologySpreadConstraints",): ("merge", "topologyKey"),
-}
-_CONTAINER: Meta = {
-    ("ports",): ("merge", "containerPort"),
-    ("env",): ("merge", "name"),
-    ("volumeMounts",): ("merge", "mountPath"),
-    ("volumeDevices",): ("merge", "devicePath"),
-}
-_META: Meta = {("metadata", "finalizers"): ("merge", ""), ("metadata", "ownerReferences"): ("merge", "uid")}
-_CONDITIONS: Meta = {("status", "conditions"): ("merge", "type")}
-
-
-def _under(prefix: tuple[str, ...], meta: Meta) -> Meta:
-    return {prefix + k: v for k, v in meta.items()}
-
-
-def _pod_spec_meta(prefix: tuple[str, ...]) -> Meta:
-    out = _under(prefix, _POD_SPEC)
-    for c in ("containers", "initContainers", "ephemeralContainers"):
-        out.update(_under((*prefix, c), _CONTAINER))
-    return out
-
-
-_TEMPLATE = ("spec", "template", "spec")
-PATCH_META: dict[str, Meta] = {
-    "Pod": {**_META, **_pod_spec_meta(("spec",)), **_CONDITIONS,
-            ("status", "podIPs"): ("merge", "ip"), ("status", "hostIPs"): ("merge", "ip")},
-    "Node": {**_META, **_CONDITIONS, ("spec", "podCIDRs"): ("merge", ""),
-             ("status", "addresses"): ("merge", "type")},
-    "Namespace": {**_META, **_CONDITIONS},
-    "PersistentVolumeClaim": {**_META, **_CONDITIONS},
-    "PodDisruptionBudget": {**_META, **_CONDITIONS, ("spec", "selector"): ("replace", "")},
-    "Deployment": {**_META, **_CONDITIONS, **_pod_spec_meta(_TEMPLATE), ("spec", "strategy"): ("retainKeys", "")},
-    "ReplicaSet": {**_META, **_CONDITIONS, **_pod_spec_meta(_TEMPLATE)},
-    "StatefulSet": {**_META, **_CONDITIONS, **_pod_spec_meta(_TEMPLATE)},
-}
+_FREE = FieldType("any")  # a value no model describes: its lists are replaced, its maps merged
+_NO_TAGS = ("", "")
 
 
 # --- JSON merge patch ----------------------------------------------------------------------------
@@ -225,15 +187,35 @@ def _json_patch(doc: Any, ops: Any) -> Any:
 
 # --- strategic merge patch -----------------------------------------------------------------------
 
-def strategic_merge_patch(original: dict[str, Any], patch: Any, kind: str) -> dict[str, Any]:
+def strategic_merge_patch(original: dict[str, Any], patch: Any, model: str) -> dict[str, Any]:
+    """Strategic merge of `patch` into (a copy of) `original`, an object of client model `model` ("": none, whose
+    lists are all replaced: server-side apply's upsert of kubelite's own kinds)."""
     if not isinstance(patch, dict):
         raise bad_request("strategic merge patch must be a JSON object")
     with headroom():
-        result = _smp_map(copy_obj(original), patch, (), PATCH_META.get(kind, {}))
+        result = _smp_map(copy_obj(original), patch, FieldType("model", model=model) if model else _FREE)
     return result if isinstance(result, dict) else {}
 
 
-def _smp_map(original: dict[str, Any], patch: dict[str, Any], path: tuple[str, ...], meta: Meta) -> Any:
+@cache
+def _model_fields(model: str) -> dict[str, tuple[FieldType, str, str]]:
+    """A model's fields with their types and (strategy, merge key) tags: one lookup per key of a patch."""
+    return {name: (f.type, *PATCH_FIELDS.get((model, name), _NO_TAGS)) for name, f in schema.fields(model).items()}
+
+
+_UNTAGGED = (_FREE, "", "")  # an unknown field (pruned after the patch, or refused by Strict validation), free values
+
+
+def _field(of: FieldType, key: str) -> tuple[FieldType, str, str]:
+    """The type of `key` in a map of type `of`, with its (strategy, merge key) tags."""
+    if of.kind == "model":
+        return _model_fields(of.model).get(key, _UNTAGGED)
+    if of.kind == "map" and of.item is not None:
+        return of.item, "", ""
+    return _UNTAGGED
+
+
+def _smp_map(original: dict[str, Any], patch: dict[str, Any], of: FieldType) -> Any:
     directive = patch.get("$patch")
     if directive == "delete":
         return None
@@ -247,30 +229,25 @@ def _smp_map(original: dict[str, Any], patch: dict[str, Any], path: tuple[str, .
     for key, value in patch.items():
         if key.startswith("$"):
             continue
-        sub = (*path, key)
-        strategy, merge_key = meta.get(sub, ("", ""))
+        sub, strategy, merge_key = _field(of, key)
         if value is None:
             original.pop(key, None)
         elif strategy == "replace":
             original[key] = value
-        elif isinstance(value, dict) and isinstance(original.get(key), dict):
-            merged = _smp_map(original[key], value, sub, meta)
+        elif isinstance(value, dict):
+            merged = _smp_map(original[key] if isinstance(original.get(key), dict) else {}, value, sub)
             if merged is None:
                 original.pop(key, None)
             else:
                 original[key] = merged
-        elif isinstance(value, dict):
-            merged = _smp_map({}, value, sub, meta)
-            if merged is not None:
-                original[key] = merged
-        elif isinstance(value, list) and strategy == "merge":
-            original[key] = _smp_list(original.get(key) or [], value, sub, meta, merge_key)
+        elif isinstance(value, list) and "merge" in strategy.split(","):
+            original[key] = _smp_list(original.get(key) or [], value, sub.item or _FREE, merge_key)
         else:
             original[key] = value
     for key in orders:
         if isinstance(original.get(key), list):
             order = _directive_list(patch, f"$setElementOrder/{key}")
-            original[key] = _apply_order(original[key], order, meta.get((*path, key), ("", ""))[1])
+            original[key] = _apply_order(original[key], order, _field(of, key)[2])
     for key in removals:
         if isinstance(original.get(key), list):
             gone = {_hashed(v) for v in _directive_list(patch, f"$deleteFromPrimitiveList/{key}")}
@@ -296,8 +273,7 @@ def _hashed(value: Any) -> Any:
     return value
 
 
-def _smp_list(original: list[Any], patch: list[Any], path: tuple[str, ...], meta: Meta,
-              merge_key: str) -> list[Any]:
+def _smp_list(original: list[Any], patch: list[Any], element: FieldType, merge_key: str) -> list[Any]:
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
         return [p for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")]
     if not merge_key:  # a set of primitives, e.g. finalizers
@@ -317,10 +293,10 @@ def _smp_list(original: list[Any], patch: list[Any], path: tuple[str, ...], meta
                 result[holders.pop(0)] = _DELETED
             continue
         if holders:
-            result[holders[0]] = _smp_map(result[holders[0]], item, path, meta)
+            result[holders[0]] = _smp_map(result[holders[0]], item, element)
         else:
             holders.append(len(result))
-            result.append(_smp_map({}, item, path, meta))
+            result.append(_smp_map({}, item, element))
     return [x for x in result if x is not _DELETED]
 
 

@@ -17,10 +17,10 @@ import orjson
 from aiohttp import web
 
 from kubelite.api import errors
-from kubelite.apiserver import nesting, protobuf, tables
+from kubelite.apiserver import listoptions, nesting, protobuf, tables
 from kubelite.apiserver.cache import CachedEvent, Caches, Watcher
 from kubelite.apiserver.registry.base import Obj, Resource
-from kubelite.clock import Cancellable, Clock, bounded, timer
+from kubelite.clock import Cancellable, Clock, timer
 
 # A watch that asked for bookmarks gets one at least this often, so a client can tell a dead connection
 # (a half-open link, a frozen server) from a quiet watch by silence alone: HTTP/1.1 has no pings, where
@@ -33,7 +33,6 @@ LOOPBACK_BOOKMARK_INTERVAL = 60.0
 # Either way one more comes this long before the watch's lifetime ends (cache_watcher.go nextBookmarkTime), so the
 # client resumes from a resourceVersion seconds old, not up to an interval old (older: nearer 410 Gone, a relist).
 PRE_TIMEOUT_BOOKMARK = 2.0
-FRESHNESS_WAIT = 3.0  # cacher's blockTimeout for a resourceVersion ahead of the cache
 # kube-apiserver's --min-request-timeout: a watch that asks for no timeout lives a random time between it and twice it
 MIN_REQUEST_TIMEOUT = 1800
 
@@ -191,14 +190,8 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
         initial = [e for e in _synthetic(cache.list(namespace), resource) if matches is None or matches(e.obj)]
         start = caches.revision
     else:
-        try:
-            start = int(resource_version)
-        except ValueError:
-            raise errors.bad_request(f'invalid resourceVersion "{resource_version}"') from None
-        if start > caches.revision:  # the watch cache waits a little for a revision it has not seen yet
-            fresh, _ = await bounded(clock, caches.wait_for(start), FRESHNESS_WAIT, coarse=True)
-            if not fresh:
-                raise errors.too_large_resource_version(start, caches.revision)
+        start = listoptions.parse_resource_version(resource_version)
+        await listoptions.wait_fresh(caches, clock, start)  # the watch cache waits a little for a revision it lacks
         backlog = caches.events_since(resource, start, trigger)
         if backlog is None:
             return WatchStream(caches, resource, None, encoder, _expired(start, caches.revision), None, 0.0, clock)

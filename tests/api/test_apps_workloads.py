@@ -36,9 +36,11 @@ def with_spec(**changes: Any) -> Obj:
 @pytest.mark.parametrize(("collection", "body", "field", "message"), [
     pytest.param(RSS, with_spec(selector=None), "spec.selector", "Required value", id="selector required"),
     pytest.param(RSS, with_spec(selector={}), "spec.selector",
-                 "Invalid value: {}: empty selector is invalid for deployment", id="empty selector"),
+                 "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), "
+                 "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment",
+                 id="empty selector"),
     pytest.param(RSS, with_spec(template__metadata__labels={"app": "other"}), "spec.template.metadata.labels",
-                 "Invalid value: {'app': 'other'}: `selector` does not match template `labels`",
+                 'Invalid value: map[string]string{"app":"other"}: `selector` does not match template `labels`',
                  id="selector does not match template labels"),
     pytest.param(RSS, with_spec(replicas=-1), "spec.replicas", "Invalid value: -1: must be greater than or equal to 0",
                  id="negative replicas"),

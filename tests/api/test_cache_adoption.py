@@ -126,7 +126,7 @@ UPDATES = [
     Write("service created", lambda c: c.create("/api/v1/namespaces/default/services", {
         "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}], "selector": {"app": "d"}}})),
     Write("service updated (its cluster IP is carried over)", lambda c: c.patch(
-        "/api/v1/namespaces/default/services/s", {"spec": {"ports": [{"port": 81}]}}, STRATEGIC)),
+        "/api/v1/namespaces/default/services/s", {"spec": {"ports": [{"port": 80, "targetPort": 81}]}}, STRATEGIC)),
     Write("deployment created", lambda c: c.create(DEPLOYMENTS, {"metadata": {"name": "d"}, "spec": {
         "replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": _TEMPLATE}})),
     Write("deployment status patched", lambda c: c.patch(f"{DEPLOYMENTS}/d/status", {"status": {"replicas": 1}})),

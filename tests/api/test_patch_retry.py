@@ -64,9 +64,9 @@ async def test_a_patch_retried_after_a_conflict_applies_its_document_as_sent(cty
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     documents: list[Any] = []  # what each strategic merge attempt was given
 
-    def recording(cur: Any, doc: Any, kind: str) -> Any:
+    def recording(cur: Any, doc: Any, model: str) -> Any:
         documents.append(doc)
-        return merging(cur, doc, kind)
+        return merging(cur, doc, model)
 
     merging = patch.strategic_merge_patch
     monkeypatch.setattr(patch, "strategic_merge_patch", recording)

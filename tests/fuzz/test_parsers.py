@@ -74,7 +74,7 @@ def test_json_patch_is_total(ops: Any) -> None:
 @given(json_values, st.sampled_from(["merge", "strategic"]))
 def test_merge_patches_are_total(doc: Any, kind: str) -> None:
     try:
-        patch.merge_patch(POD, doc) if kind == "merge" else patch.strategic_merge_patch(POD, doc, "Pod")
+        patch.merge_patch(POD, doc) if kind == "merge" else patch.strategic_merge_patch(POD, doc, "V1Pod")
     except ApiError as exc:
         assert 400 <= exc.code < 500
 

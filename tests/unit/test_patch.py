@@ -127,8 +127,8 @@ def _dig(obj: Any, path: str) -> Any:
 
 @pytest.mark.parametrize("case", SMP_CASES, ids=lambda c: c.name)
 def test_strategic_merge_patch(case: Case) -> None:
-    kind = "Deployment" if "strategy" in str(case.patch) else "Pod"
-    result = strategic_merge_patch(case.original, case.patch, kind)
+    model = "V1Deployment" if "strategy" in str(case.patch) else "V1Pod"
+    result = strategic_merge_patch(case.original, case.patch, model)
     for path, want in case.want.items():
         got = _dig(result, path)
         if path == "spec.containers":

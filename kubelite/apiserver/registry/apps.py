@@ -50,7 +50,8 @@ class WorkloadStrategy(Strategy):
         """apps/v1 selectors are immutable (ValidateReplicaSetUpdate, ValidateDeploymentUpdate)."""
         causes = self.validate(new)
         if (new.get("spec") or {}).get("selector") != (old.get("spec") or {}).get("selector"):
-            causes.append(v.invalid("spec.selector", (new.get("spec") or {}).get("selector"), "field is immutable"))
+            causes.append(v.invalid("spec.selector", (new.get("spec") or {}).get("selector"), "field is immutable",
+                                    v.LABEL_SELECTOR))
         return causes
 
     def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
@@ -79,11 +80,12 @@ def validate_workload_spec(spec: Obj, owner: str) -> list[Cause]:
         causes.append(v.invalid("spec.selector", selector, "invalid label selector"))
     else:
         if not (selector.get("matchLabels") or selector.get("matchExpressions")):
-            causes.append(v.invalid("spec.selector", selector, f"empty selector is invalid for {owner}"))
+            causes.append(v.invalid("spec.selector", selector, f"empty selector is invalid for {owner}",
+                                    v.LABEL_SELECTOR))
         try:
             compiled = compile_label_selector(selector)
         except ApiError:
-            causes.append(v.invalid("spec.selector", selector, "invalid label selector"))
+            causes.append(v.invalid("spec.selector", selector, "invalid label selector", v.LABEL_SELECTOR))
     template = spec.get("template")
     if not isinstance(template, dict):
         return [*causes, v.required("spec.template")]

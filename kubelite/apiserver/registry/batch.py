@@ -133,7 +133,7 @@ def validate_job_spec(spec: Obj) -> list[Cause]:
         try:
             compiled = compile_label_selector(selector)
         except ValueError as exc:
-            causes.append(v.invalid("spec.selector", selector, str(exc)))
+            causes.append(v.invalid("spec.selector", selector, str(exc), v.LABEL_SELECTOR))
         else:
             labels = (template.get("metadata") or {}).get("labels") or {}
             if not compiled.matches(labels):
@@ -159,7 +159,7 @@ def _generated_selector_causes(obj: Obj) -> list[Cause]:
     except ValueError:
         ok = True  # reported by validate_job_spec
     if not ok:
-        causes.append(v.invalid("spec.selector", spec["selector"], "`selector` not auto-generated"))
+        causes.append(v.invalid("spec.selector", spec["selector"], "`selector` not auto-generated", v.LABEL_SELECTOR))
     return causes
 
 

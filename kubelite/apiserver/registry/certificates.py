@@ -38,6 +38,8 @@ def decisions(obj: Obj) -> list[Obj]:
 
 class CertificateSigningRequestStrategy(Strategy):
     has_status = True
+    # ValidateCertificateRequestName accepts any name; only what every key needs is left (KeyFunc's check)
+    name_validator = staticmethod(v.is_path_segment_name)
 
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         super().prepare_create(obj, lookup)

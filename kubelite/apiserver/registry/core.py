@@ -71,8 +71,10 @@ class LeaseStrategy(Strategy):
     pass
 
 
+# Namespaces have no collection delete upstream (their REST storage implements none; discovery omits the verb)
 NAMESPACES = Resource("", "v1", "namespaces", "namespace", "Namespace", False, "V1Namespace", short_names=("ns",),
-                      subresources=("status", "finalize"), fields=_NAMESPACE_FIELDS)
+                      subresources=("status", "finalize"), fields=_NAMESPACE_FIELDS,
+                      verbs=("create", "delete", "get", "list", "patch", "update", "watch"))
 NODES = Resource("", "v1", "nodes", "node", "Node", False, "V1Node", short_names=("no",),
                  subresources=("status",), fields=_NODE_FIELDS)
 EVENTS = Resource("", "v1", "events", "event", "Event", True, "CoreV1Event", short_names=("ev",),

@@ -76,20 +76,30 @@ def _default_container(c: Obj) -> None:
 
 
 def default_pod_spec(spec: Obj) -> None:
+    """SetDefaults_PodSpec, for a Pod's spec and any template's. A service account is not defaulted here: upstream
+    names `default` in ServiceAccount admission, for Pods only (`_default_service_account`); the v1 conversion
+    only mirrors the deprecated `serviceAccount` and `serviceAccountName` into each other."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)  # a negative period is kept (and treated as 1)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("enableServiceLinks", True)
-    if "serviceAccountName" not in spec:
-        spec["serviceAccountName"] = spec.get("serviceAccount") or "default"
-    spec["serviceAccount"] = spec["serviceAccountName"]
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if account:
+        spec["serviceAccountName"] = spec["serviceAccount"] = account
     for _, _, c in all_containers(spec):
         _default_container(c)
     for vol in spec.get("volumes") or []:
         if not any(k for k in vol if k != "name"):
             vol["emptyDir"] = {}
+
+
+def _default_service_account(spec: Obj) -> None:
+    """A Pod's service account: `default` unless it names one (ServiceAccount admission's default)."""
+    if "serviceAccountName" not in spec:
+        spec["serviceAccountName"] = spec.get("serviceAccount") or "default"
+    spec["serviceAccount"] = spec["serviceAccountName"]
 
 
 def _merge_default_tolerations(spec: Obj) -> None:
@@ -299,6 +309,7 @@ class PodStrategy(Strategy):
 
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         spec = obj.setdefault("spec", {})
+        _default_service_account(spec)
         default_pod_spec(spec)
         _merge_default_tolerations(spec)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
@@ -321,6 +332,7 @@ class PodStrategy(Strategy):
     def prepare_update(self, new: Obj, old: Obj) -> None:
         super().prepare_update(new, old)
         spec = new.setdefault("spec", {})
+        _default_service_account(spec)
         default_pod_spec(spec)
         _merge_default_tolerations(spec)  # DefaultTolerationSeconds admits updates too
 

@@ -24,14 +24,6 @@ GROUP = rbac.GROUP
 SUBJECT_KINDS = ["ServiceAccount", "User", "Group"]
 
 
-def is_path_segment_name(value: str) -> list[str]:
-    """path.IsValidPathSegmentName, the RBAC name validation (ValidateRBACName)."""
-    if value in (".", ".."):
-        return [f"may not be '{value}'"]
-    bad = [c for c in ("/", "%") if c in value]
-    return [f"may not contain '{c}'" for c in bad]
-
-
 @dataclass
 class Escalation:
     """The authorizer the `escalate`/`bind` checks ask, and the resolver of the requester's own rules."""
@@ -51,7 +43,7 @@ class Escalation:
 
 
 class RBACStrategy(Strategy):
-    name_validator = staticmethod(is_path_segment_name)
+    name_validator = staticmethod(v.is_path_segment_name)
     escalation: Escalation | None = None  # set by the API server when an authorizer is configured
 
     def _requester(self) -> UserInfo | None:

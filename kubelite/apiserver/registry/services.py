@@ -12,7 +12,6 @@ checked for shape only, as upstream's registry does.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kubelite.api import errors
@@ -53,21 +52,6 @@ def is_valid_port_name(name: str) -> list[str]:
     return errs
 
 
-@dataclass(frozen=True)
-class GoValue:
-    """A value `validation.invalid` shows verbatim (it quotes str values and str()s the rest)."""
-
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def go_strings(values: list[str]) -> GoValue:
-    """A []string as Go's %#v prints it in field.Invalid messages: []string{"10.96.0.1"}."""
-    return GoValue("[]string{" + ", ".join(f'"{x}"' for x in values) + "}")
-
-
 def _port_number(path: str, value: Any) -> list[Cause]:
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
         return []
@@ -86,6 +70,7 @@ def _node_ports_wanted(spec: Obj) -> bool:
 
 class ServiceStrategy(Strategy):
     has_status = True
+    name_validator = staticmethod(v.is_dns1035_label)  # ValidateServiceName
 
     def __init__(self, resource: Resource) -> None:
         super().__init__(resource)
@@ -181,7 +166,7 @@ class ServiceStrategy(Strategy):
             try:
                 ip = self.cluster_ips.allocate(wanted)
             except AllocationError as exc:
-                return [v.invalid("spec.clusterIPs", go_strings([wanted]), f"failed to allocate IP {wanted}: {exc}")]
+                return [v.invalid("spec.clusterIPs", [wanted], f"failed to allocate IP {wanted}: {exc}", v.STRINGS)]
         taken.append(ip)
         spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
         return []
@@ -209,8 +194,8 @@ class ServiceStrategy(Strategy):
         crossing = "ExternalName" in (spec.get("type"), old_spec.get("type"))
         old_ips = old_spec.get("clusterIPs") or []
         if not crossing and old_ips and (spec.get("clusterIPs") or []) != old_ips:
-            causes.append(v.invalid("spec.clusterIPs[0]", go_strings(spec.get("clusterIPs") or []),
-                                    "may not change once set"))
+            causes.append(v.invalid("spec.clusterIPs[0]", spec.get("clusterIPs") or [], "may not change once set",
+                                    v.STRINGS))
         return causes
 
 
