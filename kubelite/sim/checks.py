@@ -125,11 +125,12 @@ def api_objects(ctx: Ctx, scn: Scenario, pools: list[Obj], raw_workloads: list[O
         if name in seen:
             raise ctx.fail(raw, None, f"priorityClasses: {name!r} twice (also line {line_of(seen[name])})")
         seen[name] = raw
-    known = Known(scn.priority_classes)
-    for raw in scn.priority_classes:
-        cause = refusal({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **raw}, known)
+    for i, raw in enumerate(scn.priority_classes):  # created in order: admission sees those before
+        cause = refusal({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **raw},
+                        Known(scn.priority_classes[:i]))
         if cause:
             raise _fail(ctx, raw, cause.field, "priorityClass", cause)
+    known = Known(scn.priority_classes)
     for pool, raw in zip(scn.pools, pools, strict=True):
         name = f"{pool.name}-{pool.count - 1}"  # the longest name of the pool's nodes
         node: Obj = {"apiVersion": "v1", "kind": "Node",
@@ -169,8 +170,11 @@ def _workload(ctx: Ctx, kind: str, raw: Obj, obj: Obj, known: Known, what: str) 
     for each in objects:
         cause = refusal(each, known)
         if cause:
-            pod_of = kind if each is obj else "Pod"
-            raise _fail(ctx, raw, _in_workload(pod_of, cause.field), what, cause)
+            field = _in_workload(kind if each is obj else "Pod", cause.field)
+            spec = raw.get("spec") or {}
+            if "resources" in spec and "containers" not in spec:  # the shorthand made every container's resources
+                field = re.sub(r"^spec\.containers\[\d+\]\.resources", "spec.resources", field)
+            raise _fail(ctx, raw, field, what, cause)
 
 
 def pod_spec_types(ctx: Ctx, raw: Obj, name: str) -> None:
