@@ -14,7 +14,8 @@ POOL = "nodePools:\n  - {name: n, count: 1}\n"
 HEAD = "duration: 10m\n" + POOL  # lines 1-3
 
 
-def _refused(tmp_path: Path, text: str, line: int, message: str, file: str = "s.yaml") -> None:
+def _refused(tmp_path: Path, text: str, line: int | str, message: str, file: str = "s.yaml") -> None:
+    """`text` as a scenario fails to load, with `FILE:LINE:` (LINE may be LINE:COLUMN) and `message`."""
     path = tmp_path / "s.yaml"
     path.write_text(text)
     with pytest.raises(ScenarioError) as err:
@@ -229,3 +230,43 @@ def test_valid_scenarios_load(tmp_path: Path, text: str) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(text)
     assert load(path).pools
+
+
+KSC = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"  # lines 1-2
+SCHEDULER_CONFIG_CASES = [
+    pytest.param(KSC + "bogusTop: 1\n", 3, 'strict decoding error: unknown field "bogusTop"',
+                 id="an unknown top-level field: strict decoding, as kube-scheduler"),
+    pytest.param(KSC + "profiles:\n  - schedulerName: default-scheduler\n    bogusField: 1\n", 5,
+                 'unknown field "profiles[0].bogusField"', id="an unknown profile field"),
+    pytest.param(KSC + "profiles:\n  - pluginConfig:\n      - name: NodeResourcesFit\n        args:\n"
+                 "          scoringStrategy: {typ: MostAllocated}\n", 7,
+                 'unknown field "profiles[0].pluginConfig[0].args.scoringStrategy.typ"',
+                 id="an unknown field in a plugin's args"),
+    pytest.param(KSC + "profiles:\n  - plugins: {score: {enabled: [{name: NoSuchPlugin}]}}\n", 4,
+                 'profiles[0].plugins.score.enabled[0].name: Invalid value: "NoSuchPlugin": unknown plugin',
+                 id="a validation error: the config's file and line"),
+    pytest.param(KSC + "profiles:\n  - pluginConfig:\n      - name: NodeResourcesFit\n        args:\n"
+                 "          scoringStrategy: {type: Sideways}\n", 7, 'Unsupported value: "Sideways"',
+                 id="an unsupported scoring strategy: its line"),
+    pytest.param(KSC + "profiles: {schedulerName: x}\n", 3, "profiles: must be a list", id="a list given as a mapping"),
+    pytest.param("apiVersion: v1\nkind: KubeSchedulerConfiguration\n", 1, "expected apiVersion",
+                 id="another apiVersion"),
+    pytest.param(KSC + "profiles:\n  - plugins: {score: {disabled: [{name: \"*\"}]}\n", "5:1",
+                 "YAML syntax: expected ',' or '}', but got '<stream end>'",
+                 id="a YAML syntax error: line and column, not PyYAML's '<unicode string>'"),
+]
+
+
+@pytest.mark.parametrize("config,line,message", SCHEDULER_CONFIG_CASES)
+def test_scheduler_configs_are_read_as_kube_scheduler_reads_them(tmp_path: Path, config: str, line: int | str,
+                                                                  message: str) -> None:
+    (tmp_path / "sched.yaml").write_text(config)
+    _refused(tmp_path, HEAD + "schedulerConfig: [sched.yaml]\n", line, message, file="sched.yaml")
+    path = tmp_path / "s.yaml"
+    with pytest.raises(ScenarioError) as err:
+        load(path)
+    assert "<unicode string>" not in str(err.value)
+
+
+def test_a_yaml_syntax_error_in_a_scenario_names_line_and_column(tmp_path: Path) -> None:
+    _refused(tmp_path, "duration: 1m\nnodePools: [{name: n\n", "3:1", "YAML syntax: ")
