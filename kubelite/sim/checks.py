@@ -43,13 +43,18 @@ class Known(Lookup):
     def __init__(self, priority_classes: list[Obj]) -> None:
         self._classes = {name: {"metadata": {"name": name}, "value": value}
                          for name, value in SYSTEM_PRIORITY_CLASSES.items()}
-        self._classes.update({str((pc.get("metadata") or {}).get("name")): pc for pc in priority_classes})
+        self._classes.update({_name(pc): pc for pc in priority_classes})
 
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         return self._classes.get(name) if resource == "priorityclasses" else None
 
     def list(self, resource: str, namespace: str = "") -> list[Obj]:
         return list(self._classes.values()) if resource == "priorityclasses" else []
+
+
+def _name(obj: Obj) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name")) if isinstance(meta, dict) else ""
 
 
 def refusal(obj: Obj, known: Lookup) -> Cause | None:
@@ -121,7 +126,7 @@ def api_objects(ctx: Ctx, scn: Scenario, pools: list[Obj], raw_workloads: list[O
     """Every object the run would create, checked now (see the module's docstring)."""
     seen: dict[str, Obj] = {}
     for raw in scn.priority_classes:
-        name = str((raw.get("metadata") or {}).get("name"))
+        name = _name(raw)
         if name in seen:
             raise ctx.fail(raw, None, f"priorityClasses: {name!r} twice (also line {line_of(seen[name])})")
         seen[name] = raw

@@ -504,6 +504,7 @@ def _check_fault(ctx: Ctx, raw: Obj, nodes: list[str], workloads: dict[str, str]
         if not (isinstance(pdb, dict) and pdb.get("name")):
             raise ctx.fail(raw, "pdb", "fault pdb: {name, matchLabels, minAvailable or maxUnavailable}")
         ctx.known(pdb, {"name", "namespace", "matchLabels", "minAvailable", "maxUnavailable"}, "fault pdb")
+        ctx.mapping(pdb, "matchLabels")
     if "delete" in raw:
         namespace, slash, name = str(raw["delete"]).partition("/")
         if not isinstance(raw["delete"], str) or not slash or is_dns1123_label(namespace) or \

@@ -85,8 +85,10 @@ API_REFUSAL_CASES = [
     pytest.param("duration: 5m\n" + POOL + "priorityClasses:\n  - {metadata: {name: p}, value: 1}\n"
                  "  - {metadata: {name: p}, value: 2}\n", 6, "priorityClasses: 'p' twice (also line 5)",
                  id="a PriorityClass twice"),
-    pytest.param("duration: 5m\n" + POOL + "priorityClasses:\n  - {metadata: {name: a}, value: 1, globalDefault: true}\n"
-                 "  - {metadata: {name: b}, value: 2, globalDefault: true}\n", 6, "PriorityClass a is already marked as default",
+    pytest.param("duration: 5m\n" + POOL + "priorityClasses:\n"
+                 "  - {metadata: {name: a}, value: 1, globalDefault: true}\n"
+                 "  - {metadata: {name: b}, value: 2, globalDefault: true}\n", 6,
+                 "PriorityClass a is already marked as default",
                  id="two global defaults: the API's admission"),
     pytest.param("duration: 5m\nnodePools:\n  - {name: n, count: 1}\n  - {name: n, count: 2}\n", 4,
                  "nodePool n: name used twice (also line 3)", id="a pool name twice (once: 'already exists' mid-run)"),
@@ -132,7 +134,8 @@ def test_a_workload_in_a_namespace_the_cluster_lacks(tmp_path: Path) -> None:
 
 
 def test_a_workload_name_the_api_refuses(tmp_path: Path) -> None:
-    _refused(tmp_path, HEAD + "workloads:\n  - {name: Web_App, kind: Pod}\n", 5, 'metadata.name: Invalid value: "Web_App"')
+    _refused(tmp_path, HEAD + "workloads:\n  - {name: Web_App, kind: Pod}\n", 5,
+             'metadata.name: Invalid value: "Web_App"')
 
 
 def test_a_trace_rows_request_the_api_refuses(tmp_path: Path) -> None:
@@ -143,13 +146,15 @@ def test_a_trace_rows_request_the_api_refuses(tmp_path: Path) -> None:
 INVALID_FIELD_CASES = [
     pytest.param(HEAD + "nodeConfig: {bogus: 3}\n", 4, "nodeConfig: unknown or not simulated field 'bogus'",
                  id="an unknown nodeConfig field"),
-    pytest.param(HEAD + "nodeConfig:\n  evictionHard: {memory.available: 1Mi}\n", 5, "not simulated field 'evictionHard'",
+    pytest.param(HEAD + "nodeConfig:\n  evictionHard: {memory.available: 1Mi}\n", 5,
+                 "not simulated field 'evictionHard'",
                  id="a nodeConfig field a simulation would ignore"),
     pytest.param(HEAD + "nodeConfig:\n  crashLoopBackOff: {maxContainerRestartPeriod: 1h}\n", 5,
                  "nodeConfig: crashLoopBackOff.maxContainerRestartPeriod: must be between 1s and 300s",
                  id="a nodeConfig value the agent refuses: its line"),
     pytest.param(HEAD + "faults:\n  - at: 1m\n    pdb: {name: p, minAvailable: 1, maxUnavailable: 1}\n", 6,
-                 "minAvailable and maxUnavailable cannot be both set", id="a PDB with both minAvailable and maxUnavailable"),
+                 "minAvailable and maxUnavailable cannot be both set",
+                 id="a PDB with both minAvailable and maxUnavailable"),
     pytest.param(HEAD + "faults:\n  - at: 1m\n    pdb: {name: p, minAvailabel: 1}\n", 6, "unknown field 'minAvailabel'",
                  id="an unknown PDB field"),
     pytest.param(_workload("at: 11m"), 5, "at: 660 s is after the scenario's end (duration 600 s)",
@@ -174,9 +179,11 @@ INVALID_FIELD_CASES = [
     pytest.param(_workload("behaviour: {ignoreTerm: sometimes}"), 5, "ignoreTerm: true or false",
                  id="ignoreTerm not a bool"),
     pytest.param(_workload("namespace: 7"), 5, "namespace must be a string", id="a namespace that is a number"),
-    pytest.param(HEAD + "workloads:\n  - {name: w, kind: Pod}\nfaults:\n  - {at: 1m, scale: {workload: w, replicas: 3}}\n",
+    pytest.param(HEAD + "workloads:\n  - {name: w, kind: Pod}\nfaults:\n"
+                 "  - {at: 1m, scale: {workload: w, replicas: 3}}\n",
                  7, "w is a Pod; only a Deployment or StatefulSet has replicas", id="scale of a Pod"),
-    pytest.param(HEAD + "workloads:\n  - {name: j, kind: Job}\nfaults:\n  - {at: 1m, scale: {workload: j, replicas: 3}}\n",
+    pytest.param(HEAD + "workloads:\n  - {name: j, kind: Job}\nfaults:\n"
+                 "  - {at: 1m, scale: {workload: j, replicas: 3}}\n",
                  7, "j is a Job", id="scale of a Job"),
     pytest.param(HEAD + "workloads:\n  - {name: w}\nfaults:\n  - {at: 1m, scale: {workload: w, replicas: true}}\n",
                  7, "replicas must be a non-negative integer, not True", id="scale to a bool"),
@@ -191,7 +198,8 @@ INVALID_FIELD_CASES = [
                  "capacity 'cpus': not a resource the scheduler knows", id="an unknown capacity key"),
     pytest.param("duration: 5m\nnodePools:\n  - name: n\n    capacity: {kubernetes.io/gpu: \"4\"}\n", 4,
                  "capacity 'kubernetes.io/gpu'", id="an extended resource in the kubernetes.io domain"),
-    pytest.param(HEAD + "schedulerConfig: nosuch.yaml\n", 4, "schedulerConfig: no file", id="a missing scheduler config"),
+    pytest.param(HEAD + "schedulerConfig: nosuch.yaml\n", 4, "schedulerConfig: no file",
+                 id="a missing scheduler config"),
     pytest.param(HEAD + "schedulerConfig: {a: b}\n", 4, "a file name or a list of file names",
                  id="a scheduler config that is not a file name"),
     pytest.param(HEAD + "workloads:\n  - {name: j, kind: Job, behaviour: {exitCodes: [1, 1, 0]}}\n", 5,
