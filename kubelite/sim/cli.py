@@ -122,10 +122,10 @@ def _control_value(action: str, value: str | None) -> None:
         number = float(value) if action == "speed" or re.fullmatch(r"-?[0-9.]+", value) else duration(value)
     except (ValueError, NodeConfigError):
         number = math.nan
-    if not (number > 0 if action == "speed" else number >= 0) or not math.isfinite(number):
-        want = "a positive number of simulated seconds per real second" if action == "speed" else \
-            "a non-negative number of seconds or a duration such as 30s, 5m, 1h"
-        raise ValueError(f"{action}: {value!r} is not {want}")
+    if not (number > 0 if action == "speed" else number >= 0) or not math.isfinite(number):  # control.py's words
+        want = "value must be a positive number" if action == "speed" else \
+            "duration must be seconds or a duration such as 30s, 5m, 1h"
+        raise ValueError(f"{action}: {want}, not {value!r}")
 
 
 def main(args: argparse.Namespace) -> int:

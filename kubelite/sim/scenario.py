@@ -119,10 +119,12 @@ class Ctx:
                                         "duration (such as 30s, 5m, 1h30m)")
         return value
 
-    def integer(self, where: Obj, key: str, default: int, minimum: int, name: str) -> int:
+    def integer(self, where: Obj, key: str, default: int | None, minimum: int, name: str) -> int:
         """A whole number of at least `minimum` (0 or 1); YAML's `true` is no number here (a bool is an int in
-        Python, not in a scenario)."""
+        Python, not in a scenario). No `default`: required."""
         raw = where.get(key, default)
+        if raw is None:
+            raise self.fail(where, key, f"{name}: required")
         if not isinstance(raw, int) or isinstance(raw, bool) or raw < minimum:
             raise self.fail(where, key, f"{name} must be a {'positive' if minimum else 'non-negative'} integer, "
                                         f"not {raw!r}")
@@ -494,7 +496,7 @@ def _check_fault(ctx: Ctx, raw: Obj, nodes: list[str], workloads: dict[str, str]
         if not isinstance(target, dict) or target.get("workload") not in workloads:
             raise ctx.fail(raw, "scale", "fault scale: {workload: NAME of a workload, replicas: N}")
         ctx.known(target, {"workload", "replicas"}, "fault scale")
-        ctx.integer(target, "replicas", -1, 0, "fault scale: replicas")
+        ctx.integer(target, "replicas", None, 0, "fault scale: replicas")
         kind = workloads[target["workload"]]
         if kind not in SCALABLE:
             raise ctx.fail(raw, "scale", f"fault scale: {target['workload']} is a {kind}; only a "
@@ -586,8 +588,6 @@ def load(path: Path, seed: int = 0) -> Scenario:
     raw_faults = ctx.items(raw, "faults")
     for f in raw_faults:
         _check_fault(ctx, f, nodes, {w.name: w.kind for w in workloads})
-    if "timeline" in raw:
-        ctx.strings(raw, "timeline")
     scn = Scenario(str(raw.get("name", path.stem)), path, span, sample, pools, workloads,
                    sorted((_fault(ctx, f, span) for f in raw_faults), key=lambda f: f.at),
                    _scheduler_configs(ctx, raw, path.parent), ctx.strings(raw, "timeline"),

@@ -51,9 +51,10 @@ REFUSED_CASES = [
                  id="compare: a config that is not there"),
     pytest.param(["sim", "run", "{scenario}", "--config", "{dir}/s.yaml"], 2, 'unknown field "duration"',
                  id="run: a config kube-scheduler would refuse (strict decoding), with its file and line"),
-    pytest.param(["sim", "control", "step", "-5s"], 1, "step: '-5s' is not a non-negative",
+    pytest.param(["sim", "control", "step", "-5s"], 1,
+                 "step: duration must be seconds or a duration such as 30s, 5m, 1h, not '-5s'",
                  id="a negative step: its own error, not argparse's usage"),
-    pytest.param(["sim", "control", "speed", "-2"], 1, "speed: '-2' is not a positive number",
+    pytest.param(["sim", "control", "speed", "-2"], 1, "speed: value must be a positive number, not '-2'",
                  id="a negative speed"),
 ]
 
