@@ -33,7 +33,12 @@ SCALABLE = ("Deployment", "StatefulSet")  # what has spec.replicas (a Job's para
 # simulated (hollow containers use no memory or disk) — so they are refused.
 NODE_CONFIG = {"crashLoopBackOff": {"maxContainerRestartPeriod"}, "featureGates": None, "maxPods": None,
                "shutdownGracePeriod": None, "nodeLeaseDurationSeconds": None, "selfFenceAfter": None}
+# Bounds on what a scenario makes at load, far above the scale target (5,000 nodes, 150,000 pods a day), so a
+# slip of the pen (`sample: 1ms`, `perHour: 1e12`, a count with three zeros too many) is an error, not a machine
+# whose memory fills before the run starts.
 MAX_SAMPLES = 100_000  # samples per run (duration / sample): each is a point of every plot, held to the end
+MAX_ARRIVALS = 1_000_000  # a Poisson process's expected arrivals (each is drawn and held at load)
+MAX_NODES = 100_000
 
 
 class ScenarioError(ValueError):
@@ -364,6 +369,9 @@ def _arrivals(ctx: Ctx, raw: Obj, base: Path, rng: random.Random, span: float) -
         until = ctx.seconds(p, "until", name="arrivals.poisson.until")
         if until <= t:
             raise ctx.fail(p, "until", f"arrivals.poisson: until ({until:g} s) must be after start ({t:g} s)")
+        if rate * (until - t) / 3600.0 > MAX_ARRIVALS:
+            raise ctx.fail(p, "perHour", f"arrivals.poisson: {rate:g} per hour for {until - t:g} s is more than "
+                                         f"{MAX_ARRIVALS:,} arrivals")
         drawn: list[Arrival] = []
         while True:
             t += -math.log(1.0 - rng.random()) * 3600.0 / float(rate)
@@ -584,6 +592,9 @@ def load(path: Path, seed: int = 0) -> Scenario:
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise ctx.fail(raw, "workloads", f"workloads: name {dup!r} used twice")
+    if sum(p.count for p in pools) > MAX_NODES:
+        raise ctx.fail(raw, "nodePools", f"nodePools: {sum(p.count for p in pools):,} nodes, more than "
+                                         f"{MAX_NODES:,}")
     nodes = [f"{p.name}-{i}" for p in pools for i in range(p.count)]
     raw_faults = ctx.items(raw, "faults")
     for f in raw_faults:

@@ -36,7 +36,6 @@ DURATION_CASES = [
                  id="a negative sample period (once: samples without end, 6 GB in 40 s)"),
     pytest.param(HEAD + "sample: 0s\n", 4, "sample: '0s' must be a positive duration",
                  id="a zero sample period (once: a hang)"),
-    pytest.param(HEAD + "sample: 0.001\n", 4, "at most 100,000", id="a sample period too small for the span"),
     pytest.param(HEAD + "sample: .inf\n", 4, "must be a positive duration", id="an infinite duration"),
     pytest.param(_workload("at: -60"), 5, "at: -60 must be a non-negative", id="a negative arrival time"),
     pytest.param(_workload("arrivals: {times: [1m, -5]}"), 5, "arrivals.times: -5 must be a non-negative",
@@ -60,6 +59,20 @@ DURATION_CASES = [
 
 @pytest.mark.parametrize("text,line,message", DURATION_CASES)
 def test_every_duration_is_checked(tmp_path: Path, text: str, line: int, message: str) -> None:
+    _refused(tmp_path, text, line, message)
+
+
+BOUND_CASES = [
+    pytest.param(HEAD + "sample: 0.001\n", 4, "at most 100,000", id="a sample period too small for the span"),
+    pytest.param(_workload("arrivals: {poisson: {perHour: 1.0e+12, until: 10m}}"), 5, "more than 1,000,000 arrivals",
+                 id="a Poisson rate that would fill the memory at load"),
+    pytest.param("duration: 5m\nnodePools:\n  - {name: n, count: 1000000000}\n", 2, "more than 100,000",
+                 id="a node count that would fill the memory at load"),
+]
+
+
+@pytest.mark.parametrize("text,line,message", BOUND_CASES)
+def test_what_load_would_make_is_bounded(tmp_path: Path, text: str, line: int, message: str) -> None:
     _refused(tmp_path, text, line, message)
 
 
