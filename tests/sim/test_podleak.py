@@ -122,6 +122,7 @@ def gone(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         seen["timelines"] = sorted(key for key, life in recorder.pods.items() if life.timeline is not None)
         seen["latest"] = sorted(recorder.latest)
 
+    gc.collect()  # what earlier tests' runs in this process left is not this run's (test_runs before this file)
     gc.disable()  # no collection before the inspection's: a pod's parts must be freed by reference counting
     try:
         _run(tmp_path_factory.mktemp("podleak"), inspect)
