@@ -24,6 +24,7 @@ POD_FIELDS = ("affinity", "tolerations", "topologySpreadConstraints", "nodeSelec
               "terminationGracePeriodSeconds", "restartPolicy", "schedulerName")
 HOSTNAME = "kubernetes.io/hostname"
 TAIL = 600.0  # simulated seconds after the last traced event
+NO_NODES = [{"name": "node", "count": 3}]  # pools when the source has no nodes: 3 of the default capacity
 
 
 def _pod_workload(pod: Obj, at: float, index: int) -> Obj:
@@ -68,7 +69,9 @@ def from_snapshot(doc: Obj) -> Obj:
     nodes = [i for i in items if i.get("kind") == "Node"]
     pods = [i for i in items if i.get("kind") == "Pod"
             and (i.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-    return {"name": "snapshot", "duration": f"{TAIL:g}s", "nodePools": _pools(nodes),
+    if not nodes and not pods:
+        raise ScenarioError("the snapshot has no nodes and no live pods (`kubectl get pods,nodes -A -o json`)")
+    return {"name": "snapshot", "duration": f"{TAIL:g}s", "nodePools": _pools(nodes) or NO_NODES,
             "priorityClasses": _priority_classes(pods),
             "workloads": [_pod_workload(p, 0.0, i) for i, p in enumerate(pods)]}
 
@@ -105,9 +108,18 @@ def from_audit_log(lines: Iterable[bytes], source: str) -> Obj:
                                                                                             key=lambda c: c[0]))]
     names = {f"{w['namespace']}/{w['name']}" for w in workloads}
     return {"name": Path(source).stem, "duration": f"{end - start + TAIL:g}s",
-            "nodePools": _pools(nodes) or [{"name": "node", "count": 3}],
+            "nodePools": _pools(nodes) or NO_NODES,
             "priorityClasses": _priority_classes(p for _, p in creates), "workloads": workloads,
             "faults": [{"at": f"{t - start:g}s", "delete": ref} for t, ref in sorted(deletes) if ref in names]}
+
+
+def _json_lines(data: bytes) -> bool:
+    """Whether `data` reads as JSON lines (an audit log): its first non-blank line is a JSON object of its own."""
+    first = next((line for line in data.splitlines() if line.strip()), b"")
+    try:
+        return isinstance(orjson.loads(first), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def load(path: Path) -> Obj:
@@ -118,10 +130,18 @@ def load(path: Path) -> Obj:
         raise ScenarioError(f"{path}: {exc}") from None
     try:
         doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return from_audit_log(data.splitlines(), str(path))
+    except orjson.JSONDecodeError as exc:
+        if _json_lines(data):
+            return from_audit_log(data.splitlines(), str(path))
+        # One document that does not parse (a snapshot cut short, most often): where, not "not an audit Event".
+        what = "truncated JSON (it ends early)" if exc.pos >= len(data.rstrip()) else f"invalid JSON: {exc.msg}"
+        raise ScenarioError(f"{path}:{exc.lineno}:{exc.colno}: {what}; a `kubectl get -o json` snapshot is one "
+                            "JSON document, an audit log one JSON object a line") from None
     if isinstance(doc, dict) and doc.get("kind") == "List":
-        return from_snapshot(doc)
+        try:
+            return from_snapshot(doc)
+        except ScenarioError as exc:
+            raise ScenarioError(f"{path}: {exc}") from None
     if isinstance(doc, dict) and doc.get("kind") == "Event":  # an audit log of one line
         return from_audit_log([data], str(path))
     raise ScenarioError(f"{path}: neither a `kubectl get -o json` List nor an audit log")

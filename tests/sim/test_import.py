@@ -31,7 +31,12 @@ def test_audit_log_replays_creations_and_deletions(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("text,message", [
-    pytest.param("{not json\n{}\n", ":1: not an audit.k8s.io Event", id="not JSON lines: the line"),
+    pytest.param('{"kind": "Event"}\n{not json\n', ":2: not an audit.k8s.io Event",
+                 id="an audit log's bad line: its line"),
+    pytest.param('{"kind": "List", "items": [\n  {"kind": "Node",\n', r":3:1: truncated JSON \(it ends early\)",
+                 id="a truncated snapshot: truncated JSON at its line and column, not 'not an audit Event'"),
+    pytest.param("{not json\n{}\n", ":1:2: invalid JSON: ", id="neither a document nor JSON lines: where it breaks"),
+    pytest.param('{"kind": "List", "items": []}', "no nodes and no live pods", id="an empty snapshot"),
     pytest.param('{"kind": "Pod"}', "neither a `kubectl get -o json` List nor an audit log",
                  id="a JSON document of another kind")])
 def test_bad_trace(tmp_path: Path, text: str, message: str) -> None:

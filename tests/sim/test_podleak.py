@@ -40,8 +40,8 @@ SCENARIO = {
     "nodePools": [{"name": "n", "count": 2, "capacity": {"cpu": "4", "memory": "8Gi"}}],
     "workloads": [{"name": "p", "kind": "Pod", "arrivals": {"times": [f"{3 * i}s" for i in range(PODS)]},
                    "spec": {"restartPolicy": "Never"}, "behaviour": {"run": {"fixed": "10s"}}}],
-    "faults": [{"at": "5s", "delete": "p-0"}, {"at": "8s", "delete": "p-1"},
-               *({"at": f"{60 + i}s", "delete": f"p-{i}"} for i in range(2, PODS))],
+    "faults": [{"at": "5s", "delete": "default/p-0"}, {"at": "8s", "delete": "default/p-1"},
+               *({"at": f"{60 + i}s", "delete": f"default/p-{i}"} for i in range(2, PODS))],
 }
 # Not what a component keeps of pods: what every component shares or the simulation's own; work in flight (a
 # task holds what it works on, and an informer's watch leads into the API server's watch cache); and the event
@@ -122,6 +122,7 @@ def gone(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
         seen["timelines"] = sorted(key for key, life in recorder.pods.items() if life.timeline is not None)
         seen["latest"] = sorted(recorder.latest)
 
+    gc.collect()  # what earlier tests' runs in this process left is not this run's (test_runs before this file)
     gc.disable()  # no collection before the inspection's: a pod's parts must be freed by reference counting
     try:
         _run(tmp_path_factory.mktemp("podleak"), inspect)

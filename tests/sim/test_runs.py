@@ -156,18 +156,21 @@ def test_faults_example(tmp_path: Path) -> None:
 
 def test_a_refused_arrival_is_reported_and_the_run_goes_on(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """An arrival the API server refuses (here: a PriorityClass that does not exist) is logged when its action
-    ends, and the other arrivals still run."""
+    ends, and the other arrivals still run. (Loading refuses such a scenario — checks.py —, so the refused value
+    is put in after loading: what the API server can still refuse mid-run, such as a PriorityClass deleted.)"""
     path = tmp_path / "refused.yaml"
     path.write_text(yaml.safe_dump({
         "name": "refused", "duration": "60s", "sample": "30s",
         "nodePools": [{"name": "n", "count": 1, "capacity": {"cpu": "4", "memory": "8Gi"}}],
         "workloads": [
             {"name": "bad", "kind": "Pod", "arrivals": {"times": ["1s"]},
-             "spec": {"priorityClassName": "missing", "restartPolicy": "Never"}, "behaviour": {"run": "5s"}},
+             "spec": {"restartPolicy": "Never"}, "behaviour": {"run": "5s"}},
             {"name": "good", "kind": "Pod", "arrivals": {"times": ["2s"]},
              "spec": {"restartPolicy": "Never"}, "behaviour": {"run": "5s"}}]}))
+    scn = scenario.load(path)
+    scn.workloads[0].spec["priorityClassName"] = "missing"
     with caplog.at_level(logging.WARNING, logger="kubelite.sim"):
-        outcome = runner.run(scenario.load(path), 0, None, tmp_path / "nodes")
+        outcome = runner.run(scn, 0, None, tmp_path / "nodes")
     refused = [r.getMessage() for r in caplog.records if r.name == "kubelite.sim"]
     assert len(refused) == 1 and "scenario action failed" in refused[0] and "missing" in refused[0], refused
     assert [k.split("/")[1] for k in outcome.recorder.pods] == ["good"]
