@@ -104,6 +104,7 @@ class Recorder:
         self.event_informer = Informer(client, "/api/v1/events", clock,
                                        Handlers(self._event, lambda old, new: self._event(new), self._event_gone))
         self._seen_events: set[str] = set()
+        self.failures: list[tuple[float, str, str]] = []  # (t, where in the scenario, the API's message)
 
     def t(self) -> float:
         return round(self.clock.monotonic() - self.start, 3)
@@ -185,6 +186,15 @@ class Recorder:
 
     def log_action(self, what: str, detail: str) -> None:
         self._write({"action": what, "detail": detail})
+
+    def action_failed(self, where: str, message: str) -> None:
+        """A scenario action failed (the runner says where): logged with the API's message, and counted."""
+        self.failures.append((self.t(), where, message))
+        self._write({"action": "failed", "detail": where, "message": message})
+
+    @property
+    def failed_actions(self) -> int:
+        return len(self.failures)
 
     def sample(self, spread: dict[str, tuple[dict[str, str], list[str]]]) -> None:
         """Utilisation per resource and topology skew per spread workload, now."""

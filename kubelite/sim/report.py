@@ -39,6 +39,9 @@ def metrics(out: Outcome) -> Obj:
         "placementByNode": dict(sorted(by_node.items())), "placementByZone": dict(sorted(by_zone.items())),
         "disruptions": [{"t": t, "reason": reason, "pod": pod} for t, reason, pod in r.disruptions],
         "samples": r.samples, "timeline": timeline, "pendingTimes": [round(p, 3) for p in pending],
+        # only when some failed: a run whose every action went through writes what it always wrote
+        **({"failedActions": [{"t": t, "where": where, "message": message} for t, where, message in r.failures]}
+           if r.failures else {}),
     }
 
 
@@ -174,9 +177,12 @@ def _html(path: Path, ms: list[Obj], plots: list[str], diffs: list[str] | None =
         f"<td>{m['pendingSeconds']['mean']}</td><td>{m['pendingSeconds']['p90']}</td>"
         f"<td>{len(m['disruptions'])}</td></tr>" for m in ms)
     diff_html = "".join(f"<li>{html.escape(d)}</li>" for d in diffs or [])
+    failed = "".join(f"<li>{html.escape(m['schedulerConfig'])}: {f['t']:g} s: {html.escape(f['where'])}: "
+                     f"{html.escape(f['message'])}</li>" for m in ms for f in m.get("failedActions", []))
     body = (f"<h1>Simulation: {html.escape(ms[0]['scenario'])} (seed {ms[0]['seed']})</h1>"
             "<table border=1><tr><th>scheduler config</th><th>pods</th><th>never scheduled</th>"
             f"<th>mean pending (s)</th><th>p90 pending (s)</th><th>preemptions/evictions</th></tr>{rows}</table>"
+            + (f"<h2>Scenario actions that failed</h2><ul>{failed}</ul>" if failed else "")
             + (f"<h2>Differences</h2><ul>{diff_html}</ul>" if diffs else "")
             + "".join(f'<h2>{p}</h2><img src="{p}.svg">' for p in plots)
             + ("" if plots else "<p>Plots need matplotlib: pip install 'kubelite[sim]'.</p>"))

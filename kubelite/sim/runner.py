@@ -13,10 +13,10 @@ import asyncio
 import contextlib
 import functools
 import gc
-import logging
 import os
 import random
 import signal
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
@@ -31,6 +31,7 @@ from kubelite.agent.config import NodeConfig, NodeConfigError
 from kubelite.agent.config import parse as parse_node_config
 from kubelite.agent.eviction.thresholds import eviction_config
 from kubelite.agent.runtime.hollow import HollowRuntime
+from kubelite.api.errors import ApiError
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
@@ -46,7 +47,6 @@ from kubelite.sim.recorder import Recorder
 from kubelite.sim.scenario import Arrival, Fault, NodePool, Scenario, ScenarioError, Workload
 from kubelite.store.memory import MemoryStore
 
-log = logging.getLogger("kubelite.sim")
 SETTLE = 30.0  # virtual seconds for nodes to register and components to sync before the scenario starts
 Progress = Callable[[float, float], None]  # (simulated seconds done, total)
 # Controllers a simulation does not run. The fencing controller (kubelite's own, S4) fences only nodes in
@@ -94,6 +94,12 @@ class Outcome:
     seed: int
     config: str  # the scheduler configuration's file name, or "default"
     recorder: Recorder
+
+    @property
+    def failed_actions(self) -> int:
+        """Scenario actions the API refused (or a fault that could not be injected): the run went on without
+        them; each is in events.log (`"action": "failed"`) and was said on stderr (see _finished)."""
+        return self.recorder.failed_actions
 
 
 @contextlib.contextmanager
@@ -289,6 +295,7 @@ async def _play(cluster: _Cluster, sched: scheduler_config.SchedulerConfig, prog
     for pc in scn.priority_classes:
         await client.create("/apis/scheduling.k8s.io/v1/priorityclasses",
                             {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **pc})
+    await _namespaces(client, scn)
     index = 0
     for pool in scn.pools:
         for i in range(pool.count):
@@ -305,6 +312,16 @@ async def _play(cluster: _Cluster, sched: scheduler_config.SchedulerConfig, prog
     if served:  # the report is the scenario's, the bytes `sim run` writes: the recorder stops watching at its end
         for task in watching:  # (a run's recorder hears nothing more while its cluster stops)
             task.cancel()
+
+
+async def _namespaces(client: Client, scn: Scenario) -> None:
+    """Each namespace the scenario's workloads (and PDB faults) use, created as `kubectl create namespace` would
+    before they arrive (an imported trace names its pods' namespaces; the API server has only its own)."""
+    used = {w.namespace for w in scn.workloads} | {str(dict(f.target).get("namespace", "default"))
+                                                    for f in scn.faults if f.kind == "pdb"}
+    existing = {ns["metadata"]["name"] for ns in (await client.get("/api/v1/namespaces")).get("items") or []}
+    for name in sorted(used - existing):
+        await client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
 
 async def _listen(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.AppRunner:
@@ -373,20 +390,22 @@ def _spread(scn: Scenario) -> dict[str, tuple[dict[str, str], list[str]]]:
 
 
 async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress: Progress | None) -> None:
-    """Arrivals, faults and samples in time order, until the scenario's duration."""
-    actions: list[tuple[float, int, Callable[[], Coroutine[Any, Any, None]]]] = []
+    """Arrivals, faults and samples in time order, until the scenario's duration. Each action is a task named
+    after where the scenario asks for it (a workload, a fault's line): a failure is said so (_finished)."""
+    actions: list[tuple[float, int, Callable[[], Coroutine[Any, Any, None]], str]] = []
     seq = 0
     for w in scn.workloads:
+        where = f"workload {w.name}"  # one string for all of a workload's arrivals
         for i, arrival in enumerate(w.arrivals):
-            actions.append((arrival.at, seq, _creator(cluster.client, recorder, w, i, arrival)))
+            actions.append((arrival.at, seq, _creator(cluster.client, recorder, w, i, arrival), where))
             seq += 1
     for fault in scn.faults:
-        actions.append((fault.at, seq, _fault(cluster, recorder, fault)))
+        actions.append((fault.at, seq, _fault(cluster, recorder, fault), f"line {fault.line}: fault {fault.kind}"))
         seq += 1
     spread = _spread(scn)
     t = 0.0
     while t <= scn.duration:
-        actions.append((t, seq, _sampler(recorder, spread, t, scn.duration, progress)))
+        actions.append((t, seq, _sampler(recorder, spread, t, scn.duration, progress), "sample"))
         seq += 1
         t += scn.sample
     actions.sort(key=lambda a: (a[0], a[1]), reverse=True)  # popped from the end: in time order
@@ -396,11 +415,11 @@ async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress:
     # every arrival's closure (BENCHMARKS.md, Memory kept after a pod is gone).
     background: dict[asyncio.Task[None], None] = {}
     while actions and actions[-1][0] <= scn.duration:
-        at, _, action = actions.pop()
+        at, _, action, where = actions.pop()
         await cluster.clock.sleep(start + at - cluster.clock.monotonic())
-        task = asyncio.create_task(action())
+        task = asyncio.create_task(action(), name=where)
         background[task] = None
-        task.add_done_callback(functools.partial(_finished, background))
+        task.add_done_callback(functools.partial(_finished, background, recorder, scn.file))
     await cluster.clock.sleep(start + scn.duration - cluster.clock.monotonic())
     left = list(background)
     for task in left:
@@ -408,12 +427,20 @@ async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress:
     await asyncio.gather(*left, return_exceptions=True)
 
 
-def _finished(background: dict[asyncio.Task[None], None], task: asyncio.Task[None]) -> None:
+def _finished(background: dict[asyncio.Task[None], None], recorder: Recorder, file: Path,
+              task: asyncio.Task[None]) -> None:
     """A scenario action is done: it leaves the running set, and a failure (an arrival the API refused, a fault
-    that could not be injected) is said, not left for asyncio to find when the task is collected."""
+    that could not be injected) is recorded — in events.log with the API's Status message, counted for the
+    run's exit status — and said on stderr at once, naming where the scenario asks for it. The run goes on: a
+    what-if run with one bad action still tells the rest."""
     background.pop(task)
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        log.warning("scenario action failed: %s: %s", type(exc).__name__, exc)
+    if task.cancelled() or (exc := task.exception()) is None:
+        return
+    message = exc.message if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
+    recorder.action_failed(task.get_name(), message)
+    print(f"kubelite sim: warning: {file}: {task.get_name()}: {message} (at {recorder.t():g} s; the run goes on "
+          "without it)",
+          file=sys.stderr, flush=True)
 
 
 def _creator(client: Client, recorder: Recorder, w: Workload, index: int,
