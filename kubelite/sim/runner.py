@@ -277,7 +277,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
         return cluster.recorder
     finally:
         if http is not None:
-            await http.cleanup()
+            await _close(http)
         await cluster.stop()
         await server.stop()
         await store.close()
@@ -333,8 +333,24 @@ async def _listen(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.A
     assert isinstance(loop, ControlledLoop)
     runner = web.AppRunner(control.app(server, loop, clock), handler_cancellation=True, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, serve.bind, serve.port).start()
+    try:
+        await web.TCPSite(runner, serve.bind, serve.port).start()
+    except (OSError, OverflowError) as exc:  # in use, not ours to take, or no port at all (asyncio: OverflowError)
+        await runner.cleanup()
+        reason = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else "must be 0-65535"
+        raise ScenarioError(f"--port {serve.port}: cannot listen on {serve.bind}:{serve.port}: {reason}") from None
     return runner
+
+
+async def _close(http: web.AppRunner) -> None:
+    """Stop serving, ending the requests still open — a `kubectl get -w`'s watch, a step under way — as the API
+    server ends its watches when it stops. aiohttp's own shutdown would first wait up to its timeout for them
+    to end by themselves: measured on the loop's clock, which here is simulated time, standing still when paused
+    (the process then stayed until the watching client went away)."""
+    assert http.server is not None
+    for connection in http.server.connections:
+        connection.force_close()  # the connection is lost: its request handler is cancelled (handler_cancellation)
+    await http.cleanup()
 
 
 def _announce(serve: Serve) -> _Interrupt:
