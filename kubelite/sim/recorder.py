@@ -229,7 +229,8 @@ class Recorder:
         self.disruptions.append((self.t(), "Evicted (API)", name))
         self._write({"action": "evicted", "detail": name})
 
-    def log_action(self, what: str, detail: str) -> None:
+    def log_action(self, what: str, detail: str | Obj) -> None:
+        """A scenario action: its detail a name, or the fault's mapping (a pdb, a scale) as a JSON object."""
         self._write({"action": what, "detail": detail})
 
     def action_failed(self, where: str, message: str) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import logging
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -90,6 +91,7 @@ def differences(ms: list[Obj]) -> list[str]:
 
 def _plots(ms: list[Obj], directory: Path) -> list[str]:
     """PNG and SVG plots, one figure per topic with one column per run; [] without matplotlib."""
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # -v is for the components' warnings, not its fonts
     try:
         import matplotlib
 

@@ -481,7 +481,7 @@ def _sampler(recorder: Recorder, spread: dict[str, tuple[dict[str, str], list[st
 
 def _fault(cluster: _Cluster, recorder: Recorder, fault: Fault) -> Callable[[], Coroutine[Any, Any, None]]:
     async def inject() -> None:
-        recorder.log_action(fault.kind, str(fault.target))
+        recorder.log_action(fault.kind, fault.target if isinstance(fault.target, dict) else str(fault.target))
         target = fault.target
         if fault.kind == "nodeLost":  # the agent stops without a word: heartbeats end, its pods are orphaned
             await cluster.stop_agent(str(target))

@@ -164,6 +164,8 @@ def test_faults_example(tmp_path: Path) -> None:
     assert all(t == pytest.approx(not_ready[0] + 300, abs=1) for t in taint)
     (drained,) = [d for d in m["disruptions"] if d["reason"] == "Evicted (API)"]
     assert drained["t"] > taint[0]  # refused (429) while the PDB's minAvailable was not met
+    pdbs = [e["detail"] for e in events if e.get("action") == "pdb"]  # the fault's mapping, as JSON
+    assert pdbs[0] == {"name": "web", "matchLabels": {"app": "web"}, "minAvailable": 5}
 
 
 def test_a_refused_arrival_is_reported_and_the_run_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

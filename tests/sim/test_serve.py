@@ -150,3 +150,14 @@ def test_serve_on_a_port_it_cannot_listen_on_is_refused(tmp_path: Path, port: st
                              capture_output=True, text=True, timeout=60)
     assert out.returncode == 2, out.stderr
     assert out.stderr == f"kubelite sim: --port {number}: cannot listen on 127.0.0.1:{number}: {message}\n"
+
+
+@pytest.mark.parametrize(("state", "shown"), [
+    pytest.param({"time": 90.00000000000001, "stepUntil": None}, {"time": 90.0, "stepUntil": None},
+                 id="a step's sum of timer delays reads as the step's time"),
+    pytest.param({"time": 12.3456, "stepUntil": 100.0000001, "speed": 1.23456}, {"time": 12.346, "stepUntil": 100.0,
+                                                                                 "speed": 1.23456},
+                 id="times to the millisecond, the speed as set"),
+])
+def test_served_state_times_read_to_the_millisecond(state: dict[str, object], shown: dict[str, object]) -> None:
+    assert control._rounded(state) == shown
