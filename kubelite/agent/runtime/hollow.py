@@ -254,13 +254,10 @@ class HollowRuntime:
         return p
 
     def find(self, log_path: Path) -> HollowProcess | None:
-        """The container started for `log_path` by an agent that stopped before recording it, if it ran."""
-        state = str(log_path.with_suffix(""))
-        p = next((p for p in self._running.values() if p.state == state), None)
-        if p is None and os.path.exists(f"{state}.exit"):
-            p = HollowProcess(0, self.clock.now(), state=state)
-            p.finish(_recorded_exit(state))
-        return p
+        """None: a hollow start leaves nothing behind for a stopped agent to find — the container exists only once
+        `start` returns, and the agent records it in that same step; an agent stopped during the start-up delay
+        cancelled the start itself."""
+        return None
 
     def kill(self, p: Handle) -> None:
         self.signal(p, signal.SIGKILL)
@@ -275,15 +272,17 @@ def _record_exit(state: str, code: int, at: float) -> None:
     """`<state>.exit`: the code and the (virtual) time of an exit. The container's directory is made with its
     first record (a hollow container writes no log); a record that cannot be written reads as killed."""
     record = f"{state}.exit"
-    text = f"{code} {at!r}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     with contextlib.suppress(OSError):
         try:
-            f = open(record, "w")
+            fd = os.open(record, flags, 0o666)
         except FileNotFoundError:
             os.makedirs(os.path.dirname(record), exist_ok=True)
-            f = open(record, "w")
-        with f:
-            f.write(text)
+            fd = os.open(record, flags, 0o666)
+        try:
+            os.write(fd, f"{code} {at!r}".encode())  # a few bytes: a regular file takes them whole
+        finally:
+            os.close(fd)
 
 
 def _recorded_exit(state: str) -> Exit:
