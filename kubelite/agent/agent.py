@@ -278,6 +278,14 @@ class Agent:
                                   self.config.shutdown_grace_period + MIN_STOP_WINDOW + 1)
             # Otherwise only the sequencing stops: the containers keep running for the next agent.
             await self.pod_workers.stop()
+            # and what watched and probed them ends with this agent, as with its process (a simulation's next
+            # agent, in this process, adopts the containers with watchers and probes of its own)
+            for syncer in self.syncers.values():
+                for r in syncer.records:
+                    if r.prober is not None:
+                        r.prober.stop()
+            for work in list(self._background):
+                work.cancel()
             for t in tasks:
                 t.cancel()
             for t in tasks:

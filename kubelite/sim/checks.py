@@ -5,7 +5,7 @@ API refused there used to surface mid-run: as a traceback without a line (a Node
 workload that never arrived (a warning, shown only with -v). Here each object is built as the run builds it
 (`workloads.manifest`, `workloads.pdb`, the Node as `runner` registers it) and put through the steps
 `Registry.create` takes before it writes — decoding's type check (and kubectl's default strict field
-validation: no unknown fields), NamespaceLifecycle, the strategy's defaults, admission, validation — with the
+validation: no unknown fields), the namespace's name, the strategy's defaults, admission, validation — with the
 API server's own functions. The first refusal is `FILE:LINE: ...`: the line of the field it names where the
 scenario has that field, else the line of what made the object.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.api.errors import ApiError, Cause
-from kubelite.apiserver.bootstrap import SYSTEM_NAMESPACES
+from kubelite.api.validation import is_dns1123_label
 from kubelite.apiserver.nesting import copy_obj
 from kubelite.apiserver.registry import STRATEGIES
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource
@@ -73,10 +73,10 @@ def refusal(obj: Obj, known: Lookup) -> Cause | None:
     meta = obj.setdefault("metadata", {})
     meta.update(uid="00000000-0000-4000-8000-000000000000", creationTimestamp=CREATED)
     namespace = meta.get("namespace", "")
-    if resource.namespaced and namespace not in SYSTEM_NAMESPACES:
-        # The run creates no namespace: its objects go where the API server's bootstrap made namespaces.
-        return Cause("NotFound", f'namespaces "{namespace}" not found (a simulated cluster has '
-                                 f'{", ".join(SYSTEM_NAMESPACES)})', "metadata.namespace")
+    problems = is_dns1123_label(namespace) if resource.namespaced else []
+    if problems:  # the run creates each namespace its objects use (runner._namespaces): a name no Namespace can have
+        return Cause("FieldValueInvalid", f'metadata.namespace: Invalid value: "{namespace}": {problems[0]}',
+                     "metadata.namespace")
     strategy = STRATEGIES[resource](resource)
     strategy.prepare_create(obj, known)
     refusals = strategy.admit(obj, known)

@@ -128,6 +128,16 @@ def _control_value(action: str, value: str | None) -> None:
         raise ValueError(f"{action}: {want}, not {value!r}")
 
 
+def _failed(ms: list[dict[str, Any]]) -> int:
+    """Exit status 1 when a scenario action failed (the API refused it; each was said on stderr as it happened and
+    is in events.log and the report): the run went on and its report is written, but it is not the scenario asked."""
+    failed = sum(len(m.get("failedActions") or []) for m in ms)
+    if failed:
+        print(f"kubelite sim: {failed} scenario action{'s' if failed > 1 else ''} failed (see events.log, "
+              f"\"action\": \"failed\")", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def main(args: argparse.Namespace) -> int:
     from kubelite.scheduler.config import ConfigError
     from kubelite.sim import report, scenario
@@ -174,20 +184,22 @@ def main(args: argparse.Namespace) -> int:
                 except runner.Interrupted as exc:
                     print(f"kubelite sim: {exc}", file=sys.stderr)
                     return 0
-            report.write(out, args.out)
-            return 0
+            m = report.write(out, args.out)
+            print(f"report: {args.out / 'report.html'}")
+            return _failed([m])
         if args.sim_command == "run":
             config = _config(args.config, scn)
             m = report.write(_run_one(scn, args.seed, config, show), args.out)
             print(f"{m['pods']} pods, {m['neverScheduled']} never scheduled, pending p90 "
                   f"{m['pendingSeconds']['p90']} s; report: {args.out / 'report.html'}")
-            return 0
+            return _failed([m])
         configs = _configs(args.config, scn)
         outs = [_run_one(scn, args.seed, c, show) for c in configs]
-        for line in report.differences(report.write_comparison(outs, args.out)):
+        ms = report.write_comparison(outs, args.out)
+        for line in report.differences(ms):
             print(line)
         print(f"report: {args.out / 'report.html'}")
-        return 0
+        return _failed(ms)
     except (ScenarioError, ConfigError) as exc:
         print(f"kubelite sim: {exc}", file=sys.stderr)
         return 2

@@ -47,9 +47,15 @@ def _unbounded_watch(request: web.Request) -> bool:
         return False
 
 
+def _rounded(state: dict[str, Any]) -> dict[str, Any]:
+    """Times to the millisecond, as the event log has them: the loop's time is a sum of timer delays, and a 90 s
+    step would read 90.00000000000001."""
+    return {k: round(v, 3) if k in ("time", "stepUntil") and isinstance(v, float) else v for k, v in state.items()}
+
+
 def app(server: ApiServer, loop: ControlledLoop, clock: VirtualClock) -> web.Application:
     def state() -> web.Response:
-        return web.json_response({"kind": "SimulationState", **loop.state(), "now": rfc3339(clock.now())})
+        return web.json_response({"kind": "SimulationState", **_rounded(loop.state()), "now": rfc3339(clock.now())})
 
     def bad(message: str) -> web.Response:
         return web.json_response(errors.bad_request(message).status(), status=400)

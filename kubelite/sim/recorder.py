@@ -7,6 +7,7 @@ scenario and seed give the same bytes.
 
 from __future__ import annotations
 
+import re
 import sys
 import zlib
 from collections.abc import Iterable, Sequence
@@ -67,9 +68,9 @@ def _view(pod: Obj) -> tuple[Any, ...]:
             ready, containers)
 
 
-def _milestones(life: Timeline, now: float, view: tuple[Any, ...], seen: tuple[Any, ...] | None) -> None:
-    """The steps a timeline pod's new view reached: running, deletion requested, finished, container exits."""
-    phase, _, deleting, _, containers = view
+def _milestones(life: Timeline, now: float, view: tuple[Any, ...]) -> None:
+    """The steps a timeline pod's new view reached: running, deletion requested, finished."""
+    phase, _, deleting, _, _ = view
     if phase == "Running" and life.running is None:
         life.running = now
         life.steps.append((now, "running"))
@@ -79,10 +80,45 @@ def _milestones(life: Timeline, now: float, view: tuple[Any, ...], seen: tuple[A
     if phase in ("Succeeded", "Failed") and life.finished is None:
         life.finished = now
         life.steps.append((now, phase.lower()))
-    before = {c[0]: c for c in (seen[4] if seen is not None else ())}
-    for c in containers:
-        if c[1] == "terminated" and before.get(c[0], (None, None))[1] != "terminated":
-            life.steps.append((now, f"{c[0]} exited {c[3]}"))
+
+
+def _statuses(pod: Obj | None) -> dict[str, Obj]:
+    status = (pod or {}).get("status") or {}
+    return {c["name"]: c for c in [*(status.get("initContainerStatuses") or []),
+                                   *(status.get("containerStatuses") or [])]}
+
+
+def _ended(terminated: Obj | None) -> tuple[Any, ...] | None:
+    """An exit as a container status shows it (state or lastState `terminated`), to tell one exit from another."""
+    return None if not terminated else (terminated.get("startedAt"), terminated.get("finishedAt"),
+                                        terminated.get("exitCode"))
+
+
+BACK_OFF = re.compile(r"back-off (\S+) restarting")  # kubelet's CrashLoopBackOff message: "back-off 40s restarting …"
+
+
+def _container_steps(life: Timeline, now: float, old: Obj | None, pod: Obj) -> None:
+    """Each container's exits, restarts and back-off delays: an exit shows as the state `terminated`, or — for a
+    container that is restarted — as a new `lastState`; a restart as a higher restartCount; a back-off as the
+    CrashLoopBackOff message's delay (10 s, 20 s, 40 s, … up to 300 s: it changes only the message)."""
+    before = _statuses(old)
+    for name, c in _statuses(pod).items():
+        b = before.get(name) or {}
+        state, was = c.get("state") or {}, b.get("state") or {}
+        ended, was_ended = _ended(state.get("terminated")), _ended(was.get("terminated"))
+        last, was_last = _ended((c.get("lastState") or {}).get("terminated")), \
+            _ended((b.get("lastState") or {}).get("terminated"))
+        if ended is not None and ended != was_ended:
+            life.steps.append((now, f"{name} exited {ended[2]}"))
+        elif last is not None and last not in (was_last, was_ended):
+            life.steps.append((now, f"{name} exited {last[2]}"))
+        restarts = int(c.get("restartCount") or 0)
+        if restarts > int(b.get("restartCount") or 0) and "running" in state:
+            life.steps.append((now, f"{name} restart {restarts}"))
+        waiting, was_waiting = state.get("waiting") or {}, was.get("waiting") or {}
+        delay = BACK_OFF.match(waiting.get("message") or "") if waiting.get("reason") == "CrashLoopBackOff" else None
+        if delay is not None and waiting.get("message") != was_waiting.get("message"):
+            life.steps.append((now, f"{name} back-off {delay.group(1)}"))
 
 
 class Recorder:
@@ -103,7 +139,8 @@ class Recorder:
         self.node_informer = Informer(client, "/api/v1/nodes", clock)
         self.event_informer = Informer(client, "/api/v1/events", clock,
                                        Handlers(self._event, lambda old, new: self._event(new), self._event_gone))
-        self._seen_events: set[str] = set()
+        self._seen_events: dict[str, int] = {}  # by uid: the count last logged
+        self.failures: list[tuple[float, str, str]] = []  # (t, where in the scenario, the API's message)
 
     def t(self) -> float:
         return round(self.clock.monotonic() - self.start, 3)
@@ -138,18 +175,21 @@ class Recorder:
             return
         view = _view(pod)
         seen = _view(old) if old is not None else None
-        if seen == view:
+        if seen == view and life.timeline is None:  # a timeline pod's back-off delay changes only a message
             return
-        phase, node, deleting, ready, containers = view
         now = self.t()
-        if node and life.scheduled is None:
-            life.scheduled, life.node = now, sys.intern(node)
+        if seen != view:
+            phase, node, deleting, ready, containers = view
+            if node and life.scheduled is None:
+                life.scheduled, life.node = now, sys.intern(node)
+                if life.timeline is not None:
+                    life.timeline.steps.append((now, f"scheduled to {node}"))
             if life.timeline is not None:
-                life.timeline.steps.append((now, f"scheduled to {node}"))
+                _milestones(life.timeline, now, view)
+            self._write({"pod": self._key(pod).rsplit("/", 1)[0], "phase": phase, "node": node,
+                         "deleting": deleting, "ready": ready, "containers": [list(c) for c in containers]})
         if life.timeline is not None:
-            _milestones(life.timeline, now, view, seen)
-        self._write({"pod": self._key(pod).rsplit("/", 1)[0], "phase": phase, "node": node, "deleting": deleting,
-                     "ready": ready, "containers": [list(c) for c in containers]})
+            _container_steps(life.timeline, now, old, pod)
 
     def _pod_deleted(self, pod: Obj) -> None:
         life = self.pods.get(self._key(pod))
@@ -159,15 +199,21 @@ class Recorder:
         self._write({"pod": self._key(pod).rsplit("/", 1)[0], "gone": True})
 
     def _event(self, event: Obj) -> None:
+        """An Event, and each repeat of it: the event recorder's correlator aggregates a repeat (same object,
+        reason, message) into the same Event with its count bumped, as upstream's does — ten back-offs are one
+        BackOff Event counted to 10. Each count is logged (`count` when above 1) and drawn on a timeline."""
         uid = event["metadata"].get("uid", "")
-        if uid in self._seen_events:  # a repeat only bumps count: logged once
+        count = int(event.get("count") or 1)
+        last = self._seen_events.get(uid)
+        if last is not None and count <= last:  # written again, not repeated
             return
-        self._seen_events.add(uid)
+        self._seen_events[uid] = count
         obj = event.get("involvedObject") or {}
         name = f"{obj.get('namespace', '')}/{obj.get('name', '')}"
         reason = event.get("reason", "")
-        self._write({"event": reason, "object": f"{obj.get('kind', '')} {name}", "message": event.get("message", "")})
-        if reason in DISRUPTIONS:
+        self._write({"event": reason, "object": f"{obj.get('kind', '')} {name}", "message": event.get("message", ""),
+                     **({"count": count} if count > 1 else {})})
+        if reason in DISRUPTIONS and last is None:  # a disruption is counted once per pod and reason
             self.disruptions.append((self.t(), reason, name))
         life = self.latest.get(name) if obj.get("kind") == "Pod" else None
         if life is not None and life.deleted is None and reason in ("Killing", "BackOff", *DISRUPTIONS):
@@ -175,7 +221,7 @@ class Recorder:
 
     def _event_gone(self, event: Obj) -> None:
         """An Event deleted (expired): nothing of it comes again, its uid need not be remembered."""
-        self._seen_events.discard(event["metadata"].get("uid", ""))
+        self._seen_events.pop(event["metadata"].get("uid", ""), None)
 
     def evicted(self, pod: Obj) -> None:
         """An eviction through the API (a drain) succeeded: it leaves no Event, so it is counted here."""
@@ -183,8 +229,18 @@ class Recorder:
         self.disruptions.append((self.t(), "Evicted (API)", name))
         self._write({"action": "evicted", "detail": name})
 
-    def log_action(self, what: str, detail: str) -> None:
+    def log_action(self, what: str, detail: str | Obj) -> None:
+        """A scenario action: its detail a name, or the fault's mapping (a pdb, a scale) as a JSON object."""
         self._write({"action": what, "detail": detail})
+
+    def action_failed(self, where: str, message: str) -> None:
+        """A scenario action failed (the runner says where): logged with the API's message, and counted."""
+        self.failures.append((self.t(), where, message))
+        self._write({"action": "failed", "detail": where, "message": message})
+
+    @property
+    def failed_actions(self) -> int:
+        return len(self.failures)
 
     def sample(self, spread: dict[str, tuple[dict[str, str], list[str]]]) -> None:
         """Utilisation per resource and topology skew per spread workload, now."""

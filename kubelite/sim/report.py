@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import logging
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from kubelite.sim.recorder import DISRUPTIONS
 from kubelite.sim.runner import Outcome
 
 Obj = dict[str, Any]
@@ -39,6 +41,9 @@ def metrics(out: Outcome) -> Obj:
         "placementByNode": dict(sorted(by_node.items())), "placementByZone": dict(sorted(by_zone.items())),
         "disruptions": [{"t": t, "reason": reason, "pod": pod} for t, reason, pod in r.disruptions],
         "samples": r.samples, "timeline": timeline, "pendingTimes": [round(p, 3) for p in pending],
+        # only when some failed: a run whose every action went through writes what it always wrote
+        **({"failedActions": [{"t": t, "where": where, "message": message} for t, where, message in r.failures]}
+           if r.failures else {}),
     }
 
 
@@ -86,6 +91,7 @@ def differences(ms: list[Obj]) -> list[str]:
 
 def _plots(ms: list[Obj], directory: Path) -> list[str]:
     """PNG and SVG plots, one figure per topic with one column per run; [] without matplotlib."""
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # -v is for the components' warnings, not its fonts
     try:
         import matplotlib
 
@@ -132,7 +138,10 @@ def _draw(topic: str, ax: Any, m: Obj) -> None:
     elif topic == "disruptions":
         for reason in sorted({d["reason"] for d in m["disruptions"]}):
             times = sorted(d["t"] / 60 for d in m["disruptions"] if d["reason"] == reason)
-            ax.step(times, range(1, len(times) + 1), where="post", label=reason)
+            # how many so far, from 0 at the start to the total at the end: the whole run, not only its span
+            ax.step([0.0, *times, m["simulatedSeconds"] / 60], [0, *range(1, len(times) + 1), len(times)],
+                    where="post", label=reason)
+        ax.set_xlim(0, m["simulatedSeconds"] / 60)
         ax.set_xlabel("minutes")
         if m["disruptions"]:
             ax.legend(fontsize=7)
@@ -142,30 +151,70 @@ def _draw(topic: str, ax: Any, m: Obj) -> None:
             ax.legend(fontsize=7)
         ax.set_xlabel("minutes")
     else:
-        _timeline(ax, m["timeline"])
+        _timeline(ax, m["timeline"], m["simulatedSeconds"])
 
 
-def _timeline(ax: Any, entries: list[Obj]) -> None:
-    """Per pod: bars for running (green) and terminating (red), and the steps, grouped by instant."""
+# A timeline's repeating steps, drawn as markers on the pod's row (each kind once in the legend): the label a
+# step starts or ends with, its marker and colour, its vertical offset from the row.
+MARKERS = ((" exited ", "exit", "x", "tab:red", 0.0), (" restart ", "restart", "^", "tab:green", 0.0),
+           ("BackOff", "BackOff event", "v", "tab:orange", 0.22), ("Killing", "Killing event", "|", "tab:red", 0.34))
+MILESTONES = ("scheduled to ", "running", "deletion requested", "succeeded", "failed", "deleted", *DISRUPTIONS)
+
+
+def _marker(step: str) -> tuple[str, str, str, float] | None:
+    return next((m[1:] for m in MARKERS if m[0] in step or step == m[0]), None)
+
+
+def _timeline(ax: Any, entries: list[Obj], duration: float) -> None:
+    """Per pod, over the whole run: a bar while it runs (green) and while it terminates (red); its milestones
+    labelled, grouped by instant; every container exit, restart, BackOff and Killing (each repeat: an Event
+    counted up) as a marker; each CrashLoopBackOff delay (10 s, 20 s, 40 s, … 300 s) labelled where it starts."""
+    seen: set[str] = set()
     for row, entry in enumerate(entries):
         steps = entry["steps"]
         start = next((t for t, s in steps if s == "running"), None)
-        stop = next((t for t, s in steps if s in ("deletion requested", "Preempted", "Killing")), None)
+        stop = next((t for t, s in steps if s in ("deletion requested", "Preempted")), None)
         end = next((t for t, s in reversed(steps) if s in ("deleted", "succeeded", "failed")), None)
         if start is not None:
-            ax.broken_barh([(start, (stop if stop is not None else end if end is not None else start) - start)],
-                           (row - 0.15, 0.3), color="tab:green")
+            ax.broken_barh([(start, (stop if stop is not None else end if end is not None else duration) - start)],
+                           (row - 0.06, 0.12), color="tab:green", alpha=0.5)
         if stop is not None:
-            ax.broken_barh([(stop, (end if end is not None else stop) - stop)], (row - 0.15, 0.3), color="tab:red")
+            ax.broken_barh([(stop, (end if end is not None else duration) - stop)], (row - 0.06, 0.12),
+                           color="tab:red", alpha=0.5)
         at: dict[float, list[str]] = {}
-        for t, step in steps:
-            at.setdefault(t, []).append(step)
+        waits = 0
+        for i, (t, step) in enumerate(steps):
+            mark = _marker(step)
+            container, _, rest = step.partition(" ")
+            if rest.startswith("exited ") and not any(later.startswith(f"{container} restart ")
+                                                      for _, later in steps[i:]):
+                at.setdefault(t, []).append(step)  # a container's last exit: its code labelled (143 or 137 …)
+            if mark is not None:
+                label, marker, colour, dy = mark
+                ax.plot([t], [row + dy], marker=marker, color=colour, linestyle="none", markersize=5,
+                        label=None if label in seen else label)
+                seen.add(label)
+            elif " back-off " in step:  # the wait drawn below the row, its length labelled (staggered: the
+                delay = step.rsplit(" ", 1)[1]  # first ones are seconds apart on a run's axis)
+                waits += 1
+                if delay.endswith("s") and delay[:-1].isdigit():
+                    ax.broken_barh([(t, float(delay[:-1]))], (row - 0.3, 0.06), color="tab:orange",
+                                   edgecolor="white", linewidth=0.6,
+                                   label=None if "back-off wait" in seen else "back-off wait")
+                    seen.add("back-off wait")
+                ax.annotate(delay, (t, row - 0.3), xytext=(1, -7 - 6 * (waits % 4)), textcoords="offset points",
+                            fontsize=5, color="tab:orange")
+            elif step.startswith(MILESTONES):
+                at.setdefault(t, []).append(step)
         for i, (t, names) in enumerate(sorted(at.items())):
-            ax.annotate(f"{t:g}s: " + ", ".join(names), (t, row), xytext=(0, 10 + 9 * (i % 2)),
+            ax.annotate(f"{t:g}s: " + ", ".join(names), (t, row), xytext=(0, 10 + 9 * (i % 3)),
                         textcoords="offset points", fontsize=6)
     ax.set_yticks(range(len(entries)), [e["pod"] for e in entries], fontsize=6)
-    ax.set_ylim(-0.5, len(entries) - 0.2)
+    ax.set_ylim(-0.7, len(entries) - 0.2)
+    ax.set_xlim(0, duration)
     ax.set_xlabel("seconds")
+    if seen:
+        ax.legend(fontsize=6, loc="upper right")
 
 
 def _html(path: Path, ms: list[Obj], plots: list[str], diffs: list[str] | None = None) -> None:
@@ -174,9 +223,12 @@ def _html(path: Path, ms: list[Obj], plots: list[str], diffs: list[str] | None =
         f"<td>{m['pendingSeconds']['mean']}</td><td>{m['pendingSeconds']['p90']}</td>"
         f"<td>{len(m['disruptions'])}</td></tr>" for m in ms)
     diff_html = "".join(f"<li>{html.escape(d)}</li>" for d in diffs or [])
+    failed = "".join(f"<li>{html.escape(m['schedulerConfig'])}: {f['t']:g} s: {html.escape(f['where'])}: "
+                     f"{html.escape(f['message'])}</li>" for m in ms for f in m.get("failedActions", []))
     body = (f"<h1>Simulation: {html.escape(ms[0]['scenario'])} (seed {ms[0]['seed']})</h1>"
             "<table border=1><tr><th>scheduler config</th><th>pods</th><th>never scheduled</th>"
             f"<th>mean pending (s)</th><th>p90 pending (s)</th><th>preemptions/evictions</th></tr>{rows}</table>"
+            + (f"<h2>Scenario actions that failed</h2><ul>{failed}</ul>" if failed else "")
             + (f"<h2>Differences</h2><ul>{diff_html}</ul>" if diffs else "")
             + "".join(f'<h2>{p}</h2><img src="{p}.svg">' for p in plots)
             + ("" if plots else "<p>Plots need matplotlib: pip install 'kubelite[sim]'.</p>"))

@@ -13,10 +13,10 @@ import asyncio
 import contextlib
 import functools
 import gc
-import logging
 import os
 import random
 import signal
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
@@ -31,6 +31,7 @@ from kubelite.agent.config import NodeConfig, NodeConfigError
 from kubelite.agent.config import parse as parse_node_config
 from kubelite.agent.eviction.thresholds import eviction_config
 from kubelite.agent.runtime.hollow import HollowRuntime
+from kubelite.api.errors import ApiError
 from kubelite.apiserver import pki
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
@@ -46,7 +47,6 @@ from kubelite.sim.recorder import Recorder
 from kubelite.sim.scenario import Arrival, Fault, NodePool, Scenario, ScenarioError, Workload
 from kubelite.store.memory import MemoryStore
 
-log = logging.getLogger("kubelite.sim")
 SETTLE = 30.0  # virtual seconds for nodes to register and components to sync before the scenario starts
 Progress = Callable[[float, float], None]  # (simulated seconds done, total)
 # Controllers a simulation does not run. The fencing controller (kubelite's own, S4) fences only nodes in
@@ -94,6 +94,12 @@ class Outcome:
     seed: int
     config: str  # the scheduler configuration's file name, or "default"
     recorder: Recorder
+
+    @property
+    def failed_actions(self) -> int:
+        """Scenario actions the API refused (or a fault that could not be injected): the run went on without
+        them; each is in events.log (`"action": "failed"`) and was said on stderr (see _finished)."""
+        return self.recorder.failed_actions
 
 
 @contextlib.contextmanager
@@ -271,7 +277,7 @@ async def _simulate(loop: asyncio.AbstractEventLoop, scn: Scenario, seed: int,
         return cluster.recorder
     finally:
         if http is not None:
-            await http.cleanup()
+            await _close(http)
         await cluster.stop()
         await server.stop()
         await store.close()
@@ -289,6 +295,7 @@ async def _play(cluster: _Cluster, sched: scheduler_config.SchedulerConfig, prog
     for pc in scn.priority_classes:
         await client.create("/apis/scheduling.k8s.io/v1/priorityclasses",
                             {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **pc})
+    await _namespaces(client, scn)
     index = 0
     for pool in scn.pools:
         for i in range(pool.count):
@@ -307,6 +314,16 @@ async def _play(cluster: _Cluster, sched: scheduler_config.SchedulerConfig, prog
             task.cancel()
 
 
+async def _namespaces(client: Client, scn: Scenario) -> None:
+    """Each namespace the scenario's workloads (and PDB faults) use, created as `kubectl create namespace` would
+    before they arrive (an imported trace names its pods' namespaces; the API server has only its own)."""
+    used = {w.namespace for w in scn.workloads} | {str(dict(f.target).get("namespace", "default"))
+                                                    for f in scn.faults if f.kind == "pdb"}
+    existing = {ns["metadata"]["name"] for ns in (await client.get("/api/v1/namespaces")).get("items") or []}
+    for name in sorted(used - existing):
+        await client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
 async def _listen(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.AppRunner:
     """The HTTP API and /simulation on `serve`'s port, before the API server starts: listening takes a turn of the
     loop (asyncio's create_server yields once), which once the server's own tasks exist would run their first
@@ -316,8 +333,24 @@ async def _listen(server: ApiServer, serve: Serve, clock: VirtualClock) -> web.A
     assert isinstance(loop, ControlledLoop)
     runner = web.AppRunner(control.app(server, loop, clock), handler_cancellation=True, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, serve.bind, serve.port).start()
+    try:
+        await web.TCPSite(runner, serve.bind, serve.port).start()
+    except (OSError, OverflowError) as exc:  # in use, not ours to take, or no port at all (asyncio: OverflowError)
+        await runner.cleanup()
+        reason = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else "must be 0-65535"
+        raise ScenarioError(f"--port {serve.port}: cannot listen on {serve.bind}:{serve.port}: {reason}") from None
     return runner
+
+
+async def _close(http: web.AppRunner) -> None:
+    """Stop serving, ending the requests still open — a `kubectl get -w`'s watch, a step under way — as the API
+    server ends its watches when it stops. aiohttp's own shutdown would first wait up to its timeout for them
+    to end by themselves: measured on the loop's clock, which here is simulated time, standing still when paused
+    (the process then stayed until the watching client went away)."""
+    assert http.server is not None
+    for connection in http.server.connections:
+        connection.force_close()  # the connection is lost: its request handler is cancelled (handler_cancellation)
+    await http.cleanup()
 
 
 def _announce(serve: Serve) -> _Interrupt:
@@ -373,20 +406,22 @@ def _spread(scn: Scenario) -> dict[str, tuple[dict[str, str], list[str]]]:
 
 
 async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress: Progress | None) -> None:
-    """Arrivals, faults and samples in time order, until the scenario's duration."""
-    actions: list[tuple[float, int, Callable[[], Coroutine[Any, Any, None]]]] = []
+    """Arrivals, faults and samples in time order, until the scenario's duration. Each action is a task named
+    after where the scenario asks for it (a workload, a fault's line): a failure is said so (_finished)."""
+    actions: list[tuple[float, int, Callable[[], Coroutine[Any, Any, None]], str]] = []
     seq = 0
     for w in scn.workloads:
+        where = f"workload {w.name}"  # one string for all of a workload's arrivals
         for i, arrival in enumerate(w.arrivals):
-            actions.append((arrival.at, seq, _creator(cluster.client, recorder, w, i, arrival)))
+            actions.append((arrival.at, seq, _creator(cluster.client, recorder, w, i, arrival), where))
             seq += 1
     for fault in scn.faults:
-        actions.append((fault.at, seq, _fault(cluster, recorder, fault)))
+        actions.append((fault.at, seq, _fault(cluster, recorder, fault), f"line {fault.line}: fault {fault.kind}"))
         seq += 1
     spread = _spread(scn)
     t = 0.0
     while t <= scn.duration:
-        actions.append((t, seq, _sampler(recorder, spread, t, scn.duration, progress)))
+        actions.append((t, seq, _sampler(recorder, spread, t, scn.duration, progress), "sample"))
         seq += 1
         t += scn.sample
     actions.sort(key=lambda a: (a[0], a[1]), reverse=True)  # popped from the end: in time order
@@ -396,11 +431,11 @@ async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress:
     # every arrival's closure (BENCHMARKS.md, Memory kept after a pod is gone).
     background: dict[asyncio.Task[None], None] = {}
     while actions and actions[-1][0] <= scn.duration:
-        at, _, action = actions.pop()
+        at, _, action, where = actions.pop()
         await cluster.clock.sleep(start + at - cluster.clock.monotonic())
-        task = asyncio.create_task(action())
+        task = asyncio.create_task(action(), name=where)
         background[task] = None
-        task.add_done_callback(functools.partial(_finished, background))
+        task.add_done_callback(functools.partial(_finished, background, recorder, scn.file))
     await cluster.clock.sleep(start + scn.duration - cluster.clock.monotonic())
     left = list(background)
     for task in left:
@@ -408,12 +443,20 @@ async def _drive(cluster: _Cluster, recorder: Recorder, scn: Scenario, progress:
     await asyncio.gather(*left, return_exceptions=True)
 
 
-def _finished(background: dict[asyncio.Task[None], None], task: asyncio.Task[None]) -> None:
+def _finished(background: dict[asyncio.Task[None], None], recorder: Recorder, file: Path,
+              task: asyncio.Task[None]) -> None:
     """A scenario action is done: it leaves the running set, and a failure (an arrival the API refused, a fault
-    that could not be injected) is said, not left for asyncio to find when the task is collected."""
+    that could not be injected) is recorded — in events.log with the API's Status message, counted for the
+    run's exit status — and said on stderr at once, naming where the scenario asks for it. The run goes on: a
+    what-if run with one bad action still tells the rest."""
     background.pop(task)
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        log.warning("scenario action failed: %s: %s", type(exc).__name__, exc)
+    if task.cancelled() or (exc := task.exception()) is None:
+        return
+    message = exc.message if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
+    recorder.action_failed(task.get_name(), message)
+    print(f"kubelite sim: warning: {file}: {task.get_name()}: {message} (at {recorder.t():g} s; the run goes on "
+          "without it)",
+          file=sys.stderr, flush=True)
 
 
 def _creator(client: Client, recorder: Recorder, w: Workload, index: int,
@@ -438,7 +481,7 @@ def _sampler(recorder: Recorder, spread: dict[str, tuple[dict[str, str], list[st
 
 def _fault(cluster: _Cluster, recorder: Recorder, fault: Fault) -> Callable[[], Coroutine[Any, Any, None]]:
     async def inject() -> None:
-        recorder.log_action(fault.kind, str(fault.target))
+        recorder.log_action(fault.kind, fault.target if isinstance(fault.target, dict) else str(fault.target))
         target = fault.target
         if fault.kind == "nodeLost":  # the agent stops without a word: heartbeats end, its pods are orphaned
             await cluster.stop_agent(str(target))

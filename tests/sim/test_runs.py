@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -74,18 +73,27 @@ def test_preemption_example_follows_the_walk_through(tmp_path: Path) -> None:
 
 def test_restart_backoff_example_doubles_the_delay(tmp_path: Path) -> None:
     """Seed 000: exits after 5 s each run; restarts come after back-offs of 10, 20, 40, 80, 160, 300 s."""
-    _run(tmp_path, "restart-backoff.yaml")
+    m = _run(tmp_path, "restart-backoff.yaml")
     starts = [e["t"] for e in _events(tmp_path) if e.get("pod") == "default/crasher"
               and e["containers"] and e["containers"][0][1] == "running"]
     gaps = [round(b - a - 5) for a, b in itertools.pairwise(starts)]
     assert gaps[:8] == [0, 10, 20, 40, 80, 160, 300, 300]
+    # the report shows it: every exit, restart and back-off delay on the timeline, each BackOff (one Event,
+    # counted up) in events.log
+    steps = [s for _, s in m["timeline"][0]["steps"]]
+    delays = [s.rsplit(" ", 1)[1] for s in steps if " back-off " in s]
+    assert delays[:6] == ["10s", "20s", "40s", "80s", "160s", "300s"] and set(delays[5:]) == {"300s"}
+    assert steps.count("main exited 1") == len(delays) + 1 == steps.count("BackOff") + 1
+    assert f"main restart {len(starts) - 1}" in steps
+    counts = [e.get("count", 1) for e in _events(tmp_path) if e.get("event") == "BackOff"]
+    assert counts == list(range(1, len(delays) + 1))
 
 
 def test_probes_example_startup_readiness_and_liveness_restarts(tmp_path: Path) -> None:
     """Probes run by the agent's prober, answered by the hollow runtime: a startup probe passing at 40 s gates
     readiness; a liveness probe failing from 2 min kills the container after 3 failures (10 s apart), then
     again each run, with the restart back-off between (10 s, 20 s, …)."""
-    _run(tmp_path, "probes.yaml")
+    m = _run(tmp_path, "probes.yaml")
     events = _events(tmp_path)
     ready = [e["t"] for e in events if e.get("pod") == "default/slow-start" and e.get("ready") == "True"]
     assert ready[0] == 40.0
@@ -97,6 +105,10 @@ def test_probes_example_startup_readiness_and_liveness_restarts(tmp_path: Path) 
             restarts.setdefault(e["containers"][0][2], e["t"])
     # killed at 140 s and restarted at once; then each run lives 140 s, after back-offs of 10 s, 20 s, 40 s
     assert [restarts[n] for n in (1, 2, 3, 4)] == [140.0, 290.0, 450.0, 630.0]
+    # the timeline goes on past the first kill: each kill and restart
+    steps = {e["pod"]: e["steps"] for e in m["timeline"]}["default/wedged"]
+    assert [t for t, s in steps if s == "Killing"] == [140.0, 280.0, 430.0, 590.0, 770.0]
+    assert [t for t, s in steps if s.startswith("main restart ")] == [140.0, 290.0, 450.0, 630.0, 850.0]
 
 
 def test_termination_example_grace_period(tmp_path: Path) -> None:
@@ -152,12 +164,15 @@ def test_faults_example(tmp_path: Path) -> None:
     assert all(t == pytest.approx(not_ready[0] + 300, abs=1) for t in taint)
     (drained,) = [d for d in m["disruptions"] if d["reason"] == "Evicted (API)"]
     assert drained["t"] > taint[0]  # refused (429) while the PDB's minAvailable was not met
+    pdbs = [e["detail"] for e in events if e.get("action") == "pdb"]  # the fault's mapping, as JSON
+    assert pdbs[0] == {"name": "web", "matchLabels": {"app": "web"}, "minAvailable": 5}
 
 
-def test_a_refused_arrival_is_reported_and_the_run_goes_on(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """An arrival the API server refuses (here: a PriorityClass that does not exist) is logged when its action
-    ends, and the other arrivals still run. (Loading refuses such a scenario — checks.py —, so the refused value
-    is put in after loading: what the API server can still refuse mid-run, such as a PriorityClass deleted.)"""
+def test_a_refused_arrival_is_reported_and_the_run_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An arrival the API server refuses (here: a PriorityClass that does not exist) is said on stderr when its
+    action ends and counted, and the other arrivals still run. (Loading refuses such a scenario — checks.py —, so
+    the refused value is put in after loading: what the API server can still refuse mid-run, such as a
+    PriorityClass deleted.)"""
     path = tmp_path / "refused.yaml"
     path.write_text(yaml.safe_dump({
         "name": "refused", "duration": "60s", "sample": "30s",
@@ -169,8 +184,8 @@ def test_a_refused_arrival_is_reported_and_the_run_goes_on(tmp_path: Path, caplo
              "spec": {"restartPolicy": "Never"}, "behaviour": {"run": "5s"}}]}))
     scn = scenario.load(path)
     scn.workloads[0].spec["priorityClassName"] = "missing"
-    with caplog.at_level(logging.WARNING, logger="kubelite.sim"):
-        outcome = runner.run(scn, 0, None, tmp_path / "nodes")
-    refused = [r.getMessage() for r in caplog.records if r.name == "kubelite.sim"]
-    assert len(refused) == 1 and "scenario action failed" in refused[0] and "missing" in refused[0], refused
+    outcome = runner.run(scn, 0, None, tmp_path / "nodes")
+    refused = capsys.readouterr().err.splitlines()
+    assert len(refused) == 1 and "workload bad" in refused[0] and "missing" in refused[0], refused
+    assert outcome.failed_actions == 1
     assert [k.split("/")[1] for k in outcome.recorder.pods] == ["good"]

@@ -142,8 +142,10 @@ def test_workload_objects_the_api_would_refuse(tmp_path: Path, kind: str, spec: 
     _refused(tmp_path, SPEC.replace("{kind}", kind).replace("{spec}", spec), line, message)
 
 
-def test_a_workload_in_a_namespace_the_cluster_lacks(tmp_path: Path) -> None:
-    _refused(tmp_path, _workload("namespace: shop"), 5, 'namespaces "shop" not found')
+def test_a_workload_in_a_namespace_no_namespace_can_be_named(tmp_path: Path) -> None:
+    """The run creates the namespaces its workloads use (runner._namespaces); a name no Namespace can have is
+    refused at load."""
+    _refused(tmp_path, _workload("namespace: Shop_1"), 5, 'metadata.namespace: Invalid value: "Shop_1"')
 
 
 def test_a_workload_name_the_api_refuses(tmp_path: Path) -> None:
@@ -241,6 +243,8 @@ VALID_CASES = [
                  id="scale, delete and a PDB"),
     pytest.param(HEAD + "workloads:\n  - {name: w, kind: Pod, namespace: kube-system}\n",
                  id="a workload in a namespace the cluster has"),
+    pytest.param(HEAD + "workloads:\n  - {name: w, kind: Pod, namespace: shop}\n",
+                 id="a workload in a namespace the run creates"),
     pytest.param(HEAD + "nodeConfig: {nodeLeaseDurationSeconds: 240, crashLoopBackOff: "
                  "{maxContainerRestartPeriod: 1m}}\n", id="nodeConfig fields a simulated node uses"),
 ]

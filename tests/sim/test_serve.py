@@ -99,26 +99,65 @@ def test_served_simulation_starts_paused_steps_and_changes_speed(tmp_path: Path)
     assert proc.returncode == 0, proc.stdout.read() if proc.stdout else ""
 
 
-@pytest.mark.parametrize(("step", "sig", "reported"), [
-    pytest.param(None, signal.SIGINT, False, id="Ctrl-C while paused before the scenario began: ends, no report"),
-    pytest.param(None, signal.SIGTERM, False, id="SIGTERM while paused before the scenario began: ends, no report"),
-    pytest.param("10s", signal.SIGINT, False, id="Ctrl-C after a step short of the nodes' settling: ends, no report"),
-    pytest.param("100s", signal.SIGINT, True, id="Ctrl-C paused mid-scenario: ends with the report so far"),
+@pytest.mark.parametrize(("step", "sig", "watch", "reported"), [
+    pytest.param(None, signal.SIGINT, False, False,
+                 id="Ctrl-C while paused before the scenario began: ends, no report"),
+    pytest.param(None, signal.SIGTERM, False, False,
+                 id="SIGTERM while paused before the scenario began: ends, no report"),
+    pytest.param("10s", signal.SIGINT, False, False,
+                 id="Ctrl-C after a step short of the nodes' settling: ends, no report"),
+    pytest.param("100s", signal.SIGINT, False, True, id="Ctrl-C paused mid-scenario: ends with the report so far"),
+    pytest.param("100s", signal.SIGTERM, True, True,
+                 id="SIGTERM paused with a kubectl watch open: the watch is ended, the report written"),
 ])
 def test_a_signal_ends_a_served_simulation_in_any_state(tmp_path: Path, step: str | None, sig: signal.Signals,
-                                                        reported: bool) -> None:
+                                                        watch: bool, reported: bool) -> None:
     proc, server = _serve_paused(tmp_path)
+    watcher: subprocess.Popen[str] | None = None
     try:
         if step is not None:
             control.call(server, "step", step)
+        if watch:
+            env = {**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig")}
+            watcher = subprocess.Popen(["kubectl", "get", "pods", "-w"], env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True)
+            assert watcher.stdout is not None and watcher.stdout.readline().startswith("NAME")  # the watch is open
         proc.send_signal(sig)
-        proc.wait(timeout=30)  # it hung here, paused in the nodes' settling sleep, until SIGKILL
+        proc.wait(timeout=30)  # it hung here, paused in the nodes' settling sleep (or with a watch open) until killed
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        for p in (proc, watcher):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
     output = proc.stdout.read() if proc.stdout else ""
     assert proc.returncode == 0, output
     assert (tmp_path / "metrics.json").exists() == reported, output
     if not reported:
         assert "interrupted before the scenario began" in output
+
+
+@pytest.mark.parametrize(("port", "message"), [
+    pytest.param("busy", "Address already in use", id="a port in use: one line, exit 2"),
+    pytest.param("99999", "must be 0-65535", id="a port out of range: one line, exit 2"),
+])
+def test_serve_on_a_port_it_cannot_listen_on_is_refused(tmp_path: Path, port: str, message: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        number = str(taken.getsockname()[1]) if port == "busy" else port
+        out = subprocess.run([sys.executable, "-m", "kubelite.cli.main", "sim", "serve", "examples/sim/spread.yaml",
+                              "--port", number, "--paused", "--out", str(tmp_path)],
+                             capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == f"kubelite sim: --port {number}: cannot listen on 127.0.0.1:{number}: {message}\n"
+
+
+@pytest.mark.parametrize(("state", "shown"), [
+    pytest.param({"time": 90.00000000000001, "stepUntil": None}, {"time": 90.0, "stepUntil": None},
+                 id="a step's sum of timer delays reads as the step's time"),
+    pytest.param({"time": 12.3456, "stepUntil": 100.0000001, "speed": 1.23456}, {"time": 12.346, "stepUntil": 100.0,
+                                                                                 "speed": 1.23456},
+                 id="times to the millisecond, the speed as set"),
+])
+def test_served_state_times_read_to_the_millisecond(state: dict[str, object], shown: dict[str, object]) -> None:
+    assert control._rounded(state) == shown

@@ -13,6 +13,12 @@ Probes: a hollow container has no process to exec nor port to connect to, so the
 probes itself (`answer_probe`, the prober's seam; upstream's exec probes go through the runtime too):
 `--probe KIND=SUCCEED_AFTER[:FAIL_AFTER]` (KIND startup, liveness or readiness; seconds since this run
 started) makes that probe succeed only in [SUCCEED_AFTER, FAIL_AFTER). A probe without a flag succeeds.
+
+Agent restarts: hollow containers outlive the agent that started them, as real ones do (containerd's shims,
+the process runtime's). The runtime keeps its running containers by pid, and records each exit as the process
+runtime's shim does, in a file beside the log the container would write (`<attempt>.exit`: code and time), so
+a restarted agent adopts from its checkpoint the same live container — or learns how one that ended while no
+agent watched exited, and when. The record goes with the pod's directory.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import contextlib
 import functools
 import itertools
 import math
+import os
 import random
 import signal
 from collections.abc import Callable
@@ -160,6 +167,10 @@ class HollowProcess(Handle):
     probes: dict[str, tuple[float, float]] = field(default_factory=dict)  # kind -> when it succeeds (since start)
     signals: list[int] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
+    state: str = ""  # its log path without ".log": `<state>.exit` records its exit
+
+    def checkpoint(self) -> dict[str, Any]:
+        return {**super().checkpoint(), "state": self.state}
 
 
 class HollowRuntime:
@@ -169,6 +180,7 @@ class HollowRuntime:
         self.clock = clock
         self.rng = rng or random.Random(0)
         self._pids = itertools.count(100_000)  # per runtime: two simulations in one process number alike
+        self._running: dict[int, HollowProcess] = {}  # by pid: the containers a restarted agent adopts
 
     async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
                     limits: Limits | None = None, stdin: bool = False, tty: bool = False) -> HollowProcess:
@@ -182,8 +194,10 @@ class HollowRuntime:
         if args.start_after > 0:
             await self.clock.sleep(args.start_after)
         p = HollowProcess(next(self._pids), self.clock.now(), self._duration(args.run), code, args.ignore_term,
-                          args.term_after, {kind: (begin, end) for kind, begin, end in args.probes})
+                          args.term_after, {kind: (begin, end) for kind, begin, end in args.probes},
+                          state=str(log_path.with_suffix("")))
         p.env = env
+        self._running[p.pid] = p
         if p.run_for is not None:
             p.task = asyncio.ensure_future(self._run(p, p.run_for, Exit(p.code)))
         return p
@@ -209,26 +223,41 @@ class HollowRuntime:
     async def _run(self, p: HollowProcess, seconds: float, result: Exit) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await self.clock.sleep(seconds)
-            p.finish(result)
+            self._end(p, result)
+
+    def _end(self, p: HollowProcess, result: Exit) -> None:
+        """The container exits: its record is written (see the module doc) and the runtime forgets it."""
+        if not p.alive:
+            return
+        p.finish(result)
+        del self._running[p.pid]
+        if p.state:
+            _record_exit(p.state, result.code, self.clock.now())
 
     def signal(self, p: Handle, sig: int) -> None:
         assert isinstance(p, HollowProcess), "a hollow runtime signals only its own processes"
         p.signals.append(sig)
         if sig == signal.SIGKILL:
-            p.finish(KILLED)
+            self._end(p, KILLED)
         elif not p.ignore_term and p.alive:
             if p.task is not None:
                 p.task.cancel()
             p.task = asyncio.ensure_future(self._run(p, p.term_after, Exit(128 + sig)))
 
     def adopt(self, checkpoint: dict[str, Any]) -> HollowProcess:
-        """A hollow process never outlives its runtime: one from a checkpoint has been killed."""
-        p = HollowProcess(int(checkpoint["pid"]), float(checkpoint["started"]))
-        p.finish(KILLED)
+        """The container a previous agent started: still running (the same one: pid and start time name it, as
+        pid and kernel start time name a real one), or ended, with its recorded exit (none: it was killed)."""
+        p = self._running.get(int(checkpoint["pid"]))
+        if p is not None and p.started == float(checkpoint["started"]):
+            return p
+        p = HollowProcess(int(checkpoint["pid"]), float(checkpoint["started"]), state=str(checkpoint.get("state", "")))
+        p.finish(_recorded_exit(p.state))
         return p
 
     def find(self, log_path: Path) -> HollowProcess | None:
-        """Hollow processes are never left behind by a dead runtime."""
+        """None: a hollow start leaves nothing behind for a stopped agent to find — the container exists only once
+        `start` returns, and the agent records it in that same step; an agent stopped during the start-up delay
+        cancelled the start itself."""
         return None
 
     def kill(self, p: Handle) -> None:
@@ -238,3 +267,30 @@ class HollowRuntime:
         await p.done.wait()
         assert p.result is not None
         return p.result
+
+
+def _record_exit(state: str, code: int, at: float) -> None:
+    """`<state>.exit`: the code and the (virtual) time of an exit. The container's directory is made with its
+    first record (a hollow container writes no log); a record that cannot be written reads as killed."""
+    record = f"{state}.exit"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    with contextlib.suppress(OSError):
+        try:
+            fd = os.open(record, flags, 0o666)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(record), exist_ok=True)
+            fd = os.open(record, flags, 0o666)
+        try:
+            os.write(fd, f"{code} {at!r}".encode())  # a few bytes: a regular file takes them whole
+        finally:
+            os.close(fd)
+
+
+def _recorded_exit(state: str) -> Exit:
+    """The exit `_record_exit` recorded for `state`; none (or unreadable): the container was SIGKILLed."""
+    try:
+        with open(f"{state}.exit") as f:
+            code, at = f.read().split()
+        return Exit(int(code), finished_at=float(at))
+    except (OSError, ValueError):
+        return KILLED
