@@ -84,3 +84,16 @@ def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str], verb: str, 
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines where the terminal is narrow
     for s in shown:
         assert s in text
+
+
+def test_a_run_with_a_failed_action_writes_its_report_and_exits_1(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A fault the API refuses at run time (deleting a pod that is not there) does not stop the run: its report
+    is written, and the exit status says the run was not the scenario asked."""
+    path = tmp_path / "s.yaml"
+    path.write_text("duration: 1m\nsample: 30s\nnodePools:\n  - {name: n, count: 1}\nworkloads:\n"
+                    "  - {name: w, kind: Pod}\nfaults:\n  - {at: 10s, delete: default/nosuch}\n")
+    out = tmp_path / "out"
+    assert main(["sim", "run", str(path), "--out", str(out), "--no-progress"]) == 1
+    assert (out / "report.html").is_file()
+    assert "1 scenario action failed" in capsys.readouterr().err
