@@ -230,7 +230,8 @@ async def bounded(clock: Clock, work: Awaitable[T], seconds: float, *, coarse: b
     runs for every API call of every node agent (a simulation's hot path), and a request the in-process transport
     answers inline then finishes in the caller's turn, not a turn later. A cancellation is the limit's only when
     it expired and no other came with it (`Task.uncancel`, as `asyncio.timeout`); work that finishes at the very
-    turn its limit expires, or swallows the cancellation, counts as not finished."""
+    turn its limit expires, or swallows the cancellation, counts as not finished; work that turns it into another
+    exception raises that, the cancellation taken back."""
     task = asyncio.current_task()
     assert task is not None, "bounded() runs inside a task"
     cancelling = task.cancelling()
@@ -238,11 +239,14 @@ async def bounded(clock: Clock, work: Awaitable[T], seconds: float, *, coarse: b
     deadline = timer(clock, seconds, expiry.fire, coarse=coarse)
     try:
         result = await work
-    except asyncio.CancelledError:
-        if expiry.fired and task.uncancel() <= cancelling:
+    except BaseException as exc:
+        # the limit's cancellation is taken back whatever the work made of it (as asyncio.timeout); it is the
+        # answer only if it is what came out and no other cancellation came with it
+        if expiry.fired and task.uncancel() <= cancelling and isinstance(exc, asyncio.CancelledError):
             return False, None
         raise
     finally:
+        expiry.disarm()  # a timer that can no longer be cancelled (a sleeping task ending this turn) stays harmless
         deadline.cancel()
     if expiry.fired:  # the work swallowed the limit's cancellation: it still did not finish in time
         task.uncancel()
@@ -251,16 +255,22 @@ async def bounded(clock: Clock, work: Awaitable[T], seconds: float, *, coarse: b
 
 
 class _Expiry:
-    """A `bounded` limit's callback: cancels the task, remembering that it did."""
+    """A `bounded` limit's callback: cancels the task, remembering that it did — until disarmed, when the call
+    it bounds has ended (after that the task is running something else)."""
 
     __slots__ = ("_task", "fired")
 
     def __init__(self, task: asyncio.Task[object]) -> None:
-        self._task, self.fired = task, False
+        self._task: asyncio.Task[object] | None = task
+        self.fired = False
 
     def fire(self) -> None:
-        self.fired = True
-        self._task.cancel()
+        if self._task is not None:
+            self.fired = True
+            self._task.cancel()
+
+    def disarm(self) -> None:
+        self._task = None
 
 
 def rfc3339(ts: float) -> str:

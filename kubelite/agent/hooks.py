@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 
+from kubelite.agent.umask import CONTAINER_UMASK
 from kubelite.clock import Clock
 
 Obj = dict[str, Any]
@@ -101,7 +102,8 @@ async def run_handler(handler: Obj, container: Obj, env: dict[str, str], host: s
             cmd = list((handler["exec"] or {}).get("command") or [])
             proc = await asyncio.create_subprocess_exec(*cmd, env=env, stdin=asyncio.subprocess.DEVNULL,
                                                         stdout=asyncio.subprocess.PIPE,
-                                                        stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+                                                        stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+                                                        umask=CONTAINER_UMASK)  # the container's, not the agent's
             try:
                 out, _ = await proc.communicate()
             except asyncio.CancelledError:

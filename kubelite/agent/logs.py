@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 FOLLOW_POLL = 0.1
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INT64 = 1 << 63
 _TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")  # strconv.ParseBool
 
 
@@ -62,10 +64,9 @@ def _int(q: Mapping[str, str], name: str) -> int | None:
     value = q.get(name)
     if value is None:
         return None
-    try:
-        return int(value)
-    except ValueError:
-        raise _Undecodable(name) from None
+    if not _INTEGER.fullmatch(value) or not -_INT64 <= int(value) < _INT64:  # strconv.ParseInt(s, 10, 64): no
+        raise _Undecodable(name)  # "1_0" or spaces, as Python's int() takes, and in int64's range
+    return int(value)
 
 
 def log_options(q: Mapping[str, str], now: float) -> LogOptions | web.Response:
@@ -90,10 +91,13 @@ def log_options(q: Mapping[str, str], now: float) -> LogOptions | web.Response:
     if (opts.tail is not None and opts.tail < 0) or (opts.limit is not None and opts.limit < 1) or \
             (since_seconds is not None and (since_seconds < 1 or since_time is not None)):
         return web.Response(status=422, text='{"message": "Invalid request."}')
-    if since_seconds is not None:
-        return replace(opts, since=cri_timestamp(now - since_seconds).encode())
-    if since_time is not None:
-        return replace(opts, since=cri_timestamp(parse_rfc3339(since_time)).encode())
+    try:
+        if since_seconds is not None:  # further back than the epoch is every line
+            return replace(opts, since=cri_timestamp(max(0.0, now - since_seconds)).encode())
+        if since_time is not None:
+            return replace(opts, since=cri_timestamp(parse_rfc3339(since_time)).encode())
+    except (ValueError, OverflowError):  # a time the form admits but the calendar does not: month 13, year 0
+        return web.Response(status=400, text='{"message": "Unable to decode query."}')
     return opts
 
 

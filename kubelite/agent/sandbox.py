@@ -136,7 +136,9 @@ def _mounts(pod: Obj, container: Obj, volume_root: Path, protected: list[Path]) 
             else:  # SafeMakeDir: the subPath's directories get the volume's own mode
                 make_dirs(source, stat.S_IMODE(root.stat().st_mode))
         target = _mount_target(str(m.get("mountPath", "")))
-        make_dirs(Path(target).parent, MOUNT_POINT_MODE)  # bwrap would make the missing parents 0700
+        parent = Path(target).parent
+        if not any(parent == p or p in parent.parents for p in protected):  # under a hidden dir: left to bwrap
+            make_dirs(parent, MOUNT_POINT_MODE)  # bwrap would make the missing parents 0700
         binds += ["--ro-bind" if m.get("readOnly") or api_data else "--bind", str(source), target]
         if "hostPath" in vol or "persistentVolumeClaim" in vol:  # e.g. "/": protected dirs stay hidden under it
             real = source.resolve()

@@ -8,6 +8,12 @@ they call equal:
   the same zero value, and a nil and an empty slice or map are equal (the forked reflect.DeepEqual).
 A dict tells all of these apart; `omit_empty` and `semantic` bring them together where a controller
 writes or compares what upstream could not tell apart.
+
+Partial, without Go's types: `semantic` keeps a zero scalar ("", 0, false) apart from an absent field (Go's
+value fields cannot tell them apart; its pointer fields can), an empty `{}` apart from an absent field except
+under the keys known to be maps or value structs, and compares quantities as written (Semantic.DeepEqual
+compares `1000m` and `1` by value). Each errs towards "different": for a Deployment, a new ReplicaSet, as
+before this module.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ CONDITIONS_OK = {
     GV_PARSING_FAILURE: ("ParsedGroupVersions", "All legacy kube types successfully parsed"),
     CONTENT_FAILURE: ("ContentDeleted", "All content successfully deleted, may be waiting on finalization"),
     CONTENT_REMAINING: ("ContentRemoved", "All content successfully removed"),
-    FINALIZERS_REMAINING: ("ContentRemoved", "All content successfully removed"),
+    FINALIZERS_REMAINING: ("ContentHasNoFinalizers", "All content-preserving finalizers finished"),
 }
 
 
@@ -97,8 +97,8 @@ def content_totals_conditions(remaining: dict[str, int], finalizers: dict[str, i
                              f"Some resources are remaining: {', '.join(left)}", now))
     if finalizers:
         held = sorted(f"{finalizer} in {n} resource instances" for finalizer, n in finalizers.items() if n)
-        out.append(condition(FINALIZERS_REMAINING, "True", "SomeFinalizerRemain",
-                             f"Some finalizers are remaining: {', '.join(held)}", now))
+        out.append(condition(FINALIZERS_REMAINING, "True", "SomeFinalizersRemain",
+                             f"Some content in the namespace has finalizers remaining: {', '.join(held)}", now))
     return out
 
 

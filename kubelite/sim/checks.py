@@ -189,6 +189,13 @@ def pod_spec_types(ctx: Ctx, raw: Obj, name: str) -> None:
     spec = raw.get("spec")
     if not isinstance(spec, dict):
         return
+    for kind in ("containers", "initContainers"):  # the run's builder fills in each item (workloads.manifest)
+        items = spec.get(kind)
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if not isinstance(item, dict):
+                raise ctx.error(deepest_line(raw, f"spec.{kind}[{i}]"),
+                                f"workload {name}: spec.{kind}[{i}]: must be a container (a mapping), not "
+                                f"{'null' if item is None else type(item).__name__}")
     pod_spec: Obj = {k: v for k, v in spec.items() if k != "resources"}
     fragments = [pod_spec]
     if "resources" in spec:

@@ -76,15 +76,15 @@ def test_update_conditions_changes_nothing_twice() -> None:
                        "Some resources are remaining: daemonsets.apps.k8s.io has 5 resource instances, "
                        "deployments.apps.k8s.io has 5 resource instances")], id="just remaining"),
     pytest.param({}, {"service-catalog": 6, "kubedb": 5},
-                 [bare(nc.FINALIZERS_REMAINING, "True", "SomeFinalizerRemain",
-                       "Some finalizers are remaining: kubedb in 5 resource instances, "
+                 [bare(nc.FINALIZERS_REMAINING, "True", "SomeFinalizersRemain",
+                       "Some content in the namespace has finalizers remaining: kubedb in 5 resource instances, "
                        "service-catalog in 6 resource instances")], id="just finalizers"),
     pytest.param({"daemonsets.apps.k8s.io": 5, "deployments.apps.k8s.io": 5}, {"service-catalog": 6, "kubedb": 5},
                  [bare(nc.CONTENT_REMAINING, "True", "SomeResourcesRemain",
                        "Some resources are remaining: daemonsets.apps.k8s.io has 5 resource instances, "
                        "deployments.apps.k8s.io has 5 resource instances"),
-                  bare(nc.FINALIZERS_REMAINING, "True", "SomeFinalizerRemain",
-                       "Some finalizers are remaining: kubedb in 5 resource instances, "
+                  bare(nc.FINALIZERS_REMAINING, "True", "SomeFinalizersRemain",
+                       "Some content in the namespace has finalizers remaining: kubedb in 5 resource instances, "
                        "service-catalog in 6 resource instances")], id="both"),
 ])
 def test_process_content_totals(remaining: dict[str, int], finalizers: dict[str, int], expected: list[Obj]) -> None:
@@ -159,8 +159,8 @@ def state(*pairs: tuple[str, str, str]) -> dict[str, tuple[str, str]]:
     pytest.param([(CONFIGMAPS, HELD)], 0.0, state(
         (nc.CONTENT_REMAINING, "SomeResourcesRemain", "Some resources are remaining: configmaps. has 1 resource "
                                                       "instances"),
-        (nc.FINALIZERS_REMAINING, "SomeFinalizerRemain", "Some finalizers are remaining: example.com/hold in 1 "
-                                                         "resource instances")),
+        (nc.FINALIZERS_REMAINING, "SomeFinalizersRemain",
+         "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances")),
                  id="an object held by a finalizer: content and finalizers remaining"),
     pytest.param([(PODS, BOUND)], 0.0, state(
         (nc.CONTENT_REMAINING, "SomeResourcesRemain", "Some resources are remaining: pods. has 1 resource instances")),

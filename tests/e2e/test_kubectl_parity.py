@@ -76,7 +76,8 @@ def test_describe_ns_says_why_its_deletion_is_stuck(up: ServerProcess) -> None:
     def conditions_shown() -> bool:
         described = up.kubectl("describe", "namespace", "stuck").stdout
         return "NamespaceFinalizersRemaining" in described and \
-            "Some finalizers are remaining: example.com/hold in 1 resource instances" in described
+            "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances" \
+            in described
     assert wait_for(conditions_shown, timeout=30), up.kubectl("describe", "namespace", "stuck").stdout
     conditions = {c["type"]: c for c in _json(up, "get", "namespace", "stuck")["status"]["conditions"]}
     assert conditions["NamespaceContentRemaining"]["message"] == \

@@ -55,6 +55,9 @@ REFUSED = [
     pytest.param({"sinceTime": "2026-11-28"}, 400, id="a sinceTime that is not RFC 3339 does not decode"),
     pytest.param({"tailLines": "x"}, 400, id="a tailLines that is not a number does not decode"),
     pytest.param({"follow": "yes"}, 400, id="a flag that strconv.ParseBool refuses does not decode"),
+    pytest.param({"tailLines": "1_0"}, 400, id="an integer in Python's syntax but not strconv's does not decode"),
+    pytest.param({"sinceSeconds": "99999999999999999999999"}, 400, id="an integer beyond int64 does not decode"),
+    pytest.param({"sinceTime": "2026-13-01T00:00:00Z"}, 400, id="a sinceTime in RFC 3339's form but no date"),
 ]
 
 
@@ -75,6 +78,8 @@ SERVED = [
     pytest.param({"sinceTime": rfc3339(T0 + 1)[:-1] + ".250001Z"}, "line3\n",
                  id="a line a microsecond before sinceTime is skipped"),
     pytest.param({"sinceTime": rfc3339(T0 + 60)}, "", id="a sinceTime after every line: none"),
+    pytest.param({"sinceSeconds": "100000000000000"}, "line0\nline1\nline2\nline3\n",
+                 id="a sinceSeconds reaching before the epoch is every line"),
     pytest.param({"sinceSeconds": "2"}, "line2\nline3\n",
                  id="sinceSeconds at full precision: now - 2 s is T0 + 1, a line at T0 + 0.5 is older"),
     pytest.param({"sinceTime": rfc3339(T0), "tailLines": "1"}, "line3\n", id="sinceTime with tailLines"),

@@ -204,6 +204,22 @@ async def _work_swallowing_the_limit_still_did_not_finish(clock: VirtualClock) -
     return result, task.cancelling()
 
 
+async def _work_turning_the_limit_into_an_error_raises_it_uncancelled(clock: VirtualClock) -> object:
+    async def converting() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise RuntimeError("converted") from None
+
+    task = asyncio.current_task()
+    assert task is not None
+    try:
+        await bounded(clock, converting(), 5)
+    except RuntimeError as exc:
+        return str(exc), task.cancelling()
+    return "no error", task.cancelling()
+
+
 async def _caller_cancelled_as_the_limit_expires_is_cancelled(clock: VirtualClock) -> object:
     caller = asyncio.ensure_future(bounded(clock, asyncio.Event().wait(), 5))
     clock.call_later(5, caller.cancel)  # set after the limit's timer, at the same instant: fires after it
@@ -233,6 +249,8 @@ async def _outer_limit_ends_the_inner_work_too(clock: VirtualClock) -> object:
                  id="a limit that expired leaves the caller's task uncancelled"),
     pytest.param(_work_swallowing_the_limit_still_did_not_finish, ((False, None), 0),
                  id="work that swallows the limit's cancellation still did not finish in time"),
+    pytest.param(_work_turning_the_limit_into_an_error_raises_it_uncancelled, ("converted", 0),
+                 id="work that turns the limit's cancellation into an error raises it, the cancellation taken back"),
     pytest.param(_caller_cancelled_as_the_limit_expires_is_cancelled, "cancelled",
                  id="a caller cancelled at the instant its limit expires is cancelled"),
     pytest.param(_inner_limit_ends_the_inner_work_only, (True, (False, None)),
@@ -252,3 +270,22 @@ def test_bounded_limit_is_a_cancellation_of_the_callers_own_task(
     finally:
         loop.close()
     assert got == want
+
+
+async def test_a_limit_firing_as_its_work_finishes_does_not_cancel_the_caller_later() -> None:
+    """On a clock whose timers are sleeping tasks (FakeClock), a limit's task that ends in the turn the work
+    finishes cannot be cancelled any more; its callback runs a turn later, when the caller has moved on, and must
+    not cancel what the caller does next."""
+    clock = FakeClock()
+
+    async def two_turns() -> str:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return "done"
+
+    task = asyncio.current_task()
+    assert task is not None
+    assert await bounded(clock, two_turns(), 0) == (True, "done")
+    for _ in range(3):
+        await asyncio.sleep(0)  # a stray cancellation would be raised here
+    assert task.cancelling() == 0

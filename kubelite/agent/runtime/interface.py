@@ -26,9 +26,6 @@ class Exit:
 
 
 KILLED = Exit(128 + signal.SIGKILL)
-# A container's umask, runc's: the process runtime's shim sets it, exec'd processes get it too (streaming/exec.py),
-# and so do the mount points bwrap makes — never the agent's own 077.
-CONTAINER_UMASK = 0o022
 
 
 @dataclass

@@ -29,7 +29,8 @@ from typing import IO, Any
 
 from kubelite.agent.cgroups import Cgroups, Limits
 from kubelite.agent.runtime import cri_log, terminal
-from kubelite.agent.runtime.interface import CONTAINER_UMASK, KILLED, Exit, Handle
+from kubelite.agent.runtime.interface import KILLED, Exit, Handle
+from kubelite.agent.umask import CONTAINER_UMASK
 from kubelite.clock import Clock
 
 STREAMS = ((".out", b"stdout"), (".err", b"stderr"))  # the named pipes beside the log, and their streams

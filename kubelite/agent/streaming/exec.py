@@ -28,9 +28,9 @@ from typing import Protocol
 from aiohttp import web
 
 from kubelite.agent.runtime import terminal
-from kubelite.agent.runtime.interface import CONTAINER_UMASK
 from kubelite.agent.streaming import channels
 from kubelite.agent.streaming.transport import Channels, Refused, Streams, open_channels
+from kubelite.agent.umask import CONTAINER_UMASK
 from kubelite.api.errors import ApiError
 from kubelite.clock import Clock, bounded
 

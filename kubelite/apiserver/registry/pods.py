@@ -15,6 +15,7 @@ from kubelite.api.errors import Cause
 from kubelite.api.quantity import QuantityError, parse_quantity
 from kubelite.api.selectors import COMMON_FIELDS, path_getter
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
+from kubelite.apiserver.registry.config import is_config_map_key
 
 POD_FIELDS = {
     **COMMON_FIELDS,
@@ -160,6 +161,8 @@ def _validate_container(c: Obj, path: str) -> list[Cause]:
     policy = c.get("restartPolicy")  # ContainerRestartRules: any container may say Always, OnFailure or Never;
     if policy is not None and policy not in _RESTART:  # on an init container, Always makes it a sidecar
         causes.append(v.not_supported(f"{path}.restartPolicy", policy, _RESTART))
+    causes += _validate_env(c.get("env") or [], f"{path}.env")
+    causes += _validate_env_from(c.get("envFrom") or [], f"{path}.envFrom")
     for i, port in enumerate(c.get("ports") or []):
         cp = port.get("containerPort")
         if not isinstance(cp, int) or not 1 <= cp <= 65535:
@@ -182,6 +185,89 @@ def _validate_container(c: Obj, path: str) -> list[Cause]:
         if lim is not None and _qty(q) is not None and _qty(lim) is not None and _qty(q) > _qty(lim):
             causes.append(v.invalid(f"{path}.resources.requests", q, f"must be less than or equal to {rname} limit "
                                                                       f"of {lim}"))
+    return causes
+
+
+_RELAXED_ENV_NAME = "a valid environment variable name must consist only of printable ASCII characters other than '='"
+_VALUE_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+
+
+def is_relaxed_env_var_name(value: str) -> list[str]:
+    """validation.IsRelaxedEnvVarName (RelaxedEnvironmentVariableValidation, on by default since 1.32)."""
+    if not value:
+        return ["environment variable name must be non-empty"]
+    return [_RELAXED_ENV_NAME] if any(not " " <= ch <= "~" or ch == "=" for ch in value) else []
+
+
+def _validate_env(env: list[Obj], path: str) -> list[Cause]:
+    """ValidateEnv: each variable named (printable ASCII but '='), its valueFrom exactly one source and not with a
+    `value` (validateEnvVarValueFrom) — the agent otherwise met a nameless variable or an empty source when it
+    started the container."""
+    causes: list[Cause] = []
+    for i, ev in enumerate(env):
+        at = f"{path}[{i}]"
+        name = ev.get("name") or ""
+        if not name:
+            causes.append(v.required(f"{at}.name"))
+        else:
+            causes += [v.invalid(f"{at}.name", name, msg) for msg in is_relaxed_env_var_name(name)]
+        value_from = ev.get("valueFrom")
+        if value_from is None:
+            continue
+        sources = [k for k in _VALUE_SOURCES if value_from.get(k) is not None]
+        for kind in sources:
+            causes += _validate_value_source(kind, value_from[kind], f"{at}.valueFrom.{kind}")
+        if not sources:
+            causes.append(v.invalid(f"{at}.valueFrom", "", "must specify one of: `fieldRef`, `resourceFieldRef`, "
+                                                           "`configMapKeyRef` or `secretKeyRef`"))
+        elif ev.get("value"):
+            causes.append(v.invalid(f"{at}.valueFrom", "", "may not be specified when `value` is not empty"))
+        elif len(sources) > 1:
+            causes.append(v.invalid(f"{at}.valueFrom", "", "may not have more than one field specified at a time"))
+    return causes
+
+
+def _validate_value_source(kind: str, source: Obj, path: str) -> list[Cause]:
+    """The required parts of one valueFrom source (validateObjectFieldSelector's fieldPath,
+    validateContainerResourceFieldSelector's resource, validate{ConfigMap,Secret}KeySelector's name and key)."""
+    if kind == "fieldRef":
+        return [] if source.get("fieldPath") else [v.required(f"{path}.fieldPath")]
+    if kind == "resourceFieldRef":
+        return [] if source.get("resource") else [v.required(f"{path}.resource")]
+    causes = _validate_ref_name(source, path)
+    key = source.get("key") or ""
+    if not key:
+        causes.append(v.required(f"{path}.key"))
+    else:
+        causes += [v.invalid(f"{path}.key", key, msg) for msg in is_config_map_key(key)]
+    return causes
+
+
+def _validate_ref_name(ref: Obj, path: str) -> list[Cause]:
+    """A ConfigMap's or Secret's name in a reference: required, a DNS subdomain (ValidateConfigMapName,
+    ValidateSecretName)."""
+    name = ref.get("name") or ""
+    if not name:
+        return [v.required(f"{path}.name")]
+    return [v.invalid(f"{path}.name", name, msg) for msg in v.is_dns1123_subdomain(name)]
+
+
+def _validate_env_from(env_from: list[Obj], path: str) -> list[Cause]:
+    """ValidateEnvFrom: a prefix is a variable name's start (printable ASCII but '='), and each source is exactly
+    one of configMapRef and secretRef, named."""
+    causes: list[Cause] = []
+    for i, source in enumerate(env_from):
+        at = f"{path}[{i}]"
+        prefix = source.get("prefix") or ""
+        if prefix:
+            causes += [v.invalid(f"{at}.prefix", prefix, msg) for msg in is_relaxed_env_var_name(prefix)]
+        refs = [k for k in ("configMapRef", "secretRef") if source.get(k) is not None]
+        for kind in refs:
+            causes += _validate_ref_name(source[kind], f"{at}.{kind}")
+        if not refs:  # upstream names the list, not the item
+            causes.append(v.invalid(path, "", "must specify one of: `configMapRef` or `secretRef`"))
+        elif len(refs) > 1:
+            causes.append(v.invalid(path, "", "may not have more than one field specified at a time"))
     return causes
 
 
