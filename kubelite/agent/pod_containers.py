@@ -27,7 +27,7 @@ from kubelite.agent.sandbox import sandboxed
 from kubelite.agent.services import NodeServices
 from kubelite.agent.termination import MIN_STOP_WINDOW, Termination, pod_grace
 from kubelite.api.podresources import CPU, MEMORY, resource_list
-from kubelite.clock import bounded
+from kubelite.clock import bounded, format_duration
 
 Obj = dict[str, Any]
 
@@ -78,8 +78,8 @@ class PodContainers:
                 self.event("BackOff", f"Back-off restarting failed container {r.name} in pod {format_pod(self.pod)}",
                            "Warning")
             r.waiting = "CrashLoopBackOff"
-            r.waiting_message = (f"back-off {int(r.not_before - r.finished_at)}s restarting failed "
-                                 f"container={r.name} pod={format_pod(self.pod)}")
+            wait = format_duration(round((r.not_before - r.finished_at) * 1e9))  # Go's Duration: "1m20s"
+            r.waiting_message = f"back-off {wait} restarting failed container={r.name} pod={format_pod(self.pod)}"
             return
         try:
             argv, env = self.command(r)

@@ -30,8 +30,7 @@ import math
 from collections import deque
 from typing import NamedTuple
 
-from kubelite.apiserver.proto.wellknown import parse_duration
-from kubelite.clock import Clock
+from kubelite.clock import Clock, parse_duration
 from kubelite.store.interface import Compacted, EventType, KeyNotFound, RevisionMismatch, Store
 
 log = logging.getLogger("kubelite.apiserver")

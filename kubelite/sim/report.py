@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import logging
 import statistics
@@ -12,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from kubelite.clock import parse_duration
 from kubelite.sim.recorder import DISRUPTIONS
 from kubelite.sim.runner import Outcome
 
@@ -197,8 +199,8 @@ def _timeline(ax: Any, entries: list[Obj], duration: float) -> None:
             elif " back-off " in step:  # the wait drawn below the row, its length labelled (staggered: the
                 delay = step.rsplit(" ", 1)[1]  # first ones are seconds apart on a run's axis)
                 waits += 1
-                if delay.endswith("s") and delay[:-1].isdigit():
-                    ax.broken_barh([(t, float(delay[:-1]))], (row - 0.3, 0.06), color="tab:orange",
+                with contextlib.suppress(ValueError):  # kubelet prints Go's Duration: "40s", "1m20s", "5m0s"
+                    ax.broken_barh([(t, parse_duration(delay) / 1e9)], (row - 0.3, 0.06), color="tab:orange",
                                    edgecolor="white", linewidth=0.6,
                                    label=None if "back-off wait" in seen else "back-off wait")
                     seen.add("back-off wait")

@@ -13,9 +13,9 @@ import pytest
 
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import protobuf
-from kubelite.apiserver.proto import wellknown
 from kubelite.apiserver.proto.codec import MAX_DEPTH, MAX_VALUES, decode_message
 from kubelite.apiserver.request import PROTOBUF, decode_body
+from kubelite.clock import format_duration, parse_duration
 
 # Captured from `kubectl drain --disable-eviction --grace-period=5`.
 DRAIN_DELETE = bytes.fromhex("6b387300") + bytes.fromhex("0a13") + b"\x0a\x02v1\x12\x0dDeleteOptions" + \
@@ -253,14 +253,14 @@ DURATIONS = [("0s", 0), ("1ns", 1), ("1.5µs", 1500), ("1.5ms", 1_500_000), ("1s
 
 @pytest.mark.parametrize(("text", "ns"), DURATIONS)
 def test_durations_as_go_formats_them(text: str, ns: int) -> None:
-    assert wellknown.format_duration(ns) == text
-    assert wellknown.parse_duration(text) == ns
+    assert format_duration(ns) == text
+    assert parse_duration(text) == ns
 
 
 @pytest.mark.parametrize("text", ["", "1", "1x", "h", "1h-1m", "--1s"])
 def test_invalid_durations(text: str) -> None:
     with pytest.raises(ValueError):
-        wellknown.parse_duration(text)
+        parse_duration(text)
 
 
 def test_watch_frame_is_length_prefixed_watch_event() -> None:

@@ -289,3 +289,19 @@ async def test_a_limit_firing_as_its_work_finishes_does_not_cancel_the_caller_la
     for _ in range(3):
         await asyncio.sleep(0)  # a stray cancellation would be raised here
     assert task.cancelling() == 0
+
+
+@pytest.mark.parametrize(("ns", "text"), [
+    pytest.param(80 * 10**9, "1m20s", id="minutes and seconds, as kubelet's CrashLoopBackOff wait prints"),
+    pytest.param(300 * 10**9, "5m0s", id="whole minutes keep their 0s"),
+    pytest.param(10 * 10**9, "10s", id="seconds alone"),
+    pytest.param(3723 * 10**9 + 5 * 10**8, "1h2m3.5s", id="hours, minutes and a fraction"),
+    pytest.param(1_500_000, "1.5ms", id="below a second: the largest unit"),
+    pytest.param(0, "0s", id="zero"),
+])
+def test_go_durations_print_and_parse_back(ns: int, text: str) -> None:
+    """format_duration is Go's Duration.String(); parse_duration, time.ParseDuration, reads it back."""
+    from kubelite.clock import format_duration, parse_duration
+
+    assert format_duration(ns) == text
+    assert parse_duration(text) == ns

@@ -27,6 +27,7 @@ import orjson
 from kubelite.apiserver.proto import wellknown
 from kubelite.apiserver.proto.flags import INLINE, MAP, OMITEMPTY, POINTER, REPEATED
 from kubelite.apiserver.proto.table import KINDS, LISTS, MESSAGES
+from kubelite.clock import format_duration, parse_duration
 
 MAGIC = b"k8s\x00"
 MAX_DEPTH = 100  # nested messages, as request.MAX_DEPTH bounds JSON bodies
@@ -457,7 +458,7 @@ _SPECIAL_DECODERS: dict[str, Callable[[dict[int, Any], bytes, int], Any]] = {
     "resource.QuantityValue": lambda fields, buf, depth: fields.get(1) or "0",
     "meta.v1.Time": _time(micro=False),
     "meta.v1.MicroTime": _time(micro=True),
-    "meta.v1.Duration": lambda fields, buf, depth: wellknown.format_duration(fields.get(1, 0)),
+    "meta.v1.Duration": lambda fields, buf, depth: format_duration(fields.get(1, 0)),
     "intstr.IntOrString": _int_or_string,
     "runtime.RawExtension": _raw_json,
     "meta.v1.FieldsV1": _raw_json,
@@ -591,7 +592,7 @@ def _encode_duration(value: Any) -> bytes:
     if type(value) is not str:
         raise EncodeError(f"expected a duration string, got {value!r:.40}")
     try:
-        return b"\x08" + _uvarint(wellknown.parse_duration(value) & _MASK64)
+        return b"\x08" + _uvarint(parse_duration(value) & _MASK64)
     except ValueError as exc:
         raise EncodeError(str(exc)) from None
 
