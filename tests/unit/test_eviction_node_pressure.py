@@ -88,3 +88,20 @@ def test_admit_under_node_conditions(conditions: list[str], p: Obj, admitted: bo
     assert (got is None) == admitted
     if not admitted:
         assert got == ("Evicted", f"The node had condition: [{' '.join(conditions)}]. ")
+
+
+async def test_the_last_pressure_taint_removed_leaves_no_taints_key(api: TestClient) -> None:  # type: ignore[type-arg]
+    """NodeSpec.Taints is omitempty upstream: a node whose only taint was the pressure one ends with no `taints`
+    key, not `taints: []`."""
+    client = ApiClient(str(api.make_url("")))
+    try:
+        await client.create("/api/v1/nodes", {**NODE, "metadata": {"name": "n2"}, "spec": {}})
+        clock = FakeClock()
+        reporter = NodePressure(client, clock, "n2", lambda _: None)
+        await reporter.set_pressure(frozenset({DISK_PRESSURE}))
+        assert [t["key"] for t in (await client.get("/api/v1/nodes/n2"))["spec"]["taints"]] == \
+            ["node.kubernetes.io/disk-pressure"]
+        await reporter.set_pressure(frozenset())
+        assert "taints" not in (await client.get("/api/v1/nodes/n2"))["spec"]
+    finally:
+        await client.close()

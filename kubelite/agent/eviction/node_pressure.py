@@ -67,7 +67,8 @@ class NodePressure:
                 return
             try:
                 await self.client.patch(path, {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-                                               "spec": {"taints": wanted}}, MERGE_PATCH)
+                                               "spec": {"taints": wanted or None}}, MERGE_PATCH)  # none left:
+                # no `taints` key, as upstream's omitempty NodeSpec.Taints writes
                 return
             except ApiError as exc:
                 if exc.code != 409:
