@@ -68,6 +68,15 @@ def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
             server.stop()
 
 
+@pytest.fixture
+def nodes(two_nodes: Nodes) -> Iterator[Nodes]:
+    """The module's two nodes, every agent running again after the test: one that stops an agent and fails
+    before resuming it must not leave it stopped for the next test."""
+    yield two_nodes
+    for pid in two_nodes.pids.values():
+        os.kill(pid, signal.SIGCONT)
+
+
 def _node(server: ServerProcess, name: str) -> dict[str, Any]:
     res = server.kubectl("get", "node", name, "-o", "json", check=False)
     return json.loads(res.stdout) if res.returncode == 0 else {}
@@ -112,8 +121,8 @@ def stop_after_lease_renewal(nodes: Nodes, name: str) -> float:
     return time.monotonic()
 
 
-def test_stopped_agent_node_is_tainted_and_its_pod_terminates_only_after_it_returns(
-        two_nodes: Nodes) -> None:
+def test_stopped_agent_node_is_tainted_and_its_pod_terminates_only_after_it_returns(nodes: Nodes) -> None:
+    two_nodes = nodes
     server, pids = two_nodes.server, two_nodes.pids
     apply_pod(server, "victim", [sh("main", "trap 'exit 0' TERM; while true; do sleep 0.2; done")],
               nodeName="node-a", tolerations=SHORT_TOLERATIONS, terminationGracePeriodSeconds=30)
@@ -205,8 +214,8 @@ IDENTITY = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name":
                 {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-a"]}]}}]}}}}}}
 
 
-def test_unreachable_node_deployment_pods_move_and_statefulset_pod_waits_for_node_deletion(
-        two_nodes: Nodes) -> None:
+def test_unreachable_node_deployment_pods_move_and_statefulset_pod_waits_for_node_deletion(nodes: Nodes) -> None:
+    two_nodes = nodes
     server = two_nodes.server
     assert wait_for(lambda: all(_ready(server, n) == "True" and not _taints(server, n) for n in two_nodes.pids),
                     timeout=60)
