@@ -105,6 +105,15 @@ def _ports(*ports: Obj) -> Any:
                  "may not be set to 'None' for NodePort services", id="headless NodePort"),
     pytest.param(_with(lambda s: s.update(sessionAffinity="Foo")), "spec.sessionAffinity", "Unsupported value",
                  id="invalid sessionAffinity"),
+    pytest.param(_with(lambda s: s.update(sessionAffinity="None", sessionAffinityConfig={"clientIP": {
+                     "timeoutSeconds": 90}})), "spec.sessionAffinityConfig",
+                 "Forbidden: must not be set when session affinity is None", id="sessionAffinityConfig with None"),
+    pytest.param(_with(lambda s: s.update(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {
+                     "timeoutSeconds": 90000}})), "spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+                 "Invalid value: 90000: must be greater than 0 and less than 86400", id="ClientIP timeout too long"),
+    pytest.param(_with(lambda s: s.update(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {
+                     "timeoutSeconds": 0}})), "spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+                 "must be greater than 0", id="ClientIP timeout zero"),
     pytest.param(_with(lambda s: s.update(selector={"a b": "c"})), "spec.selector", "name part must consist",
                  id="invalid selector key"),
     pytest.param(_with(lambda s: s.update(clusterIP="10.0.0.5")), "spec.clusterIPs",
@@ -132,6 +141,13 @@ async def test_validate_service_create(api: Client, body: Obj, field: str, detai
                  lambda s: s["ports"][0]["targetPort"] == "http", id="valid named targetPort"),
     pytest.param(svc("fixed", clusterIP="10.96.0.99"), lambda s: s["clusterIP"] == "10.96.0.99",
                  id="valid requested clusterIP"),
+    pytest.param(svc("sticky", sessionAffinity="ClientIP"),
+                 lambda s: s["sessionAffinityConfig"] == {"clientIP": {"timeoutSeconds": 10800}},
+                 id="ClientIP affinity defaults its timeout to 3 hours"),
+    pytest.param(svc("sticky-day", sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {
+                     "timeoutSeconds": 86400}}),
+                 lambda s: s["sessionAffinityConfig"]["clientIP"]["timeoutSeconds"] == 86400,
+                 id="ClientIP affinity timeout of a day"),
 ])
 async def test_valid_services(api: Client, body: Obj, check: Any) -> None:
     out = await call(api, "POST", SVCS, body, expect=201)

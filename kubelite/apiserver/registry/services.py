@@ -35,6 +35,10 @@ ADDRESS_TYPES = ["FQDN", "IPv4", "IPv6"]
 MAX_SLICE_ENDPOINTS = 1000  # validation's limit; the controller writes at most 100 per slice
 MAX_SLICE_PORTS = 100
 
+# core.DefaultClientIPServiceAffinitySeconds (3 hours) and MaxClientIPServiceAffinitySeconds (a day)
+DEFAULT_CLIENT_IP_AFFINITY_SECONDS = 10800
+MAX_CLIENT_IP_AFFINITY_SECONDS = 86400
+
 
 def is_valid_port_name(name: str) -> list[str]:
     """IsValidPortName (IANA_SVC_NAME): what a named targetPort or container port may be."""
@@ -203,6 +207,9 @@ def _set_defaults(spec: Obj) -> None:
     """SetDefaults_Service and the registry's defaulting of the ClusterIP family fields."""
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
+    client_ip = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {})
+    if spec["sessionAffinity"] == "ClientIP" and client_ip.get("timeoutSeconds") is None:
+        spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": DEFAULT_CLIENT_IP_AFFINITY_SECONDS}}
     for port in spec.get("ports") or []:
         port.setdefault("protocol", "TCP")
         if port.get("targetPort") in (None, 0, ""):
@@ -269,13 +276,35 @@ def validate_service_spec(spec: Obj) -> list[Cause]:
         causes.append(v.invalid("spec.clusterIPs[0]", "None", f"may not be set to 'None' for {kind} services"))
     causes += _validate_ports(ports, kind, _is_headless(spec))
     causes += v.validate_labels(spec.get("selector"), "spec.selector")
-    affinity = spec.get("sessionAffinity", "None")
-    if affinity not in ("ClientIP", "None"):
-        causes.append(v.not_supported("spec.sessionAffinity", affinity, ["ClientIP", "None"]))
+    causes += _validate_session_affinity(spec)
     for f in ("internalTrafficPolicy", "externalTrafficPolicy"):
         if spec.get(f) is not None and spec[f] not in ("Cluster", "Local"):
             causes.append(v.not_supported(f"spec.{f}", spec[f], ["Cluster", "Local"]))
     return causes
+
+
+def _validate_session_affinity(spec: Obj) -> list[Cause]:
+    """ValidateService's session affinity: ClientIP needs a timeout in (0, 86400] (validateClientIPAffinityConfig,
+    validateAffinityTimeout; the defaults give 10800), None takes no config."""
+    affinity = spec.get("sessionAffinity", "None")
+    path = "spec.sessionAffinityConfig"
+    if affinity not in ("ClientIP", "None"):
+        return [v.not_supported("spec.sessionAffinity", affinity, ["ClientIP", "None"])]
+    config = spec.get("sessionAffinityConfig")
+    if affinity == "None":
+        return [] if config is None else [v.forbidden(path, "must not be set when session affinity is None")]
+    when = "when session affinity type is ClientIP"
+    if config is None:
+        return [v.required(path, when)]
+    if config.get("clientIP") is None:
+        return [v.required(f"{path}.clientIP", when)]
+    timeout = config["clientIP"].get("timeoutSeconds")
+    if timeout is None:
+        return [v.required(f"{path}.clientIP.timeoutSeconds", when)]
+    if not 0 < timeout <= MAX_CLIENT_IP_AFFINITY_SECONDS:
+        return [v.invalid(f"{path}.clientIP.timeoutSeconds", timeout,
+                          f"must be greater than 0 and less than {MAX_CLIENT_IP_AFFINITY_SECONDS}")]
+    return []
 
 
 def _validate_ports(ports: list[Obj], kind: str, headless: bool) -> list[Cause]:
