@@ -460,11 +460,15 @@ class JobSync:
         return active + await self._create(missing, active)
 
     def _suspend_condition(self) -> None:
+        """The Suspended condition, and syncJob's Normal event when it turns: `Suspended` "Job suspended",
+        `Resumed` "Job resumed"."""
         suspended = pc.condition({"status": self.status}, "Suspended")
         if self.spec.get("suspend"):
-            pc.set_condition(self.status, "Suspended", "True", "JobSuspended", "Job suspended", self.now)
+            if pc.set_condition(self.status, "Suspended", "True", "JobSuspended", "Job suspended", self.now):
+                self.ctl._event(self.job, "Suspended", "Job suspended")
         elif suspended is not None and suspended.get("status") == "True":
             pc.set_condition(self.status, "Suspended", "False", "JobResumed", "Job resumed", self.now)
+            self.ctl._event(self.job, "Resumed", "Job resumed")
             self.status["startTime"] = rfc3339(self.now)
 
     def _misplaced_indexes(self, active: list[Obj]) -> list[Obj]:

@@ -239,6 +239,13 @@ async def test_suspend_deletes_active_pods_and_resume_recreates_them(cluster: Cl
     await cluster.until(resumed, "Suspended=False, JobResumed")
     assert (await cluster.job("pause"))["status"].get("failed", 0) == 0
 
+    async def events_recorded() -> bool:  # syncJob's Normal events as the condition turns, once each
+        events = (await cluster.client.get("/api/v1/namespaces/default/events"))["items"]
+        turns = [(e["reason"], e["message"], e.get("count", 1)) for e in events
+                 if e["involvedObject"]["name"] == "pause" and e["reason"] in ("Suspended", "Resumed")]
+        return sorted(turns) == [("Resumed", "Job resumed", 1), ("Suspended", "Job suspended", 1)]
+    await cluster.until(events_recorded, "a Suspended and a Resumed event")
+
 
 async def test_pods_of_a_job_that_no_longer_exists_are_released(cluster: Cluster) -> None:
     """cleanupOrphanPods: the tracking finalizer must not keep pods of a deleted Job (e.g. deleted while the
