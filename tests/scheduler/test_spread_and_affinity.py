@@ -208,6 +208,11 @@ AFFINITY_CASES = [
                  [_pod("e", {"x": "y"}, "m1", affinity=_aff("podAntiAffinity", _term({"service": "securityscan"},
                                                                                       "region")))],
                  {"m1": EXISTING_ANTI_REASON, "m2": EXISTING_ANTI_REASON, "m3": ""}),
+    AffinityCase("a replica with anti-affinity to its own app beside another: its own anti-affinity is the reason "
+                 "(Filter checks the pod's own terms before the existing pods')",
+                 _pod("p", {"app": "web"}, affinity=_aff("podAntiAffinity", _term({"app": "web"}, "zone"))),
+                 [_pod("e", {"app": "web"}, "m1", affinity=_aff("podAntiAffinity", _term({"app": "web"}, "zone")))],
+                 {"m1": ANTI_REASON, "m2": "", "m3": ""}),
     AffinityCase("namespaceSelector selects namespaces by label",
                  _pod("p", affinity=_aff("podAffinity", _term({"app": "db"}, "zone",
                                                               namespaceSelector={"matchLabels": {"team": "a"}}))),

@@ -68,14 +68,15 @@ class InterPodAffinity:
             anti |= _per_domain(table, term.topology_key, self._matching(table, term)) > 0
         if not existing.any() and affinity_ok is None and not anti.any():
             return None
-        affinity_bad = ~affinity_ok if affinity_ok is not None else np.zeros(n, np.bool_)
-        r_existing = existing
-        r_affinity = affinity_bad & ~r_existing
-        r_anti = anti & ~r_existing & ~r_affinity
+        # Filter's order (filtering.go since 1.22): the pod's own affinity, its own anti-affinity, then the
+        # existing pods' anti-affinity — a node failing several is rejected for the first
+        r_affinity = ~affinity_ok if affinity_ok is not None else np.zeros(n, np.bool_)
+        r_anti = anti & ~r_affinity
+        r_existing = existing & ~r_affinity & ~r_anti
         passed = ~(r_existing | r_affinity | r_anti)
-        return FilterResult(passed, [Rejection(ERR_REASON_EXISTING_ANTI_AFFINITY, r_existing),
-                                     Rejection(ERR_REASON_AFFINITY, r_affinity, Code.UnschedulableAndUnresolvable),
-                                     Rejection(ERR_REASON_ANTI_AFFINITY, r_anti)])
+        return FilterResult(passed, [Rejection(ERR_REASON_AFFINITY, r_affinity, Code.UnschedulableAndUnresolvable),
+                                     Rejection(ERR_REASON_ANTI_AFFINITY, r_anti),
+                                     Rejection(ERR_REASON_EXISTING_ANTI_AFFINITY, r_existing)])
 
     def _affinity_ok(self, pod: PodInfo, table: NodeTable) -> BoolArray | None:
         """satisfyPodAffinity: a topology domain counts only if one pod in it matches *all* the terms
