@@ -218,6 +218,11 @@ class Registry:
                                 dry_run: bool = False, reads_only: bool = False) -> Obj:
         """Read, mutate, compare-and-swap; on a lost race re-read from the store and try again.
 
+        An update that empties a deleting object's finalizers deletes it (store.go's errEmptiedFinalizers); that
+        delete is conditional on the revision read too, and a write in between retries the whole mutation on the
+        fresh object, which may keep it (upstream's Delete retries against ValidateAllObjectFunc: the re-run
+        mutation is at least as strict).
+
         `mutate` raises a Conflict itself when the client pinned a resourceVersion. It is given a copy of the
         current object to change, or with `reads_only` (a mutation that never writes into its argument, though
         what it returns may share parts of it) the watch cache's object itself: a deep copy less per update.
@@ -231,10 +236,10 @@ class Registry:
                 return cur
             if dry_run:
                 return new
-            if self._should_delete_during_update(new):
-                return await self._delete_now(resource, new)
             key, expected = resource.key(namespace, name), int(cur["metadata"]["resourceVersion"])
             try:
+                if self._should_delete_during_update(new):  # a lost race here is retried as a write's is
+                    return await self._delete_now(resource, new)
                 kv = await self._write(key, new, expected)
             except RevisionMismatch:
                 cur = await self._fresh(resource, namespace, name)
