@@ -397,7 +397,8 @@ class Registry:
         The propagation policy's finalizer (deletion.py) is set first; namespaces keep their own
         spec finalizer and take none of these."""
         meta = cur["metadata"]
-        changed = None if strategy.resource is NAMESPACES else deletion.gc_finalizers(meta, options)
+        changed = None if strategy.resource is NAMESPACES else deletion.gc_finalizers(
+            meta, options, strategy.orphans_by_default)
         base = cur
         if changed is not None:
             base = copy_obj(cur)

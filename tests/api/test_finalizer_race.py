@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.api.errors import ApiError
+from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.store.interface import KeyValue
 from kubelite.store.memory import MemoryStore
 from tests.conftest import running
