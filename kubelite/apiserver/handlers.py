@@ -151,9 +151,10 @@ class ResourceHandlers:
         if watching:
             encoder = watch.table_encoder(r.kind, _include(request), self.clock) if wants_table(request) \
                 else watch.protobuf_event if _protobuf_watch(request, r) else watch.json_encoder()
+            # 0 is no timeout, as none (handlers/get.go: `if timeout == 0 && minRequestTimeout > 0`)
             timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
             return await watch.serve(request, self.caches, r, target.namespace, matches, encoder,
-                                     q.get("resourceVersion", ""), float(timeout) if timeout is not None else None,
+                                     q.get("resourceVersion", ""), float(timeout) if timeout else None,
                                      parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), self.clock,
                                      _trigger(fields, self.caches[r].trigger_field))
         items, revision, token = await self._page(request, target, matches)

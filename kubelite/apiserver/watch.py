@@ -93,11 +93,12 @@ class WatchStream:
     """
 
     def __init__(self, caches: Caches, resource: Resource, watcher: Watcher | None, encoder: Encoder,
-                 first: bytes, bookmarks: float | None, lifetime: float, clock: Clock) -> None:
-        """`bookmarks`: the interval between periodic bookmarks, None if the client did not ask for them."""
+                 first: bytes, bookmarks: float | None, lifetime: float, clock: Clock, exact_end: bool = False) -> None:
+        """`bookmarks`: the interval between periodic bookmarks, None if the client did not ask for them.
+        `exact_end`: the client chose the lifetime (timeoutSeconds), so it ends on time (Ticker)."""
         self.caches, self.resource, self.watcher, self.encoder = caches, resource, watcher, encoder
         self.first = first  # the initial events (and bookmark), or the one ERROR event of an expired watch
-        self.bookmarks, self.lifetime, self.clock = bookmarks, lifetime, clock
+        self.bookmarks, self.lifetime, self.clock, self.exact_end = bookmarks, lifetime, clock, exact_end
         self.bookmark = _protobuf_bookmark if encoder is protobuf_event else _bookmark
         self.content_type = protobuf.WATCH_MEDIA_TYPE if encoder is protobuf_event else "application/json"
         self._ticker: Ticker | None = None
@@ -124,7 +125,7 @@ class WatchStream:
                     return self.first
             if watcher is None or watcher.closed:  # expired (the ERROR event was all), or closed before it began
                 return None
-            self._ticker = Ticker(watcher, self.clock, self.lifetime, self.bookmarks)
+            self._ticker = Ticker(watcher, self.clock, self.lifetime, self.bookmarks, self.exact_end)
         assert watcher is not None
         while True:
             if not self._after_batch and watcher.pending:
@@ -199,7 +200,7 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
         for ev in backlog:
             watcher.offer(ev)
     cache.add(watcher)
-    stream = WatchStream(caches, resource, watcher, encoder, b"", interval, lifetime, clock)
+    stream = WatchStream(caches, resource, watcher, encoder, b"", interval, lifetime, clock, timeout is not None)
     stream.first = b"".join(encoder(e) for e in initial)
     if bookmarks and resource_version in ("", "0"):
         stream.first += stream.bookmark(resource, start)
@@ -238,12 +239,15 @@ class Ticker:
     TIMER_GRANULARITY late, which neither a lifetime (itself random) nor a heartbeat minds, and all the watches
     due in the same second are woken by one loop timer (upstream's cacher also files watchers by bookmark time
     in one-second buckets). The pre-timeout bookmark stays ahead of the end: due PRE_TIMEOUT_BOOKMARK (2 s)
-    earlier, it fires at least a second before the watch closes."""
+    earlier, it fires at least a second before the watch closes. A lifetime the client chose (timeoutSeconds,
+    `exact`) ends on time, as upstream's timer ends it: its last wake is an exact timer (a coarse one made
+    timeoutSeconds=1 last up to 2 s)."""
 
-    __slots__ = ("_handle", "clock", "deadline", "interval", "next_bookmark", "watcher")
+    __slots__ = ("_handle", "clock", "deadline", "exact", "interval", "next_bookmark", "watcher")
 
-    def __init__(self, watcher: Watcher, clock: Clock, lifetime: float, interval: float | None) -> None:
-        self.watcher, self.clock, self.interval = watcher, clock, interval
+    def __init__(self, watcher: Watcher, clock: Clock, lifetime: float, interval: float | None,
+                 exact: bool = False) -> None:
+        self.watcher, self.clock, self.interval, self.exact = watcher, clock, interval, exact
         now = clock.monotonic()
         self.deadline = now + lifetime
         self.next_bookmark = self._bookmark_after(now)
@@ -257,8 +261,9 @@ class Ticker:
         return at if at > t else None
 
     def _arm(self, now: float) -> Cancellable:
-        wake_at = self.deadline if self.next_bookmark is None else min(self.deadline, self.next_bookmark)
-        return timer(self.clock, wake_at - now, self._fire, coarse=True)
+        if self.next_bookmark is None:
+            return timer(self.clock, self.deadline - now, self._fire, coarse=not self.exact)
+        return timer(self.clock, min(self.deadline, self.next_bookmark) - now, self._fire, coarse=True)
 
     def _fire(self) -> None:
         now = self.clock.monotonic()
