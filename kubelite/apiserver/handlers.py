@@ -156,7 +156,8 @@ class ResourceHandlers:
             return await watch.serve(request, self.caches, r, target.namespace, matches, encoder,
                                      q.get("resourceVersion", ""), float(timeout) if timeout else None,
                                      parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), self.clock,
-                                     _trigger(fields, self.caches[r].trigger_field))
+                                     _trigger(fields, self.caches[r].trigger_field),
+                                     listoptions.send_initial_events(q))
         items, revision, token = await self._page(request, target, matches)
         if wants_table(request):
             return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token))

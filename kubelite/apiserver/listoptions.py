@@ -15,6 +15,7 @@ from kubelite.api import errors
 from kubelite.api.errors import Cause
 from kubelite.api.validation import forbidden, not_supported
 from kubelite.apiserver.cache import Caches
+from kubelite.apiserver.request import parse_bool
 from kubelite.clock import Clock, bounded
 
 FRESHNESS_WAIT = 3.0  # cacher's blockTimeout for a resourceVersion ahead of the cache
@@ -22,26 +23,47 @@ _MATCHES = ["Exact", "NotOlderThan", ""]
 _MAX_UINT64 = 2**64 - 1
 
 
+def send_initial_events(query: Mapping[str, str]) -> bool | None:
+    """ListOptions.SendInitialEvents, a *bool: None when the query does not give it."""
+    value = query.get("sendInitialEvents")
+    return None if value is None else parse_bool(value, "sendInitialEvents")
+
+
 def validate(query: Mapping[str, str], watch: bool) -> None:
-    """ValidateListOptions (and validateWatchOptions for a watch)."""
+    """ValidateListOptions, and validateWatchOptions for a watch (1.32, the WatchList gate on: kubelite serves
+    sendInitialEvents, watch.open_stream)."""
     match = query.get("resourceVersionMatch", "")
+    initial = send_initial_events(query)
     causes: list[Cause] = []
     if watch:
+        if initial is not None and match != "NotOlderThan":
+            causes.append(forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch "
+                                                            "to NotOlderThan"))
         if match:
-            causes.append(forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch"))
-    elif match:
-        rv = query.get("resourceVersion", "")
-        if not rv:
-            causes.append(forbidden("resourceVersionMatch",
-                                    "resourceVersionMatch is forbidden unless resourceVersion is provided"))
-        if query.get("continue"):
-            causes.append(forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is "
-                                                            "provided"))
-        if match not in _MATCHES:
-            causes.append(not_supported("resourceVersionMatch", match, _MATCHES))
-        if match == "Exact" and rv == "0":
-            causes.append(forbidden("resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for '
-                                                            'resourceVersion "0"'))
+            if initial is None:
+                causes.append(forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless "
+                                                                "sendInitialEvents is provided"))
+            if match != "NotOlderThan":
+                causes.append(not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
+            if query.get("continue"):
+                causes.append(forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is "
+                                                                "provided"))
+    else:
+        if match:
+            rv = query.get("resourceVersion", "")
+            if not rv:
+                causes.append(forbidden("resourceVersionMatch",
+                                        "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+            if query.get("continue"):
+                causes.append(forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is "
+                                                                "provided"))
+            if match not in _MATCHES:
+                causes.append(not_supported("resourceVersionMatch", match, _MATCHES))
+            if match == "Exact" and rv == "0":
+                causes.append(forbidden("resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for '
+                                                                'resourceVersion "0"'))
+        if initial is not None:
+            causes.append(forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
     if causes:
         raise errors.invalid("ListOptions", "", causes, "meta.k8s.io")
 

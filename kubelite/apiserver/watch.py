@@ -35,6 +35,7 @@ LOOPBACK_BOOKMARK_INTERVAL = 60.0
 PRE_TIMEOUT_BOOKMARK = 2.0
 # kube-apiserver's --min-request-timeout: a watch that asks for no timeout lives a random time between it and twice it
 MIN_REQUEST_TIMEOUT = 1800
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # metav1.InitialEventsAnnotationKey
 
 Encoder = Callable[[CachedEvent], bytes]
 
@@ -179,16 +180,28 @@ class WatchResponse(web.StreamResponse):
 
 async def open_stream(caches: Caches, resource: Resource, namespace: str, matches: Callable[[Obj], bool] | None,
                       encoder: Encoder, resource_version: str, timeout: float | None, bookmarks: bool,
-                      clock: Clock, trigger: str | None = None, loopback: bool = False) -> WatchStream:
+                      clock: Clock, trigger: str | None = None, loopback: bool = False,
+                      initial_events: bool | None = None) -> WatchStream:
     """Register the watch (or find its resourceVersion expired); a bad or future resourceVersion raises before.
-    `loopback`: for an in-process client (bookmarks at upstream's cadence, not HTTP's liveness one)."""
+    `loopback`: for an in-process client (bookmarks at upstream's cadence, not HTTP's liveness one).
+
+    `initial_events`: sendInitialEvents (validated with resourceVersionMatch=NotOlderThan), as the watch cache's
+    getAllEventsSinceLocked serves it. None: the legacy watch (resourceVersion "" or "0": the current state as
+    ADDED events, then changes; another: the changes after it). True (WatchList): the current state, at least as
+    fresh as resourceVersion, then — with bookmarks — a bookmark annotated k8s.io/initial-events-end (the client's
+    list is complete), then changes. False: changes only, from resourceVersion or, for "" and "0", from now."""
     watcher = Watcher(namespace, matches, trigger)
     cache = caches[resource]
     interval = (LOOPBACK_BOOKMARK_INTERVAL if loopback else BOOKMARK_INTERVAL) if bookmarks else None
     lifetime = timeout if timeout is not None else random.uniform(MIN_REQUEST_TIMEOUT, 2 * MIN_REQUEST_TIMEOUT)
+    legacy = resource_version in ("", "0")
+    initial: list[CachedEvent] = []
     # Register before reading the backlog: the loop is single-threaded, so nothing slips between.
-    if resource_version in ("", "0"):
-        initial = [e for e in _synthetic(cache.list(namespace), resource) if matches is None or matches(e.obj)]
+    if legacy or initial_events:
+        if not legacy:  # NotOlderThan: the cache must have reached it
+            await listoptions.wait_fresh(caches, clock, listoptions.parse_resource_version(resource_version))
+        if initial_events is not False:
+            initial = [e for e in _synthetic(cache.list(namespace), resource) if matches is None or matches(e.obj)]
         start = caches.revision
     else:
         start = listoptions.parse_resource_version(resource_version)
@@ -196,13 +209,14 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
         backlog = caches.events_since(resource, start, trigger)
         if backlog is None:
             return WatchStream(caches, resource, None, encoder, _expired(start, caches.revision), None, 0.0, clock)
-        initial = []
         for ev in backlog:
             watcher.offer(ev)
     cache.add(watcher)
     stream = WatchStream(caches, resource, watcher, encoder, b"", interval, lifetime, clock, timeout is not None)
     stream.first = b"".join(encoder(e) for e in initial)
-    if bookmarks and resource_version in ("", "0"):
+    if bookmarks and initial_events:
+        stream.first += stream.bookmark(resource, start, True)
+    elif bookmarks and legacy and initial_events is None:
         stream.first += stream.bookmark(resource, start)
     return stream
 
@@ -210,11 +224,12 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
 async def serve(request: web.Request, caches: Caches, resource: Resource, namespace: str,
                 matches: Callable[[Obj], bool] | None, encoder: Encoder, resource_version: str,
                 timeout: float | None, bookmarks: bool, clock: Clock,
-                trigger: str | None = None) -> web.StreamResponse:
-    """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py)."""
+                trigger: str | None = None, initial_events: bool | None = None) -> web.StreamResponse:
+    """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py);
+    `initial_events`: as open_stream's."""
     loopback = bool(request.get(LOOPBACK))
     stream = await open_stream(caches, resource, namespace, matches, encoder, resource_version, timeout, bookmarks,
-                               clock, trigger, loopback)
+                               clock, trigger, loopback, initial_events)
     if loopback:
         return WatchResponse(stream)
     resp = web.StreamResponse(headers={"Content-Type": stream.content_type})
@@ -280,17 +295,21 @@ class Ticker:
         self._handle.cancel()
 
 
-def bookmark_object(resource: Resource, revision: int) -> Obj:
-    """A BOOKMARK event's object: only its kind and the revision the watch has reached."""
-    return {"kind": resource.kind, "apiVersion": resource.group_version, "metadata": {"resourceVersion": str(revision)}}
+def bookmark_object(resource: Resource, revision: int, initial_end: bool = False) -> Obj:
+    """A BOOKMARK event's object: only its kind and the revision the watch has reached; `initial_end`: the one
+    that ends a WatchList's initial events carries metav1.InitialEventsAnnotationKey."""
+    meta: Obj = {"resourceVersion": str(revision)}
+    if initial_end:
+        meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+    return {"kind": resource.kind, "apiVersion": resource.group_version, "metadata": meta}
 
 
-def _bookmark(resource: Resource, revision: int) -> bytes:
-    return orjson.dumps({"type": "BOOKMARK", "object": bookmark_object(resource, revision)}) + b"\n"
+def _bookmark(resource: Resource, revision: int, initial_end: bool = False) -> bytes:
+    return orjson.dumps({"type": "BOOKMARK", "object": bookmark_object(resource, revision, initial_end)}) + b"\n"
 
 
-def _protobuf_bookmark(resource: Resource, revision: int) -> bytes:
-    frame = protobuf.watch_frame("BOOKMARK", bookmark_object(resource, revision))
+def _protobuf_bookmark(resource: Resource, revision: int, initial_end: bool = False) -> bytes:
+    frame = protobuf.watch_frame("BOOKMARK", bookmark_object(resource, revision, initial_end))
     assert frame is not None  # only resources with a message are watched as protobuf
     return frame
 
