@@ -261,7 +261,13 @@ def validate_annotations(annotations: Mapping[str, Any] | None, path: Path) -> l
 
 
 def validate_object_meta(meta: Mapping[str, Any], namespaced: bool, name_fn: NameValidator) -> list[Cause]:
+    """ValidateObjectMetaAccessor. generateName is checked as a prefix (its trailing dash masked, as the name
+    functions' `prefix` does): a bad one is reported on metadata.generateName as well as on the name made of it."""
     causes: list[Cause] = []
+    generate = meta.get("generateName") or ""
+    if generate:
+        masked = generate[:-1] + "a" if len(generate) > 1 and generate.endswith("-") else generate
+        causes += [invalid("metadata.generateName", generate, e) for e in name_fn(masked)]
     name = meta.get("name", "")
     if not name:
         causes.append(required("metadata.name", "name or generateName is required"))

@@ -32,6 +32,7 @@ MAX_OBJECT_BYTES = 1536 * 1024  # etcd's --max-request-bytes default
 LAST_TIMESTAMP = 253402300799.0  # 9999-12-31T23:59:59Z
 MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries unpinned conflicts without bound
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+MAX_GENERATED_NAME_LENGTH = 63 - 5  # storage/names: a generated name fits a DNS label
 
 Mutate = Callable[[Obj], Obj]
 # What an update's body cannot change: the stored object's values (or their absence) are kept, in this order
@@ -39,10 +40,10 @@ _KEPT_ON_UPDATE = ("name", "namespace", "uid", "creationTimestamp", "deletionTim
                    "generation", "resourceVersion")
 
 
-def _generated_suffix() -> str:
-    """Five characters for generateName from the process's generator (a simulation seeds it): names need
-    uniqueness, not secrecy, as upstream's SimpleNameGenerator uses math/rand."""
-    return "".join(random.choices(_NAME_CHARS, k=5))
+def _generated_name(base: str) -> str:
+    """SimpleNameGenerator.GenerateName: the base cut to MAX_GENERATED_NAME_LENGTH, then five characters from the
+    process's generator (a simulation seeds it): names need uniqueness, not secrecy, as upstream's math/rand."""
+    return base[:MAX_GENERATED_NAME_LENGTH] + "".join(random.choices(_NAME_CHARS, k=5))
 
 
 def encode(obj: Obj) -> bytes:
@@ -145,7 +146,7 @@ class Registry:
         meta["creationTimestamp"] = self.now()
         generate = not meta.get("name") and meta.get("generateName")
         if generate:
-            meta["name"] = meta["generateName"] + _generated_suffix()
+            meta["name"] = _generated_name(meta["generateName"])
         self._check_namespace(resource, namespace, meta.get("name", ""))
         if not meta.get("name"):  # strategies may rely on a name; upstream's validation says the same
             self._raise_invalid(resource, obj, [Cause("FieldValueRequired", "Required value: name or generateName "
@@ -169,7 +170,7 @@ class Registry:
             except KeyExists:
                 if not generate:
                     raise errors.already_exists(resource.plural, meta["name"], resource.group) from None
-                meta["name"] = meta["generateName"] + _generated_suffix()
+                meta["name"] = _generated_name(meta["generateName"])
         else:
             raise errors.already_exists(resource.plural, meta["name"], resource.group)
         return _with_rv(obj, kv.mod_revision)
