@@ -158,10 +158,11 @@ class ResourceHandlers:
                                      parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), self.clock,
                                      _trigger(fields, self.caches[r].trigger_field),
                                      listoptions.send_initial_events(q))
-        items, revision, token = await self._page(request, target, matches)
+        items, revision, token, remaining = await self._page(request, target, matches)
         if wants_table(request):
-            return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token))
-        return respond(_list_of(r, items, revision, token))
+            return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token,
+                                       remaining=remaining))
+        return respond(_list_of(r, items, revision, token, remaining))
 
     def _matcher(self, request: web.Request, r: Resource) -> tuple[Callable[[Obj], bool] | None, FieldSelector]:
         """The request's label and field selectors as one predicate (None: they select everything)."""
@@ -175,8 +176,10 @@ class ResourceHandlers:
         return matches, fields
 
     async def _page(self, request: web.Request, target: Target,
-                    matches: Callable[[Obj], bool] | None) -> tuple[list[Obj], int, str]:
-        """A list request's items (one page of them, with its continue token) at the revision it is served at."""
+                    matches: Callable[[Obj], bool] | None) -> tuple[list[Obj], int, str, int | None]:
+        """A list request's items (one page of them, with its continue token) at the revision it is served at, and
+        how many items follow the page: etcd3 store.go's remainingItemCount, only for a list without selectors
+        (upstream counts keys, which a selector would make inexact)."""
         r = target.resource
         assert r is not None
         q = request.query
@@ -184,8 +187,9 @@ class ResourceHandlers:
                                             q.get("resourceVersionMatch", ""))
         if matches is not None:
             items = [o for o in items if matches(o)]
-        items, token = _paginate(items, q.get("continue", ""), parse_int(q.get("limit"), "limit"), revision)
-        return items, revision, token
+        page, token, start = _paginate(items, q.get("continue", ""), parse_int(q.get("limit"), "limit"), revision)
+        remaining = len(items) - start - len(page) if token and matches is None else None
+        return page, revision, token, remaining
 
     async def _items(self, r: Resource, namespace: str, rv: str, match: str) -> tuple[list[Obj], int]:
         revision = listoptions.parse_resource_version(rv)
@@ -381,7 +385,7 @@ class ResourceHandlers:
         listoptions.validate(request.query, False)
         matches, _ = self._matcher(request, r)
         options, dry_run = await self._delete_options(request)
-        items, revision, token = await self._page(request, target, matches)
+        items, revision, token, remaining = await self._page(request, target, matches)
         warnings: list[str] = []
         for obj in items:
             meta = obj["metadata"]
@@ -393,7 +397,7 @@ class ResourceHandlers:
                     continue
                 raise
             warnings += [w for w in self.registry.strategies[r].delete_warnings(deleted, options) if w not in warnings]
-        return respond(_list_of(r, items, revision, token), 200, warnings)
+        return respond(_list_of(r, items, revision, token, remaining), 200, warnings)
 
     # --- subresources ----------------------------------------------------------------------------
 
@@ -423,11 +427,9 @@ class ResourceHandlers:
         return respond(result, 201)
 
 
-def _list_of(r: Resource, items: list[Obj], revision: int, token: str) -> Obj:
-    meta: Obj = {"resourceVersion": str(revision)}
-    if token:
-        meta["continue"] = token
-    return {"kind": f"{r.kind}List", "apiVersion": r.group_version, "metadata": meta, "items": items}
+def _list_of(r: Resource, items: list[Obj], revision: int, token: str, remaining: int | None) -> Obj:
+    return {"kind": f"{r.kind}List", "apiVersion": r.group_version,
+            "metadata": tables.list_meta(str(revision), token, remaining), "items": items}
 
 
 def _validation_mode(request: web.Request) -> str:
@@ -471,8 +473,9 @@ def _include(request: web.Request) -> str:
     return value
 
 
-def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) -> tuple[list[Obj], str]:
-    """limit/continue: the token names the last key returned; later pages are served from current state."""
+def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) -> tuple[list[Obj], str, int]:
+    """limit/continue: the token names the last key returned; later pages are served from current state.
+    Returns the page, the next page's token ("" for the last page) and where the page starts in `items`."""
     start = 0
     if token:
         try:
@@ -485,11 +488,11 @@ def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) ->
         start = next((i for i, o in enumerate(items)
                       if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > last), len(items))
     if not limit or limit <= 0 or start + limit >= len(items):
-        return items[start:], ""
+        return items[start:], "", start
     page = items[start:start + limit]
     tail = page[-1]["metadata"]
     state = {"rv": revision, "ns": tail.get("namespace", ""), "name": tail["name"]}
-    return page, base64.urlsafe_b64encode(orjson.dumps(state)).decode()
+    return page, base64.urlsafe_b64encode(orjson.dumps(state)).decode(), start
 
 
 def negotiate(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
