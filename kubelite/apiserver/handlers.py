@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+import yaml
 from aiohttp import web
 
 from kubelite.api import errors
@@ -17,6 +18,7 @@ from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_sel
 from kubelite.apiserver import (
     listoptions,
     logs,
+    negotiation,
     nesting,
     node_connection,
     patch,
@@ -61,6 +63,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 _OBJECT: web.ResponseKey[Any] = web.ResponseKey("object")  # what a JSON answer carries, for protobuf
+# Subresources that answer in their own media types (text logs, upgraded streams): Accept is not negotiated
+_STREAMING = frozenset({"log", "exec", "attach", "portforward", "proxy"})
 
 
 def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
@@ -80,6 +84,8 @@ class ResourceHandlers:
         self.clock = registry.clock
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
+        if target.subresource not in _STREAMING:
+            negotiation.check_acceptable(request.headers.get("Accept", ""))
         return negotiate(request, await self._handle(request, target))
 
     async def _handle(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -496,14 +502,20 @@ def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) ->
 
 
 def negotiate(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
-    """Re-encode a `respond()` answer as protobuf when Accept prefers it and the object has a message (else JSON).
+    """Re-encode a `respond()` answer as protobuf when Accept prefers it and the object has a message (else JSON),
+    or as YAML when Accept ranks it first (negotiation.py; sigs.k8s.io/yaml's keys sorted, as kubectl's -o yaml).
     Every resource answer passes here; other handlers that build answers with respond() can too."""
-    if protobuf.prefers_protobuf(request.headers.get("Accept", "")) and _OBJECT in resp and \
-            isinstance(resp, web.Response):
+    if _OBJECT not in resp or not isinstance(resp, web.Response):
+        return resp
+    accept = request.headers.get("Accept", "")
+    if protobuf.prefers_protobuf(accept):
         body = protobuf.encode(resp[_OBJECT])
         if body is not None:
             resp.body = body
             resp.content_type = protobuf.MEDIA_TYPE
+    elif negotiation.output_media_type(accept) == negotiation.YAML:
+        resp.body = yaml.safe_dump(resp[_OBJECT], default_flow_style=False, allow_unicode=True).encode()
+        resp.content_type = negotiation.YAML
     return resp
 
 
