@@ -213,10 +213,12 @@ class ResourceHandlers:
 
     # --- writes ----------------------------------------------------------------------------------
 
-    async def _decode_object(self, request: web.Request, r: Resource) -> tuple[Obj, list[str] | None]:
+    async def _decode_object(self, request: web.Request, r: Resource) -> tuple[Obj, list[str] | None, list[str]]:
         """Body → object with GVK defaulted from the URL, and the warnings of its unknown fields per fieldValidation
         — or None, when their pruning is left to the type check's walk (`_checked`): every mode but Strict, whose
-        400 for them comes before the handler's other checks."""
+        400 for them comes before the handler's other checks — and Warn's warnings of its duplicate JSON fields
+        (sigs.k8s.io/json's strict errors as warnings). Those are not looked for in an in-process client's body: a
+        serialized dict has none, and the scan costs a second parse."""
         body = await read_body(request)
         ctype = media_type(request)
         obj = await decode_request_body(body, ctype)
@@ -227,9 +229,12 @@ class ResourceHandlers:
             raise errors.bad_request(f"the object provided is unrecognized (must be of type {r.kind}): "
                                      f"{api_version}, Kind={kind}")
         obj["kind"], obj["apiVersion"] = r.kind, r.group_version
-        if _validation_mode(request) != "Strict":
-            return obj, None
-        return obj, self._field_validation(request, r, obj, body if ctype == JSON else None)
+        mode = _validation_mode(request)
+        if mode == "Warn" and ctype == JSON and not request.get(watch.LOOPBACK):
+            return obj, None, [f'duplicate field "{d}"' for d in schema.duplicate_fields(body)]
+        if mode != "Strict":
+            return obj, None, []
+        return obj, self._field_validation(request, r, obj, body if ctype == JSON else None), []
 
     def _checked(self, request: web.Request, r: Resource, obj: Obj, warnings: list[str] | None) -> list[str]:
         """Type-check a decoded object as the registry would (`Registry.check_types`), pruning it in the same walk
@@ -274,20 +279,20 @@ class ResourceHandlers:
         assert r is not None
         if r.namespaced and not target.namespace:
             raise errors.method_not_allowed("POST", r.plural)
-        obj, pruned = await self._decode_object(request, r)
+        obj, pruned, duplicates = await self._decode_object(request, r)
         self._check_namespace(obj, target)
         dry_run = _dry_run(request)
-        warnings = self._checked(request, r, obj, pruned)
+        warnings = self._checked(request, r, obj, pruned) + duplicates
         created = await self.registry.create(r, target.namespace, obj, dry_run, warnings, checked=True)
         return respond(created, 201, warnings)
 
     async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
         assert r is not None
-        obj, pruned = await self._decode_object(request, r)
+        obj, pruned, duplicates = await self._decode_object(request, r)
         self._check_namespace(obj, target)
         dry_run = _dry_run(request)
-        warnings = self._checked(request, r, obj, pruned)
+        warnings = self._checked(request, r, obj, pruned) + duplicates
         updated = await self.registry.update(r, target.namespace, target.name, obj, target.subresource, dry_run,
                                              warnings, checked=True)
         return respond(updated, 200, warnings)

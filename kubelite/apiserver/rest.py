@@ -295,10 +295,12 @@ class Registry:
         if cur_meta.get("deletionTimestamp"):
             # Finalizers may only be removed once deletion has started (upstream: no new ones).
             added = set(new_meta.get("finalizers") or []) - set(cur_meta.get("finalizers") or [])
-            if added:
-                raise errors.invalid(resource.kind, name, [Cause(
-                    "FieldValueForbidden", "Forbidden: no new finalizers can be added if the object is being "
-                                           "deleted", "metadata.finalizers")], resource.group)
+            if added:  # ValidateNoNewFinalizers: the new ones sorted, as Go's %#v prints a []string
+                found = ", ".join(orjson.dumps(f).decode() for f in sorted(added))
+                detail = f"no new finalizers can be added if the object is being deleted, found new finalizers " \
+                         f"[]string{{{found}}}"
+                raise errors.invalid(resource.kind, name, [Cause("FieldValueForbidden", f"Forbidden: {detail}",
+                                                                 "metadata.finalizers")], resource.group)
         if subresource == "status":
             new = strategy.prepare_status_update(new, cur)
             causes = strategy.validate_status_update(new, cur)
