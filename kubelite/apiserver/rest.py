@@ -63,6 +63,27 @@ def encode(obj: Obj) -> bytes:
     return data
 
 
+# ObjectMeta's omitempty fields that clients send empty: Go's encoding drops them, so upstream neither stores nor
+# answers `labels: {}`, `finalizers: []` or `generateName: ""` (a generic rule would need every type's tags)
+_META_OMIT_EMPTY = ("generateName", "labels", "annotations", "ownerReferences", "finalizers", "managedFields")
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == {} or value == []
+
+
+def omit_empty(obj: Obj, fields: tuple[str, ...]) -> None:
+    """Drop, at the storage boundary, the empty omitempty fields upstream's encoding would: ObjectMeta's and the
+    strategy's top-level `fields`. `obj` is the caller's own at the top level; its metadata may be shared (an
+    update's status attempt keeps the stored one), so a metadata with an empty field is replaced, not changed."""
+    for field in fields:
+        if field in obj and _empty(obj[field]):
+            del obj[field]
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and any(f in meta and _empty(meta[f]) for f in _META_OMIT_EMPTY):
+        obj["metadata"] = {k: v for k, v in meta.items() if not (k in _META_OMIT_EMPTY and _empty(v))}
+
+
 def _deadline(ts: float) -> str:
     """A deletion deadline; a grace period of 10^12 s (valid int64) ends at the last representable second."""
     return rfc3339(min(ts, LAST_TIMESTAMP))
@@ -158,6 +179,8 @@ class Registry:
         self._raise_invalid(resource, obj, strategy.validate(obj))
         if warnings is not None:
             warnings += strategy.warnings(obj, None)
+        omit_empty(obj, strategy.omit_empty)
+        meta = obj["metadata"]
         if dry_run:
             if self.caches[resource].get(namespace, meta["name"]) is not None:
                 raise errors.already_exists(resource.plural, meta["name"], resource.group)
@@ -230,8 +253,11 @@ class Registry:
         Cached objects are never changed in place, so sharing their parts is safe.
         """
         cur = self.current(resource, namespace, name)
+        fields = self.strategies[resource].omit_empty
         for _ in range(MAX_RETRIES):
             new = mutate(cur if reads_only else copy_obj(cur))
+            if new is not cur:  # before the no-op check: dropping an empty field changes nothing stored
+                omit_empty(new, fields)
             new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
             if new == cur:
                 return cur
