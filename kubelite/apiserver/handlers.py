@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-import yaml
 from aiohttp import web
 
 from kubelite.api import errors
@@ -519,7 +518,7 @@ def negotiate(request: web.Request, resp: web.StreamResponse) -> web.StreamRespo
             resp.body = body
             resp.content_type = protobuf.MEDIA_TYPE
     elif negotiation.output_media_type(accept) == negotiation.YAML:
-        resp.body = yaml.safe_dump(resp[_OBJECT], default_flow_style=False, allow_unicode=True).encode()
+        resp.body = negotiation.to_yaml(resp[_OBJECT])
         resp.content_type = negotiation.YAML
     return resp
 

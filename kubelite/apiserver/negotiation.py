@@ -11,6 +11,9 @@ Accept is JSON. Protobuf's own finer rule (a Table request never is) stays in pr
 from __future__ import annotations
 
 import functools
+from typing import Any
+
+import yaml
 
 from kubelite.api import errors
 from kubelite.apiserver import protobuf
@@ -56,3 +59,20 @@ def check_acceptable(accept: str) -> str:
         raise errors.ApiError(406, "NotAcceptable",
                               "only the following media types are accepted: " + ", ".join(SERVED))
     return media
+
+
+class _Dumper(yaml.SafeDumper):
+    """sigs.k8s.io/yaml's output (go-yaml v2): a string holding a newline is a literal block."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def to_yaml(obj: Any) -> bytes:
+    """A YAML answer: keys sorted and block style, as sigs.k8s.io/yaml writes an object (and kubectl -o yaml)."""
+    out: str = yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, allow_unicode=True, sort_keys=True)
+    return out.encode()

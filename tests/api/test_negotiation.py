@@ -16,7 +16,7 @@ CMS = "/api/v1/namespaces/default/configmaps"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 NOT_ACCEPTABLE = ("only the following media types are accepted: application/json, application/yaml, "
                   "application/vnd.kubernetes.protobuf")
-CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v: 1"}}
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v: 1", "pem": "a\nb\n"}}
 
 
 @pytest.mark.parametrize(("accept", "media"), [
@@ -45,7 +45,7 @@ async def test_output_media_type(api: Client, accept: str, media: str | None) ->
         return
     assert resp.status == 200 and resp.content_type == media
     if media == "application/yaml":
-        assert yaml.safe_load(body)["data"] == {"k": "v: 1"}
+        assert yaml.safe_load(body)["data"] == CM["data"]
     elif media == "application/json":  # the object, or for kubectl its Table
         assert orjson.loads(body)["kind"] in ("ConfigMap", "Table")
 
@@ -58,7 +58,8 @@ async def test_not_acceptable_is_refused_before_the_write(api: Client) -> None:
 
 
 async def test_yaml_list_keys_sorted(api: Client) -> None:
-    """sigs.k8s.io/yaml writes a map's keys sorted, as `kubectl get -o yaml` shows them."""
+    """sigs.k8s.io/yaml writes a map's keys sorted and a multi-line string as a literal block."""
     await call(api, "POST", CMS, CM, expect=201)
     text = (await (await api.get(CMS, headers={"Accept": "application/yaml"})).read()).decode()
     assert text.startswith("apiVersion: v1\nitems:\n")
+    assert "    pem: |\n      a\n      b\n" in text, text
