@@ -216,8 +216,7 @@ class ResourceHandlers:
         """Body → object with GVK defaulted from the URL, and the warnings of its unknown fields per fieldValidation
         — or None, when their pruning is left to the type check's walk (`_checked`): every mode but Strict, whose
         400 for them comes before the handler's other checks — and Warn's warnings of its duplicate JSON fields
-        (sigs.k8s.io/json's strict errors as warnings). Those are not looked for in an in-process client's body: a
-        serialized dict has none, and the scan costs a second parse."""
+        (`_duplicate_warnings`)."""
         body = await read_body(request)
         ctype = media_type(request)
         obj = await decode_request_body(body, ctype)
@@ -228,11 +227,8 @@ class ResourceHandlers:
             raise errors.bad_request(f"the object provided is unrecognized (must be of type {r.kind}): "
                                      f"{api_version}, Kind={kind}")
         obj["kind"], obj["apiVersion"] = r.kind, r.group_version
-        mode = _validation_mode(request)
-        if mode == "Warn" and ctype == JSON and not request.get(watch.LOOPBACK):
-            return obj, None, [f'duplicate field "{d}"' for d in schema.duplicate_fields(body)]
-        if mode != "Strict":
-            return obj, None, []
+        if _validation_mode(request) != "Strict":
+            return obj, None, _duplicate_warnings(request, body) if ctype == JSON else []
         return obj, self._field_validation(request, r, obj, body if ctype == JSON else None), []
 
     def _checked(self, request: web.Request, r: Resource, obj: Obj, warnings: list[str] | None) -> list[str]:
@@ -308,6 +304,7 @@ class ResourceHandlers:
         if ctype == APPLY_PATCH:
             return await self._apply(request, target, patch_doc, dry_run)
         warnings: list[str] = []
+        duplicates = _duplicate_warnings(request, body)  # said before the unknown fields, as upstream
         # A strategic merge puts the document's values into its result, which the update then changes (pruning,
         # strategies): each attempt gets a document of its own, the one decoded for the first, the body decoded
         # again for a retry after a conflict. (A merge patch and a JSON patch copy the values they take.)
@@ -325,7 +322,7 @@ class ResourceHandlers:
                 nesting.check_depth(out)  # operations on nested paths may build what no single document could
             except ValueError as exc:
                 raise errors.bad_request(f"the patched object could not be stored: {exc}") from None
-            warnings[:] = self._field_validation(request, r, out, None, patched=isinstance(out, dict))
+            warnings[:] = duplicates + self._field_validation(request, r, out, None, patched=isinstance(out, dict))
             return out
 
         admitted: list[str] = []
@@ -447,6 +444,15 @@ def _validation_mode(request: web.Request) -> str:
     if mode not in _VALIDATION:
         raise errors.bad_request(f"fieldValidation parameter unsupported: {mode}")
     return mode
+
+
+def _duplicate_warnings(request: web.Request, body: bytes) -> list[str]:
+    """fieldValidation=Warn's warnings for the fields a JSON body (an object, or a patch of JSON) gives twice:
+    sigs.k8s.io/json's strict errors, said as warnings. Not looked for in an in-process client's body (a
+    serialized dict has none; the scan costs a second parse). Strict's 400 for them is `_field_validation`'s."""
+    if _validation_mode(request) != "Warn" or request.get(watch.LOOPBACK):
+        return []
+    return [f'duplicate field "{d}"' for d in schema.duplicate_fields(body)]
 
 
 def _unknown_field_warnings(request: web.Request, unknown: list[str]) -> list[str]:

@@ -68,3 +68,19 @@ async def test_duplicate_json_field(api: Client, query: str, status: int, warnin
     assert resp.headers.getall("Warning", []) == warnings
     if status == 201:
         assert (await resp.json())["data"] == {"b": "2"}  # the last value wins, as Go's decoder
+
+
+@pytest.mark.parametrize(("ctype", "body"), [
+    pytest.param("application/merge-patch+json", b'{"data": {"a": "1"}, "data": {"b": "2"}}', id="merge patch"),
+    pytest.param("application/strategic-merge-patch+json", b'{"data": {"a": "1"}, "data": {"b": "2"}}',
+                 id="strategic merge patch"),
+    pytest.param("application/json-patch+json", b'[{"op": "add", "path": "/data", "data": 1, "data": 2, '
+                                                b'"value": {"b": "2"}}]', id="JSON patch"),
+])
+async def test_duplicate_field_in_a_patch_warns(api: Client, ctype: str, body: bytes) -> None:
+    """The patcher's UnmarshalStrict of the patch: its duplicate fields are warnings in Warn mode too."""
+    await call(api, "POST", CMS, {"metadata": {"name": "p"}}, expect=201)
+    resp = await api.patch(f"{CMS}/p", data=body, headers={"Content-Type": ctype})
+    assert resp.status == 200, await resp.text()
+    assert resp.headers.getall("Warning", []) == ['299 - "duplicate field \\"data\\""']
+    assert (await resp.json())["data"] == {"b": "2"}
