@@ -151,7 +151,7 @@ class ResourceHandlers:
         assert r is not None
         q = request.query
         watching = parse_bool(q.get("watch"), "watch")
-        listoptions.validate(q, watching)
+        initial_events = listoptions.validate(q, watching)
         matches, fields = self._matcher(request, r)
         if watching:
             encoder = watch.table_encoder(r.kind, _include(request), self.clock) if wants_table(request) \
@@ -161,8 +161,7 @@ class ResourceHandlers:
             return await watch.serve(request, self.caches, r, target.namespace, matches, encoder,
                                      q.get("resourceVersion", ""), float(timeout) if timeout else None,
                                      parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), self.clock,
-                                     _trigger(fields, self.caches[r].trigger_field),
-                                     listoptions.send_initial_events(q))
+                                     _trigger(fields, self.caches[r].trigger_field), initial_events)
         items, revision, token, remaining = await self._page(request, target, matches)
         if wants_table(request):
             return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token,

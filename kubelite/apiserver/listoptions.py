@@ -29,11 +29,19 @@ def send_initial_events(query: Mapping[str, str]) -> bool | None:
     return None if value is None else parse_bool(value, "sendInitialEvents")
 
 
-def validate(query: Mapping[str, str], watch: bool) -> None:
+def watch_options(query: Mapping[str, str], watch: bool) -> tuple[bool | None, str]:
+    """sendInitialEvents and resourceVersionMatch after SetListOptionsDefaults (1.32's WatchList gate is on): a
+    watch from resourceVersion "" or "0" that chose neither asks for the initial events, NotOlderThan."""
+    initial, match = send_initial_events(query), query.get("resourceVersionMatch", "")
+    if watch and initial is None and not match and query.get("resourceVersion", "") in ("", "0"):
+        return True, "NotOlderThan"
+    return initial, match
+
+
+def validate(query: Mapping[str, str], watch: bool) -> bool:
     """ValidateListOptions, and validateWatchOptions for a watch (1.32, the WatchList gate on: kubelite serves
-    sendInitialEvents, watch.open_stream)."""
-    match = query.get("resourceVersionMatch", "")
-    initial = send_initial_events(query)
+    sendInitialEvents, watch.open_stream), of the defaulted options; whether a watch sends initial events."""
+    initial, match = watch_options(query, watch)
     causes: list[Cause] = []
     if watch:
         if initial is not None and match != "NotOlderThan":
@@ -66,6 +74,7 @@ def validate(query: Mapping[str, str], watch: bool) -> None:
             causes.append(forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
     if causes:
         raise errors.invalid("ListOptions", "", causes, "meta.k8s.io")
+    return bool(initial)
 
 
 def parse_resource_version(text: str) -> int:

@@ -181,26 +181,26 @@ class WatchResponse(web.StreamResponse):
 async def open_stream(caches: Caches, resource: Resource, namespace: str, matches: Callable[[Obj], bool] | None,
                       encoder: Encoder, resource_version: str, timeout: float | None, bookmarks: bool,
                       clock: Clock, trigger: str | None = None, loopback: bool = False,
-                      initial_events: bool | None = None) -> WatchStream:
+                      initial_events: bool = False) -> WatchStream:
     """Register the watch (or find its resourceVersion expired); a bad or future resourceVersion raises before.
     `loopback`: for an in-process client (bookmarks at upstream's cadence, not HTTP's liveness one).
 
-    `initial_events`: sendInitialEvents (validated with resourceVersionMatch=NotOlderThan), as the watch cache's
-    getAllEventsSinceLocked serves it. None: the legacy watch (resourceVersion "" or "0": the current state as
-    ADDED events, then changes; another: the changes after it). True (WatchList): the current state, at least as
-    fresh as resourceVersion, then — with bookmarks — a bookmark annotated k8s.io/initial-events-end (the client's
-    list is complete), then changes. False: changes only, from resourceVersion or, for "" and "0", from now."""
+    `initial_events`: sendInitialEvents as defaulted and validated (listoptions.watch_options), served as the watch
+    cache's getAllEventsSinceLocked serves it. True (WatchList, also every watch from resourceVersion "" or "0"
+    that chose nothing): the current state as ADDED events, at least as fresh as resourceVersion, then — with
+    bookmarks — a bookmark annotated k8s.io/initial-events-end (the client's list is complete), then changes.
+    False: changes only, after resourceVersion or, for "" and "0", from now."""
     watcher = Watcher(namespace, matches, trigger)
     cache = caches[resource]
     interval = (LOOPBACK_BOOKMARK_INTERVAL if loopback else BOOKMARK_INTERVAL) if bookmarks else None
     lifetime = timeout if timeout is not None else random.uniform(MIN_REQUEST_TIMEOUT, 2 * MIN_REQUEST_TIMEOUT)
-    legacy = resource_version in ("", "0")
+    from_now = resource_version in ("", "0")
     initial: list[CachedEvent] = []
     # Register before reading the backlog: the loop is single-threaded, so nothing slips between.
-    if legacy or initial_events:
-        if not legacy:  # NotOlderThan: the cache must have reached it
+    if initial_events or from_now:
+        if not from_now:  # NotOlderThan: the cache must have reached it
             await listoptions.wait_fresh(caches, clock, listoptions.parse_resource_version(resource_version))
-        if initial_events is not False:
+        if initial_events:
             initial = [e for e in _synthetic(cache.list(namespace), resource) if matches is None or matches(e.obj)]
         start = caches.revision
     else:
@@ -216,15 +216,13 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
     stream.first = b"".join(encoder(e) for e in initial)
     if bookmarks and initial_events:
         stream.first += stream.bookmark(resource, start, True)
-    elif bookmarks and legacy and initial_events is None:
-        stream.first += stream.bookmark(resource, start)
     return stream
 
 
 async def serve(request: web.Request, caches: Caches, resource: Resource, namespace: str,
                 matches: Callable[[Obj], bool] | None, encoder: Encoder, resource_version: str,
                 timeout: float | None, bookmarks: bool, clock: Clock,
-                trigger: str | None = None, initial_events: bool | None = None) -> web.StreamResponse:
+                trigger: str | None = None, initial_events: bool = False) -> web.StreamResponse:
     """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py);
     `initial_events`: as open_stream's."""
     loopback = bool(request.get(LOOPBACK))

@@ -1,7 +1,8 @@
 """WatchList (sendInitialEvents=true&resourceVersionMatch=NotOlderThan), as 1.32's watch cache serves it with the
 gate on: the current state as ADDED events, then — with allowWatchBookmarks — one bookmark annotated
 `k8s.io/initial-events-end: "true"` that tells the client its list is complete, then changes. With
-sendInitialEvents=false, changes only. Real API server on SQLite, over HTTP."""
+sendInitialEvents=false, changes only. A watch from resourceVersion "" or "0" that chooses neither option is
+defaulted to the first (SetListOptionsDefaults). Real API server on SQLite, over HTTP."""
 
 from __future__ import annotations
 
@@ -34,8 +35,12 @@ def cm(name: str) -> dict[str, Any]:
     pytest.param("sendInitialEvents=false&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
                  [("ADDED", "c")], id="sendInitialEvents=false: changes only"),
     pytest.param("resourceVersion=0&allowWatchBookmarks=true",
-                 [("ADDED", "a"), ("ADDED", "b"), ("BOOKMARK", None), ("ADDED", "c")],
-                 id="a legacy watch from 0: its first bookmark is not annotated"),
+                 [("ADDED", "a"), ("ADDED", "b"), ("BOOKMARK", END), ("ADDED", "c")],
+                 id="a watch from 0 that chose nothing is defaulted to WatchList (SetListOptionsDefaults)"),
+    pytest.param("allowWatchBookmarks=true", [("ADDED", "a"), ("ADDED", "b"), ("BOOKMARK", END), ("ADDED", "c")],
+                 id="so is a watch from no resourceVersion"),
+    pytest.param("resourceVersion={rv_a}&allowWatchBookmarks=true", [("ADDED", "b"), ("ADDED", "c")],
+                 id="a watch from a resourceVersion is not: the changes after it"),
 ])
 async def test_watch_list(api: Client, query: str, want: list[tuple[str, Any]]) -> None:
     rv_a = (await call(api, "POST", CMS, cm("a"), expect=201))["metadata"]["resourceVersion"]
