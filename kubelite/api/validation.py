@@ -98,23 +98,34 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+_QUALIFIED_NAME_REGEX_ERROR = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
 def is_qualified_name(value: str) -> list[str]:
-    """A label or annotation key: an optional DNS subdomain prefix and a name of at most 63 characters."""
-    prefix, slash, name = value.rpartition("/")
+    """IsQualifiedName: a label or annotation key, an optional DNS subdomain prefix and '/', then a name of at
+    most 63 characters. As upstream, an empty or overlong name also fails the pattern (both are said), and a
+    value with more than one '/' gets the one message that says the whole form."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [f"a qualified name {_QUALIFIED_NAME_REGEX_ERROR} with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')"]
     errs = []
-    if slash:
+    if len(parts) == 2:
+        prefix = parts[0]
         if not prefix:
             errs.append("prefix part must be non-empty")
         else:
             errs.extend("prefix part " + e for e in is_dns1123_subdomain(prefix))
+    name = parts[-1]
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part must be no more than 63 characters")
-    elif not _matches_name(name):
-        errs.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
-                    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
-                    "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    if not _matches_name(name):
+        errs.append("name part " + _QUALIFIED_NAME_REGEX_ERROR)
     return errs
 
 
@@ -261,7 +272,13 @@ def validate_annotations(annotations: Mapping[str, Any] | None, path: Path) -> l
 
 
 def validate_object_meta(meta: Mapping[str, Any], namespaced: bool, name_fn: NameValidator) -> list[Cause]:
+    """ValidateObjectMetaAccessor. generateName is checked as a prefix (its trailing dash masked, as the name
+    functions' `prefix` does): a bad one is reported on metadata.generateName as well as on the name made of it."""
     causes: list[Cause] = []
+    generate = meta.get("generateName") or ""
+    if generate:
+        masked = generate[:-1] + "a" if len(generate) > 1 and generate.endswith("-") else generate
+        causes += [invalid("metadata.generateName", generate, e) for e in name_fn(masked)]
     name = meta.get("name", "")
     if not name:
         causes.append(required("metadata.name", "name or generateName is required"))

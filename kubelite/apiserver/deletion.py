@@ -5,9 +5,10 @@ registry/generic/registry/store.go): a delete asking for `Orphan` puts the `orph
 finalizer on the object (the collector strips its dependents' owner references, then
 removes the finalizer), `Foreground` puts `foregroundDeletion` (the collector deletes the
 dependents that block their owner's deletion first), `Background` — every kind's default —
-puts neither and the object goes at once; the collector then deletes its dependents. A
-policy given explicitly replaces whichever of the two the object carried; without one, the
-object's existing finalizer decides. The legacy `orphanDependents` flag is honoured.
+puts neither and the object goes at once; the collector then deletes its dependents (a
+batch/v1 Job's default is `Orphan`: the strategy's `orphans_by_default`). A policy given
+explicitly replaces whichever of the two the object carried; without one, the object's
+existing finalizer decides, then the kind's default. The legacy `orphanDependents` flag is honoured.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def validate_options(options: Obj) -> None:
         raise errors.invalid("DeleteOptions", "", causes, "meta.k8s.io")
 
 
-def _orphan(options: Obj, finalizers: list[str]) -> bool:
-    """shouldOrphanDependents (every kubelite kind defaults to deleting dependents in the background)."""
+def _orphan(options: Obj, finalizers: list[str], by_default: bool) -> bool:
+    """shouldOrphanDependents; `by_default`: the kind's DefaultGarbageCollectionPolicy is OrphanDependents."""
     if options.get("orphanDependents") is not None:
         return bool(options["orphanDependents"])
     policy = options.get("propagationPolicy")
@@ -50,7 +51,7 @@ def _orphan(options: Obj, finalizers: list[str]) -> bool:
             return True
         if f == FOREGROUND:
             return False
-    return False
+    return by_default
 
 
 def _foreground(options: Obj, finalizers: list[str]) -> bool:
@@ -63,11 +64,11 @@ def _foreground(options: Obj, finalizers: list[str]) -> bool:
     return FOREGROUND in finalizers
 
 
-def gc_finalizers(meta: Obj, options: Obj) -> list[str] | None:
+def gc_finalizers(meta: Obj, options: Obj, orphans_by_default: bool) -> list[str] | None:
     """The object's finalizers after this delete, or None when they do not change."""
     current = list(meta.get("finalizers") or [])
     wanted = [f for f in current if f not in (ORPHAN, FOREGROUND)]
-    if _orphan(options, current):
+    if _orphan(options, current, orphans_by_default):
         wanted.append(ORPHAN)
     if _foreground(options, current):
         wanted.append(FOREGROUND)

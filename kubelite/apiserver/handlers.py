@@ -17,6 +17,7 @@ from kubelite.api.selectors import FieldSelector, LabelSelector, parse_field_sel
 from kubelite.apiserver import (
     listoptions,
     logs,
+    negotiation,
     nesting,
     node_connection,
     patch,
@@ -61,6 +62,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 _OBJECT: web.ResponseKey[Any] = web.ResponseKey("object")  # what a JSON answer carries, for protobuf
+# Subresources that answer in their own media types (text logs, upgraded streams): Accept is not negotiated
+_STREAMING = frozenset({"log", "exec", "attach", "portforward", "proxy"})
 
 
 def respond(data: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
@@ -80,6 +83,8 @@ class ResourceHandlers:
         self.clock = registry.clock
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
+        if target.subresource not in _STREAMING:
+            negotiation.check_acceptable(request.headers.get("Accept", ""))
         return negotiate(request, await self._handle(request, target))
 
     async def _handle(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -146,20 +151,22 @@ class ResourceHandlers:
         assert r is not None
         q = request.query
         watching = parse_bool(q.get("watch"), "watch")
-        listoptions.validate(q, watching)
+        initial_events = listoptions.validate(q, watching)
         matches, fields = self._matcher(request, r)
         if watching:
             encoder = watch.table_encoder(r.kind, _include(request), self.clock) if wants_table(request) \
                 else watch.protobuf_event if _protobuf_watch(request, r) else watch.json_encoder()
+            # 0 is no timeout, as none (handlers/get.go: `if timeout == 0 && minRequestTimeout > 0`)
             timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
             return await watch.serve(request, self.caches, r, target.namespace, matches, encoder,
-                                     q.get("resourceVersion", ""), float(timeout) if timeout is not None else None,
+                                     q.get("resourceVersion", ""), float(timeout) if timeout else None,
                                      parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), self.clock,
-                                     _trigger(fields, self.caches[r].trigger_field))
-        items, revision, token = await self._page(request, target, matches)
+                                     _trigger(fields, self.caches[r].trigger_field), initial_events)
+        items, revision, token, remaining = await self._page(request, target, matches)
         if wants_table(request):
-            return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token))
-        return respond(_list_of(r, items, revision, token))
+            return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token,
+                                       remaining=remaining))
+        return respond(_list_of(r, items, revision, token, remaining))
 
     def _matcher(self, request: web.Request, r: Resource) -> tuple[Callable[[Obj], bool] | None, FieldSelector]:
         """The request's label and field selectors as one predicate (None: they select everything)."""
@@ -173,8 +180,10 @@ class ResourceHandlers:
         return matches, fields
 
     async def _page(self, request: web.Request, target: Target,
-                    matches: Callable[[Obj], bool] | None) -> tuple[list[Obj], int, str]:
-        """A list request's items (one page of them, with its continue token) at the revision it is served at."""
+                    matches: Callable[[Obj], bool] | None) -> tuple[list[Obj], int, str, int | None]:
+        """A list request's items (one page of them, with its continue token) at the revision it is served at, and
+        how many items follow the page: etcd3 store.go's remainingItemCount, only for a list without selectors
+        (upstream counts keys, which a selector would make inexact)."""
         r = target.resource
         assert r is not None
         q = request.query
@@ -182,8 +191,9 @@ class ResourceHandlers:
                                             q.get("resourceVersionMatch", ""))
         if matches is not None:
             items = [o for o in items if matches(o)]
-        items, token = _paginate(items, q.get("continue", ""), parse_int(q.get("limit"), "limit"), revision)
-        return items, revision, token
+        page, token, start = _paginate(items, q.get("continue", ""), parse_int(q.get("limit"), "limit"), revision)
+        remaining = len(items) - start - len(page) if token and matches is None else None
+        return page, revision, token, remaining
 
     async def _items(self, r: Resource, namespace: str, rv: str, match: str) -> tuple[list[Obj], int]:
         revision = listoptions.parse_resource_version(rv)
@@ -201,10 +211,11 @@ class ResourceHandlers:
 
     # --- writes ----------------------------------------------------------------------------------
 
-    async def _decode_object(self, request: web.Request, r: Resource) -> tuple[Obj, list[str] | None]:
+    async def _decode_object(self, request: web.Request, r: Resource) -> tuple[Obj, list[str] | None, list[str]]:
         """Body → object with GVK defaulted from the URL, and the warnings of its unknown fields per fieldValidation
         — or None, when their pruning is left to the type check's walk (`_checked`): every mode but Strict, whose
-        400 for them comes before the handler's other checks."""
+        400 for them comes before the handler's other checks — and Warn's warnings of its duplicate JSON fields
+        (`_duplicate_warnings`)."""
         body = await read_body(request)
         ctype = media_type(request)
         obj = await decode_request_body(body, ctype)
@@ -216,8 +227,8 @@ class ResourceHandlers:
                                      f"{api_version}, Kind={kind}")
         obj["kind"], obj["apiVersion"] = r.kind, r.group_version
         if _validation_mode(request) != "Strict":
-            return obj, None
-        return obj, self._field_validation(request, r, obj, body if ctype == JSON else None)
+            return obj, None, _duplicate_warnings(request, body) if ctype == JSON else []
+        return obj, self._field_validation(request, r, obj, body if ctype == JSON else None), []
 
     def _checked(self, request: web.Request, r: Resource, obj: Obj, warnings: list[str] | None) -> list[str]:
         """Type-check a decoded object as the registry would (`Registry.check_types`), pruning it in the same walk
@@ -262,20 +273,20 @@ class ResourceHandlers:
         assert r is not None
         if r.namespaced and not target.namespace:
             raise errors.method_not_allowed("POST", r.plural)
-        obj, pruned = await self._decode_object(request, r)
+        obj, pruned, duplicates = await self._decode_object(request, r)
         self._check_namespace(obj, target)
         dry_run = _dry_run(request)
-        warnings = self._checked(request, r, obj, pruned)
+        warnings = self._checked(request, r, obj, pruned) + duplicates
         created = await self.registry.create(r, target.namespace, obj, dry_run, warnings, checked=True)
         return respond(created, 201, warnings)
 
     async def _update(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
         assert r is not None
-        obj, pruned = await self._decode_object(request, r)
+        obj, pruned, duplicates = await self._decode_object(request, r)
         self._check_namespace(obj, target)
         dry_run = _dry_run(request)
-        warnings = self._checked(request, r, obj, pruned)
+        warnings = self._checked(request, r, obj, pruned) + duplicates
         updated = await self.registry.update(r, target.namespace, target.name, obj, target.subresource, dry_run,
                                              warnings, checked=True)
         return respond(updated, 200, warnings)
@@ -292,6 +303,7 @@ class ResourceHandlers:
         if ctype == APPLY_PATCH:
             return await self._apply(request, target, patch_doc, dry_run)
         warnings: list[str] = []
+        duplicates = _duplicate_warnings(request, body)  # said before the unknown fields, as upstream
         # A strategic merge puts the document's values into its result, which the update then changes (pruning,
         # strategies): each attempt gets a document of its own, the one decoded for the first, the body decoded
         # again for a retry after a conflict. (A merge patch and a JSON patch copy the values they take.)
@@ -309,7 +321,7 @@ class ResourceHandlers:
                 nesting.check_depth(out)  # operations on nested paths may build what no single document could
             except ValueError as exc:
                 raise errors.bad_request(f"the patched object could not be stored: {exc}") from None
-            warnings[:] = self._field_validation(request, r, out, None, patched=isinstance(out, dict))
+            warnings[:] = duplicates + self._field_validation(request, r, out, None, patched=isinstance(out, dict))
             return out
 
         admitted: list[str] = []
@@ -379,7 +391,7 @@ class ResourceHandlers:
         listoptions.validate(request.query, False)
         matches, _ = self._matcher(request, r)
         options, dry_run = await self._delete_options(request)
-        items, revision, token = await self._page(request, target, matches)
+        items, revision, token, remaining = await self._page(request, target, matches)
         warnings: list[str] = []
         for obj in items:
             meta = obj["metadata"]
@@ -391,7 +403,7 @@ class ResourceHandlers:
                     continue
                 raise
             warnings += [w for w in self.registry.strategies[r].delete_warnings(deleted, options) if w not in warnings]
-        return respond(_list_of(r, items, revision, token), 200, warnings)
+        return respond(_list_of(r, items, revision, token, remaining), 200, warnings)
 
     # --- subresources ----------------------------------------------------------------------------
 
@@ -421,11 +433,9 @@ class ResourceHandlers:
         return respond(result, 201)
 
 
-def _list_of(r: Resource, items: list[Obj], revision: int, token: str) -> Obj:
-    meta: Obj = {"resourceVersion": str(revision)}
-    if token:
-        meta["continue"] = token
-    return {"kind": f"{r.kind}List", "apiVersion": r.group_version, "metadata": meta, "items": items}
+def _list_of(r: Resource, items: list[Obj], revision: int, token: str, remaining: int | None) -> Obj:
+    return {"kind": f"{r.kind}List", "apiVersion": r.group_version,
+            "metadata": tables.list_meta(str(revision), token, remaining), "items": items}
 
 
 def _validation_mode(request: web.Request) -> str:
@@ -433,6 +443,15 @@ def _validation_mode(request: web.Request) -> str:
     if mode not in _VALIDATION:
         raise errors.bad_request(f"fieldValidation parameter unsupported: {mode}")
     return mode
+
+
+def _duplicate_warnings(request: web.Request, body: bytes) -> list[str]:
+    """fieldValidation=Warn's warnings for the fields a JSON body (an object, or a patch of JSON) gives twice:
+    sigs.k8s.io/json's strict errors, said as warnings. Not looked for in an in-process client's body (a
+    serialized dict has none; the scan costs a second parse). Strict's 400 for them is `_field_validation`'s."""
+    if _validation_mode(request) != "Warn" or request.get(watch.LOOPBACK):
+        return []
+    return [f'duplicate field "{d}"' for d in schema.duplicate_fields(body)]
 
 
 def _unknown_field_warnings(request: web.Request, unknown: list[str]) -> list[str]:
@@ -469,8 +488,9 @@ def _include(request: web.Request) -> str:
     return value
 
 
-def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) -> tuple[list[Obj], str]:
-    """limit/continue: the token names the last key returned; later pages are served from current state."""
+def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) -> tuple[list[Obj], str, int]:
+    """limit/continue: the token names the last key returned; later pages are served from current state.
+    Returns the page, the next page's token ("" for the last page) and where the page starts in `items`."""
     start = 0
     if token:
         try:
@@ -483,22 +503,28 @@ def _paginate(items: list[Obj], token: str, limit: int | None, revision: int) ->
         start = next((i for i, o in enumerate(items)
                       if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > last), len(items))
     if not limit or limit <= 0 or start + limit >= len(items):
-        return items[start:], ""
+        return items[start:], "", start
     page = items[start:start + limit]
     tail = page[-1]["metadata"]
     state = {"rv": revision, "ns": tail.get("namespace", ""), "name": tail["name"]}
-    return page, base64.urlsafe_b64encode(orjson.dumps(state)).decode()
+    return page, base64.urlsafe_b64encode(orjson.dumps(state)).decode(), start
 
 
 def negotiate(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
-    """Re-encode a `respond()` answer as protobuf when Accept prefers it and the object has a message (else JSON).
+    """Re-encode a `respond()` answer as protobuf when Accept prefers it and the object has a message (else JSON),
+    or as YAML when Accept ranks it first (negotiation.py; sigs.k8s.io/yaml's keys sorted, as kubectl's -o yaml).
     Every resource answer passes here; other handlers that build answers with respond() can too."""
-    if protobuf.prefers_protobuf(request.headers.get("Accept", "")) and _OBJECT in resp and \
-            isinstance(resp, web.Response):
+    if _OBJECT not in resp or not isinstance(resp, web.Response):
+        return resp
+    accept = request.headers.get("Accept", "")
+    if protobuf.prefers_protobuf(accept):
         body = protobuf.encode(resp[_OBJECT])
         if body is not None:
             resp.body = body
             resp.content_type = protobuf.MEDIA_TYPE
+    elif negotiation.output_media_type(accept) == negotiation.YAML:
+        resp.body = negotiation.to_yaml(resp[_OBJECT])
+        resp.content_type = negotiation.YAML
     return resp
 
 

@@ -52,15 +52,20 @@ def _merge(target: Any, patch: Any) -> Any:
 
 # --- JSON patch ----------------------------------------------------------------------------------
 
-def _invalid(message: str) -> ApiError:
-    return ApiError(422, "Invalid", message)
+class _ApplyFailed(Exception):
+    """An operation of a JSON patch that cannot apply (evanphx/json-patch's Apply error); its text says why."""
+
+
+# patch.go answers patchObj.Apply's errors with NewGenericServerResponse(422, ...), isUnexpectedResponse false:
+# the message is the generic one and the error's own text is in no cause (kubelite chains it to the ApiError)
+APPLY_FAILED = "the server rejected our request due to an error in our request"
 
 
 def _pointer(path: str) -> list[str]:
     if path == "":
         return []
     if not path.startswith("/"):
-        raise _invalid(f"invalid JSON pointer {path!r}")
+        raise _ApplyFailed(f"invalid JSON pointer {path!r}")
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
@@ -72,7 +77,7 @@ def _parent(doc: Any, parts: list[str], path: str) -> Any:
         elif isinstance(cur, list) and p.isdigit() and int(p) < len(cur):
             cur = cur[int(p)]
         else:
-            raise _invalid(f"jsonpatch: path {path!r} does not exist")
+            raise _ApplyFailed(f"jsonpatch: path {path!r} does not exist")
     return cur
 
 
@@ -80,10 +85,10 @@ def _index(container: list[Any], token: str, path: str, allow_end: bool) -> int:
     if token == "-" and allow_end:
         return len(container)
     if not token.isdigit():
-        raise _invalid(f"jsonpatch: invalid array index in {path!r}")
+        raise _ApplyFailed(f"jsonpatch: invalid array index in {path!r}")
     i = int(token)
     if i > len(container) or (i == len(container) and not allow_end):
-        raise _invalid(f"jsonpatch: array index out of bounds in {path!r}")
+        raise _ApplyFailed(f"jsonpatch: array index out of bounds in {path!r}")
     return i
 
 
@@ -97,7 +102,7 @@ def _get(doc: Any, path: str) -> Any:
         return parent[last]
     if isinstance(parent, list):
         return parent[_index(parent, last, path, False)]
-    raise _invalid(f"jsonpatch: path {path!r} does not exist")
+    raise _ApplyFailed(f"jsonpatch: path {path!r} does not exist")
 
 
 def _remove(doc: Any, path: str) -> Any:
@@ -108,7 +113,7 @@ def _remove(doc: Any, path: str) -> Any:
         return parent.pop(last)
     if isinstance(parent, list):
         return parent.pop(_index(parent, last, path, False))
-    raise _invalid(f"jsonpatch: unable to remove nonexistent key {last!r}: missing value")
+    raise _ApplyFailed(f"jsonpatch: unable to remove nonexistent key {last!r}: missing value")
 
 
 def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
@@ -123,7 +128,7 @@ def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
     last = parts[-1]
     if isinstance(parent, dict):
         if replace and last not in parent:
-            raise _invalid(f"jsonpatch: replace operation does not apply: doc is missing key: {path}")
+            raise _ApplyFailed(f"jsonpatch: replace operation does not apply: doc is missing key: {path}")
         parent[last] = value
     elif isinstance(parent, list):
         i = _index(parent, last, path, not replace)
@@ -132,7 +137,7 @@ def _add(doc: Any, path: str, value: Any, replace: bool = False) -> Any:
         else:
             parent.insert(i, value)
     else:
-        raise _invalid(f"jsonpatch: path {path!r} does not exist")
+        raise _ApplyFailed(f"jsonpatch: path {path!r} does not exist")
     return doc
 
 
@@ -155,12 +160,23 @@ def _json_patch(doc: Any, ops: Any) -> Any:
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise ApiError(413, "RequestEntityTooLarge", f"The allowed maximum operations in a JSON patch is "
                                                      f"{MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}")
-    doc = copy.deepcopy(doc)
+    for op in ops:  # DecodePatch: each operation is a JSON object
+        if not isinstance(op, dict):
+            raise bad_request(f"invalid json patch operation: {str(op)[:200]}")
+    try:
+        return _apply_json_patch(copy.deepcopy(doc), ops)
+    except _ApplyFailed as exc:
+        raise ApiError(422, "Invalid", APPLY_FAILED) from exc
+
+
+def _apply_json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
+    """Apply `ops` to `doc` (the caller's copy); an operation that cannot apply raises _ApplyFailed."""
     copied = 0
     for op in ops:
-        if not isinstance(op, dict) or not isinstance(op.get("op"), str) or not isinstance(op.get("path"), str) \
-                or not isinstance(op.get("from", ""), str):
-            raise bad_request(f"invalid json patch operation: {str(op)[:200]}")
+        if not isinstance(op.get("op"), str):
+            raise _ApplyFailed("Unexpected kind: unknown")
+        if not isinstance(op.get("path"), str) or not isinstance(op.get("from", ""), str):
+            raise _ApplyFailed(f"invalid json patch operation: {str(op)[:200]}")
         kind, path = op["op"], op["path"]
         if kind == "add":
             doc = _add(doc, path, copy.deepcopy(op.get("value")))
@@ -173,15 +189,15 @@ def _json_patch(doc: Any, ops: Any) -> Any:
             if kind == "copy":
                 copied += _size(_get(doc, source))
                 if copied > MAX_COPY_BYTES:
-                    raise _invalid(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
-                                   f"exceeding the limit {MAX_COPY_BYTES}")
+                    raise _ApplyFailed(f"Unable to complete the copy, the accumulated size increase of copy is "
+                                       f"{copied}, exceeding the limit {MAX_COPY_BYTES}")
             value = _remove(doc, source) if kind == "move" else copy.deepcopy(_get(doc, source))
             doc = _add(doc, path, value)
         elif kind == "test":
             if _get(doc, path) != op.get("value"):
-                raise _invalid(f"testing value {path} failed: test failed")
+                raise _ApplyFailed(f"testing value {path} failed: test failed")
         else:
-            raise bad_request(f"Unexpected kind: {kind}")
+            raise _ApplyFailed(f"Unexpected kind: {kind}")
     return doc
 
 

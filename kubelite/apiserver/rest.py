@@ -32,6 +32,7 @@ MAX_OBJECT_BYTES = 1536 * 1024  # etcd's --max-request-bytes default
 LAST_TIMESTAMP = 253402300799.0  # 9999-12-31T23:59:59Z
 MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries unpinned conflicts without bound
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+MAX_GENERATED_NAME_LENGTH = 63 - 5  # storage/names: a generated name fits a DNS label
 
 Mutate = Callable[[Obj], Obj]
 # What an update's body cannot change: the stored object's values (or their absence) are kept, in this order
@@ -39,10 +40,10 @@ _KEPT_ON_UPDATE = ("name", "namespace", "uid", "creationTimestamp", "deletionTim
                    "generation", "resourceVersion")
 
 
-def _generated_suffix() -> str:
-    """Five characters for generateName from the process's generator (a simulation seeds it): names need
-    uniqueness, not secrecy, as upstream's SimpleNameGenerator uses math/rand."""
-    return "".join(random.choices(_NAME_CHARS, k=5))
+def _generated_name(base: str) -> str:
+    """SimpleNameGenerator.GenerateName: the base cut to MAX_GENERATED_NAME_LENGTH, then five characters from the
+    process's generator (a simulation seeds it): names need uniqueness, not secrecy, as upstream's math/rand."""
+    return base[:MAX_GENERATED_NAME_LENGTH] + "".join(random.choices(_NAME_CHARS, k=5))
 
 
 def encode(obj: Obj) -> bytes:
@@ -60,6 +61,27 @@ def encode(obj: Obj) -> bytes:
     if len(data) > MAX_OBJECT_BYTES:
         raise errors.ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
     return data
+
+
+# ObjectMeta's omitempty fields that clients send empty: Go's encoding drops them, so upstream neither stores nor
+# answers `labels: {}`, `finalizers: []` or `generateName: ""` (a generic rule would need every type's tags)
+_META_OMIT_EMPTY = ("generateName", "labels", "annotations", "ownerReferences", "finalizers", "managedFields")
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == {} or value == []
+
+
+def omit_empty(obj: Obj, fields: tuple[str, ...]) -> None:
+    """Drop, at the storage boundary, the empty omitempty fields upstream's encoding would: ObjectMeta's and the
+    strategy's top-level `fields`. `obj` is the caller's own at the top level; its metadata may be shared (an
+    update's status attempt keeps the stored one), so a metadata with an empty field is replaced, not changed."""
+    for field in fields:
+        if field in obj and _empty(obj[field]):
+            del obj[field]
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and any(f in meta and _empty(meta[f]) for f in _META_OMIT_EMPTY):
+        obj["metadata"] = {k: v for k, v in meta.items() if not (k in _META_OMIT_EMPTY and _empty(v))}
 
 
 def _deadline(ts: float) -> str:
@@ -145,7 +167,7 @@ class Registry:
         meta["creationTimestamp"] = self.now()
         generate = not meta.get("name") and meta.get("generateName")
         if generate:
-            meta["name"] = meta["generateName"] + _generated_suffix()
+            meta["name"] = _generated_name(meta["generateName"])
         self._check_namespace(resource, namespace, meta.get("name", ""))
         if not meta.get("name"):  # strategies may rely on a name; upstream's validation says the same
             self._raise_invalid(resource, obj, [Cause("FieldValueRequired", "Required value: name or generateName "
@@ -157,6 +179,8 @@ class Registry:
         self._raise_invalid(resource, obj, strategy.validate(obj))
         if warnings is not None:
             warnings += strategy.warnings(obj, None)
+        omit_empty(obj, strategy.omit_empty)
+        meta = obj["metadata"]
         if dry_run:
             if self.caches[resource].get(namespace, meta["name"]) is not None:
                 raise errors.already_exists(resource.plural, meta["name"], resource.group)
@@ -169,7 +193,7 @@ class Registry:
             except KeyExists:
                 if not generate:
                     raise errors.already_exists(resource.plural, meta["name"], resource.group) from None
-                meta["name"] = meta["generateName"] + _generated_suffix()
+                meta["name"] = _generated_name(meta["generateName"])
         else:
             raise errors.already_exists(resource.plural, meta["name"], resource.group)
         return _with_rv(obj, kv.mod_revision)
@@ -218,23 +242,31 @@ class Registry:
                                 dry_run: bool = False, reads_only: bool = False) -> Obj:
         """Read, mutate, compare-and-swap; on a lost race re-read from the store and try again.
 
+        An update that empties a deleting object's finalizers deletes it (store.go's errEmptiedFinalizers); that
+        delete is conditional on the revision read too, and a write in between retries the whole mutation on the
+        fresh object, which may keep it (upstream's Delete retries against ValidateAllObjectFunc: the re-run
+        mutation is at least as strict).
+
         `mutate` raises a Conflict itself when the client pinned a resourceVersion. It is given a copy of the
         current object to change, or with `reads_only` (a mutation that never writes into its argument, though
         what it returns may share parts of it) the watch cache's object itself: a deep copy less per update.
         Cached objects are never changed in place, so sharing their parts is safe.
         """
         cur = self.current(resource, namespace, name)
+        fields = self.strategies[resource].omit_empty
         for _ in range(MAX_RETRIES):
             new = mutate(cur if reads_only else copy_obj(cur))
+            if new is not cur:  # before the no-op check: dropping an empty field changes nothing stored
+                omit_empty(new, fields)
             new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
             if new == cur:
                 return cur
             if dry_run:
                 return new
-            if self._should_delete_during_update(new):
-                return await self._delete_now(resource, new)
             key, expected = resource.key(namespace, name), int(cur["metadata"]["resourceVersion"])
             try:
+                if self._should_delete_during_update(new):  # a lost race here is retried as a write's is
+                    return await self._delete_now(resource, new)
                 kv = await self._write(key, new, expected)
             except RevisionMismatch:
                 cur = await self._fresh(resource, namespace, name)
@@ -289,10 +321,12 @@ class Registry:
         if cur_meta.get("deletionTimestamp"):
             # Finalizers may only be removed once deletion has started (upstream: no new ones).
             added = set(new_meta.get("finalizers") or []) - set(cur_meta.get("finalizers") or [])
-            if added:
-                raise errors.invalid(resource.kind, name, [Cause(
-                    "FieldValueForbidden", "Forbidden: no new finalizers can be added if the object is being "
-                                           "deleted", "metadata.finalizers")], resource.group)
+            if added:  # ValidateNoNewFinalizers: the new ones sorted, as Go's %#v prints a []string
+                found = ", ".join(orjson.dumps(f).decode() for f in sorted(added))
+                detail = f"no new finalizers can be added if the object is being deleted, found new finalizers " \
+                         f"[]string{{{found}}}"
+                raise errors.invalid(resource.kind, name, [Cause("FieldValueForbidden", f"Forbidden: {detail}",
+                                                                 "metadata.finalizers")], resource.group)
         if subresource == "status":
             new = strategy.prepare_status_update(new, cur)
             causes = strategy.validate_status_update(new, cur)
@@ -392,7 +426,8 @@ class Registry:
         The propagation policy's finalizer (deletion.py) is set first; namespaces keep their own
         spec finalizer and take none of these."""
         meta = cur["metadata"]
-        changed = None if strategy.resource is NAMESPACES else deletion.gc_finalizers(meta, options)
+        changed = None if strategy.resource is NAMESPACES else deletion.gc_finalizers(
+            meta, options, strategy.orphans_by_default)
         base = cur
         if changed is not None:
             base = copy_obj(cur)

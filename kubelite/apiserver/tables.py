@@ -474,12 +474,20 @@ def row(kind: str, obj: Obj, now: float, include: str) -> Obj:
     return out
 
 
-def table(kind: str, objs: list[Obj], now: float, include: str, resource_version: str,
-          continue_token: str = "", headers: bool = True) -> Obj:
+def list_meta(resource_version: str, continue_token: str = "", remaining: int | None = None) -> Obj:
+    """A list's ListMeta (a Table's too): `remaining` is remainingItemCount, given with a continue token."""
     meta: Obj = {"resourceVersion": resource_version}
     if continue_token:
         meta["continue"] = continue_token
-    out: Obj = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+        if remaining is not None:
+            meta["remainingItemCount"] = remaining
+    return meta
+
+
+def table(kind: str, objs: list[Obj], now: float, include: str, resource_version: str,
+          continue_token: str = "", headers: bool = True, remaining: int | None = None) -> Obj:
+    out: Obj = {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+                "metadata": list_meta(resource_version, continue_token, remaining)}
     if headers:
         out["columnDefinitions"] = column_definitions(kind)
     out["rows"] = [row(kind, o, now, include) for o in objs]

@@ -35,6 +35,7 @@ LOOPBACK_BOOKMARK_INTERVAL = 60.0
 PRE_TIMEOUT_BOOKMARK = 2.0
 # kube-apiserver's --min-request-timeout: a watch that asks for no timeout lives a random time between it and twice it
 MIN_REQUEST_TIMEOUT = 1800
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # metav1.InitialEventsAnnotationKey
 
 Encoder = Callable[[CachedEvent], bytes]
 
@@ -93,11 +94,12 @@ class WatchStream:
     """
 
     def __init__(self, caches: Caches, resource: Resource, watcher: Watcher | None, encoder: Encoder,
-                 first: bytes, bookmarks: float | None, lifetime: float, clock: Clock) -> None:
-        """`bookmarks`: the interval between periodic bookmarks, None if the client did not ask for them."""
+                 first: bytes, bookmarks: float | None, lifetime: float, clock: Clock, exact_end: bool = False) -> None:
+        """`bookmarks`: the interval between periodic bookmarks, None if the client did not ask for them.
+        `exact_end`: the client chose the lifetime (timeoutSeconds), so it ends on time (Ticker)."""
         self.caches, self.resource, self.watcher, self.encoder = caches, resource, watcher, encoder
         self.first = first  # the initial events (and bookmark), or the one ERROR event of an expired watch
-        self.bookmarks, self.lifetime, self.clock = bookmarks, lifetime, clock
+        self.bookmarks, self.lifetime, self.clock, self.exact_end = bookmarks, lifetime, clock, exact_end
         self.bookmark = _protobuf_bookmark if encoder is protobuf_event else _bookmark
         self.content_type = protobuf.WATCH_MEDIA_TYPE if encoder is protobuf_event else "application/json"
         self._ticker: Ticker | None = None
@@ -124,7 +126,7 @@ class WatchStream:
                     return self.first
             if watcher is None or watcher.closed:  # expired (the ERROR event was all), or closed before it began
                 return None
-            self._ticker = Ticker(watcher, self.clock, self.lifetime, self.bookmarks)
+            self._ticker = Ticker(watcher, self.clock, self.lifetime, self.bookmarks, self.exact_end)
         assert watcher is not None
         while True:
             if not self._after_batch and watcher.pending:
@@ -178,16 +180,28 @@ class WatchResponse(web.StreamResponse):
 
 async def open_stream(caches: Caches, resource: Resource, namespace: str, matches: Callable[[Obj], bool] | None,
                       encoder: Encoder, resource_version: str, timeout: float | None, bookmarks: bool,
-                      clock: Clock, trigger: str | None = None, loopback: bool = False) -> WatchStream:
+                      clock: Clock, trigger: str | None = None, loopback: bool = False,
+                      initial_events: bool = False) -> WatchStream:
     """Register the watch (or find its resourceVersion expired); a bad or future resourceVersion raises before.
-    `loopback`: for an in-process client (bookmarks at upstream's cadence, not HTTP's liveness one)."""
+    `loopback`: for an in-process client (bookmarks at upstream's cadence, not HTTP's liveness one).
+
+    `initial_events`: sendInitialEvents as defaulted and validated (listoptions.watch_options), served as the watch
+    cache's getAllEventsSinceLocked serves it. True (WatchList, also every watch from resourceVersion "" or "0"
+    that chose nothing): the current state as ADDED events, at least as fresh as resourceVersion, then — with
+    bookmarks — a bookmark annotated k8s.io/initial-events-end (the client's list is complete), then changes.
+    False: changes only, after resourceVersion or, for "" and "0", from now."""
     watcher = Watcher(namespace, matches, trigger)
     cache = caches[resource]
     interval = (LOOPBACK_BOOKMARK_INTERVAL if loopback else BOOKMARK_INTERVAL) if bookmarks else None
     lifetime = timeout if timeout is not None else random.uniform(MIN_REQUEST_TIMEOUT, 2 * MIN_REQUEST_TIMEOUT)
+    from_now = resource_version in ("", "0")
+    initial: list[CachedEvent] = []
     # Register before reading the backlog: the loop is single-threaded, so nothing slips between.
-    if resource_version in ("", "0"):
-        initial = [e for e in _synthetic(cache.list(namespace), resource) if matches is None or matches(e.obj)]
+    if initial_events or from_now:
+        if not from_now:  # NotOlderThan: the cache must have reached it
+            await listoptions.wait_fresh(caches, clock, listoptions.parse_resource_version(resource_version))
+        if initial_events:
+            initial = [e for e in _synthetic(cache.list(namespace), resource) if matches is None or matches(e.obj)]
         start = caches.revision
     else:
         start = listoptions.parse_resource_version(resource_version)
@@ -195,25 +209,25 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
         backlog = caches.events_since(resource, start, trigger)
         if backlog is None:
             return WatchStream(caches, resource, None, encoder, _expired(start, caches.revision), None, 0.0, clock)
-        initial = []
         for ev in backlog:
             watcher.offer(ev)
     cache.add(watcher)
-    stream = WatchStream(caches, resource, watcher, encoder, b"", interval, lifetime, clock)
+    stream = WatchStream(caches, resource, watcher, encoder, b"", interval, lifetime, clock, timeout is not None)
     stream.first = b"".join(encoder(e) for e in initial)
-    if bookmarks and resource_version in ("", "0"):
-        stream.first += stream.bookmark(resource, start)
+    if bookmarks and initial_events:
+        stream.first += stream.bookmark(resource, start, True)
     return stream
 
 
 async def serve(request: web.Request, caches: Caches, resource: Resource, namespace: str,
                 matches: Callable[[Obj], bool] | None, encoder: Encoder, resource_version: str,
                 timeout: float | None, bookmarks: bool, clock: Clock,
-                trigger: str | None = None) -> web.StreamResponse:
-    """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py)."""
+                trigger: str | None = None, initial_events: bool = False) -> web.StreamResponse:
+    """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py);
+    `initial_events`: as open_stream's."""
     loopback = bool(request.get(LOOPBACK))
     stream = await open_stream(caches, resource, namespace, matches, encoder, resource_version, timeout, bookmarks,
-                               clock, trigger, loopback)
+                               clock, trigger, loopback, initial_events)
     if loopback:
         return WatchResponse(stream)
     resp = web.StreamResponse(headers={"Content-Type": stream.content_type})
@@ -238,12 +252,15 @@ class Ticker:
     TIMER_GRANULARITY late, which neither a lifetime (itself random) nor a heartbeat minds, and all the watches
     due in the same second are woken by one loop timer (upstream's cacher also files watchers by bookmark time
     in one-second buckets). The pre-timeout bookmark stays ahead of the end: due PRE_TIMEOUT_BOOKMARK (2 s)
-    earlier, it fires at least a second before the watch closes."""
+    earlier, it fires at least a second before the watch closes. A lifetime the client chose (timeoutSeconds,
+    `exact`) ends on time, as upstream's timer ends it: its last wake is an exact timer (a coarse one made
+    timeoutSeconds=1 last up to 2 s)."""
 
-    __slots__ = ("_handle", "clock", "deadline", "interval", "next_bookmark", "watcher")
+    __slots__ = ("_handle", "clock", "deadline", "exact", "interval", "next_bookmark", "watcher")
 
-    def __init__(self, watcher: Watcher, clock: Clock, lifetime: float, interval: float | None) -> None:
-        self.watcher, self.clock, self.interval = watcher, clock, interval
+    def __init__(self, watcher: Watcher, clock: Clock, lifetime: float, interval: float | None,
+                 exact: bool = False) -> None:
+        self.watcher, self.clock, self.interval, self.exact = watcher, clock, interval, exact
         now = clock.monotonic()
         self.deadline = now + lifetime
         self.next_bookmark = self._bookmark_after(now)
@@ -257,8 +274,9 @@ class Ticker:
         return at if at > t else None
 
     def _arm(self, now: float) -> Cancellable:
-        wake_at = self.deadline if self.next_bookmark is None else min(self.deadline, self.next_bookmark)
-        return timer(self.clock, wake_at - now, self._fire, coarse=True)
+        if self.next_bookmark is None:
+            return timer(self.clock, self.deadline - now, self._fire, coarse=not self.exact)
+        return timer(self.clock, min(self.deadline, self.next_bookmark) - now, self._fire, coarse=True)
 
     def _fire(self) -> None:
         now = self.clock.monotonic()
@@ -275,17 +293,21 @@ class Ticker:
         self._handle.cancel()
 
 
-def bookmark_object(resource: Resource, revision: int) -> Obj:
-    """A BOOKMARK event's object: only its kind and the revision the watch has reached."""
-    return {"kind": resource.kind, "apiVersion": resource.group_version, "metadata": {"resourceVersion": str(revision)}}
+def bookmark_object(resource: Resource, revision: int, initial_end: bool = False) -> Obj:
+    """A BOOKMARK event's object: only its kind and the revision the watch has reached; `initial_end`: the one
+    that ends a WatchList's initial events carries metav1.InitialEventsAnnotationKey."""
+    meta: Obj = {"resourceVersion": str(revision)}
+    if initial_end:
+        meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+    return {"kind": resource.kind, "apiVersion": resource.group_version, "metadata": meta}
 
 
-def _bookmark(resource: Resource, revision: int) -> bytes:
-    return orjson.dumps({"type": "BOOKMARK", "object": bookmark_object(resource, revision)}) + b"\n"
+def _bookmark(resource: Resource, revision: int, initial_end: bool = False) -> bytes:
+    return orjson.dumps({"type": "BOOKMARK", "object": bookmark_object(resource, revision, initial_end)}) + b"\n"
 
 
-def _protobuf_bookmark(resource: Resource, revision: int) -> bytes:
-    frame = protobuf.watch_frame("BOOKMARK", bookmark_object(resource, revision))
+def _protobuf_bookmark(resource: Resource, revision: int, initial_end: bool = False) -> bytes:
+    frame = protobuf.watch_frame("BOOKMARK", bookmark_object(resource, revision, initial_end))
     assert frame is not None  # only resources with a message are watched as protobuf
     return frame
 

@@ -9,6 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.api.test_apps_workloads import BASE, RSS
+from tests.api.test_batch_api import JOBS, job
 from tests.api.test_rest import call
 
 Client = TestClient  # type: ignore[type-arg]
@@ -54,3 +55,39 @@ async def test_delete_options_validation(api: Client, options: Obj, field: str) 
     status = await call(api, "DELETE", f"{RSS}/web", options, expect=422)
     assert status["details"]["causes"][0]["field"] == field
     await call(api, "GET", f"{RSS}/web", expect=200)  # nothing changed
+
+
+JOB_WARNING = ('299 - "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background '
+               'to remove them or set propagationPolicy=Orphan to suppress this warning"')
+
+
+@pytest.mark.parametrize(("options", "finalizers", "warned"), [
+    pytest.param({}, ["orphan"], True, id="batch/v1 job without a policy orphans its pods and warns"),
+    pytest.param({"propagationPolicy": "Background"}, None, False,
+                 id="job with Background goes at once and deletes its pods, no warning (kubectl's default)"),
+    pytest.param({"propagationPolicy": "Orphan"}, ["orphan"], False, id="job with Orphan: the warning is suppressed"),
+    pytest.param({"orphanDependents": False}, None, False, id="job with legacy orphanDependents=false: no warning"),
+])
+async def test_job_default_garbage_collection_policy(api: Client, options: Obj, finalizers: list[str] | None,
+                                                     warned: bool) -> None:
+    """pkg/registry/batch/job/storage/storage.go: DefaultGarbageCollectionPolicy is OrphanDependents for
+    batch/v1, and REST.Delete warns when the request chose no policy."""
+    await call(api, "POST", JOBS, job("pi"), expect=201)
+    resp = await api.delete(f"{JOBS}/pi", json={"kind": "DeleteOptions", "apiVersion": "v1", **options})
+    assert resp.status == 200, await resp.text()
+    assert (resp.headers.getall("Warning", []) == [JOB_WARNING]) is warned
+    out = await resp.json()
+    if finalizers is None:
+        await call(api, "GET", f"{JOBS}/pi", expect=404)
+    else:
+        assert out["metadata"]["finalizers"] == finalizers
+
+
+async def test_job_deletecollection_without_a_policy_warns_once(api: Client) -> None:
+    for name in ("a", "b"):
+        await call(api, "POST", JOBS, job(name), expect=201)
+    resp = await api.delete(JOBS)
+    assert resp.status == 200, await resp.text()
+    assert resp.headers.getall("Warning", []) == [JOB_WARNING]
+    for name in ("a", "b"):
+        assert (await call(api, "GET", f"{JOBS}/{name}", expect=200))["metadata"]["finalizers"] == ["orphan"]

@@ -163,9 +163,22 @@ def _generated_selector_causes(obj: Obj) -> list[Cause]:
     return causes
 
 
+# pkg/registry/batch/job/storage/storage.go deleteOptionWarnings
+ORPHAN_BY_DEFAULT_WARNING = ("child pods are preserved by default when jobs are deleted; set "
+                             "propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress "
+                             "this warning")
+
+
 class JobStrategy(Strategy):
     has_status = True
     has_spec_generation = True
+    orphans_by_default = True  # batch/v1 (kubelite's only Job version) keeps its pods, for back compatibility
+
+    def delete_warnings(self, obj: Obj, options: Obj) -> list[str]:
+        """REST.Delete and DeleteCollection: a delete that does not choose a policy hears that pods are kept."""
+        if options.get("propagationPolicy") is None and options.get("orphanDependents") is None:
+            return [ORPHAN_BY_DEFAULT_WARNING]
+        return []
 
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         super().prepare_create(obj, lookup)
