@@ -42,7 +42,8 @@ ACTIONS = ("status", "pause", "resume", "speed", "step")
 
 def _unbounded_watch(request: web.Request) -> bool:
     try:
-        return parse_bool(request.query.get("watch"), "watch") and not request.query.get("timeoutSeconds")
+        return parse_bool(request.query.get("watch"), "watch") and \
+            request.query.get("timeoutSeconds") in (None, "", "0")  # 0 is none, as the API server takes it
     except errors.ApiError:  # the API server answers it (400)
         return False
 
