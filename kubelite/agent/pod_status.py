@@ -36,11 +36,8 @@ def terminated_state(r: Record) -> Obj:
 
 def container_status(r: Record) -> Obj:
     image = r.spec.get("image", "")
-    # an init container that completed is ready (kubelet: "the most recent successful init container will
-    # have ready = true"), so that Initialized can tell done from failed
-    completed = r.kind == "init" and not r.running and r.exit is not None and r.exit.code == 0
     st: Obj = {"name": r.name, "image": image, "imageID": image, "restartCount": r.restarts,
-               "ready": r.ready or completed, "started": r.started}
+               "ready": r.ready, "started": r.started}
     if r.running and r.process is not None:
         st["state"] = {"running": {"startedAt": rfc3339(r.started_at)}}
         st["containerID"] = f"kubelite://{r.process.pid}"
@@ -51,6 +48,11 @@ def container_status(r: Record) -> Obj:
         if r.waiting_message:
             waiting["message"] = r.waiting_message
         st["state"] = {"waiting": waiting}
+    if r.kind == "init":
+        # prober_manager's UpdatePodStatus: a regular init container is ready only once terminated with exit
+        # code 0 ("the most recent successful init container will have ready = true"), never while it runs —
+        # else the pod were Initialized while its init still ran (kubectl: ContainerCreating, not Init:0/1)
+        st["ready"] = st["state"].get("terminated", {}).get("exitCode") == 0
     if r.last_terminated is not None and (r.running or r.waiting):
         st["lastState"] = {"terminated": r.last_terminated}
     else:
