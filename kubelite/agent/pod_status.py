@@ -157,6 +157,15 @@ class StatusBuilder:
             cond["message"] = message
         return cond
 
+    def _scheduled(self, conditions: list[Obj], now: str) -> Obj:
+        """PodScheduled=True, always: the pod is on this node, bound by a scheduler or made with spec.nodeName
+        (generateAPIPodStatus). A scheduler's True condition keeps its transition time (kubelet's
+        updateLastTransitionTime against the pod's status)."""
+        given = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+        if "PodScheduled" not in self.transitions and given.get("status") == "True" and given.get("lastTransitionTime"):
+            self.transitions["PodScheduled"] = ("True", given["lastTransitionTime"])
+        return self._condition("PodScheduled", ("True", "", ""), now)
+
     def build(self, pod: Obj, records: list[Record], facts: PodFacts, now: float, phase: str = "") -> Obj:
         """The pod's status; `phase` given: report that phase instead of the computed one."""
         stamp = rfc3339(now)
@@ -171,11 +180,13 @@ class StatusBuilder:
             "hostIP": self.host_ip, "hostIPs": [{"ip": self.host_ip}],
             "podIP": self.host_ip, "podIPs": [{"ip": self.host_ip}],
             "startTime": rfc3339(facts.started_at),
+            # generateAPIPodStatus's kubelet-owned conditions, in its order (kubectl describe lists them so)
             "conditions": [
                 self._condition("PodReadyToStartContainers", ("False" if facts.final else "True", "", ""), stamp),
                 self._condition("Initialized", pod_initialized_condition(spec, statuses, current), stamp),
-                self._condition("ContainersReady", containers_ready_condition(spec, statuses, current), stamp),
                 self._condition("Ready", pod_ready_condition(spec, conditions, statuses, current), stamp),
+                self._condition("ContainersReady", containers_ready_condition(spec, statuses, current), stamp),
+                self._scheduled(conditions, stamp),
             ],
             "containerStatuses": apps,
         }

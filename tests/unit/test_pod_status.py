@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from kubelite.agent.pod_status import (
+    PodFacts,
+    StatusBuilder,
     container_status,
     containers_ready_condition,
     pod_initialized_condition,
@@ -202,3 +204,28 @@ async def test_pod_is_not_initialized_while_its_init_container_runs(tmp_path: Pa
     for _ in range(10):
         await h.clock.advance(1)
     await task
+
+
+SCHEDULED_AT = "2026-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("given,resumed,want_time", [
+    pytest.param([], [], "1970-01-01T00:01:40Z",
+                 id="pod bound with spec.nodeName, no scheduler: PodScheduled=True from the agent, transition now"),
+    pytest.param([{"type": "PodScheduled", "status": "True", "lastTransitionTime": SCHEDULED_AT}], [], SCHEDULED_AT,
+                 id="a scheduler's PodScheduled=True keeps its transition time"),
+    pytest.param([], [{"type": "PodScheduled", "status": "True", "lastTransitionTime": SCHEDULED_AT}], SCHEDULED_AT,
+                 id="a restarted agent keeps the transition time it had published"),
+])
+def test_pod_scheduled_condition_is_always_true(given: list[Obj], resumed: list[Obj], want_time: str) -> None:
+    """generateAPIPodStatus always adds PodScheduled=True, after its other conditions (kubectl describe's order:
+    PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled)."""
+    builder = StatusBuilder("10.0.0.1")
+    builder.resume({"conditions": resumed})
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+           "status": {"conditions": given}}
+    status = builder.build(pod, [Record({"name": "c", "image": "x"}, "app")], PodFacts(started_at=0.0), 100.0)
+    assert [c["type"] for c in status["conditions"]] == [
+        "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+    assert status["conditions"][-1] == {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                                        "lastTransitionTime": want_time}
