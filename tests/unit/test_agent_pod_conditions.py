@@ -30,7 +30,8 @@ def _conditions(pod: Obj) -> dict[str, Obj]:
 
 
 def _init_running(pod: Obj) -> bool:
-    return any("running" in (s.get("state") or {}) for s in (pod.get("status") or {}).get("initContainerStatuses") or [])
+    statuses = (pod.get("status") or {}).get("initContainerStatuses") or []
+    return any("running" in (s.get("state") or {}) for s in statuses)
 
 
 def _ready(pod: Obj) -> bool:
