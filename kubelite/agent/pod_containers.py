@@ -51,7 +51,7 @@ class PodContainers:
         """(argv, env) of the container's next instance: a fresh environment from the API objects as they are now,
         in the sandbox (ConfigError when the container cannot be run as specified)."""
         env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env,
-                                self.node.volumes.objects.get, self._warn)
+                                self.node.volumes.allocatable, self.node.volumes.objects.get, self._warn)
         return self._sandboxed(r, cspec.argv(r.spec, env, self.node.config.image_catalog)), env
 
     def exec_command(self, r: Record, argv: list[str]) -> tuple[list[str], dict[str, str]]:

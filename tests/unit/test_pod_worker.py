@@ -23,6 +23,7 @@ from kubelite.clock import Clock, FakeClock, rfc3339
 from tests.unit.volume_fakes import ScriptedTokens, StaticObjects
 
 Obj = dict[str, Any]
+NODE_ALLOCATABLE = {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "100Gi", "pods": "110"}
 
 
 class Harness:
@@ -41,7 +42,7 @@ class Harness:
         self.deleted_at: float | None = None
         self.status = self
         self.objects = StaticObjects()
-        self.volumes = VolumeManager(self.objects, ScriptedTokens(), self.host_ip)
+        self.volumes = VolumeManager(self.objects, ScriptedTokens(), self.host_ip, NODE_ALLOCATABLE)
         self.pod_workers = PodWorkers(self.clock, lambda pod, wake: PodSync(self, pod, wake))
         self._bg: set[asyncio.Future[Any]] = set()
 
