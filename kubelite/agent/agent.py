@@ -83,7 +83,7 @@ class Agent:
                              params={"fieldSelector": f"spec.nodeName={node_name}"})
         self.status = StatusManager(client, clock, self.pods.get)
         self.objects = ObjectWatcher(client, clock, self._object_changed)
-        self.volumes = VolumeManager(self.objects, TokenManager(client, clock), host_ip)
+        self.volumes = VolumeManager(self.objects, TokenManager(client, clock), host_ip, self.capacity)
         self.events = EventSink(client, clock)
         self.syncers: dict[str, PodSync] = {}  # every pod this agent ran, until its object is gone (logs)
         self.pod_workers = PodWorkers(clock, self._new_syncer, self._pod_finished)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import re
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubelite.agent.service_env import with_service_links
@@ -52,9 +52,20 @@ def field_value(pod: Obj, path: str, host_ip: str) -> str:
     return str(simple[path] or "")
 
 
-def resource_value(container: Obj, ref: Obj) -> str:
+# MergeContainerResourceLimits: the limits an unset (or zero) one defaults to the node's allocatable for
+# (hugepages never: they are not overcommitted)
+DEFAULTED_LIMITS = ("cpu", "memory", "ephemeral-storage")
+
+
+def resource_value(container: Obj, ref: Obj, allocatable: Mapping[str, str]) -> str:
+    """A downward API resourceFieldRef (env and volumes share it): ExtractContainerResourceValue of the container
+    with its unset cpu, memory and ephemeral-storage limits the node's allocatable (kubelet's
+    defaultPodLimitsForDownwardAPI, the volume plugin's ExtractResourceValueByContainerNameAndNodeAllocatable):
+    a container with no memory limit reads the node's memory, not 0. An unset request is 0."""
     kind, _, name = ref.get("resource", "").partition(".")
     value = ((container.get("resources") or {}).get(kind) or {}).get(name)
+    if kind == "limits" and name in DEFAULTED_LIMITS and _unset(value):
+        value = allocatable.get(name, value)
     if value is None:
         return "0"
     try:
@@ -62,6 +73,13 @@ def resource_value(container: Obj, ref: Obj) -> str:
     except QuantityError as exc:
         raise ConfigError(str(exc)) from None
     return str(-(-q.numerator // q.denominator))
+
+
+def _unset(value: Any) -> bool:
+    try:
+        return value is None or parse_quantity(value) == 0
+    except QuantityError:
+        return False  # not a quantity: reported as such where it is read
 
 
 def find_container(pod: Obj, name: str) -> Obj | None:
@@ -152,7 +170,7 @@ def pod_hostname(pod: Obj) -> str:
     return name[:HOSTNAME_MAX_LEN].rstrip("-.") if len(name) > HOSTNAME_MAX_LEN else name
 
 
-def environment(pod: Obj, container: Obj, host_ip: str, base: dict[str, str],
+def environment(pod: Obj, container: Obj, host_ip: str, base: dict[str, str], allocatable: Mapping[str, str],
                 lookup: ObjectLookup = _no_objects, warn: Warn | None = None) -> dict[str, str]:
     """containerd's HOSTNAME (the pod's hostname), then kubelet's makeEnvironmentVariables: the node's base, then
     envFrom, then env in order ($(VAR) expands to what is defined before it), each free to override what came
@@ -172,7 +190,7 @@ def environment(pod: Obj, container: Obj, host_ip: str, base: dict[str, str],
         elif "resourceFieldRef" in source:
             ref = source["resourceFieldRef"]
             value = resource_value(find_container(pod, ref.get("containerName") or container["name"]) or container,
-                                   ref)
+                                   ref, allocatable)
         elif "configMapKeyRef" in source:
             value = _key_ref(pod, "configmap", source["configMapKeyRef"], lookup)
         elif "secretKeyRef" in source:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,8 @@ from kubelite.agent.services import NodeServices
 from kubelite.agent.termination import MIN_STOP_WINDOW, Termination, pod_grace
 from kubelite.api.podresources import CPU, MEMORY, resource_list
 from kubelite.clock import bounded, format_duration
+
+log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
 
@@ -51,7 +54,7 @@ class PodContainers:
         """(argv, env) of the container's next instance: a fresh environment from the API objects as they are now,
         in the sandbox (ConfigError when the container cannot be run as specified)."""
         env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env,
-                                self.node.volumes.objects.get, self._warn)
+                                self.node.volumes.allocatable, self.node.volumes.objects.get, self._warn)
         return self._sandboxed(r, cspec.argv(r.spec, env, self.node.config.image_catalog)), env
 
     def exec_command(self, r: Record, argv: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -113,8 +116,11 @@ class PodContainers:
         if post:
             ok, message = await run_handler(post, r.spec, env, self.node.host_ip, self.node.clock)
             if not ok:
-                self.event("FailedPostStartHook", f"PostStart hook for container {r.name} failed: {message}",
-                           "Warning")
+                # kuberuntime's startContainer: "do not record the message in the event so that secrets won't
+                # leak from the server" — the hook's output goes to the agent's log only
+                log.warning("pod %s: PostStart hook for container %s failed: %s", format_pod(self.pod), r.name,
+                            message)
+                self.event("FailedPostStartHook", "PostStartHook failed", "Warning")
                 self.node.runtime.kill(r.process)
                 return
         self.probe(r)
@@ -206,11 +212,15 @@ class PodContainers:
         if pre and not termination.gone:
             finished, result = await bounded(clock, run_handler(pre, r.spec, p.env, self.node.host_ip, clock),
                                              termination.deadline - clock.now())
+            # executePreStopHook: a failure's event has a fixed text (the hook's output could hold secrets), and a
+            # hook that outlives the grace period is only logged
             if not finished:
-                self.event("FailedPreStopHook", f"PreStop hook for container {r.name} did not complete within "
-                                                "the grace period", "Warning")
+                log.info("pod %s: PreStop hook for container %s not completed in grace period", format_pod(self.pod),
+                         r.name)
             elif result is not None and not result[0]:
-                self.event("FailedPreStopHook", f"PreStop hook for container {r.name} failed: {result[1]}", "Warning")
+                log.warning("pod %s: PreStop hook for container %s failed: %s", format_pod(self.pod), r.name,
+                            result[1])
+                self.event("FailedPreStopHook", "PreStopHook failed", "Warning")
         if not p.alive:
             return
         self.event("Killing", f"Stopping container {r.name}")

@@ -36,11 +36,8 @@ def terminated_state(r: Record) -> Obj:
 
 def container_status(r: Record) -> Obj:
     image = r.spec.get("image", "")
-    # an init container that completed is ready (kubelet: "the most recent successful init container will
-    # have ready = true"), so that Initialized can tell done from failed
-    completed = r.kind == "init" and not r.running and r.exit is not None and r.exit.code == 0
     st: Obj = {"name": r.name, "image": image, "imageID": image, "restartCount": r.restarts,
-               "ready": r.ready or completed, "started": r.started}
+               "ready": r.ready, "started": r.started}
     if r.running and r.process is not None:
         st["state"] = {"running": {"startedAt": rfc3339(r.started_at)}}
         st["containerID"] = f"kubelite://{r.process.pid}"
@@ -51,6 +48,11 @@ def container_status(r: Record) -> Obj:
         if r.waiting_message:
             waiting["message"] = r.waiting_message
         st["state"] = {"waiting": waiting}
+    if r.kind == "init":
+        # prober_manager's UpdatePodStatus: a regular init container is ready only once terminated with exit
+        # code 0 ("the most recent successful init container will have ready = true"), never while it runs —
+        # else the pod were Initialized while its init still ran (kubectl: ContainerCreating, not Init:0/1)
+        st["ready"] = st["state"].get("terminated", {}).get("exitCode") == 0
     if r.last_terminated is not None and (r.running or r.waiting):
         st["lastState"] = {"terminated": r.last_terminated}
     else:
@@ -155,6 +157,15 @@ class StatusBuilder:
             cond["message"] = message
         return cond
 
+    def _scheduled(self, conditions: list[Obj], now: str) -> Obj:
+        """PodScheduled=True, always: the pod is on this node, bound by a scheduler or made with spec.nodeName
+        (generateAPIPodStatus). A scheduler's True condition keeps its transition time (kubelet's
+        updateLastTransitionTime against the pod's status)."""
+        given = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+        if "PodScheduled" not in self.transitions and given.get("status") == "True" and given.get("lastTransitionTime"):
+            self.transitions["PodScheduled"] = ("True", given["lastTransitionTime"])
+        return self._condition("PodScheduled", ("True", "", ""), now)
+
     def build(self, pod: Obj, records: list[Record], facts: PodFacts, now: float, phase: str = "") -> Obj:
         """The pod's status; `phase` given: report that phase instead of the computed one."""
         stamp = rfc3339(now)
@@ -169,11 +180,13 @@ class StatusBuilder:
             "hostIP": self.host_ip, "hostIPs": [{"ip": self.host_ip}],
             "podIP": self.host_ip, "podIPs": [{"ip": self.host_ip}],
             "startTime": rfc3339(facts.started_at),
+            # generateAPIPodStatus's kubelet-owned conditions, in its order (kubectl describe lists them so)
             "conditions": [
                 self._condition("PodReadyToStartContainers", ("False" if facts.final else "True", "", ""), stamp),
                 self._condition("Initialized", pod_initialized_condition(spec, statuses, current), stamp),
-                self._condition("ContainersReady", containers_ready_condition(spec, statuses, current), stamp),
                 self._condition("Ready", pod_ready_condition(spec, conditions, statuses, current), stamp),
+                self._condition("ContainersReady", containers_ready_condition(spec, statuses, current), stamp),
+                self._scheduled(conditions, stamp),
             ],
             "containerStatuses": apps,
         }

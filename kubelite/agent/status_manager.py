@@ -9,6 +9,14 @@ write counts as done only when the server acknowledged it: a failed write is ret
 client's back-off helper (1 s doubling to 10 s; each attempt sends the newest status), and a
 status older than the one acknowledged is never sent.
 
+A write sends the two-way strategic merge patch from the status the API is known to hold to the new one
+(kubelet's PatchPodStatus; kubelite/agent/status_patch.py), so a key the new status no longer has — a
+condition's reason once the pod is ready — is deleted, not left stale. The status known to be held is the
+last one acknowledged; before the first write, after a write whose outcome is unknown (it failed) and when a
+resync found the object showing something else, it is the agent's own keys of the API object as the
+informer has it (kubelet reads the pod from the server there): keys and conditions the agent never writes
+(a scheduler's nominatedNodeName, a DisruptionTarget condition) are not the agent's to delete.
+
 A pod that must go (terminal, deletion requested) is deleted with grace 0 only after its
 final status was acknowledged (kubelet's `canBeDeleted`), and that delete is retried the same way.
 Every RESYNC_INTERVAL the cached statuses are compared with the API objects the agent sees;
@@ -42,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubelite.agent.loops import timed
+from kubelite.agent.status_patch import two_way_patch
 from kubelite.api.errors import ApiError
 from kubelite.client import retry
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
@@ -57,6 +66,9 @@ BUG_RETRY = 10.0  # an unexpected error (not the API's): logged, tried again aft
 RESYNC_INTERVAL = 10.0  # kubelet's status manager syncPeriod
 BOUNDED_WAKE_TURNS = 2  # loop turns from a wake to the sender in a bounded wait, kept by the idle one (`_idle`)
 GONE = (404, 409)  # the pod object is gone, or the name now holds another pod (uid precondition)
+# the status keys the agent writes (StatusBuilder.build): only these are deleted when the new status lacks them
+OWN_KEYS = frozenset({"phase", "hostIP", "hostIPs", "podIP", "podIPs", "startTime", "conditions",
+                      "containerStatuses", "initContainerStatuses", "reason", "message"})
 
 
 @dataclass
@@ -71,6 +83,7 @@ class _PodStatus:
     deleted: bool = False
     retry_at: float = 0.0  # only after an unexpected error
     seq: int = 0  # creation order: due entries are sent in this order, whatever order they became due in
+    held: Obj | None = None  # the status the API is known to hold (the last acknowledged); None: ask `lookup`
 
     @property
     def due(self) -> bool:
@@ -268,7 +281,7 @@ class StatusManager:
                 continue
             log.info("pod %s/%s: the API does not show the acknowledged status; sending it again",
                      entry.namespace, entry.name)
-            entry.acked = 0
+            entry.acked, entry.held = 0, None
             self._due.add(entry.uid)
 
     async def _sync(self, entry: _PodStatus) -> None:
@@ -288,14 +301,31 @@ class StatusManager:
     async def _write(self, entry: _PodStatus) -> None:
         version, status = entry.version, entry.status
         if version > entry.acked and status is not None:
-            await timed(self.clock, self.client.patch(
-                resource_path("pods", entry.namespace, entry.name, "status"),
-                {"metadata": {"uid": entry.uid}, "status": status}, STRATEGIC_PATCH))
-            entry.acked = max(entry.acked, version)
+            patch = two_way_patch(self._held(entry, status), status)
+            entry.held = None  # until acknowledged, the API may hold either
+            if patch:  # an empty diff: the API holds it already, nothing is sent (kubelet's PatchPodStatus)
+                await timed(self.clock, self.client.patch(
+                    resource_path("pods", entry.namespace, entry.name, "status"),
+                    {"metadata": {"uid": entry.uid}, "status": patch}, STRATEGIC_PATCH))
+            entry.acked, entry.held = max(entry.acked, version), status
         if entry.delete and not entry.deleted and entry.acked >= entry.version:
             await timed(self.clock, self.client.delete(resource_path("pods", entry.namespace, entry.name),
                                                        {"gracePeriodSeconds": 0, "preconditions": {"uid": entry.uid}}))
             entry.deleted = True
+
+    def _held(self, entry: _PodStatus, status: Obj) -> Obj:
+        """The status the patch is computed from: the last acknowledged, else the agent's own part of the API
+        object's (its conditions of the types `status` has), else nothing (the whole status is sent)."""
+        if entry.held is not None:
+            return entry.held
+        pod = self.lookup(entry.namespace, entry.name)
+        if pod is None or pod["metadata"].get("uid") != entry.uid:
+            return {}
+        shown = {k: v for k, v in (pod.get("status") or {}).items() if k in OWN_KEYS}
+        if isinstance(shown.get("conditions"), list):
+            own = {c.get("type") for c in status.get("conditions") or []}
+            shown["conditions"] = [c for c in shown["conditions"] if isinstance(c, dict) and c.get("type") in own]
+        return shown
 
     @staticmethod
     def _retriable(entry: _PodStatus, exc: ApiError) -> bool:

@@ -83,7 +83,7 @@ def test_expansion_and_environment() -> None:
         {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
         {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
         {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]}
-    got = environment(pod, container, "10.0.0.1", {})
+    got = environment(pod, container, "10.0.0.1", {}, {"memory": "1Gi"})
     assert got == {"HOSTNAME": "p", "X": "x-$(NAME)", "NAME": "p", "APP": "web", "MEM": "64", "IP": "10.0.0.1"}
     assert argv({"name": "c", "command": ["echo"], "args": ["$(NAME)"]}, got, {}) == ["echo", "p"]
     assert argv({"name": "c", "image": "registry.k8s.io/pause:3.10"}, {}, {}) == PAUSE

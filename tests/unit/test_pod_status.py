@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from kubelite.agent.pod_status import (
+    PodFacts,
+    StatusBuilder,
     container_status,
     containers_ready_condition,
     pod_initialized_condition,
@@ -162,3 +164,68 @@ async def test_init_container_failure_under_never_keeps_initialized_false(tmp_pa
     assert final["phase"] == "Failed"
     assert _conditions(final)["Initialized"] == ("False", "ContainersNotInitialized")
     assert not any(msg.endswith(" app") for _, reason, msg in h.events if reason == "Started")
+
+
+@pytest.mark.parametrize("kind,running,code,want_ready", [
+    pytest.param("init", True, None, False, id="running regular init container: not ready"),
+    pytest.param("init", False, 0, True, id="regular init container terminated with exit code 0: ready"),
+    pytest.param("init", False, 1, False, id="regular init container terminated with a failure: not ready"),
+    pytest.param("sidecar", True, None, True, id="running sidecar without a readiness probe: ready"),
+    pytest.param("sidecar", False, 0, False, id="sidecar terminated with exit code 0: not ready"),
+])
+def test_update_pod_status_with_init_containers(kind: str, running: bool, code: int | None, want_ready: bool) -> None:
+    """prober_manager's UpdatePodStatus for init containers: a regular one is ready only once terminated with
+    exit code 0; a sidecar (restartPolicy Always) is ready as an app container is."""
+    process = Handle(1, 0.0)
+    if not running:
+        process.finish(Exit(code or 0))
+    spec = {"name": "i", "image": "x", **(SIDECAR if kind == "sidecar" else {})}
+    r = Record(spec, kind, process=process, started_at=0.0, exit=None if running else Exit(code or 0), waiting="")
+    assert container_status(r)["ready"] == want_ready
+
+
+async def test_pod_is_not_initialized_while_its_init_container_runs(tmp_path: Path) -> None:
+    """kubectl's Init:0/1, not ContainerCreating: Initialized=False (ContainersNotInitialized, incomplete [init])
+    while the regular init container runs, then True once it exited 0."""
+    h = Harness(tmp_path)
+    _, task = await _start(h, _pod([_c("app", "--run", "10")], init=[_c("init", "--run", "2")], policy="Never"))
+    await h.clock.advance(1)
+    during = h.statuses[-1][1]
+    assert during["initContainerStatuses"][0]["state"].keys() == {"running"}
+    assert during["initContainerStatuses"][0]["ready"] is False
+    initialized = next(c for c in during["conditions"] if c["type"] == "Initialized")
+    assert (initialized["status"], initialized.get("reason"), initialized.get("message")) == (
+        "False", "ContainersNotInitialized", "containers with incomplete status: [init]")
+    for _ in range(3):
+        await h.clock.advance(1)
+    after = h.statuses[-1][1]
+    assert after["initContainerStatuses"][0]["ready"] is True
+    assert _conditions(after)["Initialized"] == ("True", "")
+    for _ in range(10):
+        await h.clock.advance(1)
+    await task
+
+
+SCHEDULED_AT = "2026-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("given,resumed,want_time", [
+    pytest.param([], [], "1970-01-01T00:01:40Z",
+                 id="pod bound with spec.nodeName, no scheduler: PodScheduled=True from the agent, transition now"),
+    pytest.param([{"type": "PodScheduled", "status": "True", "lastTransitionTime": SCHEDULED_AT}], [], SCHEDULED_AT,
+                 id="a scheduler's PodScheduled=True keeps its transition time"),
+    pytest.param([], [{"type": "PodScheduled", "status": "True", "lastTransitionTime": SCHEDULED_AT}], SCHEDULED_AT,
+                 id="a restarted agent keeps the transition time it had published"),
+])
+def test_pod_scheduled_condition_is_always_true(given: list[Obj], resumed: list[Obj], want_time: str) -> None:
+    """generateAPIPodStatus always adds PodScheduled=True, after its other conditions (kubectl describe's order:
+    PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled)."""
+    builder = StatusBuilder("10.0.0.1")
+    builder.resume({"conditions": resumed})
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+           "status": {"conditions": given}}
+    status = builder.build(pod, [Record({"name": "c", "image": "x"}, "app")], PodFacts(started_at=0.0), 100.0)
+    assert [c["type"] for c in status["conditions"]] == [
+        "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+    assert status["conditions"][-1] == {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                                        "lastTransitionTime": want_time}

@@ -90,7 +90,7 @@ async def test_volume_is_projected_before_start_and_updated_in_place(tmp_path: P
 
 async def test_missing_token_api_keeps_the_pod_creating_with_a_clear_message(tmp_path: Path) -> None:
     h = Harness(tmp_path)
-    h.volumes = VolumeManager(h.objects, ScriptedTokens(missing=True), h.host_ip)
+    h.volumes = VolumeManager(h.objects, ScriptedTokens(missing=True), h.host_ip, {})
     pod = _pod([_c("main")])
     pod["spec"]["volumes"] = [{"name": "kube-api-access", "projected": {
         "sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}]
@@ -103,7 +103,7 @@ async def test_missing_token_api_keeps_the_pod_creating_with_a_clear_message(tmp
 async def test_token_is_refreshed_when_due(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     tokens = ScriptedTokens(refresh_at=h.clock.now() + 100)
-    h.volumes = VolumeManager(h.objects, tokens, h.host_ip)
+    h.volumes = VolumeManager(h.objects, tokens, h.host_ip, {})
     pod = _pod([_c("main")])
     pod["spec"]["volumes"] = [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}]
     await _start(h, pod)

@@ -81,9 +81,9 @@ def test_container_env_overrides_and_expands_service_links() -> None:
     pod = {"metadata": {"namespace": "test", "name": "p"}, "spec": {"containers": []}}
     container = {"name": "c", "env": [{"name": "TEST_SERVICE_HOST", "value": "overridden"},
                                       {"name": "URL", "value": "http://$(TEST_PORT_8080_TCP_ADDR):8080"}]}
-    env = environment(pod, container, "127.0.0.1", NodeEnv({"PATH": "/bin"}, lambda: SERVICES))
+    env = environment(pod, container, "127.0.0.1", NodeEnv({"PATH": "/bin"}, lambda: SERVICES), {})
     assert env["TEST_SERVICE_HOST"] == "overridden"
     assert env["URL"] == "http://1.2.3.1:8080"
     assert env["KUBERNETES_SERVICE_HOST"] == "10.96.0.1"
     assert env["PATH"] == "/bin"
-    assert "KUBERNETES_SERVICE_HOST" not in environment(pod, container, "127.0.0.1", {"PATH": "/bin"})
+    assert "KUBERNETES_SERVICE_HOST" not in environment(pod, container, "127.0.0.1", {"PATH": "/bin"}, {})

@@ -17,6 +17,7 @@ import pytest
 
 from kubelite.agent.status_manager import StatusManager
 from kubelite.api.errors import ApiError, unavailable
+from kubelite.apiserver.patch import strategic_merge_patch
 from kubelite.clock import FakeClock
 
 Obj = dict[str, Any]
@@ -128,7 +129,8 @@ async def test_reconcile_pod_status() -> None:
     manager = StatusManager(client, clock, lambda ns, name: api.get(name))  # type: ignore[arg-type]
     manager.set_status(POD, {"phase": "Running"})
     await _run(manager, clock, 15)
-    assert len(client.acked) == 1  # the API shows it: nothing to resend
+    assert client.acked == []  # the API shows it already: the diff is empty, nothing is sent (PatchPodStatus)
+    assert manager.synced("u1")
     api["p"] = {**POD, "status": {"phase": "Pending"}}  # e.g. a server restored from before the write
     manager.object_changed("u1")  # as the agent's pod informer reports it
     task = asyncio.ensure_future(manager.run())
@@ -136,7 +138,7 @@ async def test_reconcile_pod_status() -> None:
     for _ in range(11):
         await clock.advance(1)
     task.cancel()
-    assert [body for _, _, body in client.acked] == [{"phase": "Running"}, {"phase": "Running"}]
+    assert [body for _, _, body in client.acked] == [{"phase": "Running"}]
 
 
 async def test_resync_restores_the_agents_condition_the_node_lifecycle_controller_overwrote() -> None:
@@ -153,18 +155,21 @@ async def test_resync_restores_the_agents_condition_the_node_lifecycle_controlle
     api["p"] = {**POD, "status": {**ready, "conditions": [{"type": "Ready", "status": "True"},
                                                            {"type": "DisruptionTarget", "status": "True"}]}}
     await _run(manager, clock, 15)
-    assert len(client.acked) == 1, "re-sent for a condition the agent does not own"
-    api["p"] = {**POD, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}}
+    assert client.acked == [], "sent for a condition the agent does not own"
+    api["p"] = {**POD, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"},
+                                                                     {"type": "DisruptionTarget", "status": "True"}]}}
     manager.object_changed("u1")
     await _run(manager, clock, 11)
-    assert [body for _, _, body in client.acked] == [ready, ready]
+    assert [body for _, _, body in client.acked] == [{  # the agent's own condition, as a diff from the API's
+        "conditions": [{"type": "Ready", "status": "True"}], "$setElementOrder/conditions": [{"type": "Ready"}]}]
 
 
 @pytest.mark.parametrize("change,resent,looked_up", [
     pytest.param("nothing", False, 0, id="neither side changed since they matched: not looked at again, not sent"),
     pytest.param("api object replaced, same status", False, 1, id="a new API object that shows the status: not sent"),
-    pytest.param("api object replaced, other status", True, 1, id="a new API object that does not show it: sent again"),
-    pytest.param("newer status acknowledged, api object unchanged", True, 1,
+    pytest.param("api object replaced, other status", True, 2,  # compared, then the diff's base
+                 id="a new API object that does not show it: sent again, as a diff from what it shows"),
+    pytest.param("newer status acknowledged, api object unchanged", True, 2,
                  id="a newer acknowledged status the unchanged API object does not show: sent again"),
     pytest.param("other pod's object changed", False, 0, id="a change to another pod's object: not looked at"),
 ])
@@ -182,8 +187,8 @@ async def test_resync_compares_again_only_what_changed(change: str, resent: bool
 
     manager = StatusManager(client, clock, lookup)  # type: ignore[arg-type]
     manager.set_status(POD, {"phase": "Running"})
-    await _run(manager, clock, 11)  # written, then the first resync finds the API showing it
-    assert lookups == ["p"]
+    await _run(manager, clock, 11)  # written (the patch is a diff from the API object), then the first resync
+    assert lookups == ["p", "p"]   # finds the API showing it
     sent = len(client.acked)
     if change.startswith("api object replaced"):
         api["p"] = {**POD, "status": {"phase": "Running" if change.endswith("same status") else "Pending"}}
@@ -195,7 +200,7 @@ async def test_resync_compares_again_only_what_changed(change: str, resent: bool
     await _run(manager, clock, 11)
     newer = 1 if change.startswith("newer status") else 0
     assert len(client.acked) - sent - newer == (1 if resent else 0)
-    assert len(lookups) - 1 == looked_up
+    assert len(lookups) - 2 == looked_up
 
 
 class NamingClient(FlakyClient):
@@ -251,7 +256,9 @@ class ServerClient(FlakyClient):
         self.api = api
 
     async def patch(self, path: str, body: Any, content_type: str = "") -> Obj:
-        self.api[path.split("/")[-2]] = {**POD, "status": body["status"]}
+        name = path.split("/")[-2]
+        held = (self.api.get(name) or {}).get("status") or {}
+        self.api[name] = {**POD, "status": strategic_merge_patch(held, body["status"], "V1PodStatus")}
         return await super().patch(path, body, content_type)
 
 

@@ -28,7 +28,12 @@ OBJECTS = StaticObjects(
 POD: Obj = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "labels": {"b": "2", "a": 'q"uote'},
                          "annotations": {"note": "x"}},
             "spec": {"serviceAccountName": "robot", "containers": [
-                {"name": "main", "resources": {"limits": {"memory": "64Mi", "cpu": "500m"}}}]}}
+                {"name": "main", "resources": {"limits": {"memory": "64Mi", "cpu": "500m"}}}],
+                     "initContainers": [{"name": "side", "restartPolicy": "Always",
+                                         "resources": {"limits": {"memory": "0"}}}]}}
+
+
+NODE = {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "100Gi"}  # the node's allocatable
 
 
 def fp(data: str | bytes, mode: int = 0o644) -> FileProjection:
@@ -70,12 +75,22 @@ PAYLOADS = [
     pytest.param({"projected": {"sources": [{"configMap": {"name": "nope", "optional": True}},
                                             {"secret": {"name": "nope", "optional": True}}]}}, {},
                  id="projected: optional missing sources"),
+    pytest.param({"downwardAPI": {"items": [
+        {"path": "disk", "resourceFieldRef": {"containerName": "main", "resource": "limits.ephemeral-storage",
+                                             "divisor": "1Gi"}},
+        {"path": "sidecar-cpu", "resourceFieldRef": {"containerName": "side", "resource": "limits.cpu"}},
+        {"path": "sidecar-mem", "resourceFieldRef": {"containerName": "side", "resource": "limits.memory",
+                                                    "divisor": "1Mi"}},
+        {"path": "req", "resourceFieldRef": {"containerName": "main", "resource": "requests.memory"}}]}},
+                 {"disk": fp("100"), "sidecar-cpu": fp("4"), "sidecar-mem": fp("16384"), "req": fp("0")},
+                 id="downwardAPI: an unset or zero limit is the node's allocatable (MergeContainerResourceLimits), "
+                    "an unset request 0, an init container's too"),
 ]
 
 
 @pytest.mark.parametrize("volume,want", PAYLOADS)
 async def test_payloads(volume: Obj, want: dict[str, FileProjection]) -> None:
-    files, _ = await payload(POD, {"name": "v", **volume}, OBJECTS.get, "10.0.0.1", ScriptedTokens().token)
+    files, _ = await payload(POD, {"name": "v", **volume}, OBJECTS.get, "10.0.0.1", ScriptedTokens().token, NODE)
     assert files == want
 
 
@@ -98,19 +113,19 @@ ERRORS = [
 @pytest.mark.parametrize("volume,message", ERRORS)
 async def test_errors(volume: Obj, message: str) -> None:
     with pytest.raises(MountError) as err:
-        await payload(POD, {"name": "v", **volume}, OBJECTS.get, "10.0.0.1", ScriptedTokens().token)
+        await payload(POD, {"name": "v", **volume}, OBJECTS.get, "10.0.0.1", ScriptedTokens().token, NODE)
     assert str(err.value) == message
 
 
 async def test_token_source_unavailable_fails_the_mount_clearly() -> None:
     volume = {"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
     with pytest.raises(MountError, match="failed to fetch token: the server could not find the requested resource"):
-        await payload(POD, volume, OBJECTS.get, "10.0.0.1", ScriptedTokens(missing=True).token)
+        await payload(POD, volume, OBJECTS.get, "10.0.0.1", ScriptedTokens(missing=True).token, NODE)
 
 
 async def test_projected_token_refresh_time_is_reported() -> None:
     volume = {"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
-    _, refresh = await payload(POD, volume, OBJECTS.get, "10.0.0.1", ScriptedTokens(refresh_at=123.0).token)
+    _, refresh = await payload(POD, volume, OBJECTS.get, "10.0.0.1", ScriptedTokens(refresh_at=123.0).token, NODE)
     assert refresh == 123.0
 
 

@@ -12,7 +12,7 @@ found`); the containers then wait in ContainerCreating and the mount is retried.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,10 +50,12 @@ class TokenSource(Protocol):
 
 
 class VolumeManager:
-    def __init__(self, objects: ObjectSource, tokens: TokenSource, host_ip: str) -> None:
+    def __init__(self, objects: ObjectSource, tokens: TokenSource, host_ip: str,
+                 allocatable: Mapping[str, str]) -> None:
         self.objects = objects
         self.tokens = tokens
         self.host_ip = host_ip
+        self.allocatable = allocatable  # the node's, read live (downward API defaults for unset limits)
 
     async def set_up(self, pod: Obj, volume_dir: Path) -> float | None:
         """Project every API-data volume of `pod`; returns when a token in one must be refreshed (None: no token).
@@ -68,7 +70,8 @@ class VolumeManager:
                 continue
             name = str(volume.get("name", ""))
             try:
-                files, at = await payload(pod, volume, self.objects.get, self.host_ip, self.tokens.token)
+                files, at = await payload(pod, volume, self.objects.get, self.host_ip, self.tokens.token,
+                                          self.allocatable)
                 target = volume_dir / name
                 make_volume_dir(target, EMPTY_DIR_MODE)  # upstream wraps an emptyDir: 0777, as ownership.py says
                 AtomicWriter(target, fs_group(pod)).write(files)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubelite.agent.container import ConfigError, ObjectLookup, field_value, find_container, resource_value
@@ -86,7 +86,8 @@ def object_source(pod: Obj, kind: str, source: Obj, lookup: ObjectLookup,
     return _object_payload(kind, obj, source.get("items"), default_mode, optional)
 
 
-def downward_api(pod: Obj, items: list[Obj], host_ip: str, default_mode: int) -> dict[str, FileProjection]:
+def downward_api(pod: Obj, items: list[Obj], host_ip: str, default_mode: int,
+                 allocatable: Mapping[str, str]) -> dict[str, FileProjection]:
     """downwardapi.CollectData: each item's fieldRef or resourceFieldRef (which must name its container)."""
     out = {}
     for item in items:
@@ -102,7 +103,7 @@ def downward_api(pod: Obj, items: list[Obj], host_ip: str, default_mode: int) ->
                 container = find_container(pod, str(ref.get("containerName", "")))
                 if container is None:
                     raise ConfigError(f"container {ref.get('containerName')!r} not found for resourceFieldRef")
-                text = resource_value(container, ref)
+                text = resource_value(container, ref, allocatable)
         except ConfigError as exc:
             raise MountError(f"error while mapping volume {item.get('path')}: {exc}") from None
         mode = item.get("mode")
@@ -117,9 +118,10 @@ def _token_file(pod: Obj, token: str, default_mode: int) -> FileProjection:
     return FileProjection(token.encode(), 0o600 if user is not None or group is not None else default_mode, user)
 
 
-async def payload(pod: Obj, volume: Obj, lookup: ObjectLookup, host_ip: str,
-                  token: TokenFetch) -> tuple[dict[str, FileProjection], float | None]:
-    """The files of one API-data volume, and when a projected token in it must be refreshed (None: never)."""
+async def payload(pod: Obj, volume: Obj, lookup: ObjectLookup, host_ip: str, token: TokenFetch,
+                  allocatable: Mapping[str, str]) -> tuple[dict[str, FileProjection], float | None]:
+    """The files of one API-data volume, and when a projected token in it must be refreshed (None: never);
+    `allocatable`, the node's: what a downward API item reads for a limit its container leaves unset."""
     if "configMap" in volume or "secret" in volume:
         kind = "configmap" if "configMap" in volume else "secret"
         source = volume.get("configMap") or volume.get("secret") or {}
@@ -128,7 +130,8 @@ async def payload(pod: Obj, volume: Obj, lookup: ObjectLookup, host_ip: str,
     if "downwardAPI" in volume:
         source = volume["downwardAPI"] or {}
         mode = source.get("defaultMode")
-        return downward_api(pod, source.get("items") or [], host_ip, DEFAULT_MODE if mode is None else int(mode)), None
+        return downward_api(pod, source.get("items") or [], host_ip, DEFAULT_MODE if mode is None else int(mode),
+                            allocatable), None
     projected = volume.get("projected") or {}
     mode = projected.get("defaultMode")
     default_mode = DEFAULT_MODE if mode is None else int(mode)
@@ -142,7 +145,8 @@ async def payload(pod: Obj, volume: Obj, lookup: ObjectLookup, host_ip: str,
             elif source.get("secret"):
                 out.update(object_source(pod, "secret", source["secret"], lookup, default_mode))
             elif source.get("downwardAPI"):
-                out.update(downward_api(pod, source["downwardAPI"].get("items") or [], host_ip, default_mode))
+                out.update(downward_api(pod, source["downwardAPI"].get("items") or [], host_ip, default_mode,
+                                        allocatable))
             elif source.get("serviceAccountToken"):
                 text, at = await token(pod, source["serviceAccountToken"])
                 out[str(source["serviceAccountToken"].get("path", "token"))] = _token_file(pod, text, default_mode)
