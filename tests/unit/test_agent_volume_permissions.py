@@ -56,7 +56,7 @@ def _pod(volume: Obj, **pod_sc: Any) -> Obj:
 async def _run_as_user(tmp_path: Path, pod: Obj, script: str, sub_path: str = "") -> subprocess.CompletedProcess[str]:
     """Set the pod's volumes up as the agent does, then run `script` in the sandbox as the pod's user."""
     root = tmp_path / "pod" / "volumes"
-    await VolumeManager(OBJECTS, ScriptedTokens(), "127.0.0.1").set_up(pod, root)
+    await VolumeManager(OBJECTS, ScriptedTokens(), "127.0.0.1", {}).set_up(pod, root)
     mount = {"name": "v", "mountPath": MOUNT, **({"subPath": sub_path} if sub_path else {})}
     container = {"name": "c", "volumeMounts": [mount]}
     cmd = sandboxed(["sh", "-c", script], pod, container, root)

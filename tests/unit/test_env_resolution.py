@@ -81,7 +81,7 @@ RESOLVED = [
 
 @pytest.mark.parametrize("container,want", RESOLVED)
 def test_resolved(container: Obj, want: dict[str, str]) -> None:
-    assert environment(POD, container, "10.0.0.1", {}, OBJECTS.get) == {"HOSTNAME": "p", **want}
+    assert environment(POD, container, "10.0.0.1", {}, {}, OBJECTS.get) == {"HOSTNAME": "p", **want}
 
 
 def _named(name: str, **spec: Any) -> Obj:
@@ -109,7 +109,7 @@ HOSTNAMES = [
 
 @pytest.mark.parametrize("pod,container,hostname", HOSTNAMES)
 def test_hostname(pod: Obj, container: Obj, hostname: str) -> None:
-    assert environment(pod, container, "10.0.0.1", {}, OBJECTS.get)["HOSTNAME"] == hostname
+    assert environment(pod, container, "10.0.0.1", {}, {}, OBJECTS.get)["HOSTNAME"] == hostname
 
 
 FAILS = [
@@ -130,7 +130,7 @@ FAILS = [
 @pytest.mark.parametrize("container,message", FAILS)
 def test_missing_is_a_config_error(container: Obj, message: str) -> None:
     with pytest.raises(ConfigError) as err:
-        environment(POD, container, "10.0.0.1", {}, OBJECTS.get)
+        environment(POD, container, "10.0.0.1", {}, {}, OBJECTS.get)
     assert str(err.value) == message
 
 
@@ -147,10 +147,10 @@ WARNINGS = [
 @pytest.mark.parametrize("env_from,message", WARNINGS)
 def test_invalid_names_are_reported(env_from: list[Obj], message: str) -> None:
     seen: list[tuple[str, str]] = []
-    environment(POD, c(env_from=env_from), "10.0.0.1", {}, OBJECTS.get, lambda r, m: seen.append((r, m)))
+    environment(POD, c(env_from=env_from), "10.0.0.1", {}, {}, OBJECTS.get, lambda r, m: seen.append((r, m)))
     assert seen == [("InvalidEnvironmentVariableNames", message)]
 
 
 def test_without_an_object_source_references_fail_as_unsynced() -> None:
     with pytest.raises(ConfigError, match="failed to sync configmap cache"):
-        environment(POD, c(var("R", valueFrom=key_ref("configmap", "cm", "REPLICAS"))), "10.0.0.1", {})
+        environment(POD, c(var("R", valueFrom=key_ref("configmap", "cm", "REPLICAS"))), "10.0.0.1", {}, {})
