@@ -191,7 +191,9 @@ class PodContainers:
         now = self.node.clock.now()
         r.exit, r.finished_at = result, result.finished_at if result.finished_at is not None else now
         r.last_terminated = terminated_state(r)
-        r.not_before = r.backoff.next_restart(now, r.finished_at - r.started_at)
+        # the back-off counts from the exit (kubelet's IsInBackOffSince(key, FinishedAt)), not from when the exit
+        # was seen: the CrashLoopBackOff message's wait is then the period itself ("10s", not "10.12s")
+        r.not_before = r.backoff.next_restart(r.finished_at, r.finished_at - r.started_at)
         # waiting in CrashLoopBackOff only when it will be restarted; otherwise it stays Terminated
         restarts = should_restart(self.pod["spec"].get("restartPolicy", "Always"), r.spec, result.code)
         r.waiting = "CrashLoopBackOff" if restarts and r.not_before > now else ""

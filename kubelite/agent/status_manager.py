@@ -301,7 +301,12 @@ class StatusManager:
     async def _write(self, entry: _PodStatus) -> None:
         version, status = entry.version, entry.status
         if version > entry.acked and status is not None:
-            patch = two_way_patch(self._held(entry, status), status)
+            held = self._held(entry, status)
+            if "conditions" in held and "conditions" not in status:
+                # a status without conditions (an admission refusal's) drops the agent's own one by one, never the
+                # list: `conditions: null` would delete the other components' (PodScheduled, DisruptionTarget) too
+                status = {**status, "conditions": []}
+            patch = two_way_patch(held, status)
             entry.held = None  # until acknowledged, the API may hold either
             if patch:  # an empty diff: the API holds it already, nothing is sent (kubelet's PatchPodStatus)
                 await timed(self.clock, self.client.patch(
@@ -325,6 +330,8 @@ class StatusManager:
         if isinstance(shown.get("conditions"), list):
             own = {c.get("type") for c in status.get("conditions") or []}
             shown["conditions"] = [c for c in shown["conditions"] if isinstance(c, dict) and c.get("type") in own]
+            if not shown["conditions"]:
+                del shown["conditions"]
         return shown
 
     @staticmethod

@@ -277,7 +277,8 @@ def validate_object_meta(meta: Mapping[str, Any], namespaced: bool, name_fn: Nam
     causes: list[Cause] = []
     generate = meta.get("generateName") or ""
     if generate:
-        masked = generate[:-1] + "a" if len(generate) > 1 and generate.endswith("-") else generate
+        # maskTrailingDash as written upstream: it drops two characters, not one ("a-.-" passes as "a-a")
+        masked = generate[:-2] + "a" if len(generate) > 1 and generate.endswith("-") else generate
         causes += [invalid("metadata.generateName", generate, e) for e in name_fn(masked)]
     name = meta.get("name", "")
     if not name:

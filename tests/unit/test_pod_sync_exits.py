@@ -58,3 +58,35 @@ async def test_an_exit_not_yet_recorded_by_its_watcher(tmp_path: Path, policy: s
 def starts(h: Harness) -> int:
     """Instances started so far (a Started event each)."""
     return sum(1 for _, reason, _ in h.events if reason == "Started")
+
+
+@pytest.mark.parametrize("seen_after", [
+    pytest.param(0.0, id="an exit seen as it happens"),
+    pytest.param(3.25, id="an exit seen late (the shim's record of it): the back-off still counts from the exit"),
+])
+async def test_the_back_off_counts_from_the_exit_and_its_message_shows_the_period(
+        tmp_path: Path, seen_after: float) -> None:
+    """kubelet's IsInBackOffSince(key, FinishedAt): the restart is due a back-off period after the exit, and the
+    CrashLoopBackOff message names that period in Go's form ("back-off 10s"), however late the exit was seen."""
+    h = Harness(tmp_path)
+    pod: Obj = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+                "spec": {"restartPolicy": "Always", "containers": [{"name": "main", "image": "hollow",
+                                                                    "command": ["hollow"]}]}}
+    sync = PodSync(h, pod, lambda: None)
+    await sync.sync_pod(pod)
+    first = sync.records[0].process
+    assert first is not None
+    first.finish(Exit(1))  # the first exit restarts at once (seed 000's gaps: 0, 10, 20, …)
+    sync.containers.record_exit(sync.records[0], first.result)
+    await sync.sync_pod(pod)
+    ended = sync.records[0].process
+    assert ended is not None and ended is not first
+    await h.clock.advance(1)
+    exited_at = h.clock.now()
+    await h.clock.advance(seen_after)
+    ended.finish(Exit(1, finished_at=exited_at))
+    sync.containers.record_exit(sync.records[0], ended.result)
+    await sync.sync_pod(pod)
+    record = sync.records[0]
+    assert record.not_before == exited_at + 10
+    assert record.waiting_message.startswith("back-off 10s restarting failed container=main pod=p_default(u1)")

@@ -334,3 +334,33 @@ def test_every_resync_instant_is_the_first_after_the_one_before() -> None:
     for before, at in zip([12.345, *grid], grid, strict=False):
         assert manager._instant_after(before) == at
         assert manager._instant_after(math.nextafter(at, 0.0)) == at
+
+
+@pytest.mark.parametrize("api_conditions,written,want", [
+    pytest.param([{"type": "PodScheduled", "status": "True"}, {"type": "DisruptionTarget", "status": "True"}], None,
+                 [{"type": "PodScheduled", "status": "True"}, {"type": "DisruptionTarget", "status": "True"}],
+                 id="a refusal's status without conditions keeps the others' conditions (nothing acknowledged yet)"),
+    pytest.param([{"type": "PodScheduled", "status": "True"}, {"type": "DisruptionTarget", "status": "True"}],
+                 {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}]},
+                 [{"type": "PodScheduled", "status": "True"}, {"type": "DisruptionTarget", "status": "True"}],
+                 id="a status without conditions after one with the agent's: only the agent's are deleted"),
+])
+async def test_a_status_without_conditions_never_deletes_other_components_conditions(
+        api_conditions: list[Obj], written: Obj | None, want: list[Obj]) -> None:
+    """An admission refusal's status (phase Failed, reason, message) has no conditions: the two-way patch must
+    not send `conditions: null`, which would delete the scheduler's PodScheduled and a DisruptionTarget too."""
+    clock = FakeClock()
+    client = FlakyClient(clock, 0)
+    api: dict[str, Obj] = {"p": {**POD, "status": {"phase": "Pending", "conditions": api_conditions}}}
+    manager = StatusManager(client, clock, lambda ns, name: api.get(name))  # type: ignore[arg-type]
+    if written is not None:  # acknowledged first, and merged into the API's object
+        manager.set_status(POD, written)
+        await _run(manager, clock, 3)
+        for _, _, body in client.acked:
+            api["p"] = strategic_merge_patch(api["p"], {"status": body}, "V1Pod")
+    manager.set_status(POD, {"phase": "Failed", "reason": "OutOfcpu", "message": "Node didn't have enough resource"})
+    await _run(manager, clock, 3)
+    for _, _, body in client.acked[-1:]:
+        api["p"] = strategic_merge_patch(api["p"], {"status": body}, "V1Pod")
+    assert api["p"]["status"]["phase"] == "Failed"
+    assert api["p"]["status"]["conditions"] == want
