@@ -320,7 +320,12 @@ class StatusManager:
 
     def _held(self, entry: _PodStatus, status: Obj) -> Obj:
         """The status the patch is computed from: the last acknowledged, else the agent's own part of the API
-        object's (its conditions of the types `status` has), else nothing (the whole status is sent)."""
+        object's (its conditions of the types `status` has), else nothing (the whole status is sent).
+
+        Partial against kubelet, which diffs against a fresh read of the pod: an agent-owned value another writer
+        changed behind the agent and that the resync's `summary()` does not compare (a condition's reason or
+        message, podIP) is not put back; and after a write whose outcome is unknown the informer's view, the base
+        then, may be older than what the server holds, so a key added by the lost write is not nulled."""
         if entry.held is not None:
             return entry.held
         pod = self.lookup(entry.namespace, entry.name)
