@@ -196,8 +196,9 @@ def test_label_annotate_patch(cluster: ServerProcess) -> None:
                     '{"spec":{"containers":[{"name":"main","image":"busybox:2"}]}}')
     cluster.kubectl("patch", "pod", "other", "-n", "demo", "--type=merge", "-p",
                     '{"metadata":{"labels":{"tier":null}}}')
+    # the last label gone, so is the map (omitempty, as upstream's JSON): a JSON patch adds the map itself
     cluster.kubectl("patch", "pod", "other", "-n", "demo", "--type=json", "-p",
-                    '[{"op":"add","path":"/metadata/labels/j","value":"2"}]')
+                    '[{"op":"add","path":"/metadata/labels","value":{"j":"2"}}]')
     pod = json.loads(cluster.kubectl("get", "pod", "other", "-n", "demo", "-o", "json").stdout)
     assert pod["metadata"]["labels"] == {"j": "2"}
     assert pod["metadata"]["annotations"]["note"] == "y"
