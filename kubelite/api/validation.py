@@ -161,7 +161,7 @@ LABEL_SELECTOR = GoType("v1.LabelSelector", (
     ("matchExpressions", "MatchExpressions", GoType("[]v1.LabelSelectorRequirement", element=_REQUIREMENT))))
 
 
-def _go_quote(value: str) -> str:
+def go_quote(value: str) -> str:
     """strconv.Quote, as %q: JSON's escapes are Go's for the characters that occur in names and values."""
     return json.dumps(value, ensure_ascii=False)
 
@@ -194,7 +194,7 @@ def go_value(value: Any, go_type: GoType | None = None) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return _go_quote(value)
+        return go_quote(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
@@ -216,10 +216,10 @@ def _typed(value: Any, t: GoType) -> str:
         if t.element is not None and isinstance(value, list):
             return t.name + "{" + ", ".join(_typed(e, t.element) for e in value) + "}"
         if t.element is None and isinstance(value, dict):
-            return t.name + "{" + ", ".join(f"{_go_quote(str(k))}:{go_value(v)}" for k, v in sorted(value.items())) \
+            return t.name + "{" + ", ".join(f"{go_quote(str(k))}:{go_value(v)}" for k, v in sorted(value.items())) \
                 + "}"
     if t is _STRING:
-        return _go_quote(value) if isinstance(value, str) else '""' if value is None else go_value(value)
+        return go_quote(value) if isinstance(value, str) else '""' if value is None else go_value(value)
     return go_value(value)
 
 

@@ -8,7 +8,6 @@ containers exceeds its own limit. The messages are upstream's.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kubelite.agent.eviction.quantity import Quantity
@@ -16,6 +15,7 @@ from kubelite.agent.eviction.stats import PodStats
 from kubelite.agent.eviction.thresholds import EPHEMERAL_STORAGE
 from kubelite.api.podresources import pod_requests
 from kubelite.api.quantity import QuantityError
+from kubelite.api.validation import go_quote
 
 Obj = dict[str, Any]
 EMPTY_DIR_MESSAGE = "Usage of EmptyDir volume {} exceeds the limit {}. "
@@ -28,10 +28,6 @@ def _quantity(raw: Any) -> Quantity | None:
         return Quantity.parse(str(raw)) if raw is not None else None
     except QuantityError:
         return None
-
-
-def _go_quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 def _limits_spec(spec: Obj) -> Obj:
@@ -54,7 +50,7 @@ def local_storage_violation(pod: Obj, stats: PodStats | None) -> str | None:
         size = _quantity((vol.get("emptyDir") or {}).get("sizeLimit"))
         usage = used.get(vol.get("name", ""))
         if size is not None and size.amount > 0 and usage is not None and (usage.used or 0) > size.amount:
-            return EMPTY_DIR_MESSAGE.format(_go_quote(vol["name"]), _go_quote(str(size)))
+            return EMPTY_DIR_MESSAGE.format(go_quote(vol["name"]), go_quote(str(size)))
     if any(EPHEMERAL_STORAGE in ((c.get("resources") or {}).get("limits") or {})
            for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]):
         limit = pod_requests(_limits_spec(spec)).get(EPHEMERAL_STORAGE, 0)
@@ -69,5 +65,5 @@ def local_storage_violation(pod: Obj, stats: PodStats | None) -> str | None:
             continue
         container_used = ((cs.logs.used if cs.logs else 0) or 0) + ((cs.rootfs.used if cs.rootfs else 0) or 0)
         if container_used > limit_q.amount:
-            return CONTAINER_MESSAGE.format(cs.name, _go_quote(str(limit_q)))
+            return CONTAINER_MESSAGE.format(cs.name, go_quote(str(limit_q)))
     return None

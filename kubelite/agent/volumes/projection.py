@@ -12,13 +12,13 @@ one field each; `metadata.labels` / `metadata.annotations` as sorted `key="value
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubelite.agent.container import ConfigError, ObjectLookup, field_value, find_container, resource_value
 from kubelite.agent.volumes.atomic_writer import FileProjection
 from kubelite.agent.volumes.ownership import fs_group, fs_user
+from kubelite.api.validation import go_quote
 
 Obj = dict[str, Any]
 DEFAULT_MODE = 0o644
@@ -32,14 +32,9 @@ class MountError(Exception):
     """MountVolume.SetUp failed: the pod's containers wait (ContainerCreating) and the mount is retried."""
 
 
-def _go_quote(value: str) -> str:
-    """Go's %q for the printable strings labels and annotations hold."""
-    return json.dumps(value, ensure_ascii=False)
-
-
 def format_map(m: Obj) -> str:
     """fieldpath.FormatMap: `key="value"` lines in key order, no trailing newline."""
-    return "\n".join(f"{k}={_go_quote(str(m[k]))}" for k in sorted(m))
+    return "\n".join(f"{k}={go_quote(str(m[k]))}" for k in sorted(m))
 
 
 def _object_payload(kind: str, obj: Obj | None, items: list[Obj] | None, default_mode: int,
