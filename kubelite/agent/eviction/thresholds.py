@@ -10,7 +10,6 @@ with `mergeDefaultEvictionSettings: true`, the defaults fill the signals left un
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from kubelite.agent.eviction.quantity import BINARY_SI, Quantity
 from kubelite.api.quantity import QuantityError
+from kubelite.clock import parse_duration
 
 MEMORY_AVAILABLE = "memory.available"
 ALLOCATABLE_MEMORY_AVAILABLE = "allocatableMemory.available"
@@ -100,27 +100,12 @@ class EvictionConfig:
     max_pod_grace_period: int = 0  # evictionMaxPodGracePeriod (seconds)
 
 
-_GO_DURATION = re.compile(r"([0-9]*\.?[0-9]*)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def go_duration(text: str) -> float:
-    """time.ParseDuration, in seconds (signs, fractions and ns…h units; "0" alone needs no unit)."""
-    s = str(text).strip()
-    sign = -1.0 if s.startswith("-") else 1.0
-    body = s[1:] if s[:1] in "+-" else s
-    if body == "0":
-        return 0.0
-    if not body:
-        raise ThresholdConfigError(f'time: invalid duration "{text}"')
-    total, pos = 0.0, 0
-    while pos < len(body):
-        m = _GO_DURATION.match(body, pos)
-        if not m or m.group(1) in ("", "."):
-            raise ThresholdConfigError(f'time: invalid duration "{text}"')
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    return sign * total
+    """time.ParseDuration (kubelite.clock.parse_duration), in seconds; surrounding blanks ignored."""
+    try:
+        return parse_duration(str(text).strip()) / 1e9
+    except ValueError:
+        raise ThresholdConfigError(f'time: invalid duration "{text}"') from None
 
 
 def _percentage(text: str) -> float:
