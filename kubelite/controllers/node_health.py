@@ -81,11 +81,8 @@ def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | Non
     if saved is not None and (
             (saved_ready is None and current is not None) or (saved_ready is not None and current is None)):
         health = NodeHealth(status, now, now, saved.lease_renew_time)
-    elif (saved_ready is not None and current is not None
-          and saved_ready.get("lastHeartbeatTime") != current.get("lastHeartbeatTime")):
-        changed = saved_ready.get("lastTransitionTime") != current.get("lastTransitionTime")
-        health = NodeHealth(status, now, now if changed else health.ready_transition_timestamp,
-                            health.lease_renew_time)
+    elif saved is not None:
+        health = heartbeat_seen(saved, node, now) or health
     renew = ((lease or {}).get("spec") or {}).get("renewTime")
     if renew and (health.lease_renew_time is None or parse_rfc3339(health.lease_renew_time) < parse_rfc3339(renew)):
         health = NodeHealth(health.status, now, health.ready_transition_timestamp, renew)
@@ -112,6 +109,20 @@ def try_update_node_health(node: Obj, lease: Obj | None, saved: NodeHealth | Non
     # After the write, the probe time stays (the node is still silent); the transition is now.
     written = NodeHealth(status, health.probe_timestamp, now, health.lease_renew_time)
     return HealthUpdate(written, observed, now_ready, node)
+
+
+def heartbeat_seen(saved: NodeHealth, node: Obj, now: float) -> NodeHealth | None:
+    """The health after a new Ready heartbeat on `node` (one that posted status before, as recorded in `saved`),
+    seen `now`: the probe time is now, and so is the transition time if the condition transitioned. None: the
+    heartbeat is the one `saved` has (or either side has no Ready condition, which only a pass judges)."""
+    saved_ready = pc.condition({"status": saved.status}, "Ready")  # read only: no copy
+    current = condition(node, "Ready")
+    if saved_ready is None or current is None or saved_ready.get("lastHeartbeatTime") == current.get(
+            "lastHeartbeatTime"):
+        return None
+    changed = saved_ready.get("lastTransitionTime") != current.get("lastTransitionTime")
+    return NodeHealth(node.get("status") or {}, now, now if changed else saved.ready_transition_timestamp,
+                      saved.lease_renew_time)
 
 
 # --- zones ---------------------------------------------------------------------------------------

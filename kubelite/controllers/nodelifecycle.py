@@ -18,9 +18,12 @@ A port of pkg/controller/nodelifecycle (the taint-based eviction mode, the only 
 - **NoSchedule taints** follow the node's conditions and spec.unschedulable at once, unpaced
   (doNoScheduleTaintingPass).
 
-Beyond upstream, the monitor also wakes when a node's grace period runs out and when a node's
-Ready condition changes, so a lost node is tainted within moments of its grace period rather
-than up to two monitor periods later.
+Beyond upstream, a sign of life counts from when the informer delivers it, not from the next pass
+(upstream's probe time is the pass's), and the monitor also wakes when a node's grace period runs
+out, when a node is added and when a node's Ready condition changes, so a lost node is tainted
+within moments of its grace period rather than up to two monitor periods later. (Without the wake
+on add, a node that registered after a pass had its first look, and its probe time, up to a period
+later: one that went silent in its first seconds was tainted up to a period late.)
 
 **Cost.** Upstream looks at every node on every pass; here a pass looks only at the nodes whose
 outcome can differ from their last one, with the same result: those whose Node object was added,
@@ -117,10 +120,16 @@ class NodeLifecycleController:
     def _node_added(self, node: Obj) -> None:
         self._changed.add(node["metadata"]["name"])
         self.no_schedule.enqueue(node["metadata"]["name"])
+        self._kick.set()  # looked at now: until then its renewals are not recorded (no health yet)
 
     def _node_updated(self, old: Obj, new: Obj) -> None:
-        self._changed.add(new["metadata"]["name"])
-        self.no_schedule.enqueue(new["metadata"]["name"])
+        name = new["metadata"]["name"]
+        self._changed.add(name)
+        self.no_schedule.enqueue(name)
+        health = self.health.get(name)
+        seen = nh.heartbeat_seen(health, new, self.clock.now()) if health is not None else None
+        if seen is not None:  # counted when seen, as a Lease renewal is (`_lease_renewed`)
+            self.health[name] = seen
         if (tt.condition(old, "Ready") or {}).get("status") != (tt.condition(new, "Ready") or {}).get("status"):
             self._kick.set()
 

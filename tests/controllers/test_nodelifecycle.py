@@ -294,31 +294,50 @@ async def test_no_taints_when_every_zone_is_fully_disrupted(cluster: Cluster) ->
 
 
 
-async def test_running_controller_taints_as_the_grace_period_ends_not_at_the_next_period(cluster: Cluster) -> None:
-    """The running controller (informers, monitor and tainting loops): a Lease renewal counts when it is
-    seen, and the monitor wakes when a grace period ends, so the taint lands within moments of it rather
-    than up to a 5 s monitor period later."""
-    for name in ("lost", "healthy"):
-        await cluster.node(name)
-        await cluster.renew_lease(name)
-    ctrl = NodeLifecycleController(cluster.client, cluster.clock, NodeLifecycleOptions(node_monitor_grace_period=12))
+async def _running(cluster: Cluster, grace: float) -> tuple[NodeLifecycleController, asyncio.Task[None]]:
+    """The running controller (informers, monitor and tainting loops), its first monitor pass at t=0: fake
+    time starts once the informers are synced."""
+    ctrl = NodeLifecycleController(cluster.client, cluster.clock, NodeLifecycleOptions(node_monitor_grace_period=grace))
     task = asyncio.create_task(ctrl.run())
-    # Fake time starts once the informers are synced, so the loops start (first monitor pass) at t=0.
     for _ in range(100):
         if all(i.synced.is_set() for i in (ctrl.nodes, ctrl.leases, ctrl.pods)):
             break
         await settle(cluster.clock)
     await settle(cluster.clock)
+    return ctrl, task
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def _at(cluster: Cluster, t: float) -> None:
+    await settle(cluster.clock, t - cluster.clock.monotonic())
+
+
+async def _renew_seen(cluster: Cluster, name: str) -> None:
+    """A renewal the running controller's watch delivers at the instant it is written (the controller counts
+    a renewal from when it sees it), not after the next step of fake time."""
+    await cluster.renew_lease(name)
+    await settle(cluster.clock)
+
+
+async def test_running_controller_taints_as_the_grace_period_ends_not_at_the_next_period(cluster: Cluster) -> None:
+    """A Lease renewal counts when it is seen, and the monitor wakes when a grace period ends, so the taint
+    lands within moments of it rather than up to a 5 s monitor period later."""
+    for name in ("lost", "healthy"):
+        await cluster.node(name)
+        await cluster.renew_lease(name)
+    ctrl, task = await _running(cluster, grace=12)
     assert "lost" in ctrl.health, "the controller did not start"
 
     async def at(t: float) -> None:
-        await settle(cluster.clock, t - cluster.clock.monotonic())
+        await _at(cluster, t)
 
     async def renew(name: str) -> None:
-        """A renewal the controller's watch delivers at the instant it is written (the controller counts
-        a renewal from when it sees it), not after the next step of fake time."""
-        await cluster.renew_lease(name)
-        await settle(cluster.clock)
+        await _renew_seen(cluster, name)
 
     await at(3)  # "lost" renews once more between monitor passes (t=0, 5), then goes silent: grace ends at t=15
     await renew("lost")
@@ -330,9 +349,31 @@ async def test_running_controller_taints_as_the_grace_period_ends_not_at_the_nex
     await at(15.2)
     assert _taints(await cluster.get("/api/v1/nodes/lost")) == UNREACHABLE
     assert _taints(await cluster.get("/api/v1/nodes/healthy")) == set()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await _stop(task)
+
+
+async def test_running_controller_counts_the_renewals_of_a_node_added_between_passes(cluster: Cluster) -> None:
+    """A node that registers after a pass is looked at when it is added, so its renewals count from then on:
+    one that renews at t=2 and goes silent is tainted as its grace period ends (t=14), not a grace period
+    after the next 5 s pass (t=17)."""
+    await cluster.node("healthy")
+    await cluster.renew_lease("healthy")
+    _, task = await _running(cluster, grace=12)
+    await _at(cluster, 1)
+    await cluster.node("new")
+    await _renew_seen(cluster, "new")
+    await _at(cluster, 2)
+    await _renew_seen(cluster, "new")
+    for t in (4, 8, 12):
+        await _at(cluster, t)
+        await _renew_seen(cluster, "healthy")
+    await _at(cluster, 13.9)
+    assert _taints(await cluster.get("/api/v1/nodes/new")) == set()
+    await _at(cluster, 14.1)
+    await _at(cluster, 14.2)
+    assert _taints(await cluster.get("/api/v1/nodes/new")) == UNREACHABLE
+    assert _taints(await cluster.get("/api/v1/nodes/healthy")) == set()
+    await _stop(task)
 
 
 # --- a pass looks only at the nodes whose outcome can change (nodelifecycle module doc, Cost) --------
@@ -387,8 +428,10 @@ async def _ready_status(cluster: Cluster, name: str) -> str:
                  id="silent from registration: Unknown at the first pass after the grace period, not at its end"),
     pytest.param([4.0, 8.0], [], [(5.0, "True"), (10.0, "True"), (18.0, "True"), (18.5, "Unknown")],
                  id="Lease renewals push the deadline to the last renewal plus the grace period"),
-    pytest.param([], [4.0, 8.0], [(5.0, "True"), (10.0, "True"), (20.0, "True"), (20.5, "Unknown")],
-                 id="status heartbeats count from the pass that sees them"),
+    pytest.param([], [4.0, 8.0], [(5.0, "True"), (10.0, "True"), (18.0, "True"), (18.5, "Unknown")],
+                 id="status heartbeats count when they are seen, as Lease renewals do"),
+    pytest.param([9.0], [8.0], [(5.0, "True"), (10.0, "True"), (19.0, "True"), (19.01, "Unknown")],
+                 id="a heartbeat before a renewal does not outlast it"),
     pytest.param([9.0], [], [(5.0, "True"), (15.0, "True"), (19.0, "True"), (19.01, "Unknown")],
                  id="a renewal after a pass moves a deadline the queue already holds"),
 ])
@@ -411,6 +454,7 @@ async def test_node_is_unknown_at_exactly_the_pass_after_its_grace_period(
             await _renew(cluster, ctrl, "node0")
         elif what == "post":
             await cluster.post_status("node0", "True")
+            await sync(ctrl.nodes)
         else:
             await _pass(ctrl)
             assert await _ready_status(cluster, "node0") == expected[t], f"at t={t}"
