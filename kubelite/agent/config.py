@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,8 +10,7 @@ import yaml
 
 from kubelite.agent.eviction.thresholds import EvictionConfig, ThresholdConfigError, eviction_config
 from kubelite.agent.lifecycle import INITIAL_BACKOFF, MAX_BACKOFF
-
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?$")
+from kubelite.clock import parse_duration
 
 
 class NodeConfigError(ValueError):
@@ -20,12 +18,15 @@ class NodeConfigError(ValueError):
 
 
 def duration(text: str) -> float:
-    """A Go duration such as 1m30s, 45s, 2m."""
-    m = _DURATION.match(str(text).strip())
-    if not m or not any(m.groups()):
-        raise NodeConfigError(f"invalid duration {text!r}")
-    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
-    return h * 3600 + mi * 60 + s
+    """A KubeletConfiguration duration (metav1.Duration, read by Go's time.ParseDuration: 1m30s, 45s, 500ms, 0)
+    in seconds; a negative one is refused here, where no field takes one."""
+    try:
+        ns = parse_duration(str(text).strip())
+    except ValueError:
+        raise NodeConfigError(f"invalid duration {text!r}") from None
+    if ns < 0:
+        raise NodeConfigError(f"invalid duration {text!r}: must not be negative")
+    return ns / 1e9
 
 
 @dataclass

@@ -95,12 +95,30 @@ def test_expansion_and_environment() -> None:
 
 
 
+@pytest.mark.parametrize(("text", "seconds"), [
+    pytest.param("2m", 120.0, id="minutes"),
+    pytest.param("1m30s", 90.0, id="minutes and seconds"),
+    pytest.param("500ms", 0.5, id="milliseconds, as Go's time.ParseDuration reads them"),
+    pytest.param("1h0m0.25s", 3600.25, id="hours with a fractional second"),
+    pytest.param("0", 0.0, id="a bare zero"),
+    pytest.param("1.5", None, id="a number without a unit is refused"),
+    pytest.param("-10s", None, id="a negative duration is refused"),
+    pytest.param("10 s", None, id="a space inside is refused"),
+    pytest.param("", None, id="empty is refused"),
+])
+def test_node_config_duration(text: str, seconds: float | None) -> None:
+    if seconds is None:
+        with pytest.raises(NodeConfigError):
+            duration(text)
+    else:
+        assert duration(text) == seconds
+
+
 def test_node_config() -> None:
     cfg = parse({"kind": "KubeletConfiguration", "crashLoopBackOff": {"maxContainerRestartPeriod": "1m30s"},
                  "imageCatalog": {"nginx": ["nginx", "-g", "daemon off;"]}})
     assert cfg.max_restart_period == 90 and cfg.image_catalog["nginx"][0] == "nginx"
     reduced = parse({"kind": "KubeletConfiguration", "featureGates": {"ReduceDefaultCrashLoopBackOffDecay": True}})
     assert (reduced.initial_backoff, reduced.max_restart_period) == (1.0, 60.0)
-    assert duration("2m") == 120 and duration("45s") == 45
     with pytest.raises(NodeConfigError):
         parse({"kind": "KubeletConfiguration", "crashLoopBackOff": {"maxContainerRestartPeriod": "10m"}})
