@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import aiohttp
+from aiohttp.connector import Connection
 
 from kubelite.agent.umask import CONTAINER_UMASK
 from kubelite.api.validation import go_quote
@@ -38,11 +39,11 @@ class BrokenConnection(Exception):
 class _AddressedRequest(aiohttp.ClientRequest):
     """A request that notes its connection's local and remote address: Go's read error names both."""
 
-    async def send(self, conn: Any) -> aiohttp.ClientResponse:
-        addresses = _ADDRESSES.get(None)
-        transport = conn.transport
-        if addresses is not None and transport is not None:
-            addresses[:] = [_join_host_port(*transport.get_extra_info(end)[:2]) for end in ("sockname", "peername")]
+    async def send(self, conn: Connection) -> aiohttp.ClientResponse:
+        addresses, transport = _ADDRESSES.get(None), conn.transport
+        ends = [transport.get_extra_info(end) for end in ("sockname", "peername")] if transport is not None else []
+        if addresses is not None and len(ends) == 2 and all(ends):
+            addresses[:] = [_join_host_port(*end[:2]) for end in ends]
         return await super().send(conn)
 
 
