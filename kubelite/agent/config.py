@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from kubelite.agent.container import DEFAULT_CLUSTER_DOMAIN
 from kubelite.agent.eviction.thresholds import EvictionConfig, ThresholdConfigError, eviction_config
 from kubelite.agent.lifecycle import INITIAL_BACKOFF, MAX_BACKOFF
 from kubelite.clock import parse_duration
@@ -42,6 +43,7 @@ class NodeConfig:
     protected_paths: tuple[Path, ...] = ()
     self_fence_after: float = 0.0  # > 0: kill every container after this long without a Lease renewal (self_fence.py)
     node_lease_duration: int = 40  # nodeLeaseDurationSeconds: the Lease is renewed every quarter of it (node.py)
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN  # clusterDomain: a pod's FQDN ends with it (setHostnameAsFQDN)
 
 
 def parse(raw: dict[str, Any]) -> NodeConfig:
@@ -74,6 +76,8 @@ def parse(raw: dict[str, Any]) -> NodeConfig:
         if not isinstance(lease, int) or isinstance(lease, bool) or lease <= 0:
             raise NodeConfigError("nodeLeaseDurationSeconds: must be a positive integer")
         cfg.node_lease_duration = lease
+    if raw.get("clusterDomain"):
+        cfg.cluster_domain = str(raw["clusterDomain"]).strip(".")
     if raw.get("selfFenceAfter"):  # kubelite's own field
         cfg.self_fence_after = duration(raw["selfFenceAfter"])
     return cfg

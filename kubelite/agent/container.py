@@ -18,12 +18,21 @@ from kubelite.api.quantity import QuantityError, parse_quantity
 Obj = dict[str, Any]
 PAUSE = ["sleep", "infinity"]  # pause: waits for a signal, ends on the stop signal
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-HOSTNAME_MAX_LEN = 63  # a Linux nodename: 64 bytes with the terminating NUL
+HOSTNAME_MAX_LEN = 63  # truncatePodHostnameIfNeeded's cap (a DNS label)
+FQDN_MAX_LEN = 64  # GetNodenameForKernel's: the Linux nodename field (65 bytes with the terminating NUL)
+# the node's clusterDomain when its config names none: what every cluster sets (kubeadm, kind, k3s) and what
+# kubelite's service-account issuer says (kubernetes.default.svc.cluster.local)
+DEFAULT_CLUSTER_DOMAIN = "cluster.local"
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 class ConfigError(Exception):
     """CreateContainerConfigError: the container cannot be started as specified."""
+
+
+class SandboxError(ConfigError):
+    """The pod's sandbox cannot be configured (kuberuntime's generatePodSandboxConfig failed): no container of
+    the pod starts, they wait as ContainerCreating, and a FailedCreatePodSandBox event says why."""
 
 
 def expand(text: str, env: dict[str, str]) -> str:
@@ -159,24 +168,42 @@ def _key_ref(pod: Obj, kind: str, ref: Obj, lookup: ObjectLookup) -> str | None:
     return values[key]
 
 
-def pod_hostname(pod: Obj) -> str:
+def pod_hostname(pod: Obj, cluster_domain: str = DEFAULT_CLUSTER_DOMAIN) -> str:
     """The pod's hostname as kubelet gives it to the runtime's sandbox (GeneratePodHostNameAndDomain and
     truncatePodHostnameIfNeeded): spec.hostname, else the pod's name, cut to 63 characters with no trailing '-' or
-    '.'; a hostNetwork pod gets none, so containerd uses the node's own."""
+    '.'; with `setHostnameAsFQDN` and a subdomain, its FQDN (GetNodenameForKernel: SandboxError when longer than
+    64 characters). A hostNetwork pod gets none, so containerd uses the node's own. (kubelet also checks that
+    spec.hostname and spec.subdomain are DNS labels; the API server has refused any that is not.)"""
     spec = pod.get("spec") or {}
     if spec.get("hostNetwork"):
         return socket.gethostname()
     name = str(spec.get("hostname") or pod["metadata"].get("name", ""))
-    return name[:HOSTNAME_MAX_LEN].rstrip("-.") if len(name) > HOSTNAME_MAX_LEN else name
+    name = name[:HOSTNAME_MAX_LEN].rstrip("-.") if len(name) > HOSTNAME_MAX_LEN else name
+    subdomain = spec.get("subdomain")
+    domain = f"{subdomain}.{pod['metadata'].get('namespace')}.svc.{cluster_domain}" if subdomain else ""
+    return nodename_for_kernel(name, domain, bool(spec.get("setHostnameAsFQDN")))
+
+
+def nodename_for_kernel(hostname: str, host_domain: str, set_hostname_as_fqdn: bool) -> str:
+    """kubelet's GetNodenameForKernel: the FQDN `hostname.host_domain` when asked for and there is a domain (it must
+    fit the kernel's nodename), else the hostname."""
+    if not host_domain or not set_hostname_as_fqdn:
+        return hostname
+    fqdn = f"{hostname}.{host_domain}"
+    if len(fqdn) > FQDN_MAX_LEN:
+        raise SandboxError(f"failed to construct FQDN from pod hostname and cluster domain, FQDN {fqdn} is too long "
+                           f"({FQDN_MAX_LEN} characters is the max, {len(fqdn)} characters requested)")
+    return fqdn
 
 
 def environment(pod: Obj, container: Obj, host_ip: str, base: dict[str, str], allocatable: Mapping[str, str],
-                lookup: ObjectLookup = _no_objects, warn: Warn | None = None) -> dict[str, str]:
+                lookup: ObjectLookup = _no_objects, warn: Warn | None = None,
+                cluster_domain: str = DEFAULT_CLUSTER_DOMAIN) -> dict[str, str]:
     """containerd's HOSTNAME (the pod's hostname), then kubelet's makeEnvironmentVariables: the node's base, then
     envFrom, then env in order ($(VAR) expands to what is defined before it), each free to override what came
     before. A missing required object or key is a ConfigError with kubelet's words (CreateContainerConfigError);
     `warn` receives the events about skipped envFrom keys."""
-    env = {"HOSTNAME": pod_hostname(pod), **with_service_links(pod, base)}
+    env = {"HOSTNAME": pod_hostname(pod, cluster_domain), **with_service_links(pod, base)}
     env.update(_env_from(pod, container, lookup, warn))
     for item in container.get("env") or []:
         name = item.get("name", "")

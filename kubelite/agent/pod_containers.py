@@ -18,7 +18,7 @@ from typing import Any
 
 from kubelite.agent import container as cspec
 from kubelite.agent.cgroups import Limits
-from kubelite.agent.hooks import run_handler
+from kubelite.agent.hooks import run_hook
 from kubelite.agent.lifecycle import should_restart
 from kubelite.agent.pod_status import terminated_state
 from kubelite.agent.prober import Prober, ProbeState
@@ -33,6 +33,7 @@ from kubelite.clock import bounded, format_duration
 log = logging.getLogger("kubelite.agent")
 
 Obj = dict[str, Any]
+POST_START_HOOK_ERROR = "PostStartHookError"  # kuberuntime's ErrPostStartHook: the start's error, as a waiting reason
 
 
 class PodContainers:
@@ -43,6 +44,7 @@ class PodContainers:
         self.save = save  # checkpoint the records
         self.uid = pod["metadata"]["uid"]
         self.logs_dir = pod_dir(node.data_dir, pod)
+        self._sandbox_error = ""  # the last FailedCreatePodSandBox reason (one event per reason, not per container)
 
     def log_path(self, name: str, restarts: int) -> Path:
         return self.logs_dir / name / f"{restarts}.log"
@@ -54,7 +56,8 @@ class PodContainers:
         """(argv, env) of the container's next instance: a fresh environment from the API objects as they are now,
         in the sandbox (ConfigError when the container cannot be run as specified)."""
         env = cspec.environment(self.pod, r.spec, self.node.host_ip, self.node.base_env,
-                                self.node.volumes.allocatable, self.node.volumes.objects.get, self._warn)
+                                self.node.volumes.allocatable, self.node.volumes.objects.get, self._warn,
+                                self.node.config.cluster_domain)
         return self._sandboxed(r, cspec.argv(r.spec, env, self.node.config.image_catalog)), env
 
     def exec_command(self, r: Record, argv: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -86,6 +89,11 @@ class PodContainers:
             return
         try:
             argv, env = self.command(r)
+        except cspec.SandboxError as exc:  # SyncPod's createPodSandbox failed: its event, once per reason
+            if exc.args[0] != self._sandbox_error:
+                self.event("FailedCreatePodSandBox", f"Failed to create pod sandbox: {exc}", "Warning")
+            self._sandbox_error = exc.args[0]
+            return
         except cspec.ConfigError as exc:
             if r.waiting != "CreateContainerConfigError":
                 self.event("Failed", f"Error: {exc}", "Warning")
@@ -107,23 +115,35 @@ class PodContainers:
             return
         finally:
             r.starting = None
-        r.started_at, r.ever_started, r.waiting = self.node.clock.now(), True, ""
+        r.started_at, r.ever_started, r.waiting, r.waiting_message = self.node.clock.now(), True, "", ""
         self.save()
         self.event("Created", f"Created container {r.name}")
         self.event("Started", f"Started container {r.name}")
         self.node.spawn(self._watch(r, r.process))
         post = (r.spec.get("lifecycle") or {}).get("postStart")
         if post:
-            ok, message = await run_handler(post, r.spec, env, self.node.host_ip, self.node.clock)
-            if not ok:
-                # kuberuntime's startContainer: "do not record the message in the event so that secrets won't
-                # leak from the server" — the hook's output goes to the agent's log only
-                log.warning("pod %s: PostStart hook for container %s failed: %s", format_pod(self.pod), r.name,
-                            message)
-                self.event("FailedPostStartHook", "PostStartHook failed", "Warning")
-                self.node.runtime.kill(r.process)
+            failure = await run_hook(post, r.spec, env, self.node.host_ip, self.node.clock, format_pod(self.pod))
+            if failure:
+                await self._post_start_failed(r, r.process, failure)
                 return
         self.probe(r)
+
+    async def _post_start_failed(self, r: Record, p: Handle, failure: str) -> None:
+        """kuberuntime's startContainer after a failed postStart: the event (a fixed text — "do not record the
+        message in the event so that secrets won't leak from the server"; the hook's message goes to the agent's
+        log), then killContainer with the message "FailedPostStartHook" (the Killing event's text; preStop and the
+        pod's grace period as for any stop), all before the start returns, so no status shows the container
+        running meanwhile. Once it has stopped it waits as PostStartHookError with the hook's message (kubelet's
+        reason cache, until the next start or back-off) when it is to be restarted; else it stays Terminated."""
+        log.warning("pod %s: PostStart hook for container %s failed: %s", format_pod(self.pod), r.name, failure)
+        self.event("FailedPostStartHook", "PostStartHook failed", "Warning")
+        now = self.node.clock.now()
+        await self.stop(r, Termination(now, now + pod_grace(self.pod)), "FailedPostStartHook")
+        if r.process is not p or p.result is None:
+            return
+        self.record_exit(r, p.result)
+        if should_restart(self.pod["spec"].get("restartPolicy", "Always"), r.spec, p.result.code):
+            r.waiting, r.waiting_message = POST_START_HOOK_ERROR, failure
 
     def _warn(self, reason: str, message: str) -> None:
         self.event(reason, message, "Warning")
@@ -201,8 +221,9 @@ class PodContainers:
 
     # --- stop -------------------------------------------------------------------------------------
 
-    async def stop(self, r: Record, termination: Termination) -> None:
-        """preStop (time spent is deducted), then the stop signal, then SIGKILL when the window ends.
+    async def stop(self, r: Record, termination: Termination, message: str = "") -> None:
+        """preStop (time spent is deducted), then the stop signal, then SIGKILL when the window ends; `message` is
+        the Killing event's text (killContainer's, "Stopping container <name>" when empty).
 
         Every container gets at least MIN_STOP_WINDOW after its stop signal: this is also the
         one-time 2 s extension when the preStop hook overran the grace period.
@@ -212,20 +233,21 @@ class PodContainers:
         p, clock = r.process, self.node.clock
         pre = (r.spec.get("lifecycle") or {}).get("preStop")
         if pre and not termination.gone:
-            finished, result = await bounded(clock, run_handler(pre, r.spec, p.env, self.node.host_ip, clock),
-                                             termination.deadline - clock.now())
+            finished, failure = await bounded(clock, run_hook(pre, r.spec, p.env, self.node.host_ip, clock,
+                                                               format_pod(self.pod)),
+                                              termination.deadline - clock.now())
             # executePreStopHook: a failure's event has a fixed text (the hook's output could hold secrets), and a
             # hook that outlives the grace period is only logged
             if not finished:
                 log.info("pod %s: PreStop hook for container %s not completed in grace period", format_pod(self.pod),
                          r.name)
-            elif result is not None and not result[0]:
+            elif failure:
                 log.warning("pod %s: PreStop hook for container %s failed: %s", format_pod(self.pod), r.name,
-                            result[1])
+                            failure)
                 self.event("FailedPreStopHook", "PreStopHook failed", "Warning")
         if not p.alive:
             return
-        self.event("Killing", f"Stopping container {r.name}")
+        self.event("Killing", message or f"Stopping container {r.name}")
         self.node.runtime.signal(p, stop_signal(r.spec))
         signalled = clock.now()
         while p.alive:

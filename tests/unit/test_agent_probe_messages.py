@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import http.server
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from kubelite.agent.hooks import run_handler, timeout_message
+from kubelite.agent.hooks import run_handler, run_hook, timeout_message
 from kubelite.agent.prober import Prober
 from kubelite.clock import RealClock
 from tests.conftest import free_port
@@ -129,3 +130,49 @@ async def test_a_probe_that_outlives_its_timeout_reports_upstreams_words() -> No
         listener.close()
     assert seen == [("Liveness", f'Get "http://127.0.0.1:{port}/": context deadline exceeded (Client.Timeout exceeded '
                                  "while awaiting headers)")]
+
+
+@pytest.fixture
+def resetting_server() -> Iterator[tuple[int, list[int]]]:
+    """A server that reads each request and resets the connection (SO_LINGER 0): its port, and the client ports
+    it was reached from."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    peers: list[int] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, peer = listener.accept()
+            except OSError:
+                return
+            peers.append(peer[1])
+            conn.recv(65536)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield listener.getsockname()[1], peers
+    listener.close()
+
+
+@pytest.mark.parametrize("hook", [
+    pytest.param(False, id="http probe: Go's read error names both ends of the connection"),
+    pytest.param(True, id="http lifecycle hook: the same error inside the hook's message"),
+])
+async def test_connection_reset_mid_request(resetting_server: tuple[int, list[int]], hook: bool) -> None:
+    """The connection is reset after the request was sent: Transport.roundTrip returns the read's net.OpError as is
+    (golang/go#16465), and — a fresh connection — sends the request once (aiohttp would have retried it)."""
+    port, peers = resetting_server
+    handler = {"httpGet": {"path": "/healthz", "port": port}}
+    if hook:
+        message = await run_hook(handler, CONTAINER, {}, "127.0.0.1", RealClock(), "p_default(u1)")
+    else:
+        ok, message = await run_handler(handler, CONTAINER, {}, "127.0.0.1", RealClock())
+        assert not ok
+    assert len(peers) == 1
+    error = (f'Get "http://127.0.0.1:{port}/healthz": read tcp 127.0.0.1:{peers[0]}->127.0.0.1:{port}: read: '
+             "connection reset by peer")
+    in_hook = f'HTTP lifecycle hook (/healthz) for Container "c" in Pod "p_default(u1)" failed - error: {error}'
+    assert message == (in_hook if hook else error)

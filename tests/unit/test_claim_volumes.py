@@ -34,7 +34,7 @@ async def client(tmp_path: Path) -> AsyncIterator[InProcessClient]:
 
 
 def _pv(driver: str, modes: list[str], node: str | None, path: str) -> Obj:
-    source: Obj = {"hostPath": {"path": path}} if driver == "hostPath" else \
+    source: Obj = {driver: {"path": path}} if driver in ("hostPath", "local") else \
         {"csi": {"driver": driver, "volumeHandle": "pv1", "volumeAttributes": {"path": path}}}
     spec: Obj = {"capacity": {"storage": "1Gi"}, "accessModes": modes, **source}
     if node:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kubelite.agent.volumes.ownership import make_volume_dir
+from kubelite.agent.volumes.ownership import fs_group, fs_group_change_policy, make_volume_dir, set_volume_ownership
 from kubelite.api import volumes as vu
 from kubelite.api.errors import ApiError
 from kubelite.client.http import resource_path
@@ -85,8 +85,8 @@ class ClaimVolumes:
                 raise NotReady(f"{what} not found") from None
             raise NotReady(f"reading {what}: {exc}") from None
 
-    async def directory(self, namespace: str, claim_name: str) -> Path:
-        """The directory of the claim's volume, once it may be used on this node; else NotReady."""
+    async def directory(self, namespace: str, claim_name: str) -> tuple[Path, Obj]:
+        """The directory of the claim's volume and the volume, once it may be used on this node; else NotReady."""
         claim = await self._get(resource_path("persistentvolumeclaims", namespace, claim_name),
                                 f'persistentvolumeclaim "{claim_name}"')
         pv_name = (claim.get("spec") or {}).get("volumeName")
@@ -108,7 +108,7 @@ class ClaimVolumes:
         directory = volume_directory(pv, self.data_dir)
         driver = ((pv.get("spec") or {}).get("csi") or {}).get("driver")
         if driver == vu.LOCAL_PATH:
-            return directory  # kubelite's own place under the data dir, bound from outside as emptyDirs are
+            return directory, pv  # kubelite's own place under the data dir, bound from outside as emptyDirs are
         real = directory.resolve()
         for p in self.protected:
             if _inside(real, p):
@@ -116,7 +116,7 @@ class ClaimVolumes:
                                "and state and is never mounted into a container")
         if driver != vu.SHARED_PATH and not directory.is_dir():
             raise NotReady(f"volume {pv_name}: {directory} does not exist on node {self.node_name}")
-        return directory
+        return directory, pv
 
     async def prepare(self, pod: Obj, volume_root: Path) -> str:
         """Mount every claim volume of the pod under `volume_root`; '' when all are ready, else why not."""
@@ -128,7 +128,7 @@ class ClaimVolumes:
                 continue
             link = volume_root / str(vol["name"])
             try:
-                directory = await self.directory(ns, claim)
+                directory, pv = await self.directory(ns, claim)
                 make_volume_dir(directory, PROVISIONED_MODE)
             except (NotReady, OSError) as exc:
                 link.unlink(missing_ok=True)
@@ -138,6 +138,10 @@ class ClaimVolumes:
             if not link.is_symlink() or link.readlink() != directory:
                 link.unlink(missing_ok=True)
                 link.symlink_to(directory)
+                # the local plugin's SetUpAt, on the pod's mount: the pod's fsGroup with its fsGroupChangePolicy,
+                # unless mounted read-only (ownership.py says why only `local` volumes)
+                if (pv.get("spec") or {}).get("local") and not vol["persistentVolumeClaim"].get("readOnly"):
+                    set_volume_ownership(directory, fs_group(pod), False, fs_group_change_policy(pod))
         return "; ".join(problems)
 
     def _in_use(self) -> set[Path]:

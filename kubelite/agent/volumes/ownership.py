@@ -12,8 +12,13 @@ not chmodded) gets that group and the group's bits — rw (0660), or r (0440) fo
 volume — and directories also x (0110) and setgid, so what the container creates there inherits
 the group. The container's process has the fsGroup among its supplementary groups (sandbox.py), as
 kubelet's determineEffectiveSecurityContext adds it. A chown the agent may not make (it does not run
-as root) is logged, as upstream logs and goes on. fsGroupChangePolicy is not ported: it matters only
-for persistent volumes, which (local-path, as rancher's hostPath-backed provisioner) get no fsGroup here.
+as root) is logged, as upstream logs and goes on.
+
+`fsGroupChangePolicy: OnRootMismatch` skips the walk when the volume's root already has the group, the
+group's bits and setgid (skipPermissionChange / requiresPermissionChange). As upstream, only persistent
+volumes pass the pod's policy: emptyDir and API-data volumes are set up with none (Always), and of the
+persistent volumes only `local` ones get an fsGroup at all (kubelite's own CSI drivers have no fsType, so
+the default CSIDriver fsGroupPolicy ReadWriteOnceWithFSType skips them; hostPath volumes never get one).
 """
 
 from __future__ import annotations
@@ -32,11 +37,17 @@ EMPTY_DIR_MODE = 0o777  # emptydir.perm: anyone may write, as the container's us
 DIR_MODE = 0o755  # MkdirAll(…, ModePerm) under kubelet's umask 022: the directories inside a projected payload
 HOST_DIR_MODE = 0o755  # hostutil.MakeDir, for a hostPath DirectoryOrCreate
 HOST_FILE_MODE = 0o644  # hostutil.MakeFile, for a hostPath FileOrCreate
+ON_ROOT_MISMATCH = "OnRootMismatch"  # v1.FSGroupChangeOnRootMismatch
 
 
 def fs_group(pod: Obj) -> int | None:
     value = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup")
     return None if value is None else int(value)
+
+
+def fs_group_change_policy(pod: Obj) -> str | None:
+    value = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroupChangePolicy")
+    return None if value is None else str(value)
 
 
 def fs_user(pod: Obj) -> int | None:
@@ -111,8 +122,32 @@ def _walk_deep(path: Path, st: os.stat_result, group: int, read_only: bool) -> N
     _change(path, group, read_only, st)
 
 
-def set_volume_ownership(directory: Path, group: int | None, read_only: bool) -> None:
-    """SetVolumeOwnership with fsGroupChangePolicy Always: nothing without an fsGroup."""
+def requires_permission_change(root: Path, group: int, read_only: bool) -> bool:
+    """requiresPermissionChange: whether the volume's root lacks the group, the group's bits (rw, or r when read-only;
+    x on a directory) or setgid — or is no directory, or cannot be read."""
+    try:
+        st = root.stat()
+    except OSError as exc:
+        log.error("Performing recursive ownership change on %s because reading permissions of root volume failed: "
+                  "%s", root, exc)
+        return True
+    if st.st_gid != group or not stat.S_ISDIR(st.st_mode):
+        return True
+    wanted = (RO_MASK if read_only else RW_MASK) | EXEC_MASK
+    return (stat.S_IMODE(st.st_mode) & wanted) != wanted or not st.st_mode & stat.S_ISGID
+
+
+def skip_permission_change(directory: Path, group: int, read_only: bool, policy: str | None) -> bool:
+    """skipPermissionChange: only with the OnRootMismatch policy, when the root already matches."""
+    return policy == ON_ROOT_MISMATCH and not requires_permission_change(directory, group, read_only)
+
+
+def set_volume_ownership(directory: Path, group: int | None, read_only: bool, policy: str | None = None) -> None:
+    """SetVolumeOwnership: nothing without an fsGroup; with `policy` OnRootMismatch nothing when the volume's root
+    already matches (`policy` None or Always: the whole volume, every time)."""
     if group is None:
+        return
+    if skip_permission_change(directory, group, read_only, policy):
+        log.debug("Skipping permission and ownership change for volume %s", directory)
         return
     _walk_deep(directory, directory.lstat(), group, read_only)
