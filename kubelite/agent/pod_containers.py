@@ -87,9 +87,7 @@ class PodContainers:
         try:
             argv, env = self.command(r)
         except cspec.ConfigError as exc:
-            if r.waiting != "CreateContainerConfigError":
-                self.event("Failed", f"Error: {exc}", "Warning")
-            r.waiting, r.waiting_message = "CreateContainerConfigError", str(exc)
+            self.config_error(r, str(exc))
             return
         if restart:
             r.restarts += 1
@@ -124,6 +122,12 @@ class PodContainers:
                 self.node.runtime.kill(r.process)
                 return
         self.probe(r)
+
+    def config_error(self, r: Record, message: str) -> None:
+        """The container cannot be created as specified: Waiting in CreateContainerConfigError (one event per spell)."""
+        if r.waiting != "CreateContainerConfigError":
+            self.event("Failed", f"Error: {message}", "Warning")
+        r.waiting, r.waiting_message = "CreateContainerConfigError", message
 
     def _warn(self, reason: str, message: str) -> None:
         self.event(reason, message, "Warning")
@@ -195,7 +199,9 @@ class PodContainers:
         # was seen: the CrashLoopBackOff message's wait is then the period itself ("10s", not "10.12s")
         r.not_before = r.backoff.next_restart(r.finished_at, r.finished_at - r.started_at)
         # waiting in CrashLoopBackOff only when it will be restarted; otherwise it stays Terminated
-        restarts = should_restart(self.pod["spec"].get("restartPolicy", "Always"), r.spec, result.code)
+        # (an ephemeral container never is)
+        restarts = r.kind != "ephemeral" and should_restart(self.pod["spec"].get("restartPolicy", "Always"), r.spec,
+                                                            result.code)
         r.waiting = "CrashLoopBackOff" if restarts and r.not_before > now else ""
         self.wake()
 
