@@ -199,9 +199,7 @@ class PodContainers:
         # was seen: the CrashLoopBackOff message's wait is then the period itself ("10s", not "10.12s")
         r.not_before = r.backoff.next_restart(r.finished_at, r.finished_at - r.started_at)
         # waiting in CrashLoopBackOff only when it will be restarted; otherwise it stays Terminated
-        # (an ephemeral container never is)
-        restarts = r.kind != "ephemeral" and should_restart(self.pod["spec"].get("restartPolicy", "Always"), r.spec,
-                                                            result.code)
+        restarts = should_restart(self.pod["spec"].get("restartPolicy", "Always"), r.spec, result.code)
         r.waiting = "CrashLoopBackOff" if restarts and r.not_before > now else ""
         self.wake()
 

@@ -160,7 +160,7 @@ class PodSync:
         already sees the target's processes — the target adds nothing more here (see README, Node agent)."""
         running = {r.name for r in self.records if r.running and r.kind != "ephemeral"}
         for r in self.records:
-            if r.kind != "ephemeral" or r.ever_started or r.exit is not None or r.running:
+            if r.kind != "ephemeral" or r.ever_started or r.exit is not None:
                 continue
             target = r.spec.get("targetContainerName")
             if target and target not in running:
