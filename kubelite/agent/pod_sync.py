@@ -4,12 +4,12 @@ SyncTerminatedPod), against the narrow NodeServices instead of the whole Agent.
 `sync_pod` is level-triggered: each call compares what the pod asks for with what runs, starts
 or restarts containers (init containers one at a time, sidecars kept running, then app
 containers; ephemeral containers once each, never again), checkpoints the records and hands the
-status to the status manager. It reports
-back whether the pod is finished (terminal) or must be stopped (activeDeadlineSeconds) and
-when to be called again (a back-off or a deadline). `sync_terminating_pod` stops app
-containers, then sidecars in reverse order, then any init container, within the termination's
-deadline; `sync_terminated_pod` writes the terminal status and, for a deleted pod, asks for the
-object's removal once that status is acknowledged. Each may be called again after an error.
+status to the status manager. It reports back whether the pod is finished (terminal) or must be
+stopped (activeDeadlineSeconds) and when to be called again (a back-off or a deadline).
+`sync_terminating_pod` stops app and ephemeral containers, then sidecars in reverse order, then
+any init container, within the termination's deadline; `sync_terminated_pod` writes the terminal
+status and, for a deleted pod, asks for the object's removal once that status is acknowledged.
+Each may be called again after an error.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ class PodSync:
         readiness. One that names a target waits as CreateContainerConfigError, retried, until the target runs
         (getTargetID's "unable to find target container"). Upstream then shares the target's process namespace;
         kubelite's containers are processes in the host's PID namespace, so every container, the debugger too,
-        already sees the target's processes — the target adds nothing more here (see README, Node agent)."""
+        already sees the target's processes — the target adds nothing more here (README: exec, attach, …)."""
         running = {r.name for r in self.records if r.running and r.kind != "ephemeral"}
         for r in self.records:
             if r.kind != "ephemeral" or r.ever_started or r.exit is not None:
