@@ -125,3 +125,15 @@ async def test_a_missing_pod_is_404_and_other_verbs_405(api: Client) -> None:
     await _pod(api)
     await call(api, "DELETE", f"{PODS}/p/ephemeralcontainers", expect=405)
     await call(api, "POST", f"{PODS}/p/ephemeralcontainers", _patch(DEBUGGER), expect=405)
+
+
+async def test_pod_templates_cannot_hold_them(api: Client) -> None:
+    """ValidatePodTemplateSpec: a Deployment's (or a Job's) pods could never be created with them."""
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {
+        "containers": [{"name": "main", "image": "busybox"}],
+        "ephemeralContainers": [{"name": "debugger", "image": "busybox"}]}}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                  "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": template}}
+    status = await call(api, "POST", "/apis/apps/v1/namespaces/default/deployments", deployment, expect=422)
+    assert ("spec.template.spec.ephemeralContainers", "Forbidden: ephemeral containers not allowed in pod template") \
+        in [(c["field"], c["message"]) for c in status["details"]["causes"]]

@@ -347,6 +347,14 @@ def validate_pod_spec(spec: Obj, path: str = "spec") -> list[Cause]:
     return causes + validate_ephemeral_containers(spec, path)
 
 
+def validate_pod_template_spec(spec: Obj, path: str) -> list[Cause]:
+    """A pod template's spec (ValidatePodTemplateSpec): a pod's, and no ephemeral containers."""
+    causes = validate_pod_spec(spec, path)
+    if spec.get("ephemeralContainers"):
+        causes.append(v.forbidden(f"{path}.ephemeralContainers", "ephemeral containers not allowed in pod template"))
+    return causes
+
+
 # --- ephemeral containers (pods/ephemeralcontainers) -------------------------------------------------
 
 # The EphemeralContainerCommon fields outside upstream's allowedEphemeralContainerFields, in the Go struct's order
