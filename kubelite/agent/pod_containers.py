@@ -95,9 +95,7 @@ class PodContainers:
             self._sandbox_error = exc.args[0]
             return
         except cspec.ConfigError as exc:
-            if r.waiting != "CreateContainerConfigError":
-                self.event("Failed", f"Error: {exc}", "Warning")
-            r.waiting, r.waiting_message = "CreateContainerConfigError", str(exc)
+            self.config_error(r, str(exc))
             return
         if restart:
             r.restarts += 1
@@ -144,6 +142,12 @@ class PodContainers:
         self.record_exit(r, p.result)
         if should_restart(self.pod["spec"].get("restartPolicy", "Always"), r.spec, p.result.code):
             r.waiting, r.waiting_message = POST_START_HOOK_ERROR, failure
+
+    def config_error(self, r: Record, message: str) -> None:
+        """The container cannot be created as specified: Waiting in CreateContainerConfigError (one event per spell)."""
+        if r.waiting != "CreateContainerConfigError":
+            self.event("Failed", f"Error: {message}", "Warning")
+        r.waiting, r.waiting_message = "CreateContainerConfigError", message
 
     def _warn(self, reason: str, message: str) -> None:
         self.event(reason, message, "Warning")

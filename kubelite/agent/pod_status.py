@@ -53,6 +53,9 @@ def container_status(r: Record) -> Obj:
         # code 0 ("the most recent successful init container will have ready = true"), never while it runs —
         # else the pod were Initialized while its init still ran (kubectl: ContainerCreating, not Init:0/1)
         st["ready"] = st["state"].get("terminated", {}).get("exitCode") == 0
+    if r.kind == "ephemeral":  # no probes, never in the prober manager's status: ready false, started unset
+        st["ready"] = False
+        del st["started"]
     if r.last_terminated is not None and (r.running or r.waiting):
         st["lastState"] = {"terminated": r.last_terminated}
     else:
@@ -171,7 +174,7 @@ class StatusBuilder:
         stamp = rfc3339(now)
         spec = pod["spec"]
         apps = [container_status(r) for r in records if r.kind == "app"]
-        inits = [container_status(r) for r in records if r.kind != "app"]
+        inits = [container_status(r) for r in records if r.kind in ("init", "sidecar")]
         statuses = inits + apps
         current = phase or pod_phase(pod, records, facts)
         conditions = (pod.get("status") or {}).get("conditions") or []
@@ -192,6 +195,9 @@ class StatusBuilder:
         }
         if inits:
             status["initContainerStatuses"] = inits
+        ephemeral = [container_status(r) for r in records if r.kind == "ephemeral"]
+        if ephemeral:
+            status["ephemeralContainerStatuses"] = ephemeral
         if facts.failure is not None:
             status["reason"], status["message"] = facts.failure
         return status

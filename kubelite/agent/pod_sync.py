@@ -3,12 +3,13 @@ SyncTerminatedPod), against the narrow NodeServices instead of the whole Agent.
 
 `sync_pod` is level-triggered: each call compares what the pod asks for with what runs, starts
 or restarts containers (init containers one at a time, sidecars kept running, then app
-containers), checkpoints the records and hands the status to the status manager. It reports
-back whether the pod is finished (terminal) or must be stopped (activeDeadlineSeconds) and
-when to be called again (a back-off or a deadline). `sync_terminating_pod` stops app
-containers, then sidecars in reverse order, then any init container, within the termination's
-deadline; `sync_terminated_pod` writes the terminal status and, for a deleted pod, asks for the
-object's removal once that status is acknowledged. Each may be called again after an error.
+containers; ephemeral containers once each, never again), checkpoints the records and hands the
+status to the status manager. It reports back whether the pod is finished (terminal) or must be
+stopped (activeDeadlineSeconds) and when to be called again (a back-off or a deadline).
+`sync_terminating_pod` stops app and ephemeral containers, then sidecars in reverse order, then
+any init container, within the termination's deadline; `sync_terminated_pod` writes the terminal
+status and, for a deleted pod, asks for the object's removal once that status is acknowledged.
+Each may be called again after an error.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from kubelite.agent.lifecycle import Backoff, should_restart
 from kubelite.agent.pod_containers import PodContainers
 from kubelite.agent.pod_status import PodFacts, StatusBuilder, pod_phase
 from kubelite.agent.pod_workers import SyncResult
-from kubelite.agent.records import records_for
+from kubelite.agent.records import Record, records_for
 from kubelite.agent.services import NodeServices
 from kubelite.agent.termination import Termination
 from kubelite.agent.volumes.claims import ClaimVolumes
@@ -53,6 +54,7 @@ class PodSync:
         self.wake = wake  # a referenced ConfigMap or Secret changed: sync again (volumes, env)
         self.uid = pod["metadata"]["uid"]
         self.records = records_for(pod["spec"], Backoff(node.config.max_restart_period, node.config.initial_backoff))
+        self._admit_ephemeral()
         self.facts = PodFacts(started_at=node.clock.now())
         self.status = StatusBuilder(node.host_ip)
         self.containers = PodContainers(node, pod, wake, self._save)
@@ -76,6 +78,7 @@ class PodSync:
 
     async def sync_pod(self, pod: Obj) -> SyncResult:
         self._set_pod(pod)
+        self._admit_ephemeral()
         now = self.node.clock.now()
         deadline = self._active_deadline()
         if deadline is not None and now >= deadline:  # kubelet's activeDeadlineHandler
@@ -84,6 +87,7 @@ class PodSync:
         mounted, volumes_due = await self._set_up_volumes(now)
         if mounted:
             await self._start_what_should_run()
+            await self._start_ephemeral()
         self._save()
         terminal = pod_phase(self.pod, self.records, self.facts) in ("Succeeded", "Failed")
         # A finished pod's sidecars are stopped first (sync_terminating_pod); its terminal phase is
@@ -141,6 +145,29 @@ class PodSync:
                 elif should_restart(policy, r.spec, r.exit.code):
                     await self.containers.start(r, restart=True)
 
+    def _admit_ephemeral(self) -> None:
+        """A record for each ephemeral container the pod has gained (pods/ephemeralcontainers only ever adds)."""
+        known = {r.name for r in self.records}
+        self.records += [Record(c, "ephemeral") for c in self.pod["spec"].get("ephemeralContainers") or []
+                         if c.get("name") not in known]
+
+    async def _start_ephemeral(self) -> None:
+        """kuberuntime's EphemeralContainersToStart: each ephemeral container is started once and never again,
+        whatever its exit (and even while init containers run, as upstream); it counts for neither the phase nor
+        readiness. One that names a target waits as CreateContainerConfigError, retried, until the target runs
+        (getTargetID's "unable to find target container"). Upstream then shares the target's process namespace;
+        kubelite's containers are processes in the host's PID namespace, so every container, the debugger too,
+        already sees the target's processes — the target adds nothing more here (README: exec, attach, …)."""
+        running = {r.name for r in self.records if r.running and r.kind != "ephemeral"}
+        for r in self.records:
+            if r.kind != "ephemeral" or r.ever_started or r.exit is not None:
+                continue
+            target = r.spec.get("targetContainerName")
+            if target and target not in running:
+                self.containers.config_error(r, f"unable to find target container {target}")
+                continue
+            await self.containers.start(r, restart=False)
+
     async def _set_up_volumes(self, now: float) -> tuple[bool, float | None]:
         """kubelet's WaitForAttachAndMount before any container starts, and the rewrite of API-data volumes
         on every sync: (set up, when to sync again for a retry or a token refresh). Meanwhile containers not
@@ -178,13 +205,14 @@ class PodSync:
     # --- SyncTerminatingPod / SyncTerminatedPod --------------------------------------------------------
 
     async def sync_terminating_pod(self, pod: Obj, termination: Termination) -> None:
-        """Stop what still runs: app containers, then sidecars in reverse order (L13), then any init container."""
+        """Stop what still runs: app and ephemeral containers, then sidecars in reverse order (L13), then any init
+        container."""
         self._set_pod(pod)
         self.gone = termination.gone
         if termination.reason and not self.facts.failure:
             self.facts.failure = (termination.reason, termination.message)
             self.containers.event(termination.reason, termination.message, "Warning")
-        apps = [r for r in self.records if r.kind == "app"]
+        apps = [r for r in self.records if r.kind in ("app", "ephemeral")]
         await asyncio.gather(*(self.containers.stop(r, termination) for r in apps))
         for r in reversed([r for r in self.records if r.kind == "sidecar"]):
             await self.containers.stop(r, termination)

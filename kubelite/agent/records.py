@@ -33,7 +33,7 @@ def pod_dir(data_dir: Path, pod: Obj) -> Path:
 @dataclass
 class Record:
     spec: Obj
-    kind: str  # init | sidecar | app
+    kind: str  # init | sidecar | app | ephemeral
     process: Handle | None = None
     restarts: int = 0
     started_at: float = 0.0

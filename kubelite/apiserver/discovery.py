@@ -30,7 +30,8 @@ _SUB_KIND = {"binding": ("", "v1", "Binding"), "eviction": ("policy", "v1", "Evi
              "scale": ("autoscaling", "v1", "Scale")}
 _SUB_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"], "eviction": ["create"],
               "log": ["get"], "scale": ["get", "patch", "update"], "finalize": ["update"],
-              "exec": ["create", "get"], "attach": ["create", "get"], "portforward": ["create", "get"]}
+              "exec": ["create", "get"], "attach": ["create", "get"], "portforward": ["create", "get"],
+              "ephemeralcontainers": ["get", "patch", "update"]}
 _SUB_KIND["token"] = ("authentication.k8s.io", "v1", "TokenRequest")  # serviceaccounts/token
 _SUB_VERBS["token"] = ["create"]
 _SUB_VERBS["approval"] = ["get", "patch", "update"]  # certificatesigningrequests/approval

@@ -32,6 +32,7 @@ from kubelite.apiserver import (
 )
 from kubelite.apiserver.cache import decode
 from kubelite.apiserver.registry.base import Obj, Resource
+from kubelite.apiserver.registry.pods import ephemeral_containers_update
 from kubelite.apiserver.request import (
     APPLY_PATCH,
     JSON,
@@ -108,6 +109,8 @@ class ResourceHandlers:
                 return await self._eviction(request, target)
             if sub == "scale":
                 return respond(await scale.handle(request, self.registry, target, _dry_run(request)))
+            if sub == "ephemeralcontainers":
+                return await self._ephemeral_containers(request, target)
             if sub == "finalize":
                 if method != "PUT":
                     raise errors.method_not_allowed(method, f"{r.plural}/finalize")
@@ -406,6 +409,22 @@ class ResourceHandlers:
         return respond(_list_of(r, items, revision, token, remaining), 200, warnings)
 
     # --- subresources ----------------------------------------------------------------------------
+
+    async def _ephemeral_containers(self, request: web.Request, target: Target) -> web.StreamResponse:
+        """pods/ephemeralcontainers (EphemeralContainersREST): GET answers the pod; PUT and PATCH (every patch type,
+        kubectl debug's strategic merge) are updates of the pod under podEphemeralContainersStrategy's rules
+        (registry/pods.py), which keep all of it but spec.ephemeralContainers."""
+        r = target.resource
+        assert r is not None
+        pod = self.registry.current(r, target.namespace, target.name)  # 404 first: an apply never creates here
+        if request.method == "GET":
+            return respond(pod)
+        if request.method not in ("PUT", "PATCH"):
+            raise errors.method_not_allowed(request.method, f"{r.plural}/ephemeralcontainers")
+        with ephemeral_containers_update():
+            if request.method == "PUT":
+                return await self._update(request, target)
+            return await self._patch(request, target)
 
     async def _binding(self, request: web.Request, namespace: str, name: str | None) -> web.StreamResponse:
         binding = await decode_request_body(await read_body(request), media_type(request))

@@ -15,7 +15,7 @@ from yarl import URL
 from kubelite.api import errors, validation
 from kubelite.apiserver import node_connection
 from kubelite.apiserver.registry.base import Obj
-from kubelite.apiserver.registry.pods import PODS, all_containers
+from kubelite.apiserver.registry.pods import PODS, container_names
 from kubelite.apiserver.request import parse_bool, parse_int
 from kubelite.apiserver.rest import Registry
 from kubelite.clock import parse_rfc3339
@@ -57,7 +57,7 @@ def pick_container(pod: Obj, requested: str | None) -> str:
     if not container:
         raise errors.bad_request(f"a container name must be specified for pod {name}, choose one of: "
                                  f"[{' '.join(containers)}]")
-    if container not in {c.get("name") for _, _, c in all_containers(pod["spec"])}:
+    if container not in container_names(pod["spec"]):
         raise errors.bad_request(f"container {container} is not valid for pod {name}")
     return container
 

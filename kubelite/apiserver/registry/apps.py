@@ -18,7 +18,7 @@ from kubelite.api.errors import ApiError, Cause
 from kubelite.api.selectors import compile_label_selector
 from kubelite.api.validation import is_dns1123_subdomain
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
-from kubelite.apiserver.registry.pods import default_pod_spec, pod_spec_warnings, validate_pod_spec
+from kubelite.apiserver.registry.pods import default_pod_spec, pod_spec_warnings, validate_pod_template_spec
 
 
 class WorkloadStrategy(Strategy):
@@ -94,7 +94,7 @@ def validate_workload_spec(spec: Obj, owner: str) -> list[Cause]:
         causes.append(v.invalid("spec.template.metadata.labels", labels, "`selector` does not match template "
                                                                           "`labels`"))
     tspec = template.get("spec") or {}
-    causes += validate_pod_spec(tspec, "spec.template.spec")
+    causes += validate_pod_template_spec(tspec, "spec.template.spec")
     if tspec.get("restartPolicy", "Always") != "Always":
         causes.append(v.not_supported("spec.template.spec.restartPolicy", tspec.get("restartPolicy"), ["Always"]))
     deadline, path = tspec.get("activeDeadlineSeconds"), "spec.template.spec.activeDeadlineSeconds"

@@ -17,7 +17,7 @@ from kubelite.api import validation as v
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import compile_label_selector
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
-from kubelite.apiserver.registry.pods import default_pod_spec, validate_pod_spec
+from kubelite.apiserver.registry.pods import default_pod_spec, validate_pod_template_spec
 
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 JOB_NAME = "batch.kubernetes.io/job-name"
@@ -120,7 +120,7 @@ def validate_job_spec(spec: Obj) -> list[Cause]:
         causes.append(v.not_supported("spec.podReplacementPolicy", replacement, REPLACEMENT_POLICIES))
     template = spec.get("template") or {}
     tmpl_spec = template.get("spec") or {}
-    causes += validate_pod_spec(tmpl_spec, "spec.template.spec")
+    causes += validate_pod_template_spec(tmpl_spec, "spec.template.spec")
     causes = [c for c in causes if c.field != "spec.template.spec.restartPolicy"]
     if tmpl_spec.get("restartPolicy") not in ("OnFailure", "Never"):
         causes.append(v.not_supported("spec.template.spec.restartPolicy", tmpl_spec.get("restartPolicy"),

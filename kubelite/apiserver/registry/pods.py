@@ -7,7 +7,9 @@ pkg/registry/core/pod/strategy.go and plugin/pkg/admission/priority.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from kubelite.api import validation as v
@@ -44,6 +46,13 @@ FORCE_DELETE_WARNING = ("Immediate deletion does not wait for confirmation that 
 
 def all_containers(spec: Obj) -> list[tuple[str, int, Obj]]:
     return [(kind, i, c) for kind in ("initContainers", "containers") for i, c in enumerate(spec.get(kind) or [])]
+
+
+def container_names(spec: Obj) -> list[str]:
+    """Every container's name, ephemeral ones too, in podutil.VisitContainers' order (init, regular, ephemeral):
+    the names logs, exec and attach accept."""
+    return [c.get("name", "") for kind in ("initContainers", "containers", "ephemeralContainers")
+            for c in spec.get(kind) or []]
 
 
 # --- defaults ------------------------------------------------------------------------------------
@@ -90,6 +99,8 @@ def default_pod_spec(spec: Obj) -> None:
     if account:
         spec["serviceAccountName"] = spec["serviceAccount"] = account
     for _, _, c in all_containers(spec):
+        _default_container(c)
+    for c in spec.get("ephemeralContainers") or []:  # SetObjectDefaults_Pod defaults them as containers
         _default_container(c)
     for vol in spec.get("volumes") or []:
         if not any(k for k in vol if k != "name"):
@@ -149,7 +160,8 @@ def _qty(q: Any) -> Any:
 _RESTART = ["Always", "OnFailure", "Never"]
 
 
-def _validate_container(c: Obj, path: str) -> list[Cause]:
+def _validate_name_and_image(c: Obj, path: str) -> list[Cause]:
+    """validateContainerCommon's first checks: a DNS-label name and an image."""
     causes: list[Cause] = []
     name = c.get("name", "")
     if not name:
@@ -158,10 +170,20 @@ def _validate_container(c: Obj, path: str) -> list[Cause]:
         causes += [v.invalid(f"{path}.name", name, e) for e in v.is_dns1123_label(name)]
     if not c.get("image"):
         causes.append(v.required(f"{path}.image"))
+    return causes
+
+
+def _validate_container(c: Obj, path: str) -> list[Cause]:
+    causes = _validate_name_and_image(c, path)
     policy = c.get("restartPolicy")  # ContainerRestartRules: any container may say Always, OnFailure or Never;
     if policy is not None and policy not in _RESTART:  # on an init container, Always makes it a sidecar
         causes.append(v.not_supported(f"{path}.restartPolicy", policy, _RESTART))
-    causes += _validate_env(c.get("env") or [], f"{path}.env")
+    return causes + _validate_container_body(c, path)
+
+
+def _validate_container_body(c: Obj, path: str) -> list[Cause]:
+    """The rest of validateContainerCommon that kubelite checks: env, envFrom, ports and resources."""
+    causes = _validate_env(c.get("env") or [], f"{path}.env")
     causes += _validate_env_from(c.get("envFrom") or [], f"{path}.envFrom")
     for i, port in enumerate(c.get("ports") or []):
         cp = port.get("containerPort")
@@ -322,7 +344,129 @@ def validate_pod_spec(spec: Obj, path: str = "spec") -> list[Cause]:
         min_domains = tsc.get("minDomains")
         if min_domains is not None and (not isinstance(min_domains, int) or min_domains <= 0):
             causes.append(v.invalid(f"{tpath}.minDomains", min_domains, "must be greater than 0"))
+    return causes + validate_ephemeral_containers(spec, path)
+
+
+def validate_pod_template_spec(spec: Obj, path: str) -> list[Cause]:
+    """A pod template's spec (ValidatePodTemplateSpec): a pod's, and no ephemeral containers."""
+    causes = validate_pod_spec(spec, path)
+    if spec.get("ephemeralContainers"):
+        causes.append(v.forbidden(f"{path}.ephemeralContainers", "ephemeral containers not allowed in pod template"))
     return causes
+
+
+# --- ephemeral containers (pods/ephemeralcontainers) -------------------------------------------------
+
+# The EphemeralContainerCommon fields outside upstream's allowedEphemeralContainerFields, in the Go struct's order
+# (the order of their errors): ephemeral containers are not for the pod's own services (no ports, probes, lifecycle,
+# resources) and are never restarted. A field counts as set as Go's reflect.DeepEqual against its zero value: a
+# pointer or list present at all (even `[]` or `""`), the resources struct with any member present.
+_EPHEMERAL_FORBIDDEN = ("ports", "resources", "resizePolicy", "restartPolicy", "restartPolicyRules", "livenessProbe",
+                        "readinessProbe", "startupProbe", "lifecycle")
+_EPHEMERAL_NOT_ALLOWED = "cannot be set for an Ephemeral Container"
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def _not_found(path: str, value: Any) -> Cause:
+    """field.NotFound."""
+    return Cause("FieldValueNotFound", f"Not found: {v.go_value(value)}", path)
+
+
+def _ephemeral_field_set(c: Obj, name: str) -> bool:
+    value = c.get(name)
+    if name == "resources":
+        return isinstance(value, dict) and any(x is not None for x in value.values())
+    return value is not None
+
+
+def validate_ephemeral_containers(spec: Obj, path: str = "spec") -> list[Cause]:
+    """validateEphemeralContainers: each one a container (name, image, policies, env, ports, resources), its image
+    without surrounding blanks, its name unique among all the pod's containers, its target a regular or init
+    container, none of the forbidden fields, no subPath. The enumerated values of imagePullPolicy and
+    terminationMessagePolicy are checked from `enums`' table with every container's; here only their absence."""
+    causes: list[Cause] = []
+    regular = {c.get("name", "") for _, _, c in all_containers(spec)}
+    names = set(regular)
+    for i, c in enumerate(spec.get("ephemeralContainers") or []):
+        at = f"{path}.ephemeralContainers[{i}]"
+        causes += _validate_name_and_image(c, at)
+        if not c.get("terminationMessagePolicy"):
+            causes.append(v.required(f"{at}.terminationMessagePolicy"))
+        causes += _validate_container_body(c, at)
+        if not c.get("imagePullPolicy"):
+            causes.append(v.required(f"{at}.imagePullPolicy"))
+        image = c.get("image") or ""
+        if image != image.strip():  # validateContainerOnlyForPod
+            causes.append(v.invalid(f"{at}.image", image, "must not have leading or trailing whitespace"))
+        name = c.get("name", "")
+        if name in names:
+            causes.append(v.duplicate(f"{at}.name", name))
+        names.add(name)
+        target = c.get("targetContainerName") or ""
+        if target and target not in regular:
+            causes.append(_not_found(f"{at}.targetContainerName", target))
+        causes += [v.forbidden(f"{at}.{f}", _EPHEMERAL_NOT_ALLOWED) for f in _EPHEMERAL_FORBIDDEN
+                   if _ephemeral_field_set(c, f)]
+        for j, mount in enumerate(c.get("volumeMounts") or []):
+            causes += [v.forbidden(f"{at}.volumeMounts[{j}].{f}", _EPHEMERAL_NOT_ALLOWED)
+                       for f in ("subPath", "subPathExpr") if mount.get(f)]
+    return causes
+
+
+def validate_pod_ephemeral_containers_update(new: Obj, old: Obj) -> list[Cause]:
+    """ValidatePodEphemeralContainersUpdate after the object's own checks: the new spec is valid, a static (mirror)
+    pod takes none, and an existing ephemeral container is neither removed nor changed (matched by name: a patch
+    need not keep their order). The change's description is ours: upstream appends Go's cmp.Diff of the two."""
+    causes = validate_pod_spec(new.get("spec") or {})
+    if MIRROR_POD_ANNOTATION in ((old.get("metadata") or {}).get("annotations") or {}):
+        return [v.forbidden("", "static pods do not support ephemeral containers")]
+    by_name = {c.get("name"): c for c in (new.get("spec") or {}).get("ephemeralContainers") or []}
+    for was in (old.get("spec") or {}).get("ephemeralContainers") or []:
+        name = was.get("name", "")
+        now = by_name.get(name)
+        if now is None:
+            causes.append(v.forbidden("spec.ephemeralContainers",
+                                      f"existing ephemeral containers {v.go_quote(name)} may not be removed\n"))
+        elif now != was:
+            changed = "".join(f"  {k}: {v.go_value(was.get(k))} -> {v.go_value(now.get(k))}\n"
+                              for k in sorted(set(was) | set(now)) if was.get(k) != now.get(k))
+            causes.append(v.forbidden("spec.ephemeralContainers", f"existing ephemeral containers {v.go_quote(name)} "
+                                                                  f"may not be changed\n{changed}"))
+    return causes
+
+
+# The pods/ephemeralcontainers subresource's updates (PUT, PATCH) run the ordinary update path, whose registry hands
+# strategies no subresource but `status`: its handler marks them here instead, per task (a ContextVar), so that
+# PodStrategy's update hooks act as upstream's podEphemeralContainersStrategy for them and for them alone.
+_EPHEMERAL_UPDATE: ContextVar[bool] = ContextVar("pods/ephemeralcontainers update", default=False)
+
+
+@contextmanager
+def ephemeral_containers_update() -> Iterator[None]:
+    """Within it, updates of pods are pods/ephemeralcontainers updates."""
+    token = _EPHEMERAL_UPDATE.set(True)
+    try:
+        yield
+    finally:
+        _EPHEMERAL_UPDATE.reset(token)
+
+
+def _keep_all_but_ephemeral_containers(new: Obj, old: Obj) -> None:
+    """dropNonEphemeralContainerUpdates: `new` becomes `old` (metadata, spec, status) with the ephemeral containers
+    `new` asks for, defaulted. Parts of `old` are shared, never written: metadata and spec are copied one level,
+    as the registry writes the new resourceVersion into the metadata."""
+    wanted = (new.get("spec") or {}).get("ephemeralContainers")
+    new.clear()
+    new.update(old)
+    new["metadata"] = dict(old["metadata"])
+    spec = new["spec"] = dict(old.get("spec") or {})
+    if wanted is None:
+        spec.pop("ephemeralContainers", None)
+    else:
+        spec["ephemeralContainers"] = wanted
+        for c in wanted:
+            if isinstance(c, dict):
+                _default_container(c)
 
 
 # --- update rules --------------------------------------------------------------------------------
@@ -410,12 +554,22 @@ class PodStrategy(Strategy):
         return refusals + admit_priority(obj["spec"], lookup)
 
     def validate(self, obj: Obj) -> list[Cause]:
-        return super().validate(obj) + validate_pod_spec(obj.get("spec") or {})
+        """ValidatePodCreate: ephemeral containers come only through pods/ephemeralcontainers."""
+        spec = obj.get("spec") or {}
+        causes = super().validate(obj) + validate_pod_spec(spec)
+        if spec.get("ephemeralContainers"):
+            causes.append(v.forbidden("spec.ephemeralContainers", "cannot be set on create"))
+        return causes
 
     def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
+        if _EPHEMERAL_UPDATE.get():
+            return []  # podEphemeralContainersStrategy.WarningsOnUpdate
         return pod_spec_warnings(obj.get("spec") or {})
 
     def prepare_update(self, new: Obj, old: Obj) -> None:
+        if _EPHEMERAL_UPDATE.get():
+            _keep_all_but_ephemeral_containers(new, old)
+            return
         super().prepare_update(new, old)
         spec = new.setdefault("spec", {})
         _default_service_account(spec)
@@ -424,6 +578,8 @@ class PodStrategy(Strategy):
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         causes = super().validate(new)
+        if _EPHEMERAL_UPDATE.get():
+            return causes + validate_pod_ephemeral_containers_update(new, old)
         if causes:
             return causes
         return validate_pod_spec_update(new.get("spec") or {}, old.get("spec") or {})
@@ -483,5 +639,6 @@ def admit_priority(spec: Obj, lookup: Lookup) -> list[str]:
 
 
 PODS = Resource("", "v1", "pods", "pod", "Pod", True, "V1Pod", short_names=("po",), categories=("all",),
-                subresources=("status", "binding", "eviction", "log", "exec", "attach", "portforward"),
+                subresources=("status", "binding", "eviction", "log", "exec", "attach", "portforward",
+                              "ephemeralcontainers"),
                 fields=POD_FIELDS)
