@@ -47,13 +47,18 @@ _DEFERRED = " ".join(str(int(s)) for s in sorted(signal.valid_signals()) if s < 
 # as ignored through exec — and a shell cannot trap or reset a signal ignored on entry — so a container asked to
 # stop with SIGINT (its STOPSIGNAL) would not. coreutils' env resets them before the shim's shell starts.
 DEFAULT_SIGNALS = ("/usr/bin/env", "--default-signal")
-# Known race, not closed: a stop signal that reaches the group after the shim set its traps and before the container
-# was forked is deferred by the shim and never reaches the container, which then runs until SIGKILL at the end of
-# its grace period (a pod deleted within ~2 ms of a container's start). Recording the signal in each trap and
-# re-sending it from the subshell, or running the container as an async list and forwarding, still lost a few in
-# a hundred here (dash handles a pending trap only between commands, and around its fork).
+# A stop signal can reach the group after the shim set its traps and before the container's subshell has reset them
+# (before the fork, or in the child's first microseconds): the shim defers it, the child drops it, and the container
+# would run on until SIGKILL (a pod deleted as it starts). dash runs a pending trap only between commands and the
+# shim waits on the container meanwhile, so the shim cannot pass it on; instead the subshell marks, as its first
+# command (dispositions back to the defaults), that from now on a signal reaches it (`.run` beside the exit file), and
+# `ProcessRuntime.signal` sends again, once, a signal that found no mark when the mark appears.
+STARTED_MARK = ".run"
 SHIM = (f'exec 3>&2 2>/dev/null; x=$1 g=$2; shift 2; for f in $g; do echo $$ >"$f"; done; trap : {_DEFERRED}; '
-        f'(umask {CONTAINER_UMASK:03o}; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; exit $c')
+        f'(: >"${{x%.exit}}{STARTED_MARK}"; umask {CONTAINER_UMASK:03o}; exec "$@" 2>&3 3>&-); c=$?; echo $c >"$x"; '
+        'exit $c')
+RESEND_POLL = 0.005  # seconds between looks for the mark of a container signalled as it started
+RESEND_WITHIN = 2.0  # how long to look: the mark comes within milliseconds of the start
 
 
 @dataclass
@@ -174,12 +179,14 @@ class ProcessRuntime:
     def __init__(self, clock: Clock, cgroups: Cgroups | None = None) -> None:
         self.clock = clock
         self.cgroups = cgroups
+        self._resends: set[asyncio.Task[None]] = set()  # `signal`'s second sends, held until done
 
     async def start(self, argv: list[str], env: dict[str, str], cwd: str | None, log_path: Path,
                     limits: Limits | None = None, stdin: bool = False, tty: bool = False) -> Process:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         state = log_path.with_suffix("")
-        state.with_suffix(".exit").unlink(missing_ok=True)
+        for stale in (".exit", STARTED_MARK):
+            state.with_suffix(stale).unlink(missing_ok=True)
         cgroup, procs = "", []
         if self.cgroups is not None and limits is not None:
             cgroup = f"{limits.group}/{state.parent.name}_{state.name}"
@@ -292,9 +299,30 @@ class ProcessRuntime:
             return KILLED
 
     def signal(self, p: Handle, sig: int) -> None:
-        if p.alive:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(p.pid, sig)
+        if not p.alive:
+            return
+        # Looked for before sending: a mark made after the signal came may have come after the child dropped it.
+        unmarked = (p if isinstance(p, Process) and sig not in _UNTRAPPED
+                    and not p.state.with_suffix(STARTED_MARK).exists() else None)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, sig)
+        if unmarked is not None:
+            task = asyncio.get_running_loop().create_task(self._resend_once_marked(unmarked, sig))
+            self._resends.add(task)
+            task.add_done_callback(self._resends.discard)
+
+    async def _resend_once_marked(self, p: Process, sig: int) -> None:
+        """Send `sig` again when the container's subshell marks that signals reach it (see STARTED_MARK): the first
+        may have been dropped. Not when the process ended meanwhile — it got the first (or never started)."""
+        mark = p.state.with_suffix(STARTED_MARK)
+        for _ in range(round(RESEND_WITHIN / RESEND_POLL)):
+            await self.clock.sleep(RESEND_POLL)
+            if not p.alive:
+                return
+            if mark.exists():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(p.pid, sig)
+                return
 
     def kill(self, p: Handle) -> None:
         self.signal(p, signal.SIGKILL)
