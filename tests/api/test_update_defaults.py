@@ -4,7 +4,7 @@ pkg/apis/batch/v1/defaults.go), and SetDefaults_Pod's requests-from-limits copy 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -51,7 +51,6 @@ class Case:
     change: Any  # PUT: the spec keys left out; PATCH: the patch body
     path: str  # the field, under .spec
     want: Any
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 UPDATES = [
@@ -64,8 +63,9 @@ UPDATES = [
     pytest.param(Case("deployments", {"revisionHistoryLimit": 2}, JSON_PATCH,
                       [{"op": "remove", "path": "/spec/revisionHistoryLimit"}], "revisionHistoryLimit", 10),
                  id="deployment json patch removing revisionHistoryLimit stores 10"),
-    pytest.param(Case("deployments", {"progressDeadlineSeconds": 60}, MERGE, {"spec": {"progressDeadlineSeconds": None}},
-                      "progressDeadlineSeconds", 600), id="deployment merge patch nulling progressDeadlineSeconds"),
+    pytest.param(Case("deployments", {"progressDeadlineSeconds": 60}, MERGE,
+                      {"spec": {"progressDeadlineSeconds": None}}, "progressDeadlineSeconds", 600),
+                 id="deployment merge patch nulling progressDeadlineSeconds stores 600"),
     pytest.param(Case("deployments", {}, JSON_PATCH,
                       [{"op": "remove", "path": "/spec/strategy/rollingUpdate/maxSurge"}],
                       "strategy.rollingUpdate", {"maxUnavailable": "25%", "maxSurge": "25%"}),
