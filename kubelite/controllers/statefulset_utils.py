@@ -227,16 +227,18 @@ def hash_revision(data: Obj, collision_count: int | None) -> str:
 
 
 def new_revision(set_: Obj, number: int, collision_count: int | None) -> Obj:
-    """newRevision: a ControllerRevision of the set's template, owned by the set."""
+    """newRevision: a ControllerRevision of the set's template, owned by the set, carrying the set's annotations (so
+    `kubectl rollout history statefulset` shows the kubernetes.io/change-cause the set had at that revision)."""
     data = revision_patch(set_)
     digest = hash_revision(data, collision_count)
     labels = dict(((set_["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {})
     labels[HASH_LABEL] = digest
-    return {"apiVersion": "apps/v1", "kind": "ControllerRevision",
-            "metadata": {"name": f"{set_['metadata']['name']}-{digest}",
-                         "namespace": set_["metadata"].get("namespace", "default"), "labels": labels,
-                         "ownerReferences": [ownership.controller_ref(set_, "apps/v1", "StatefulSet")]},
-            "data": data, "revision": number}
+    meta: Obj = {"name": f"{set_['metadata']['name']}-{digest}",
+                 "namespace": set_["metadata"].get("namespace", "default"), "labels": labels,
+                 "ownerReferences": [ownership.controller_ref(set_, "apps/v1", "StatefulSet")]}
+    if set_["metadata"].get("annotations"):  # an empty map is omitted, as upstream's omitempty would
+        meta["annotations"] = dict(set_["metadata"]["annotations"])
+    return {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": meta, "data": data, "revision": number}
 
 
 def apply_revision(set_: Obj, revision: Obj) -> Obj:

@@ -130,6 +130,26 @@ def test_create_apply_revision() -> None:
     assert su.new_revision(set_, 1, 1)["metadata"]["name"] != revision["metadata"]["name"]  # collision probe
 
 
+@pytest.mark.parametrize(("annotations", "want"), [
+    pytest.param(None, None, id="set without annotations, revision without"),
+    pytest.param({}, None, id="empty annotations are omitted"),
+    pytest.param({"kubernetes.io/change-cause": "kubectl set image sts/foo nginx=nginx:2"},
+                 {"kubernetes.io/change-cause": "kubectl set image sts/foo nginx=nginx:2"},
+                 id="change-cause is carried for rollout history"),
+])
+def test_new_revision_carries_set_annotations(annotations: dict[str, str] | None,
+                                              want: dict[str, str] | None) -> None:
+    """newRevision copies set.Annotations into the ControllerRevision (a copy: later edits of the set's stay out)."""
+    set_ = new_set()
+    if annotations is not None:
+        set_["metadata"]["annotations"] = dict(annotations)
+    revision = su.new_revision(set_, 1, None)
+    assert revision["metadata"].get("annotations") == want
+    if want:
+        set_["metadata"]["annotations"]["later"] = "edit"
+        assert revision["metadata"]["annotations"] == want
+
+
 @pytest.mark.parametrize(("when_deleted", "when_scaled", "scaled_down", "want"), [
     pytest.param("Retain", "Retain", False, set(), id="retain"),
     pytest.param("Retain", "Retain", True, set(), id="retain, scaled down"),

@@ -18,28 +18,87 @@ from kubelite.api.errors import ApiError, Cause
 from kubelite.api.selectors import compile_label_selector
 from kubelite.api.validation import is_dns1123_subdomain
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
-from kubelite.apiserver.registry.pods import default_pod_spec, pod_spec_warnings, validate_pod_template_spec
+from kubelite.apiserver.registry.pods import (
+    default_pod_template,
+    mapping,
+    pod_spec_warnings,
+    validate_pod_template_spec,
+)
+
+
+def _unset(obj: Obj, key: str) -> bool:
+    """A field upstream's defaulting sees as nil: absent or JSON null (a typed Go pointer decodes both as nil)."""
+    return obj.get(key) is None
+
+
+def default_replica_set(spec: Obj) -> None:
+    """SetDefaults_ReplicaSet (replicas 1; a ReplicaSet has no revisionHistoryLimit) and its template's defaults."""
+    if _unset(spec, "replicas"):
+        spec["replicas"] = 1
+    default_pod_template(spec)
+
+
+def default_deployment(spec: Obj) -> None:
+    """SetDefaults_Deployment: replicas 1, a RollingUpdate strategy of 25% / 25% (each bound defaulted on its own),
+    revisionHistoryLimit 10, progressDeadlineSeconds 600, and the template's defaults."""
+    default_replica_set(spec)
+    strategy = mapping(spec, "strategy")
+    if not strategy.get("type"):  # also protobuf's `strategy: {}`
+        strategy["type"] = "RollingUpdate"
+    if strategy["type"] == "RollingUpdate":
+        rolling = mapping(strategy, "rollingUpdate")
+        for bound in ("maxUnavailable", "maxSurge"):
+            if _unset(rolling, bound):
+                rolling[bound] = "25%"
+    for field, value in (("revisionHistoryLimit", 10), ("progressDeadlineSeconds", 600)):
+        if _unset(spec, field):
+            spec[field] = value
+
+
+def default_stateful_set(spec: Obj) -> None:
+    """SetDefaults_StatefulSet: OrderedReady; a RollingUpdate strategy (its rollingUpdate made only when the type was
+    defaulted too) with partition 0; Retain/Retain PVC retention; replicas 1; revisionHistoryLimit 10; and the
+    template's and claim templates' defaults."""
+    default_replica_set(spec)
+    if not spec.get("podManagementPolicy"):
+        spec["podManagementPolicy"] = "OrderedReady"
+    strategy = mapping(spec, "updateStrategy")
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+        if _unset(strategy, "rollingUpdate"):
+            strategy["rollingUpdate"] = {}
+    rolling = strategy.get("rollingUpdate")
+    if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict) and _unset(rolling, "partition"):
+        rolling["partition"] = 0
+    retention = mapping(spec, "persistentVolumeClaimRetentionPolicy")
+    for field in ("whenDeleted", "whenScaled"):
+        if not retention.get(field):
+            retention[field] = "Retain"
+    if _unset(spec, "revisionHistoryLimit"):
+        spec["revisionHistoryLimit"] = 10
+    for claim in spec.get("volumeClaimTemplates") or []:
+        if isinstance(claim, dict):
+            claim.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
 
 
 class WorkloadStrategy(Strategy):
+    """A ReplicaSet's strategy, and the base of the Deployment's and StatefulSet's."""
+
     has_status = True
     has_spec_generation = True
+    # The kind's SetDefaults_*. Upstream runs it on every decode, so an update or patch that drops a defaulted field
+    # (`kubectl replace` or `apply` without spec.replicas, a JSON patch removing it) stores the default again, as a
+    # create would: readers (`kubectl describe`, the controllers, the scale subresource) always find it.
+    defaults = staticmethod(default_replica_set)
 
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         super().prepare_create(obj, lookup)
-        spec = obj.setdefault("spec", {})
-        spec.setdefault("replicas", 1)
-        spec.setdefault("revisionHistoryLimit", 10)
-        self._default(spec)
+        self.defaults(mapping(obj, "spec"))
         obj["status"] = {"replicas": 0}
 
     def prepare_update(self, new: Obj, old: Obj) -> None:
-        self._default(new.setdefault("spec", {}))
+        self.defaults(mapping(new, "spec"))
         super().prepare_update(new, old)
-
-    def _default(self, spec: Obj) -> None:
-        tmpl_spec = spec.setdefault("template", {}).setdefault("spec", {})
-        default_pod_spec(tmpl_spec)
 
     owner = "deployment"  # upstream's word in the empty-selector message, "deployment" for ReplicaSets too
 
@@ -106,12 +165,7 @@ def validate_workload_spec(spec: Obj, owner: str) -> list[Cause]:
 
 
 class DeploymentStrategy(WorkloadStrategy):
-    def _default(self, spec: Obj) -> None:
-        super()._default(spec)
-        strategy = spec.setdefault("strategy", {"type": "RollingUpdate"})
-        if strategy.setdefault("type", "RollingUpdate") == "RollingUpdate":  # also for protobuf's `strategy: {}`
-            strategy.setdefault("rollingUpdate", {"maxUnavailable": "25%", "maxSurge": "25%"})
-        spec.setdefault("progressDeadlineSeconds", 600)
+    defaults = staticmethod(default_deployment)
 
     def validate(self, obj: Obj) -> list[Cause]:
         spec = obj.get("spec") or {}
@@ -169,20 +223,7 @@ STS_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "persistent
 
 class StatefulSetStrategy(WorkloadStrategy):
     owner = "statefulset"
-
-    def _default(self, spec: Obj) -> None:
-        super()._default(spec)
-        spec.setdefault("podManagementPolicy", "OrderedReady")
-        strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
-        if strategy.get("type", "RollingUpdate") == "RollingUpdate":
-            strategy.setdefault("type", "RollingUpdate")
-            strategy.setdefault("rollingUpdate", {}).setdefault("partition", 0)
-        retention = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
-        retention.setdefault("whenDeleted", "Retain")
-        retention.setdefault("whenScaled", "Retain")
-        for claim in spec.get("volumeClaimTemplates") or []:
-            if isinstance(claim, dict):
-                claim.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+    defaults = staticmethod(default_stateful_set)
 
     def validate(self, obj: Obj) -> list[Cause]:
         causes = super().validate(obj)

@@ -17,7 +17,7 @@ from kubelite.api import validation as v
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import compile_label_selector
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
-from kubelite.apiserver.registry.pods import default_pod_spec, validate_pod_template_spec
+from kubelite.apiserver.registry.pods import default_pod_template, mapping, validate_pod_template_spec
 
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 JOB_NAME = "batch.kubernetes.io/job-name"
@@ -30,6 +30,7 @@ MAX_EXIT_CODE_VALUES = 255
 RULE_ACTIONS = ["Count", "FailIndex", "FailJob", "Ignore"]
 EXIT_CODE_OPERATORS = ["In", "NotIn"]
 REPLACEMENT_POLICIES = ["Failed", "TerminatingOrFailed"]
+MAX_INT32 = 2**31 - 1  # math.MaxInt32, backoffLimit's default beside backoffLimitPerIndex
 
 
 def _nonnegative(spec: Obj, field: str, causes: list[Cause], path: str = "spec") -> None:
@@ -163,6 +164,29 @@ def _generated_selector_causes(obj: Obj) -> list[Cause]:
     return causes
 
 
+def default_job(spec: Obj) -> None:
+    """SetDefaults_Job, run on create, update and patch alike (upstream defaults on every decode): a patch removing
+    spec.completionMode stores NonIndexed again rather than failing validation on a null. Completions and
+    parallelism are 1 when both are unset; backoffLimit 6 (the int32 maximum when backoffLimitPerIndex is set);
+    pod-condition rules match status True unless told; podReplacementPolicy Failed under a podFailurePolicy,
+    TerminatingOrFailed otherwise; the template gets SetDefaults_PodSpec, not a Pod's requests-from-limits copy.
+
+    Not done: the Job's labels copied from the template's when it has none, and manualSelector defaulted to false."""
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    for field, value in (("parallelism", 1), ("completionMode", "NonIndexed"), ("suspend", False),
+                         ("backoffLimit", MAX_INT32 if spec.get("backoffLimitPerIndex") is not None else 6),
+                         ("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") is not None
+                          else "TerminatingOrFailed")):
+        if spec.get(field) is None:
+            spec[field] = value
+    for rule in (spec.get("podFailurePolicy") or {}).get("rules") or []:
+        for pattern in (rule.get("onPodConditions") or []) if isinstance(rule, dict) else []:
+            if isinstance(pattern, dict) and not pattern.get("status"):
+                pattern["status"] = "True"
+    default_pod_template(spec)
+
+
 # pkg/registry/batch/job/storage/storage.go deleteOptionWarnings
 ORPHAN_BY_DEFAULT_WARNING = ("child pods are preserved by default when jobs are deleted; set "
                              "propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress "
@@ -182,16 +206,8 @@ class JobStrategy(Strategy):
 
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         super().prepare_create(obj, lookup)
-        spec = obj.setdefault("spec", {})
-        if spec.get("completions") is None and spec.get("parallelism") is None:
-            spec["completions"] = 1
-        spec.setdefault("parallelism", 1)
-        spec.setdefault("backoffLimit", 6)
-        spec.setdefault("completionMode", "NonIndexed")
-        spec.setdefault("suspend", False)
-        spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
-        template = spec.setdefault("template", {})
-        default_pod_spec(template.setdefault("spec", {}))
+        spec = mapping(obj, "spec")
+        default_job(spec)
         if spec.get("manualSelector") is not True:
             self._generate_selector(obj)
         obj["status"] = {}
@@ -207,7 +223,7 @@ class JobStrategy(Strategy):
         spec.setdefault("selector", {"matchLabels": {CONTROLLER_UID: meta["uid"]}})
 
     def prepare_update(self, new: Obj, old: Obj) -> None:
-        default_pod_spec(new.setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {}))
+        default_job(mapping(new, "spec"))
         super().prepare_update(new, old)
 
     def validate(self, obj: Obj) -> list[Cause]:

@@ -64,11 +64,7 @@ def _default_container(c: Obj) -> None:
     if "imagePullPolicy" not in c:
         tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
         c["imagePullPolicy"] = "Always" if not tagged or image.endswith(":latest") else "IfNotPresent"
-    res = c.setdefault("resources", {})
-    if res.get("limits"):
-        requests = res.setdefault("requests", {})
-        for name, qty in res["limits"].items():
-            requests.setdefault(name, qty)
+    c.setdefault("resources", {})
     for port in c.get("ports") or []:
         port.setdefault("protocol", "TCP")
     for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
@@ -86,9 +82,10 @@ def _default_container(c: Obj) -> None:
 
 
 def default_pod_spec(spec: Obj) -> None:
-    """SetDefaults_PodSpec, for a Pod's spec and any template's. A service account is not defaulted here: upstream
-    names `default` in ServiceAccount admission, for Pods only (`_default_service_account`); the v1 conversion
-    only mirrors the deprecated `serviceAccount` and `serviceAccountName` into each other."""
+    """SetDefaults_PodSpec, for a Pod's spec and any template's (a Pod's also gets `default_pod`). A service account
+    is not defaulted here: upstream names `default` in ServiceAccount admission, for Pods only
+    (`_default_service_account`); the v1 conversion only mirrors the deprecated `serviceAccount` and
+    `serviceAccountName` into each other."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)  # a negative period is kept (and treated as 1)
     spec.setdefault("dnsPolicy", "ClusterFirst")
@@ -105,6 +102,35 @@ def default_pod_spec(spec: Obj) -> None:
     for vol in spec.get("volumes") or []:
         if not any(k for k in vol if k != "name"):
             vol["emptyDir"] = {}
+
+
+def mapping(obj: Obj, key: str) -> Obj:
+    """obj[key] as a mapping to default into, made one when absent or null: a null struct decodes as its zero value
+    upstream, which defaulting then fills."""
+    if not isinstance(obj.get(key), dict):
+        obj[key] = {}
+    value: Obj = obj[key]
+    return value
+
+
+def default_pod_template(spec: Obj) -> None:
+    """The defaults of a workload's `spec.template`: SetDefaults_PodSpec only. SetDefaults_Pod (`default_pod`) is for
+    Pods, never for a PodTemplate."""
+    default_pod_spec(mapping(mapping(spec, "template"), "spec"))
+
+
+def default_pod(spec: Obj) -> None:
+    """SetDefaults_Pod then SetDefaults_PodSpec: a Pod's spec. Only a Pod's containers (regular and init) get requests
+    copied from limits, never a template's (upstream's comment there: "we only want this defaulting semantic to take
+    place on a v1.Pod and not a v1.PodTemplate"), so a later `kubectl set resources --limits` on a Deployment leaves
+    no stale requests behind and its pods' QoS follows the limits."""
+    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        res = c.get("resources") if isinstance(c, dict) else None
+        if isinstance(res, dict) and res.get("limits"):
+            requests = res.setdefault("requests", {})
+            for name, qty in res["limits"].items():
+                requests.setdefault(name, qty)
+    default_pod_spec(spec)
 
 
 def _default_service_account(spec: Obj) -> None:
@@ -540,7 +566,7 @@ class PodStrategy(Strategy):
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         spec = obj.setdefault("spec", {})
         _default_service_account(spec)
-        default_pod_spec(spec)
+        default_pod(spec)
         _merge_default_tolerations(spec)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
         if spec.get("schedulingGates"):
@@ -573,7 +599,7 @@ class PodStrategy(Strategy):
         super().prepare_update(new, old)
         spec = new.setdefault("spec", {})
         _default_service_account(spec)
-        default_pod_spec(spec)
+        default_pod(spec)
         _merge_default_tolerations(spec)  # DefaultTolerationSeconds admits updates too
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
