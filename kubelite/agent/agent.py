@@ -101,9 +101,9 @@ class Agent:
 
     # --- node services (services.NodeServices) -----------------------------------------------------
 
-    def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal") -> None:
+    def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal", field_path: str = "") -> None:
         self.events.post(event_for(pod, reason, message, "Pod", COMPONENT, self.clock.now(), kind,
-                                   host=self.node_name))
+                                   host=self.node_name, field_path=field_path))
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(work)

@@ -50,7 +50,13 @@ class PodContainers:
         return self.logs_dir / name / f"{restarts}.log"
 
     def event(self, reason: str, message: str, kind: str = "Normal") -> None:
+        """An event about the pod itself (FailedCreatePodSandBox, FailedMount, InvalidEnvironmentVariableNames)."""
         self.node.event(self.pod, reason, message, kind)
+
+    def container_event(self, r: Record, reason: str, message: str, kind: str = "Normal") -> None:
+        """recordContainerEvent: an event about one container, its involvedObject the pod with GenerateContainerRef's
+        fieldPath (`spec.containers{NAME}`), so `kubectl describe` and field selectors tell containers apart."""
+        self.node.event(self.pod, reason, message, kind, field_path(r))
 
     def command(self, r: Record) -> tuple[list[str], dict[str, str]]:
         """(argv, env) of the container's next instance: a fresh environment from the API objects as they are now,
@@ -81,8 +87,8 @@ class PodContainers:
         if restart and now < r.not_before:
             if r.backoff_reported != r.restarts:  # one BackOff event per back-off period, as kubelet
                 r.backoff_reported = r.restarts
-                self.event("BackOff", f"Back-off restarting failed container {r.name} in pod {format_pod(self.pod)}",
-                           "Warning")
+                self.container_event(r, "BackOff", f"Back-off restarting failed container {r.name} in pod "
+                                                   f"{format_pod(self.pod)}", "Warning")
             r.waiting = "CrashLoopBackOff"
             wait = format_duration(round((r.not_before - r.finished_at) * 1e9))  # Go's Duration: "1m20s"
             r.waiting_message = f"back-off {wait} restarting failed container={r.name} pod={format_pod(self.pod)}"
@@ -95,8 +101,10 @@ class PodContainers:
             self._sandbox_error = exc.args[0]
             return
         except cspec.ConfigError as exc:
+            self._image_present(r)  # startContainer: EnsureImageExists comes before generateContainerConfig
             self.config_error(r, str(exc))
             return
+        self._image_present(r)
         if restart:
             r.restarts += 1
         log_path = self.log_path(r.name, r.restarts)
@@ -109,14 +117,14 @@ class PodContainers:
         except OSError as exc:
             r.waiting, r.waiting_message = "RunContainerError", str(exc)
             r.exit, r.finished_at = Exit(128), now
-            self.event("Failed", f"Error: {exc}", "Warning")
+            self.container_event(r, "Failed", f"Error: {exc}", "Warning")
             return
         finally:
             r.starting = None
         r.started_at, r.ever_started, r.waiting, r.waiting_message = self.node.clock.now(), True, "", ""
         self.save()
-        self.event("Created", f"Created container {r.name}")
-        self.event("Started", f"Started container {r.name}")
+        self.container_event(r, "Created", f"Created container {r.name}")
+        self.container_event(r, "Started", f"Started container {r.name}")
         self.node.spawn(self._watch(r, r.process))
         post = (r.spec.get("lifecycle") or {}).get("postStart")
         if post:
@@ -126,6 +134,18 @@ class PodContainers:
                 return
         self.probe(r)
 
+    def _image_present(self, r: Record) -> None:
+        """EnsureImageExists with the image present: Normal `Pulled` "Container image … already present on machine",
+        before every start (restarts too; the event correlator counts the repeats).
+
+        kubelite never pulls: an image is only a name that the catalog (or the container's command) turns into a
+        host command, so it is present on the node whatever the policy, and this is the only true Pulled text.
+        Partial, deliberately: with imagePullPolicy Always kubelet would pull and say "Pulling image" and
+        "Successfully pulled image … in …"; kubelite cannot honestly claim a pull, so it says "already present"
+        for Always too. Neither ErrImageNeverPull nor ErrImagePull can happen here (an image with no known
+        entrypoint is CreateContainerConfigError, see container.argv)."""
+        self.container_event(r, "Pulled", f'Container image "{r.spec.get("image", "")}" already present on machine')
+
     async def _post_start_failed(self, r: Record, p: Handle, failure: str) -> None:
         """kuberuntime's startContainer after a failed postStart: the event (a fixed text — "do not record the
         message in the event so that secrets won't leak from the server"; the hook's message goes to the agent's
@@ -134,7 +154,7 @@ class PodContainers:
         running meanwhile. Once it has stopped it waits as PostStartHookError with the hook's message (kubelet's
         reason cache, until the next start or back-off) when it is to be restarted; else it stays Terminated."""
         log.warning("pod %s: PostStart hook for container %s failed: %s", format_pod(self.pod), r.name, failure)
-        self.event("FailedPostStartHook", "PostStartHook failed", "Warning")
+        self.container_event(r, "FailedPostStartHook", "PostStartHook failed", "Warning")
         now = self.node.clock.now()
         await self.stop(r, Termination(now, now + pod_grace(self.pod)), "FailedPostStartHook")
         if r.process is not p or p.result is None:
@@ -146,7 +166,7 @@ class PodContainers:
     def config_error(self, r: Record, message: str) -> None:
         """The container cannot be created as specified: Waiting in CreateContainerConfigError (one event per spell)."""
         if r.waiting != "CreateContainerConfigError":
-            self.event("Failed", f"Error: {message}", "Warning")
+            self.container_event(r, "Failed", f"Error: {message}", "Warning")
         r.waiting, r.waiting_message = "CreateContainerConfigError", message
 
     def _warn(self, reason: str, message: str) -> None:
@@ -189,11 +209,11 @@ class PodContainers:
 
     def _unhealthy(self, r: Record, kind: str, message: str, grace: float | None) -> None:
         """A failed probe: an event; on a liveness/startup verdict, kill the container (restart policy applies)."""
-        self.event("Unhealthy", f"{kind} probe failed: {message}".strip(), "Warning")
+        self.container_event(r, "Unhealthy", f"{kind} probe failed: {message}".strip(), "Warning")
         if grace is None or r.process is None or not r.running:
             return
         period = grace if grace >= 0 else pod_grace(self.pod)
-        self.event("Killing", f"Container {r.name} failed {kind.lower()} probe, will be restarted")
+        self.container_event(r, "Killing", f"Container {r.name} failed {kind.lower()} probe, will be restarted")
         self.node.spawn(self._kill_after_probe(r.process, r.spec, period))
 
     async def _kill_after_probe(self, p: Handle, spec: Obj, grace: float) -> None:
@@ -248,10 +268,10 @@ class PodContainers:
             elif failure:
                 log.warning("pod %s: PreStop hook for container %s failed: %s", format_pod(self.pod), r.name,
                             failure)
-                self.event("FailedPreStopHook", "PreStopHook failed", "Warning")
+                self.container_event(r, "FailedPreStopHook", "PreStopHook failed", "Warning")
         if not p.alive:
             return
-        self.event("Killing", message or f"Stopping container {r.name}")
+        self.container_event(r, "Killing", message or f"Stopping container {r.name}")
         self.node.runtime.signal(p, stop_signal(r.spec))
         signalled = clock.now()
         while p.alive:
@@ -261,11 +281,20 @@ class PodContainers:
                                         kill_at - clock.now())
             exited.cancel()
             changed.cancel()
-            if not finished:
-                self.event("ExceededGracePeriod", f"Container {r.name} did not stop within the grace period and "
-                                                  "was killed", "Warning")
+            if not finished:  # killContainer: SIGKILL, no event (ExceededGracePeriod is only killPodNow's, eviction)
                 self.node.runtime.kill(p)
                 await p.exited()
+
+
+SPEC_FIELDS = {"app": "containers", "init": "initContainers", "sidecar": "initContainers",
+               "ephemeral": "ephemeralContainers"}
+
+
+def field_path(r: Record) -> str:
+    """GenerateContainerRef's fieldPath: `spec.containers{NAME}`, `spec.initContainers{NAME}` (sidecars are init
+    containers) or `spec.ephemeralContainers{NAME}` (names are unique across all three lists, so the record's kind
+    finds the same list as upstream's search by name)."""
+    return f"spec.{SPEC_FIELDS[r.kind]}{{{r.name}}}"
 
 
 def stop_signal(spec: Obj) -> int:

@@ -27,11 +27,20 @@ class PodFacts:
     final: bool = False  # the pod's containers have all been stopped for good
 
 
+def container_id(r: Record) -> str:
+    """The ID of the container's latest instance (`kubelite://PID`): the process the record holds, else (an agent
+    restarted after the instance ended keeps no process) the one its last termination recorded; empty while the
+    container never had an instance."""
+    if r.process is not None:
+        return f"kubelite://{r.process.pid}"
+    return str((r.last_terminated or {}).get("containerID", ""))
+
+
 def terminated_state(r: Record) -> Obj:
     assert r.exit is not None
     reason = "OOMKilled" if r.exit.oom_killed else "Completed" if r.exit.code == 0 else "Error"
     return {"exitCode": r.exit.code, "reason": reason, "startedAt": rfc3339(r.started_at),
-            "finishedAt": rfc3339(r.finished_at), "containerID": f"kubelite://{r.process.pid if r.process else 0}"}
+            "finishedAt": rfc3339(r.finished_at), "containerID": container_id(r) or "kubelite://0"}
 
 
 def container_status(r: Record) -> Obj:
@@ -40,7 +49,6 @@ def container_status(r: Record) -> Obj:
                "ready": r.ready, "started": r.started}
     if r.running and r.process is not None:
         st["state"] = {"running": {"startedAt": rfc3339(r.started_at)}}
-        st["containerID"] = f"kubelite://{r.process.pid}"
     elif r.exit is not None and not r.waiting:
         st["state"] = {"terminated": terminated_state(r)}
     else:
@@ -48,6 +56,11 @@ def container_status(r: Record) -> Obj:
         if r.waiting_message:
             waiting["message"] = r.waiting_message
         st["state"] = {"waiting": waiting}
+    # convertContainerStatus sets ContainerID from the runtime's latest instance whatever its state, and the
+    # reason cache's Waiting (CrashLoopBackOff, PostStartHookError) replaces only the state: a container that has
+    # run keeps its latest instance's ID; one that never had an instance (ContainerCreating) has none
+    if cid := container_id(r):
+        st["containerID"] = cid
     if r.kind == "init":
         # prober_manager's UpdatePodStatus: a regular init container is ready only once terminated with exit
         # code 0 ("the most recent successful init container will have ready = true"), never while it runs —

@@ -53,7 +53,9 @@ class NodeServices(Protocol):
         """API-data volumes (configMap, secret, downwardAPI, projected) and the objects env reads."""
         ...
 
-    def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal") -> None: ...
+    def event(self, pod: Obj, reason: str, message: str, kind: str = "Normal", field_path: str = "") -> None:
+        """Record an event about the pod; `field_path` given: about that container of it (involvedObject.fieldPath)."""
+        ...
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         """Run `work` in the background, owned by the node (a container's exit watcher, a probe kill)."""

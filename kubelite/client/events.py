@@ -85,7 +85,9 @@ _STAMPS = _Stamps()
 
 
 def event_for(obj: Obj, reason: str, message: str, kind: str, component: str, now: float,
-              event_type: str = "Normal", host: str = "", action: str = "") -> Obj:
+              event_type: str = "Normal", host: str = "", action: str = "", field_path: str = "") -> Obj:
+    """The Event about `obj` (of `kind`); `field_path` names a part of it (a pod's container: the kubelet's
+    GenerateContainerRef), omitted when empty as ObjectReference's omitempty omits it."""
     meta = obj["metadata"]
     stamp = rfc3339(now)
     source: Obj = {"component": component}
@@ -103,6 +105,8 @@ def event_for(obj: Obj, reason: str, message: str, kind: str, component: str, no
     }
     if action:
         ev["action"] = action
+    if field_path:
+        ev["involvedObject"]["fieldPath"] = field_path
     return ev
 
 

@@ -26,11 +26,16 @@ def test_repeated_container_events_are_counted_not_repeated(up: ServerProcess) -
     by_reason: dict[str, list[dict[str, object]]] = {}
     for ev in events:
         by_reason.setdefault(str(ev["reason"]), []).append(ev)
-    for reason in ("Created", "Started"):
+    for reason in ("Pulled", "Created", "Started"):
         assert len(by_reason[reason]) == 1, by_reason[reason]  # one Event, counted
         [event] = by_reason[reason]
         assert int(str(event["count"])) >= 3
         assert event["firstTimestamp"] != event["lastTimestamp"]
+    # GenerateContainerRef: the container's events name it, and the field selector kubectl offers finds them
+    about_app = json.loads(up.kubectl("get", "events", "--field-selector",
+                                      "involvedObject.name=flaky,involvedObject.fieldPath=spec.containers{app}",
+                                      "-o", "json").stdout)["items"]
+    assert {"Pulled", "Created", "Started", "BackOff"} <= {str(ev["reason"]) for ev in about_app}, about_app
     described = up.kubectl("describe", "pod", "flaky").stdout
     assert re.search(r"\(x\d+ over \d+s\)\s+kubelet\s+Started", described), described
     up.kubectl("delete", "pod", "flaky", "--grace-period=0", "--force", check=False)

@@ -57,7 +57,7 @@ def test_describe_lists_a_pods_events_in_the_order_they_happened(up: ServerProce
     reasons = _event_reasons(up.kubectl("describe", "pod", "ordered").stdout)
     lifecycle = [r for r in reasons if r in ("Scheduled", "Pulled", "Created", "Started")]
     assert lifecycle == sorted(lifecycle, key=["Scheduled", "Pulled", "Created", "Started"].index), reasons
-    assert {"Scheduled", "Created", "Started"} <= set(lifecycle), reasons
+    assert {"Scheduled", "Pulled", "Created", "Started"} <= set(lifecycle), reasons
     names = [e["metadata"]["name"] for e in _json(up, "get", "events", "--field-selector",
                                                       "involvedObject.name=ordered")["items"]]
     assert all(name.startswith("ordered.") and int(name.split(".")[1], 16) > 10**18 for name in names), names

@@ -214,11 +214,13 @@ def test_port_forward_serves_http(up: ServerProcess, transport: dict[str, str]) 
 
 
 def test_port_forward_to_a_closed_port_reports_the_error(up: ServerProcess, pod: str) -> None:
-    local = free_port()
-    with _port_forward(up, f"pod/{pod}", f"{local}:{free_port()}") as proc, pytest.raises(OSError):
+    local, closed = free_port(), free_port()
+    with _port_forward(up, f"pod/{pod}", f"{local}:{closed}") as proc, pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=10)
     assert proc.stdout is not None
-    assert "error forwarding port" in proc.stdout.read()
+    out = proc.stdout.read()
+    assert "error forwarding port" in out
+    assert f"dial tcp4 127.0.0.1:{closed}: connect: connection refused" in out  # containerd's dial error
 
 
 # --- attach --------------------------------------------------------------------------------------------

@@ -41,7 +41,8 @@ async def test_failed_post_start_kills_the_container(tmp_path: Path, policy: str
     _, task = await _start(h, _pod([container], policy=policy, grace=grace))
     await h.clock.advance(grace)
     # FailedPostStartHook with its fixed text, then killContainer's Killing with the message it was given
-    assert [(t, reason, message) for t, reason, message in h.events][:4] == [
+    assert [(t, reason, message) for t, reason, message in h.events][:5] == [
+        (0.0, "Pulled", 'Container image "hollow" already present on machine'),
         (0.0, "Created", "Created container main"), (0.0, "Started", "Started container main"),
         (0.0, "FailedPostStartHook", "PostStartHook failed"), (0.0, "Killing", "FailedPostStartHook")]
     first = next(st for _, st in h.statuses if st["containerStatuses"][0]["lastState"] or

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 
 from aiohttp import WSMsgType, web
 
@@ -31,6 +32,21 @@ POD_HOST = "127.0.0.1"  # pods use the host network (README, isolation table)
 PAIR_TIMEOUT = 30.0  # kubelet's stream creation timeout: the second stream of a request must come by then
 READ_SIZE = 32 * 1024
 CONNECT_TIMEOUT = 10.0
+
+
+def dial_error(port: int, exc: OSError) -> str:
+    """Why the connection to the pod's port failed, as Go's net.Dial("tcp4", …) says it in containerd's
+    PortForward: `dial tcp4 127.0.0.1:PORT: connect: connection refused` (the syscall's strerror, lower-cased as
+    Go's errno table has it), `… i/o timeout` when the connect timed out — not Python's "[Errno 111] Connect call
+    failed (…)". containerd wraps it in "failed to connect to localhost:PORT inside namespace <sandbox ID>";
+    kubelite's pods have no network namespace (nor its ID), so only the dial's own error follows kubelet's prefix."""
+    where = f"dial tcp4 {POD_HOST}:{port}"
+    if isinstance(exc, TimeoutError) and exc.errno is None:
+        return f"{where}: i/o timeout"
+    if exc.errno is None:
+        return f"{where}: {exc}"
+    reason = os.strerror(exc.errno)
+    return f"{where}: connect: {reason[:1].lower()}{reason[1:]}"
 
 
 class Forwarder:
@@ -74,9 +90,10 @@ class Forwarder:
         try:
             finished, conn = await bounded(self.clock, asyncio.open_connection(POD_HOST, port), CONNECT_TIMEOUT)
             if not finished or conn is None:
-                raise TimeoutError(f"dial tcp {POD_HOST}:{port}: i/o timeout")
+                raise TimeoutError
         except OSError as exc:
-            await self._fail(data, error, f"error forwarding port {port} to pod {self.pod}, uid {self.uid}: {exc}")
+            await self._fail(data, error,
+                             f"error forwarding port {port} to pod {self.pod}, uid {self.uid}: {dial_error(port, exc)}")
             return
         reader, writer = conn
         to_pod = asyncio.create_task(self._to_pod(data, writer))
