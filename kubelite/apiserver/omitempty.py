@@ -13,7 +13,6 @@ tagged omitempty is written even when empty (`status: {replicas: 0}` for a new R
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -25,13 +24,18 @@ _META = "V1ObjectMeta"
 _DROP = object()  # a change that removes the field
 
 
-@dataclass(frozen=True, slots=True)
 class _Plan:
-    """A model's walk: its fields to drop when empty, and its fields holding structs that have some below them
-    (field → ("model" | "list", the struct's model))."""
+    """A model's walk: its fields to drop when empty, and its fields holding a struct (or a list of structs) that
+    has some below it: field → (a list?, the struct's plan). Plans refer to each other (types may recurse)."""
 
-    omitted: frozenset[str]
-    nested: dict[str, tuple[str, str]]
+    __slots__ = ("nested", "omitted")
+
+    def __init__(self, omitted: frozenset[str]) -> None:
+        self.omitted = omitted
+        self.nested: dict[str, tuple[bool, _Plan]] = {}
+
+
+_PLANS: dict[str, _Plan] = {}
 
 
 @cache
@@ -42,31 +46,34 @@ def _reaches_omitted(model: str) -> bool:
         current = stack.pop()
         if current in OMIT_EMPTY:
             return True
-        for child in _children(current).values():
-            if child[1] not in seen:
-                seen.add(child[1])
-                stack.append(child[1])
+        for _, child in _children(current).values():
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
     return False
 
 
-@cache
-def _children(model: str) -> dict[str, tuple[str, str]]:
-    """The fields of `model` that hold a struct or a list of structs. (Maps of structs are not followed: no struct
-    of upstream's served kinds held in a map has a field to omit; gen_omitempty_fields.py fails if one does.)"""
+def _children(model: str) -> dict[str, tuple[bool, str]]:
+    """The fields of `model` that hold a struct or a list of structs: field → (a list?, the struct's model). (Maps
+    of structs are not followed: no struct of upstream's served kinds held in a map has a field to omit;
+    gen_omitempty_fields.py fails if one does.)"""
     out = {}
     for name, field in schema.fields(model).items():
         t = field.type
         if t.kind == "model":
-            out[name] = ("model", t.model)
+            out[name] = (False, t.model)
         elif t.kind == "list" and t.item is not None and t.item.kind == "model":
-            out[name] = ("list", t.item.model)
+            out[name] = (True, t.item.model)
     return out
 
 
-@cache
 def _plan(model: str) -> _Plan:
-    nested = {k: v for k, v in _children(model).items() if _reaches_omitted(v[1])}
-    return _Plan(OMIT_EMPTY.get(model, frozenset()), nested)
+    plan = _PLANS.get(model)
+    if plan is None:
+        plan = _PLANS[model] = _Plan(OMIT_EMPTY.get(model, frozenset()))  # registered first: a type may recurse
+        plan.nested.update({k: (is_list, _plan(child)) for k, (is_list, child) in _children(model).items()
+                            if _reaches_omitted(child)})
+    return plan
 
 
 def omit_empty(obj: Obj, model: str, old: Obj | None = None) -> None:
@@ -78,12 +85,7 @@ def omit_empty(obj: Obj, model: str, old: Obj | None = None) -> None:
     object) is skipped, at the cost of a comparison in C: what was stored went through this already, so an
     update walks only what it changed (objects stored before this rule keep their empty values until
     rewritten)."""
-    if model:
-        changes = _changes(obj, _plan(model), old)
-    else:
-        meta = obj.get("metadata")
-        new_meta = _walk(meta, _META, old.get("metadata") if old else None) if type(meta) is dict else meta
-        changes = None if new_meta is meta else {"metadata": new_meta}
+    changes = _changes(obj, _plan(model) if model else _KUBELITE_KIND, old)
     for key, value in (changes or {}).items():
         if value is _DROP:
             del obj[key]
@@ -91,24 +93,18 @@ def omit_empty(obj: Obj, model: str, old: Obj | None = None) -> None:
             obj[key] = value
 
 
-def _walk(obj: Obj, model: str, old: Any) -> Obj:
-    """`obj` itself when nothing under it is dropped, else a copy with the same keys in the same order, less some."""
-    changes = _changes(obj, _plan(model), old)
-    if changes is None:
-        return obj
-    return {k: changes.get(k, v) for k, v in obj.items() if changes.get(k, v) is not _DROP}
-
-
 def _changes(obj: Obj, plan: _Plan, old: Any) -> dict[str, Any] | None:
-    """The fields of `obj` to drop (`_DROP`) or replace (their new value); None when none."""
+    """The fields of `obj` to drop (`_DROP`) or replace (a copy with what is under it dropped); None when none.
+    One call per struct walked, the lists' items included: the walk's cost is its calls."""
     changes: dict[str, Any] | None = None
     omitted, nested = plan.omitted, plan.nested
     old_get = old.get if type(old) is dict else None
     for key, value in obj.items():
-        if not value and key in omitted:
-            if changes is None:
-                changes = {}
-            changes[key] = _DROP
+        if not value:  # empty: dropped if omitempty, and nothing below it either way
+            if key in omitted:
+                if changes is None:
+                    changes = {}
+                changes[key] = _DROP
             continue
         child = nested.get(key)
         if child is None:
@@ -116,7 +112,19 @@ def _changes(obj: Obj, plan: _Plan, old: Any) -> dict[str, Any] | None:
         prior = old_get(key) if old_get is not None else None
         if prior is not None and (value is prior or value == prior):  # (equal values drop alike: 0 == False)
             continue
-        new = _nested(value, child, prior)
+        is_list, sub = child
+        new: Any = value
+        if not is_list:
+            if type(value) is dict and (inner := _changes(value, sub, prior)) is not None:
+                new = _changed(value, inner)
+        elif type(value) is list:
+            priors = prior if type(prior) is list else ()
+            for i, item in enumerate(value):
+                old_item = priors[i] if i < len(priors) else None
+                if type(item) is dict and item != old_item and (inner := _changes(item, sub, old_item)) is not None:
+                    if new is value:
+                        new = list(value)
+                    new[i] = _changed(item, inner)
         if new is not value:
             if changes is None:
                 changes = {}
@@ -124,20 +132,10 @@ def _changes(obj: Obj, plan: _Plan, old: Any) -> dict[str, Any] | None:
     return changes
 
 
-def _nested(value: Any, child: tuple[str, str], prior: Any) -> Any:
-    """A struct or list of structs with what is under it dropped (`value` itself if nothing is). An item equal to
-    `prior`'s item at the same index is skipped, as `omit_empty` skips parts."""
-    container, model = child
-    if container == "model":
-        return _walk(value, model, prior) if type(value) is dict else value
-    if type(value) is not list:
-        return value
-    priors = prior if type(prior) is list else ()
-    items: list[Any] | None = None
-    for i, item in enumerate(value):
-        old = priors[i] if i < len(priors) else None
-        if type(item) is dict and item != old and (new := _walk(item, model, old)) is not item:
-            if items is None:
-                items = list(value)
-            items[i] = new
-    return value if items is None else items
+def _changed(obj: Obj, changes: dict[str, Any]) -> Obj:
+    """A copy of `obj` with `changes` made: the same keys in the same order, less the dropped ones."""
+    return {k: changes.get(k, v) for k, v in obj.items() if changes.get(k, v) is not _DROP}
+
+
+_KUBELITE_KIND = _Plan(frozenset())  # kubelite's own kinds (no model): their ObjectMeta only
+_KUBELITE_KIND.nested["metadata"] = (False, _plan(_META))

@@ -235,9 +235,9 @@ class Registry:
         cur = self.current(resource, namespace, name)
         for _ in range(MAX_RETRIES):
             new = mutate(cur if reads_only else copy_obj(cur))
+            new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]  # (first: metadata compares equal)
             if new is not cur:  # encoded as Go encodes (the hooks' empty values too), before the no-op check
                 omitempty.omit_empty(new, resource.model, cur)
-            new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
             if new == cur:
                 return cur
             if dry_run:
@@ -290,7 +290,8 @@ class Registry:
             raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
                                      f"the URL ({name})")
         new = body if owned else copy_obj(body)
-        omitempty.omit_empty(new, resource.model, cur)  # decoded as Go decodes, before the hooks compare with `cur`
+        if subresource != "status":  # decoded as Go decodes, before the hooks compare with `cur` (a status update
+            omitempty.omit_empty(new, resource.model, cur)  # takes the body's status alone: walked as it is stored)
         new["apiVersion"], new["kind"] = resource.group_version, resource.kind
         cur_meta, new_meta = cur["metadata"], new["metadata"]
         for field in _KEPT_ON_UPDATE:
