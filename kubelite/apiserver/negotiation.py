@@ -6,6 +6,10 @@ their order); the first one the server can encode wins: JSON (also for `*/*`, `a
 `application/json;…` variant: Tables, discovery, watch streams), YAML, or protobuf. None of them: 406
 NotAcceptable, before the request does anything (upstream negotiates before the write). A missing or empty
 Accept is JSON. Protobuf's own finer rule (a Table request never is) stays in protobuf.prefers_protobuf.
+
+A clause asking for a stream (`;stream=watch`) of a type with no stream form (YAML), or for another stream than
+`watch`, is skipped, as acceptMediaTypeOptions skips it. A watch whose first-ranked type has no stream form is
+406 (NegotiateOutputMediaTypeStream): YAML asked first is not served as JSON, though JSON is acceptable too.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from kubelite.apiserver import protobuf
 JSON = "application/json"
 YAML = "application/yaml"
 SERVED = (JSON, YAML, protobuf.MEDIA_TYPE)
+STREAMED = (JSON, protobuf.MEDIA_TYPE)  # the types with a stream serializer, in the server's order
 _WILDCARDS = {"*/*": JSON, "application/*": JSON}
 
 
@@ -42,6 +47,9 @@ def output_media_type(accept: str) -> str | None:
             q = 0.0
         if q <= 0:
             continue
+        stream = options.get("stream", "")
+        if stream and (stream != "watch" or media == YAML):
+            continue
         specificity = 0 if media == "*/*" else 1 if media.endswith("/*") else 2
         ranked.append((q, specificity, -index, media))
     for *_, media in sorted(ranked, reverse=True):
@@ -58,6 +66,16 @@ def check_acceptable(accept: str) -> str:
     if media is None:
         raise errors.ApiError(406, "NotAcceptable",
                               "only the following media types are accepted: " + ", ".join(SERVED))
+    return media
+
+
+def check_stream_acceptable(accept: str) -> str:
+    """A watch's media type: as `check_acceptable`'s, but 406 when that type has no stream form (YAML), naming the
+    stream types as MediaTypesForSerializer names them."""
+    media = check_acceptable(accept)
+    if media not in STREAMED:
+        raise errors.ApiError(406, "NotAcceptable", "only the following media types are accepted: " +
+                              ", ".join(f"{m};stream=watch" for m in STREAMED))
     return media
 
 

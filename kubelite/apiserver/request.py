@@ -19,7 +19,7 @@ import yaml
 from aiohttp import web
 
 from kubelite.api import errors
-from kubelite.apiserver import protobuf
+from kubelite.apiserver import goutf8, protobuf
 from kubelite.apiserver.nesting import MAX_DEPTH, TooDeep, check_depth, headroom
 from kubelite.apiserver.registry import RESOURCES
 from kubelite.apiserver.registry.base import Resource
@@ -188,18 +188,31 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = BODY_
 
 
 def _load_json(body: bytes) -> Any:
-    """orjson (which refuses beyond 1,024 levels itself); a lone UTF-16 surrogate, which orjson refuses and Go's
-    decoder takes, through the standard library."""
+    """orjson (which refuses beyond 1,024 levels itself); what orjson refuses and Go's decoder takes: invalid
+    UTF-8 in a string (each bad byte becomes U+FFFD, `goutf8`) and, through the standard library, a lone UTF-16
+    surrogate escape. Both only on orjson's failure: a valid body pays nothing."""
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
-        if not _SURROGATE_ESCAPE.search(body):
+        surrogates = _SURROGATE_ESCAPE.search(body) is not None
+        if not surrogates and _is_utf8(body):
             raise
+    text = goutf8.decode(body)
+    if not surrogates:
+        return orjson.loads(text)
     try:
         with headroom():
-            return json.loads(body)
+            return json.loads(text)
     except RecursionError:
         raise TooDeep(f"exceeded max depth {MAX_DEPTH}") from None
+
+
+def _is_utf8(body: bytes) -> bool:
+    try:
+        body.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _without_surrogates(doc: Any) -> Any:
@@ -231,11 +244,13 @@ _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
 def _load_yaml(body: bytes) -> Any:
-    """A YAML document as plain data (safe loader), refused past MAX_DEPTH before it is composed.
+    """The first YAML document of `body` as plain data (safe loader), refused past MAX_DEPTH before it is composed.
 
+    Only the first: upstream's YAML decoding (sigs.k8s.io/yaml's YAMLToJSON, yaml.Unmarshal of go-yaml v2)
+    decodes the first document and never reads the others, for an object's body and an apply patch alike.
     Composition recurses once per level (in C with libyaml, where no recursion limit applies: a million
     levels crash the process), so the depth is first counted over the parser's events, which need no
-    recursion, stopping at the first level too many.
+    recursion, stopping at the first level too many (or at the first document's end).
     """
     depth = 0
     for event in yaml.parse(body, Loader=_LOADER):
@@ -245,8 +260,14 @@ def _load_yaml(body: bytes) -> Any:
                 raise TooDeep(f"exceeded max depth {MAX_DEPTH}")
         elif isinstance(event, _CLOSE):
             depth -= 1
-    with headroom():  # the pure-Python composer, when libyaml is missing, recurses in Python frames
-        return yaml.load(body, Loader=_LOADER)
+        elif isinstance(event, yaml.DocumentEndEvent):
+            break
+    loader = _LOADER(body)  # yaml.load_all's steps, stopped after the first document
+    try:
+        with headroom():  # the pure-Python composer, when libyaml is missing, recurses in Python frames
+            return loader.get_data() if loader.check_data() else None
+    finally:
+        loader.dispose()
 
 
 def measure(doc: Any, limit: int) -> None:

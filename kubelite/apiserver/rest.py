@@ -19,7 +19,7 @@ import orjson
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
-from kubelite.apiserver import deletion, nesting, schema, typecheck
+from kubelite.apiserver import deletion, nesting, omitempty, schema, typecheck
 from kubelite.apiserver.cache import Caches, decode
 from kubelite.apiserver.nesting import copy_obj
 from kubelite.apiserver.registry import STRATEGIES
@@ -61,27 +61,6 @@ def encode(obj: Obj) -> bytes:
     if len(data) > MAX_OBJECT_BYTES:
         raise errors.ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
     return data
-
-
-# ObjectMeta's omitempty fields that clients send empty: Go's encoding drops them, so upstream neither stores nor
-# answers `labels: {}`, `finalizers: []` or `generateName: ""` (a generic rule would need every type's tags)
-_META_OMIT_EMPTY = ("generateName", "labels", "annotations", "ownerReferences", "finalizers", "managedFields")
-
-
-def _empty(value: Any) -> bool:
-    return value is None or value == "" or value == {} or value == []
-
-
-def omit_empty(obj: Obj, fields: tuple[str, ...]) -> None:
-    """Drop, at the storage boundary, the empty omitempty fields upstream's encoding would: ObjectMeta's and the
-    strategy's top-level `fields`. `obj` is the caller's own at the top level; its metadata may be shared (an
-    update's status attempt keeps the stored one), so a metadata with an empty field is replaced, not changed."""
-    for field in fields:
-        if field in obj and _empty(obj[field]):
-            del obj[field]
-    meta = obj.get("metadata")
-    if isinstance(meta, dict) and any(f in meta and _empty(meta[f]) for f in _META_OMIT_EMPTY):
-        obj["metadata"] = {k: v for k, v in meta.items() if not (k in _META_OMIT_EMPTY and _empty(v))}
 
 
 def _deadline(ts: float) -> str:
@@ -154,6 +133,7 @@ class Registry:
         strategy = self.strategies[resource]
         if not checked:
             self.check_types(resource, obj)
+        omitempty.omit_empty(obj, resource.model)  # decoded as Go decodes: an empty value is no value
         meta = obj.setdefault("metadata", {})
         if resource.namespaced:
             meta["namespace"] = namespace
@@ -179,7 +159,7 @@ class Registry:
         self._raise_invalid(resource, obj, strategy.validate(obj))
         if warnings is not None:
             warnings += strategy.warnings(obj, None)
-        omit_empty(obj, strategy.omit_empty)
+        omitempty.omit_empty(obj, resource.model)  # encoded as Go encodes: the strategy's empty values too
         meta = obj["metadata"]
         if dry_run:
             if self.caches[resource].get(namespace, meta["name"]) is not None:
@@ -253,12 +233,11 @@ class Registry:
         Cached objects are never changed in place, so sharing their parts is safe.
         """
         cur = self.current(resource, namespace, name)
-        fields = self.strategies[resource].omit_empty
         for _ in range(MAX_RETRIES):
             new = mutate(cur if reads_only else copy_obj(cur))
-            if new is not cur:  # before the no-op check: dropping an empty field changes nothing stored
-                omit_empty(new, fields)
-            new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]  # (first: metadata compares equal)
+            if new is not cur:  # encoded as Go encodes (the hooks' empty values too), before the no-op check
+                omitempty.omit_empty(new, resource.model, cur)
             if new == cur:
                 return cur
             if dry_run:
@@ -311,6 +290,8 @@ class Registry:
             raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
                                      f"the URL ({name})")
         new = body if owned else copy_obj(body)
+        if subresource != "status":  # decoded as Go decodes, before the hooks compare with `cur` (a status update
+            omitempty.omit_empty(new, resource.model, cur)  # takes the body's status alone: walked as it is stored)
         new["apiVersion"], new["kind"] = resource.group_version, resource.kind
         cur_meta, new_meta = cur["metadata"], new["metadata"]
         for field in _KEPT_ON_UPDATE:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from kubernetes.client import models
 
+from kubelite.apiserver import goutf8
 from kubelite.apiserver.int32_fields import INT32_FIELDS
 
 Kind = Literal["string", "integer", "int32", "boolean", "number", "time", "bytes", "quantity", "int-or-string",
@@ -208,5 +209,5 @@ def duplicate_fields(body: bytes) -> list[str]:
             seen.add(k)
         return dict(pairs)
 
-    json.loads(body, object_pairs_hook=hook)
+    json.loads(goutf8.decode(body), object_pairs_hook=hook)  # invalid UTF-8 in a string: U+FFFD, as the decoder
     return dups

@@ -17,7 +17,7 @@ import orjson
 from aiohttp import web
 
 from kubelite.api import errors
-from kubelite.apiserver import listoptions, nesting, protobuf, tables
+from kubelite.apiserver import listoptions, negotiation, nesting, protobuf, tables
 from kubelite.apiserver.cache import CachedEvent, Caches, Watcher
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.clock import Cancellable, Clock, timer
@@ -228,6 +228,11 @@ async def serve(request: web.Request, caches: Caches, resource: Resource, namesp
     loopback = bool(request.get(LOOPBACK))
     stream = await open_stream(caches, resource, namespace, matches, encoder, resource_version, timeout, bookmarks,
                                clock, trigger, loopback, initial_events)
+    try:  # after the watch opened, as serveWatchHandler negotiates after rw.Watch: its 400s come first
+        negotiation.check_stream_acceptable(request.headers.get("Accept", ""))
+    except errors.ApiError:
+        stream.close()
+        raise
     if loopback:
         return WatchResponse(stream)
     resp = web.StreamResponse(headers={"Content-Type": stream.content_type})

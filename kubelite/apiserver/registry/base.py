@@ -67,7 +67,6 @@ class Strategy:
     has_status = False
     has_spec_generation = False  # bump metadata.generation on spec changes
     orphans_by_default = False  # DefaultGarbageCollectionPolicy: OrphanDependents (True) or DeleteDependents
-    omit_empty: tuple[str, ...] = ()  # top-level omitempty collections Go's encoding drops when empty (Registry)
     name_validator = staticmethod(is_dns1123_subdomain)
 
     def __init__(self, resource: Resource) -> None:

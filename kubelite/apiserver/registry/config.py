@@ -141,7 +141,6 @@ def _immutable_causes(new: Obj, old: Obj, fields: tuple[str, ...]) -> list[Cause
 
 
 class ConfigMapStrategy(Strategy):
-    omit_empty = ("data", "binaryData")
     def validate(self, obj: Obj) -> list[Cause]:
         causes = super().validate(obj)
         data, binary = obj.get("data") or {}, obj.get("binaryData") or {}
@@ -192,7 +191,6 @@ def _validate_secret_type(obj: Obj, data: dict[str, bytes]) -> list[Cause]:
 
 
 class SecretStrategy(Strategy):
-    omit_empty = ("data", "stringData")
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         super().prepare_create(obj, lookup)
         fold_string_data(obj)
