@@ -8,8 +8,9 @@ virtual-time loop; the pods are bound to the node directly (no scheduler needed)
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import yaml
@@ -22,6 +23,7 @@ from kubelite.sim.clock import VirtualClock, VirtualTimeLoop
 from kubelite.store.memory import MemoryStore
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 STOP_AT, DOWN = 30.0, 20.0  # the first agent stops 30 s after the pod is created; the next starts 20 s later
 
 
@@ -48,10 +50,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("policy,command,phase,state,restarts,code,ended_in", CASES)
-def test_a_restarted_hollow_agent_adopts_its_containers(tmp_path: Path, policy: str, command: list[str],
-                                                       phase: str, state: str, restarts: int, code: int | None,
-                                                       ended_in: tuple[float, float] | None) -> None:
+Story = Callable[[InProcessClient, runner._Cluster, VirtualClock], Awaitable[T]]
+
+
+def on_one_node(tmp_path: Path, story: Story[T]) -> T:
+    """Run `story` on a simulated cluster of one hollow node, n-0 (in-process API server, the simulation's agent,
+    no scheduler), on a virtual-time loop, from 10 s after the node's agent started; its result."""
     spec = tmp_path / "s.yaml"
     spec.write_text(yaml.safe_dump({"name": "restart", "duration": "5m", "nodePools": [{"name": "n", "count": 1}],
                                     "workloads": [{"name": "w", "kind": "Pod"}]}))
@@ -59,7 +63,7 @@ def test_a_restarted_hollow_agent_adopts_its_containers(tmp_path: Path, policy: 
     loop = VirtualTimeLoop()
     clock = VirtualClock(loop)
 
-    async def play() -> tuple[Obj, float]:
+    async def play() -> T:
         store = MemoryStore()
         server = ApiServer(store, clock)
         await server.start()
@@ -68,24 +72,39 @@ def test_a_restarted_hollow_agent_adopts_its_containers(tmp_path: Path, policy: 
         try:
             await cluster.add_node(scn.pools[0], "n-0", 0)
             await clock.sleep(10)
-            created = clock.now()
-            await client.create("/api/v1/namespaces/default/pods", _pod(policy, command))
-            await clock.sleep(STOP_AT)
-            await cluster.stop_agent("n-0")
-            await clock.sleep(DOWN)
-            cluster.start_agent("n-0", cluster._agent("n-0", 0))
-            await clock.sleep(30)
-            return await client.get("/api/v1/namespaces/default/pods/p"), created
+            return await story(client, cluster, clock)
         finally:
             await cluster.stop()
             await server.stop()
             await store.close()
 
     try:
-        pod, created = loop.run_until_complete(play())
+        return loop.run_until_complete(play())
     finally:
         runner._cancel_leftovers(loop)
         loop.close()
+
+
+async def restart_agent(cluster: runner._Cluster, clock: VirtualClock, down: float) -> None:
+    """Stop n-0's agent, and start the next one `down` seconds later."""
+    await cluster.stop_agent("n-0")
+    await clock.sleep(down)
+    cluster.start_agent("n-0", cluster._agent("n-0", 0))
+
+
+@pytest.mark.parametrize("policy,command,phase,state,restarts,code,ended_in", CASES)
+def test_a_restarted_hollow_agent_adopts_its_containers(tmp_path: Path, policy: str, command: list[str],
+                                                       phase: str, state: str, restarts: int, code: int | None,
+                                                       ended_in: tuple[float, float] | None) -> None:
+    async def story(client: InProcessClient, cluster: runner._Cluster, clock: VirtualClock) -> tuple[Obj, float]:
+        created = clock.now()
+        await client.create("/api/v1/namespaces/default/pods", _pod(policy, command))
+        await clock.sleep(STOP_AT)
+        await restart_agent(cluster, clock, DOWN)
+        await clock.sleep(30)
+        return await client.get("/api/v1/namespaces/default/pods/p"), created
+
+    pod, created = on_one_node(tmp_path, story)
     status = pod["status"]
     (container,) = status["containerStatuses"]
     assert (status["phase"], next(iter(container["state"])), container["restartCount"]) == (phase, state, restarts)

@@ -7,13 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
-from kubelite.sim import runner, scenario
-from kubelite.sim.clock import VirtualClock, VirtualTimeLoop
-from kubelite.store.memory import MemoryStore
+from kubelite.sim import runner
+from kubelite.sim.clock import VirtualClock
+from tests.sim.test_agent_restart import on_one_node, restart_agent
 
 Obj = dict[str, Any]
 POD = "/api/v1/namespaces/default/pods/p"
@@ -23,45 +20,20 @@ EPHEMERAL = [{"name": "stays", "image": "hollow", "command": ["hollow"]},
 
 
 def test_a_restarted_agent_adopts_ephemeral_containers_and_never_restarts_them(tmp_path: Path) -> None:
-    spec = tmp_path / "s.yaml"
-    spec.write_text(yaml.safe_dump({"name": "restart", "duration": "5m", "nodePools": [{"name": "n", "count": 1}],
-                                    "workloads": [{"name": "w", "kind": "Pod"}]}))
-    scn = scenario.load(spec)
-    loop = VirtualTimeLoop()
-    clock = VirtualClock(loop)
+    async def story(client: InProcessClient, cluster: runner._Cluster, clock: VirtualClock) -> tuple[Obj, Obj]:
+        await client.create("/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"nodeName": "n-0", "containers": [MAIN]}})
+        await clock.sleep(5)
+        await client.patch(f"{POD}/ephemeralcontainers", {"spec": {"ephemeralContainers": EPHEMERAL}},
+                           "application/strategic-merge-patch+json")
+        await clock.sleep(10)
+        before = await client.get(POD)
+        await restart_agent(cluster, clock, 30)  # "ends" exits at 45 s, while no agent runs
+        await clock.sleep(30)
+        return before, await client.get(POD)
 
-    async def play() -> tuple[Obj, Obj]:
-        store = MemoryStore()
-        server = ApiServer(store, clock)
-        await server.start()
-        client = InProcessClient(server)
-        cluster = runner._Cluster(client, clock, scn, 1, tmp_path / "nodes")
-        try:
-            await cluster.add_node(scn.pools[0], "n-0", 0)
-            await clock.sleep(10)
-            await client.create("/api/v1/namespaces/default/pods", {
-                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-                "spec": {"nodeName": "n-0", "containers": [MAIN]}})
-            await clock.sleep(5)
-            await client.patch(f"{POD}/ephemeralcontainers", {"spec": {"ephemeralContainers": EPHEMERAL}},
-                               "application/strategic-merge-patch+json")
-            await clock.sleep(10)
-            before = await client.get(POD)
-            await cluster.stop_agent("n-0")  # "ends" exits at 45 s, while no agent runs
-            await clock.sleep(30)
-            cluster.start_agent("n-0", cluster._agent("n-0", 0))
-            await clock.sleep(30)
-            return before, await client.get(POD)
-        finally:
-            await cluster.stop()
-            await server.stop()
-            await store.close()
-
-    try:
-        before, after = loop.run_until_complete(play())
-    finally:
-        runner._cancel_leftovers(loop)
-        loop.close()
+    before, after = on_one_node(tmp_path, story)
     was = {c["name"]: c for c in before["status"]["ephemeralContainerStatuses"]}
     now = {c["name"]: c for c in after["status"]["ephemeralContainerStatuses"]}
     assert now["stays"]["state"] == was["stays"]["state"] and "running" in now["stays"]["state"]

@@ -8,9 +8,6 @@ from real child processes and a real HTTP server.
 
 from __future__ import annotations
 
-import http.server
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,23 +69,6 @@ async def test_restarts_after_a_failed_post_start_back_off(tmp_path: Path) -> No
     await h.clock.advance(6)
     assert [t for t, reason, _ in h.events if reason == "Started"] == [0.0, 0.0, 10.0]
     task.cancel()
-
-
-class _Status500(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(500)
-        self.end_headers()
-
-    def log_message(self, *_: Any) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def server_port() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Status500)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
 
 
 CLOSED = free_port()

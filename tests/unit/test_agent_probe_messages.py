@@ -5,7 +5,6 @@ error texts kubectl users see in Unhealthy events, from real sockets, a real HTT
 from __future__ import annotations
 
 import asyncio
-import http.server
 import socket
 import struct
 import threading
@@ -21,23 +20,6 @@ from tests.conftest import free_port
 
 Obj = dict[str, Any]
 CONTAINER: Obj = {"name": "c", "ports": [{"name": "web", "containerPort": 8080}]}
-
-
-class _Status500(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(500)
-        self.end_headers()
-
-    def log_message(self, *_: Any) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def server_port() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Status500)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
 
 
 CLOSED = free_port()
