@@ -6,6 +6,7 @@ RBAC (the bootstrap policy's system:service-account-issuer-discovery)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,7 @@ def test_join_host_port(name: str, address: str, want: str) -> None:
 SIGNING_KEY = ec.generate_private_key(ec.SECP256R1())
 
 
+@contextlib.asynccontextmanager
 async def _server(tmp_path: Path, keys: list[jwt.PublicKey], anonymous: bool = False,
                   jwks_uri: str = JWKS) -> AsyncIterator[Client]:
     accounts = ServiceAccountConfig(SIGNING_KEY, tuple(keys), EXAMPLE_ISSUER, jwks_uri=jwks_uri)
@@ -185,7 +187,7 @@ async def _get(api: Client, path: str, token: str | None = ADMIN, expect: int = 
 
 async def test_serve_configuration(tmp_path: Path) -> None:
     """TestServeConfiguration."""
-    async for api in _server(tmp_path, _keys(tmp_path, *DEFAULT_KEYS)):
+    async with _server(tmp_path, _keys(tmp_path, *DEFAULT_KEYS)) as api:
         got, headers = await _get(api, "/.well-known/openid-configuration")
         assert got == orjson.loads(_config(EXAMPLE_ISSUER, JWKS))
         assert headers["Content-Type"] == "application/json"
@@ -200,7 +202,7 @@ SERVE_KEYS = [  # TestServeKeys: (name, PEMs configured)
 
 @pytest.mark.parametrize("name,pems", SERVE_KEYS, ids=[c[0] for c in SERVE_KEYS])
 async def test_serve_keys(tmp_path: Path, name: str, pems: tuple[str, ...]) -> None:
-    async for api in _server(tmp_path, _keys(tmp_path, *pems)):
+    async with _server(tmp_path, _keys(tmp_path, *pems)) as api:
         got, headers = await _get(api, "/openid/v1/jwks")
         assert got == orjson.loads(WANT_KEYSET)
         assert not any("d" in k or "p" in k for k in got["keys"])  # no private member
@@ -220,16 +222,23 @@ URL_BOUNDARIES = [  # TestURLBoundaries: (name, path, served); kubelite serves a
 
 
 async def test_url_boundaries(tmp_path: Path) -> None:
-    async for api in _server(tmp_path, _keys(tmp_path, *DEFAULT_KEYS)):
+    async with _server(tmp_path, _keys(tmp_path, *DEFAULT_KEYS)) as api:
         for name, path, served in URL_BOUNDARIES:
             resp = await api.get(path, headers={"Authorization": f"Bearer {ADMIN}"})
             assert resp.status == (200 if served else 404), name
 
 
+async def test_jwks_uri_defaults_to_the_advertised_address(tmp_path: Path) -> None:
+    """Without --service-account-jwks-uri: https://, the server's advertised address and port, the JWKS path."""
+    async with _server(tmp_path, _keys(tmp_path, *DEFAULT_KEYS), jwks_uri="") as api:
+        got, _ = await _get(api, "/.well-known/openid-configuration")
+        assert got["jwks_uri"] == "https://127.0.0.1:6443/openid/v1/jwks"  # ApiServer's default server_address
+
+
 async def test_not_served_when_upstream_would_not_install_it(tmp_path: Path) -> None:
     """An http jwks_uri (or issuer) passes the flags but not discovery's validation: upstream logs it and serves
     neither document (404), rather than failing to start."""
-    async for api in _server(tmp_path, _keys(tmp_path, *DEFAULT_KEYS), jwks_uri="http://keys.example.com/jwks"):
+    async with _server(tmp_path, _keys(tmp_path, *DEFAULT_KEYS), jwks_uri="http://keys.example.com/jwks") as api:
         await _get(api, "/.well-known/openid-configuration", expect=404)
         await _get(api, "/openid/v1/jwks", expect=404)
 
@@ -261,7 +270,7 @@ DISCOVERY_PATHS = ["/.well-known/openid-configuration", "/.well-known/openid-con
 async def test_a_service_account_reads_both_and_verifies_its_token_with_the_keys(tmp_path: Path) -> None:
     """The bootstrap binding lets every service account read the documents; the key set verifies the account's
     own token offline (by its header's kid), as a federating verifier would."""
-    async for api in _server(tmp_path, [SIGNING_KEY.public_key()]):
+    async with _server(tmp_path, [SIGNING_KEY.public_key()]) as api:
         token = await _account_token(api, "federated")
         for path in DISCOVERY_PATHS:
             await _get(api, path, token=token)
@@ -285,7 +294,7 @@ ANONYMOUS = [  # (name, --anonymous-auth, bind system:unauthenticated, status)
 @pytest.mark.parametrize("name,anonymous,bind,status", ANONYMOUS, ids=[c[0] for c in ANONYMOUS])
 async def test_anonymous_reads_only_when_enabled_and_bound(tmp_path: Path, name: str, anonymous: bool, bind: bool,
                                                            status: int) -> None:
-    async for api in _server(tmp_path, [SIGNING_KEY.public_key()], anonymous=anonymous):
+    async with _server(tmp_path, [SIGNING_KEY.public_key()], anonymous=anonymous) as api:
         if bind:  # what the Kubernetes docs suggest for public discovery
             binding = {"metadata": {"name": "oidc-reviewer"},
                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",

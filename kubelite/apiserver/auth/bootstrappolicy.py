@@ -18,14 +18,13 @@ import logging
 
 from kubelite.api.errors import ApiError
 from kubelite.apiserver.auth.bootstraptoken import DEFAULT_NODE_GROUP
-from kubelite.apiserver.auth.openidmetadata import JWKS_PATH, OPENID_CONFIG_PATH
-from kubelite.apiserver.auth.serviceaccount import ALL_SERVICE_ACCOUNTS
 from kubelite.apiserver.auth.controllerpolicy import (
     controller_role_bindings,
     controller_roles,
     namespace_role_bindings,
     namespace_roles,
 )
+from kubelite.apiserver.auth.openidmetadata import JWKS_PATH, OPENID_CONFIG_PATH
 from kubelite.apiserver.auth.policyrules import (
     AGGREGATE_TO,
     APPS,
@@ -51,6 +50,7 @@ from kubelite.apiserver.auth.policyrules import (
     rule,
     urls,
 )
+from kubelite.apiserver.auth.serviceaccount import ALL_SERVICE_ACCOUNTS
 from kubelite.apiserver.registry.base import Resource
 from kubelite.apiserver.registry.rbac import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES
 from kubelite.apiserver.rest import Registry
