@@ -272,12 +272,11 @@ class ApiServer:
         # metrics.k8s.io (served by no registry): both are asked only of paths that name no resource.
         target = parse_target(path)
         if target is None:
-            if request.method == "GET":
-                doc = self._discovery(request, path)
-                if doc is None and self.issuer_discovery is not None:
-                    doc = self.issuer_discovery.response(path)
-                if doc is not None:
-                    return doc
+            doc = self._discovery(request, path) if request.method == "GET" else None
+            if doc is None and self.issuer_discovery is not None:
+                doc = self.issuer_discovery.response(request.method, path)
+            if doc is not None:
+                return doc
             metrics = await self.metrics_api.handle(request, path)
             if metrics is not None:  # NodeMetrics/PodMetrics have messages: protobuf for `kubectl top`, as
                 return negotiate(request, metrics)  # metrics-server answers it

@@ -226,6 +226,9 @@ async def test_url_boundaries(tmp_path: Path) -> None:
         for name, path, served in URL_BOUNDARIES:
             resp = await api.get(path, headers={"Authorization": f"Bearer {ADMIN}"})
             assert resp.status == (200 if served else 404), name
+        for method in ("POST", "PUT", "DELETE"):  # the routes are GET only: go-restful's 405 to whoever may ask
+            resp = await api.request(method, JWKS_PATH, headers={"Authorization": f"Bearer {ADMIN}"})
+            assert (resp.status, await resp.text()) == (405, "405: Method Not Allowed"), method
 
 
 async def test_jwks_uri_defaults_to_the_advertised_address(tmp_path: Path) -> None:

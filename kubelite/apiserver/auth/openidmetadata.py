@@ -47,14 +47,17 @@ class OpenIDMetadata:
     config_json: bytes
     keyset_json: bytes
 
-    def response(self, path: str) -> web.Response | None:
-        """The document served at `path` (without a trailing slash), with upstream's headers; None for others."""
+    def response(self, method: str, path: str) -> web.Response | None:
+        """The document served at `path` (without a trailing slash), with upstream's headers; None for other paths.
+        Another method than GET is go-restful's plain-text 405, as these routes are GET only upstream."""
         if path == OPENID_CONFIG_PATH:
             body, mime = self.config_json, MIME_JSON
         elif path == JWKS_PATH:
             body, mime = self.keyset_json, MIME_JWKS
         else:
             return None
+        if method != "GET":
+            return web.Response(status=405, text="405: Method Not Allowed")
         resp = web.Response(body=body, headers={"Cache-Control": CACHE_CONTROL})
         resp.content_type = mime  # no charset parameter: upstream's Content-Type is exactly the media type
         return resp
