@@ -32,6 +32,7 @@ from kubelite.apiserver.auth import (
     csrapproval,
     endpoints,
     impersonation,
+    openidmetadata,
     setup,
 )
 from kubelite.apiserver.auth.admission import ServiceAccountAdmission
@@ -81,6 +82,7 @@ class ApiServer:
     registry: Registry = field(init=False)
     authentication: setup.Authentication = field(init=False)
     authorization: authorization.Authorization = field(init=False)
+    issuer_discovery: openidmetadata.OpenIDMetadata | None = field(default=None, init=False)  # the OIDC documents
     ready: bool = field(default=False, init=False)
     endpoints: EndpointReconciler = field(init=False)  # this server in the kubernetes Service's endpoints
     event_expiry: ExpiringKeys | None = field(default=None, init=False)  # the Events' sweeper, once started
@@ -97,6 +99,10 @@ class ApiServer:
 
     def _configure_auth(self) -> None:
         self.authentication = setup.build(self.auth, self.tokens, self.registry, self.clock)
+        sa = self.auth.service_accounts
+        if sa is not None:
+            self.issuer_discovery = openidmetadata.discovery(sa.issuer, sa.jwks_uri, self.server_address,
+                                                             list(sa.public_keys))
         admission = self.authentication.admission
         if admission is not None:
             pods = self.registry.strategies[PODS]
@@ -266,10 +272,11 @@ class ApiServer:
         # metrics.k8s.io (served by no registry): both are asked only of paths that name no resource.
         target = parse_target(path)
         if target is None:
-            if request.method == "GET":
-                doc = self._discovery(request, path)
-                if doc is not None:
-                    return doc
+            doc = self._discovery(request, path) if request.method == "GET" else None
+            if doc is None and self.issuer_discovery is not None:
+                doc = self.issuer_discovery.response(request.method, path)
+            if doc is not None:
+                return doc
             metrics = await self.metrics_api.handle(request, path)
             if metrics is not None:  # NodeMetrics/PodMetrics have messages: protobuf for `kubectl top`, as
                 return negotiate(request, metrics)  # metrics-server answers it

@@ -64,6 +64,10 @@ def _auth_flags(p: argparse.ArgumentParser) -> None:
                    help="PEM file of public keys verifying service-account tokens (repeatable; default: the "
                         "signing key's)")
     p.add_argument("--api-audiences", default="", help="comma-separated audiences of the API (default: the issuer)")
+    p.add_argument("--service-account-jwks-uri", default="",
+                   help="the jwks_uri of the discovery document at /.well-known/openid-configuration, when the "
+                        "key set is published elsewhere (must be https; default: "
+                        "https://ADVERTISED-ADDRESS:PORT/openid/v1/jwks)")
     p.add_argument("--authorization-mode", default="Node,RBAC",
                    help="comma-separated authorizers in order: AlwaysAllow, AlwaysDeny, Node, RBAC "
                         "(system:masters, the admin kubeconfig's group, is always allowed)")
@@ -332,6 +336,7 @@ def _main(argv: list[str] | None) -> int:
                                            service_account_signing_key_file=args.service_account_signing_key_file,
                                            service_account_key_files=tuple(args.service_account_key_file),
                                            api_audiences=tuple(a for a in args.api_audiences.split(",") if a),
+                                           service_account_jwks_uri=args.service_account_jwks_uri,
                                            authorization_mode=args.authorization_mode),
                                        scheduler_config=args.scheduler_config,
                                        node_config=getattr(args, "node_config", None),

@@ -83,6 +83,7 @@ class AuthOptions:
     service_account_issuer: str = DEFAULT_ISSUER
     service_account_signing_key_file: Path | None = None  # default: pki/sa.key
     service_account_key_files: tuple[Path, ...] = ()  # default: the signing key's public half
+    service_account_jwks_uri: str = ""  # default: https://ADVERTISED-ADDRESS:PORT/openid/v1/jwks
     api_audiences: tuple[str, ...] = ()
     authorization_mode: str = "Node,RBAC"
 
@@ -236,7 +237,8 @@ def _auth_config(opts: Options, pki_dir: Path, authorities: tuple[x509.Certifica
         modes = authorization.parse_modes(a.authorization_mode)
     except ValueError as exc:
         raise ConfigError(f"--authorization-mode: {exc}") from None
-    accounts = ServiceAccountConfig(signing, tuple(public), a.service_account_issuer, a.api_audiences)
+    accounts = ServiceAccountConfig(signing, tuple(public), a.service_account_issuer, a.api_audiences,
+                                    jwks_uri=a.service_account_jwks_uri)
     return AuthConfig(static, client_certificates=not opts.insecure, client_authorities=authorities,
                       anonymous=a.anonymous,
                       service_accounts=accounts, bootstrap_tokens=not opts.insecure, authorization_modes=modes)

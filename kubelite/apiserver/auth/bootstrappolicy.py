@@ -24,6 +24,7 @@ from kubelite.apiserver.auth.controllerpolicy import (
     namespace_role_bindings,
     namespace_roles,
 )
+from kubelite.apiserver.auth.openidmetadata import JWKS_PATH, OPENID_CONFIG_PATH
 from kubelite.apiserver.auth.policyrules import (
     AGGREGATE_TO,
     APPS,
@@ -49,6 +50,7 @@ from kubelite.apiserver.auth.policyrules import (
     rule,
     urls,
 )
+from kubelite.apiserver.auth.serviceaccount import ALL_SERVICE_ACCOUNTS
 from kubelite.apiserver.registry.base import Resource
 from kubelite.apiserver.registry.rbac import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES
 from kubelite.apiserver.rest import Registry
@@ -195,6 +197,9 @@ def cluster_roles() -> list[Obj]:
             rule(["create"], [CERTIFICATES], ["certificatesigningrequests/nodeclient"])]),
         _role("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", [
             rule(["create"], [CERTIFICATES], ["certificatesigningrequests/selfnodeclient"])]),
+        # reading the ServiceAccountIssuerDiscovery documents (auth/openidmetadata.py), with and without the slash
+        _role("system:service-account-issuer-discovery", [urls(["get"], [
+            OPENID_CONFIG_PATH, OPENID_CONFIG_PATH + "/", JWKS_PATH, JWKS_PATH + "/"])]),
     ]
 
 
@@ -223,6 +228,9 @@ def cluster_role_bindings() -> list[Obj]:
         _binding("system:kube-controller-manager", [user("system:kube-controller-manager")]),
         _binding("system:kube-scheduler", [user("system:kube-scheduler")]),
         _binding("system:node", []),
+        # every service account may read the issuer discovery documents; anonymous readers need a binding of
+        # their own (system:unauthenticated), as upstream
+        _binding("system:service-account-issuer-discovery", [group(ALL_SERVICE_ACCOUNTS)]),
         # kubeadm's bindings for join tokens (`kubelite token create` puts them in DEFAULT_NODE_GROUP): they may
         # ask for node client certificates, which the csrapproving controller then approves; nodes may renew
         _binding("system:node-bootstrapper", [group(DEFAULT_NODE_GROUP)], "kubeadm:kubelet-bootstrap"),

@@ -18,7 +18,8 @@ ADMIN_USER = UserInfo("kubernetes-admin", groups=(SYSTEM_PRIVILEGED_GROUP,))
 
 @dataclass(frozen=True)
 class ServiceAccountConfig:
-    """--service-account-issuer, --service-account-signing-key-file, --service-account-key-file, --api-audiences."""
+    """--service-account-issuer, --service-account-signing-key-file, --service-account-key-file, --api-audiences,
+    --service-account-jwks-uri."""
 
     signing_key: PrivateKey | None
     public_keys: tuple[PublicKey, ...]
@@ -27,6 +28,7 @@ class ServiceAccountConfig:
     extend_expiration: bool = True
     admission: bool = True  # the ServiceAccount admission plugin (needs the serviceaccount controller running)
     mount_tokens: bool = True  # the plugin's MountServiceAccountToken: the projected kube-api-access volume
+    jwks_uri: str = ""  # the discovery document's jwks_uri; empty: https://ADVERTISED-ADDRESS:PORT/openid/v1/jwks
 
     @property
     def audiences(self) -> tuple[str, ...]:
