@@ -4,6 +4,7 @@ API server (SQLite, HTTP on loopback) configured as `kubelite server` configures
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,10 @@ KEY = ec.generate_private_key(ec.SECP256R1())
 NS = "/api/v1/namespaces/default"
 
 
+@contextlib.asynccontextmanager
 async def _server(tmp_path: Path, auth: AuthConfig) -> AsyncIterator[Client]:
+    """A server for one test, stopped however the test ends (a failing assertion inside an `async for` over a bare
+    generator left it running, and pytest hung instead of failing)."""
     async with serving(await SQLiteStore.open(tmp_path / "state.db"), frozenset({ADMIN}), auth) as client:
         yield client
 
@@ -40,7 +44,7 @@ async def _server(tmp_path: Path, auth: AuthConfig) -> AsyncIterator[Client]:
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[Client]:
     accounts = ServiceAccountConfig(KEY, (KEY.public_key(),))
-    async for client in _server(tmp_path, AuthConfig(service_accounts=accounts)):
+    async with _server(tmp_path, AuthConfig(service_accounts=accounts)) as client:
         yield client
 
 
@@ -273,7 +277,7 @@ class _Recording:
 
 async def test_authorizer_sees_the_user_and_request_attributes(tmp_path: Path) -> None:
     recording = _Recording([])
-    async for api in _server(tmp_path, AuthConfig(authorizer=recording)):
+    async with _server(tmp_path, AuthConfig(authorizer=recording)) as api:
         out = await call(api, "GET", f"{NS}/pods/web", expect=403)
         assert out["message"] == ('pods "web" is forbidden: User "kubernetes-admin" cannot get resource "pods" in '
                                   'API group "" in the namespace "default": pods are off limits')
@@ -286,7 +290,7 @@ async def test_authorizer_sees_the_user_and_request_attributes(tmp_path: Path) -
 
 
 async def test_anonymous_when_enabled(tmp_path: Path) -> None:
-    async for api in _server(tmp_path, AuthConfig(anonymous=True)):
+    async with _server(tmp_path, AuthConfig(anonymous=True)) as api:
         review = await call(api, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {}, token=None,
                             expect=201)
         assert review["status"]["userInfo"] == {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
