@@ -115,3 +115,21 @@ async def test_claim_volume_ownership(client: InProcessClient, tmp_path: Path, d
                                                                         tmp_path / "pod" / "volumes") == ""
     st = (volume / "sub" / "file").stat()
     assert (st.st_gid == 3000 and stat.S_IMODE(st.st_mode) == 0o660) is changed
+
+
+def test_the_walk_leaves_the_node_s_protected_directories_alone(tmp_path: Path) -> None:
+    """A local volume that holds the agent's data dir (say at `/`) gets the fsGroup everywhere but there: the node's
+    keys and state keep their owner and private modes."""
+    volume = tmp_path / "volume"
+    protected = volume / "agent-data"
+    (protected / "pki").mkdir(parents=True)
+    key = protected / "pki" / "node.key"
+    key.write_text("secret")
+    key.chmod(0o600)
+    (volume / "data").write_text("x")
+    before = {p: p.lstat() for p in (protected, protected / "pki", key)}
+    group = tmp_path.lstat().st_gid + 3000
+    set_volume_ownership(volume, group, False, protected=[protected])
+    assert (volume / "data").lstat().st_gid == group and volume.lstat().st_gid == group
+    for path, st in before.items():
+        assert (path.lstat().st_gid, path.lstat().st_mode) == (st.st_gid, st.st_mode), path

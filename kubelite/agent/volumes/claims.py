@@ -140,8 +140,10 @@ class ClaimVolumes:
                 link.symlink_to(directory)
                 # the local plugin's SetUpAt, on the pod's mount: the pod's fsGroup with its fsGroupChangePolicy,
                 # unless mounted read-only (ownership.py says why only `local` volumes)
+                # (in a thread: a volume of a million files takes seconds, in which the loop would renew no Lease)
                 if (pv.get("spec") or {}).get("local") and not vol["persistentVolumeClaim"].get("readOnly"):
-                    set_volume_ownership(directory, fs_group(pod), False, fs_group_change_policy(pod))
+                    await asyncio.to_thread(set_volume_ownership, directory, fs_group(pod), False,
+                                            fs_group_change_policy(pod), self.protected)
         return "; ".join(problems)
 
     def _in_use(self) -> set[Path]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,12 +114,14 @@ def _change(path: Path, group: int, read_only: bool, st: os.stat_result) -> None
         log.warning("chmod failed on %s: %s", path, exc)
 
 
-def _walk_deep(path: Path, st: os.stat_result, group: int, read_only: bool) -> None:
-    """walkDeep: children (unsorted) before their directory."""
+def _walk_deep(path: Path, st: os.stat_result, group: int, read_only: bool, skip: frozenset[Path]) -> None:
+    """walkDeep: children (unsorted) before their directory; nothing in `skip` or below it."""
+    if path in skip:
+        return
     if stat.S_ISDIR(st.st_mode):
         with os.scandir(path) as entries:
             for entry in list(entries):
-                _walk_deep(Path(entry.path), entry.stat(follow_symlinks=False), group, read_only)
+                _walk_deep(Path(entry.path), entry.stat(follow_symlinks=False), group, read_only, skip)
     _change(path, group, read_only, st)
 
 
@@ -142,12 +145,15 @@ def skip_permission_change(directory: Path, group: int, read_only: bool, policy:
     return policy == ON_ROOT_MISMATCH and not requires_permission_change(directory, group, read_only)
 
 
-def set_volume_ownership(directory: Path, group: int | None, read_only: bool, policy: str | None = None) -> None:
+def set_volume_ownership(directory: Path, group: int | None, read_only: bool, policy: str | None = None,
+                         protected: Sequence[Path] = ()) -> None:
     """SetVolumeOwnership: nothing without an fsGroup; with `policy` OnRootMismatch nothing when the volume's root
-    already matches (`policy` None or Always: the whole volume, every time)."""
+    already matches (`policy` None or Always: the whole volume, every time). The `protected` directories (resolved:
+    the node's credentials and state) are left as they are when the volume holds them (a local volume at `/`)."""
     if group is None:
         return
     if skip_permission_change(directory, group, read_only, policy):
         log.debug("Skipping permission and ownership change for volume %s", directory)
         return
-    _walk_deep(directory, directory.lstat(), group, read_only)
+    root = directory.resolve()
+    _walk_deep(root, root.lstat(), group, read_only, frozenset(protected))
