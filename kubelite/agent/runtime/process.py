@@ -315,6 +315,8 @@ class ProcessRuntime:
         """Send `sig` again when the container's subshell marks that signals reach it (see STARTED_MARK): the first
         may have been dropped. Not when the process ended meanwhile — it got the first (or never started)."""
         mark = p.state.with_suffix(STARTED_MARK)
+        # (A container adopted from an agent older than the mark never gets one: each signal then costs this loop its
+        # RESEND_WITHIN of looks, and sends nothing again.)
         for _ in range(round(RESEND_WITHIN / RESEND_POLL)):
             await self.clock.sleep(RESEND_POLL)
             if not p.alive:

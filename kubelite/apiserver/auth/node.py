@@ -27,6 +27,7 @@ from kubelite.apiserver.auth.requestinfo import RequestAttributes
 from kubelite.apiserver.auth.user import UserInfo
 from kubelite.apiserver.registry.base import Lookup
 from kubelite.apiserver.registry.core import NodeStrategy
+from kubelite.apiserver.registry.pods import MIRROR_POD_ANNOTATION
 
 NODE_RULES = tuple(node_rules())
 
@@ -34,7 +35,6 @@ Obj = dict[str, Any]
 NODE_USER_PREFIX = "system:node:"
 NODES_GROUP = "system:nodes"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 RESTRICTED_LABEL_PREFIX = "node-restriction.kubernetes.io/"
 _GRAPH_RESOURCES = frozenset({"secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes"})
 _READ_VERBS = frozenset({"get", "list", "watch"})
@@ -232,8 +232,8 @@ def admit_pod_create(pod: Obj, lookup: Lookup) -> list[str]:
     if node is None:
         return []
     meta = pod.get("metadata") or {}
-    if MIRROR_ANNOTATION not in (meta.get("annotations") or {}):
-        return [f'pod does not have "{MIRROR_ANNOTATION}" annotation, node "{node}" can only create mirror pods']
+    if MIRROR_POD_ANNOTATION not in (meta.get("annotations") or {}):
+        return [f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" can only create mirror pods']
     if (pod.get("spec") or {}).get("nodeName") != node:
         return [f'node "{node}" can only create pods with spec.nodeName set to itself']
     return []
