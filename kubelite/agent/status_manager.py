@@ -98,8 +98,12 @@ def summary(status: Obj, conditions: Iterable[str] = ()) -> tuple[Any, ...]:
     run the pods stayed not Ready for good after every node had been cut off, seed 3)."""
     containers = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
     shown = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
-    return (status.get("phase"), tuple((c.get("name"), c.get("restartCount"), tuple(c.get("state") or {}))
-                                       for c in containers), tuple(shown.get(kind) for kind in conditions))
+    # The addresses and container IDs too: Services' endpoints follow podIP, and a status overwritten through
+    # pods/status (or by an impostor agent) stayed wrong until the agent restarted.
+    return (status.get("phase"), status.get("hostIP"), status.get("podIP"),
+            tuple(ip.get("ip") for ip in status.get("podIPs") or []),
+            tuple((c.get("name"), c.get("restartCount"), tuple(c.get("state") or {}), c.get("containerID"))
+                  for c in containers), tuple(shown.get(kind) for kind in conditions))
 
 
 class StatusManager:

@@ -164,6 +164,34 @@ async def test_resync_restores_the_agents_condition_the_node_lifecycle_controlle
         "conditions": [{"type": "Ready", "status": "True"}], "$setElementOrder/conditions": [{"type": "Ready"}]}]
 
 
+ACKED: Obj = {"phase": "Running", "hostIP": "10.0.0.1", "podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}],
+              "containerStatuses": [{"name": "c", "restartCount": 0, "state": {"running": {}},
+                                     "containerID": "kubelite://a"}]}
+
+
+@pytest.mark.parametrize("overwrite", [
+    pytest.param({"podIP": "10.9.9.9"}, id="podIP"),
+    pytest.param({"podIPs": [{"ip": "10.9.9.9"}]}, id="podIPs"),
+    pytest.param({"hostIP": "10.9.9.9"}, id="hostIP"),
+    pytest.param({"containerStatuses": [{**ACKED["containerStatuses"][0], "containerID": "kubelite://b"}]},
+                 id="a container's containerID"),
+])
+async def test_resync_restores_what_another_writer_overwrote(overwrite: Obj) -> None:
+    """isPodStatusByKubeletEqual compares the whole status the agent writes: a pod IP or container ID overwritten
+    through pods/status (which Services' endpoints follow) is written back at the next resync."""
+    clock = FakeClock()
+    client = FlakyClient(clock, 0)
+    api: dict[str, Obj] = {"p": {**POD, "status": ACKED}}
+    manager = StatusManager(client, clock, lambda ns, name: api.get(name))  # type: ignore[arg-type]
+    manager.set_status(POD, ACKED)
+    await _run(manager, clock, 15)
+    assert client.acked == []
+    api["p"] = {**POD, "status": {**ACKED, **overwrite}}
+    manager.object_changed("u1")
+    await _run(manager, clock, 11)
+    assert len(client.acked) == 1, "the overwritten status was not written back"
+
+
 @pytest.mark.parametrize("change,resent,looked_up", [
     pytest.param("nothing", False, 0, id="neither side changed since they matched: not looked at again, not sent"),
     pytest.param("api object replaced, same status", False, 1, id="a new API object that shows the status: not sent"),
