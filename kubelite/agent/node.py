@@ -14,7 +14,6 @@ import logging
 import os
 import platform
 import shutil
-import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,6 +39,42 @@ RETRY_DELAY = 1.0  # after a failed heartbeat, doubling up to the renew interval
 STATUS_REPORT_INTERVAL = 300.0  # kubelet's nodeStatusReportFrequency: with leases, a full status every 5 min
 LEASES = resource_path("leases", "kube-node-lease", group_version="coordination.k8s.io/v1")
 NODE_FENCES = resource_path("nodefences", group_version="kubelite.io/v1alpha1")
+
+
+
+# Where kubelet's machine info (cAdvisor) reads the host's identity; a file this agent may not read gives "".
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+MACHINE_ID = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
+SYSTEM_UUID = Path("/sys/class/dmi/id/product_uuid")
+OS_RELEASE = Path("/etc/os-release")
+
+
+def go_arch(machine: str) -> str:
+    """GOARCH for `platform.machine()`: what kubelet reports as the node's architecture and arch label."""
+    return {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x",
+            "i686": "386"}.get(machine, machine)
+
+
+def _read_id(*paths: Path) -> str:
+    for path in paths:
+        try:
+            return path.read_text().strip()
+        except OSError:
+            continue
+    return ""
+
+
+def os_image(os_release: Path = OS_RELEASE) -> str:
+    """cAdvisor's getOperatingSystem: os-release's PRETTY_NAME ("Debian GNU/Linux 12 (bookworm)"), else "Linux"."""
+    try:
+        lines = os_release.read_text().splitlines()
+    except OSError:
+        return "Linux"
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "PRETTY_NAME":
+            return value.strip().strip('"').strip("'")
+    return "Linux"
 
 
 class Reclaimer(Protocol):
@@ -95,16 +130,15 @@ class NodeReporter:
         self.reconnected = reconnected  # told when a heartbeat goes through after failing (informers retry now)
         # What the agent learns of its host once, at start (kubelet's machine info): not rebuilt per status.
         # (`capacity` is read live: a simulation sets its nodes' after building the agent.)
-        machine = platform.machine()
-        self._labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                        "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)}
+        arch = go_arch(platform.machine())
+        self._labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": arch}
         self._host_status: Obj = {
-            "addresses": [{"type": "InternalIP", "address": host_ip},
-                          {"type": "Hostname", "address": socket.gethostname()}],
-            "nodeInfo": {"architecture": machine, "bootID": "", "containerRuntimeVersion": "kubelite-process://0.1",
-                         "kernelVersion": platform.release(), "kubeProxyVersion": "",
-                         "kubeletVersion": "v1.32.0+kubelite", "machineID": "", "operatingSystem": "linux",
-                         "osImage": platform.platform(), "systemUUID": ""}}
+            # The node's name as its Hostname, as kubelet's with --hostname-override (several agents on one host)
+            "addresses": [{"type": "InternalIP", "address": host_ip}, {"type": "Hostname", "address": name}],
+            "nodeInfo": {"architecture": arch, "bootID": _read_id(BOOT_ID), "containerRuntimeVersion":
+                         "kubelite-process://0.1", "kernelVersion": platform.release(), "kubeProxyVersion": "",
+                         "kubeletVersion": "v1.32.0+kubelite", "machineID": _read_id(*MACHINE_ID),
+                         "operatingSystem": "linux", "osImage": os_image(), "systemUUID": _read_id(SYSTEM_UUID)}}
 
     def node_object(self) -> Obj:
         return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "annotations": {
