@@ -389,6 +389,24 @@ def _endpoints_cells(ep: Obj, now: float) -> Cells:
     return [ep["metadata"]["name"], _listed(pairs, "<none>"), _age(ep, now)]
 
 
+def _csr_condition(csr: Obj) -> str:
+    """extractCSRStatus: Denied over Approved over Pending, then ",Failed" and ",Issued"."""
+    kinds = {c.get("type") for c in (csr.get("status") or {}).get("conditions") or []}
+    status = "Denied" if "Denied" in kinds else "Approved" if "Approved" in kinds else "Pending"
+    if "Failed" in kinds:
+        status += ",Failed"
+    if (csr.get("status") or {}).get("certificate"):
+        status += ",Issued"
+    return status
+
+
+def _csr_cells(csr: Obj, now: float) -> Cells:
+    spec = csr.get("spec") or {}
+    expiration = spec.get("expirationSeconds")
+    return [csr["metadata"]["name"], _age(csr, now), spec.get("signerName") or "<none>", spec.get("username", ""),
+            "<none>" if expiration is None else human_duration(expiration), _csr_condition(csr)]
+
+
 def _default_cells(obj: Obj, now: float) -> Cells:
     return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
 
@@ -438,6 +456,8 @@ PRINTERS: dict[str, Printer] = {
     "Service": (_cols("Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "+Selector"), _svc_cells),
     "EndpointSlice": (_cols("Name", "AddressType", "Ports", "Endpoints", "Age"), _slice_cells),
     "Endpoints": (_cols("Name", "Endpoints", "Age"), _endpoints_cells),
+    "CertificateSigningRequest": (_cols("Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"),
+                                  _csr_cells),
     "NodeFence": (_cols("Name", "Node", "Phase", "Attempts:integer", "Agent", "Age", "+Message"), _fence_cells),
 }
 _DEFAULT: Printer = ([("Name", "string", 0), ("Created At", "date", 0)], _default_cells)

@@ -82,3 +82,22 @@ def test_print_pod(case: Case) -> None:
                                           (3 * 365 * 86400, "3y")])
 def test_human_duration(seconds: int, want: str) -> None:
     assert human_duration(seconds) == want
+
+
+# printCertificateSigningRequest / extractCSRStatus (printers.go), by what each row shows
+@pytest.mark.parametrize("spec,status,cells", [
+    pytest.param({"signerName": "kubernetes.io/kube-apiserver-client-kubelet", "username": "system:bootstrap:abcdef"},
+                 {}, ["kubernetes.io/kube-apiserver-client-kubelet", "system:bootstrap:abcdef", "<none>", "Pending"],
+                 id="pending, no requested duration"),
+    pytest.param({"signerName": "kubernetes.io/kube-apiserver-client", "username": "alice", "expirationSeconds": 86400},
+                 {"conditions": [{"type": "Approved"}], "certificate": "Y2VydA=="},
+                 ["kubernetes.io/kube-apiserver-client", "alice", "24h", "Approved,Issued"],
+                 id="approved and issued, 24h requested"),
+    pytest.param({"username": "bob"}, {"conditions": [{"type": "Approved"}, {"type": "Denied"}, {"type": "Failed"}]},
+                 ["<none>", "bob", "<none>", "Denied,Failed"], id="denied wins over approved; failed is added"),
+])
+def test_print_certificate_signing_request(spec: dict[str, object], status: dict[str, object],
+                                           cells: list[str]) -> None:
+    csr = {"metadata": {"name": "csr-1", "creationTimestamp": "2026-01-01T00:00:00Z"}, "spec": spec, "status": status}
+    out = row("CertificateSigningRequest", csr, parse_rfc3339("2026-01-01T00:01:00Z"), "None")
+    assert out["cells"] == ["csr-1", "60s", *cells]
