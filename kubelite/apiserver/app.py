@@ -286,7 +286,8 @@ class ApiServer:
                                   {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
         if endpoints.handles(target):
             return negotiate(request, await endpoints.serve(request, target, request[USER], self.registry,
-                                                            self.authentication.service_account_tokens))
+                                                            self.authentication.service_account_tokens,
+                                                            self.authorization.node_restriction))
         if csrapproval.handles(target):
             return negotiate(request, await csrapproval.serve(request, target, request[USER], self.registry,
                                                               self.authorization.authorizer))
