@@ -167,20 +167,66 @@ def test_node_restriction_requests(name: str, attrs: RequestAttributes, refusal:
 
 
 MIRROR = {"kubernetes.io/config.mirror": "x"}
-POD_CREATE = [
-    ("allow creating a mirror pod bound to self", {"annotations": MIRROR}, "node0", []),
-    ("forbid creating a mirror pod bound to another node", {"annotations": MIRROR}, "node1",
+NODE0_UID = "uid-node0"
+NODE0_OWNER = {"apiVersion": "v1", "kind": "Node", "name": "node0", "uid": NODE0_UID, "controller": True}
+LOOKUP.objects[("nodes", "")] = [{"metadata": {"name": "node0", "uid": NODE0_UID}}]
+
+
+def mirror(node: str = "node0", owners: list[Obj] | None = None, **spec: Any) -> Obj:
+    return {"metadata": {"name": "p", "annotations": MIRROR, "ownerReferences": [NODE0_OWNER] if owners is None
+                         else owners}, "spec": {"nodeName": node, **spec}}
+
+
+POD_CREATE = [  # admission_test.go TestAdmitPod's create cases
+    ("allow creating a mirror pod bound to self", mirror(), []),
+    ("forbid creating a mirror pod bound to another node", mirror("node1"),
      ['node "node0" can only create pods with spec.nodeName set to itself']),
-    ("forbid creating a non-mirror pod", {}, "node0",
+    ("forbid creating a non-mirror pod", {"metadata": {"name": "p"}, "spec": {"nodeName": "node0"}},
      ['pod does not have "kubernetes.io/config.mirror" annotation, node "node0" can only create mirror pods']),
+    ("forbid create of my pod with no owner reference", mirror(owners=[]),
+     ['node "node0" can only create pods with an owner reference set to itself']),
+    ("forbid create of my pod with multiple owner references", mirror(owners=[NODE0_OWNER, NODE0_OWNER]),
+     ['node "node0" can only create pods with a single owner reference set to itself']),
+    ("forbid create of my pod with owner reference to another node",
+     mirror(owners=[{**NODE0_OWNER, "name": "node1"}]),
+     ['node "node0" can only create pods with an owner reference set to itself']),
+    ("forbid create of my pod with owner reference of another kind",
+     mirror(owners=[{**NODE0_OWNER, "kind": "ReplicaSet", "apiVersion": "apps/v1"}]),
+     ['node "node0" can only create pods with an owner reference set to itself']),
+    ("forbid create of my pod with non-controller owner reference", mirror(owners=[{**NODE0_OWNER,
+                                                                                     "controller": False}]),
+     ['node "node0" can only create pods with a controller owner reference set to itself']),
+    ("forbid create of my pod with blockOwnerDeletion", mirror(owners=[{**NODE0_OWNER, "blockOwnerDeletion": True}]),
+     ['node "node0" must not set blockOwnerDeletion on an owner reference']),
+    ("forbid create of my pod with wrong node uid", mirror(owners=[{**NODE0_OWNER, "uid": "stale"}]),
+     [f"node node0 UID mismatch: expected stale got {NODE0_UID}"]),
+    ("forbid create of pod referencing secret", mirror(volumes=[{"name": "s", "secret": {"secretName": "foo"}}]),
+     ['node "node0" can not create pods that reference secrets']),
+    ("forbid create of pod referencing secret via env", mirror(containers=[{"name": "c", "env": [
+        {"name": "E", "valueFrom": {"secretKeyRef": {"name": "foo", "key": "k"}}}]}]),
+     ['node "node0" can not create pods that reference secrets']),
+    ("forbid create of pod referencing configmap", mirror(volumes=[{"name": "c", "configMap": {"name": "foo"}}]),
+     ['node "node0" can not create pods that reference configmaps']),
+    ("forbid create of pod referencing persistentvolumeclaim", mirror(volumes=[
+        {"name": "v", "persistentVolumeClaim": {"claimName": "foo"}}]),
+     ['node "node0" can not create pods that reference persistentvolumeclaims']),
+    ("forbid create of pod referencing clustertrustbundle", mirror(volumes=[
+        {"name": "t", "projected": {"sources": [{"clusterTrustBundle": {"name": "foo", "path": "ca.crt"}}]}}]),
+     ['node "node0" can not create pods that reference clustertrustbundles']),
 ]
 
 
-@pytest.mark.parametrize("name,meta,node,refusals", POD_CREATE, ids=[c[0] for c in POD_CREATE])
-def test_node_restriction_pod_create(name: str, meta: Obj, node: str, refusals: list[str]) -> None:
+@pytest.mark.parametrize("name,pod_obj,refusals", POD_CREATE, ids=[c[0] for c in POD_CREATE])
+def test_node_restriction_pod_create(name: str, pod_obj: Obj, refusals: list[str]) -> None:
     with serving_as(NODE0):
-        assert admit_pod_create({"metadata": {"name": "p", **meta}, "spec": {"nodeName": node}}, LOOKUP) == refusals
+        assert admit_pod_create(pod_obj, LOOKUP) == refusals
     assert admit_pod_create({"metadata": {"name": "p"}, "spec": {}}, LOOKUP) == []  # not a node: no opinion
+
+
+def test_node_restriction_mirror_pod_of_a_missing_node_is_not_found() -> None:
+    with serving_as(UserInfo("system:node:ghost", groups=("system:nodes",))), pytest.raises(ApiError) as caught:
+        admit_pod_create(mirror("ghost", owners=[{**NODE0_OWNER, "name": "ghost"}]), LOOKUP)
+    assert (caught.value.code, caught.value.message) == (404, 'nodes "ghost" not found')
 
 
 def node_obj(name: str, labels: dict[str, str] | None = None, owners: list[Obj] | None = None,

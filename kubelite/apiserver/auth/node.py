@@ -229,16 +229,55 @@ def _restrict_pod(node: str, attributes: RequestAttributes, lookup: Lookup) -> s
 
 
 def admit_pod_create(pod: Obj, lookup: Lookup) -> list[str]:
-    """A pod plugin: a node creates only mirror pods bound to itself, as admitPodCreate."""
+    """A pod plugin: admitPodCreate, in upstream's order. A node creates only mirror pods bound to itself, owned
+    by its own Node (so they go when it goes) and referencing no secret, configmap, claim or trust bundle (which
+    would let it read objects the Node authorizer keeps from it). A missing Node is the 404 upstream returns.
+
+    Partial: upstream also refuses a mirror pod naming a service account ("can not create pods that reference a
+    service account"); here ServiceAccount admission runs first and gives every pod, mirror pods included,
+    `default` (upstream's leaves mirror pods alone), so that check would refuse every mirror pod."""
     node = _requesting_node()
     if node is None:
         return []
+    refusal = _mirror_pod_refusal(node, pod, lookup)
+    return [] if refusal is None else [refusal]
+
+
+def _mirror_pod_refusal(node: str, pod: Obj, lookup: Lookup) -> str | None:
     meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
     if MIRROR_POD_ANNOTATION not in (meta.get("annotations") or {}):
-        return [f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" can only create mirror pods']
-    if (pod.get("spec") or {}).get("nodeName") != node:
-        return [f'node "{node}" can only create pods with spec.nodeName set to itself']
-    return []
+        return f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" can only create mirror pods'
+    if spec.get("nodeName") != node:
+        return f'node "{node}" can only create pods with spec.nodeName set to itself'
+    owners = meta.get("ownerReferences") or []
+    if len(owners) > 1:
+        return f'node "{node}" can only create pods with a single owner reference set to itself'
+    if not owners:
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    owner = owners[0]
+    if (owner.get("apiVersion"), owner.get("kind"), owner.get("name")) != ("v1", "Node", node):
+        return f'node "{node}" can only create pods with an owner reference set to itself'
+    if not owner.get("controller"):
+        return f'node "{node}" can only create pods with a controller owner reference set to itself'
+    if owner.get("blockOwnerDeletion"):
+        return f'node "{node}" must not set blockOwnerDeletion on an owner reference'
+    stored = lookup.get("nodes", "", node)
+    if stored is None:
+        raise errors.not_found("nodes", node)
+    if owner.get("uid") != stored["metadata"].get("uid"):
+        return f"node {node} UID mismatch: expected {owner.get('uid', '')} got {stored['metadata'].get('uid', '')}"
+    referenced = {kind for kind, _ in _pod_references(pod)}
+    for kind in ("secrets", "configmaps"):
+        if kind in referenced:
+            return f'node "{node}" can not create pods that reference {kind}'
+    volumes = spec.get("volumes") or []
+    if any(source.get("clusterTrustBundle") for v in volumes for source in (v.get("projected") or {}).get("sources")
+           or []):
+        return f'node "{node}" can not create pods that reference clustertrustbundles'
+    if any(v.get("persistentVolumeClaim") for v in volumes):
+        return f'node "{node}" can not create pods that reference persistentvolumeclaims'
+    return None
 
 
 # kubeletapis.IsKubeletLabel: the kubernetes.io / k8s.io labels a kubelet may set on its own Node
