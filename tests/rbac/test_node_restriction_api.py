@@ -1,7 +1,7 @@
 """NodeRestriction through a real API server (SQLite, HTTP on loopback) with `--authorization-mode Node,RBAC` and a
 node's credentials: the refusals QA reproduced (a node deleting itself through an ownerReference to a missing
 owner, dropping its own taints, minting unbound or other nodes' pod tokens) are upstream's 403 Status, and
-what a kubelet does (registering with taints, status updates, tokens for its own pods) still works."""
+what a kubelet does (registering with taints, its own Lease, tokens for its own pods) still works."""
 
 from __future__ import annotations
 
@@ -99,3 +99,19 @@ async def test_node_tokens_only_for_its_own_pods_by_uid(api: Client) -> None:
     issued = await call(api, "POST", token_path, request("mine"), token=NODE0, expect=201)
     assert issued["status"]["token"]
     await call(api, "POST", token_path, request(None), expect=201)  # an admin's unbound token is not restricted
+
+
+async def test_node_creates_only_its_own_lease(api: Client) -> None:
+    leases = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+
+    def lease(name: str) -> dict[str, Any]:
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name},
+                "spec": {"holderIdentity": name, "leaseDurationSeconds": 40}}
+
+    assert await call(api, "POST", leases, lease("node1"), token=NODE0, expect=403) == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'leases.coordination.k8s.io "node1" is forbidden: can only access node lease with the same name '
+                   "as the requesting node", "reason": "Forbidden",
+        "details": {"name": "node1", "group": "coordination.k8s.io", "kind": "leases"}, "code": 403}
+    await call(api, "POST", leases, lease("node0"), token=NODE0, expect=201)
+    await call(api, "POST", leases, lease("node1"), expect=201)  # an admin may

@@ -26,7 +26,7 @@ from kubelite.apiserver.auth.rbac import rule_allows
 from kubelite.apiserver.auth.requestinfo import RequestAttributes
 from kubelite.apiserver.auth.user import UserInfo
 from kubelite.apiserver.registry.base import Lookup
-from kubelite.apiserver.registry.core import NodeStrategy
+from kubelite.apiserver.registry.core import LeaseStrategy, NodeStrategy
 from kubelite.apiserver.registry.pods import MIRROR_POD_ANNOTATION
 
 NODE_RULES = tuple(node_rules())
@@ -38,6 +38,7 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 RESTRICTED_LABEL_PREFIX = "node-restriction.kubernetes.io/"
 _GRAPH_RESOURCES = frozenset({"secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes"})
 _READ_VERBS = frozenset({"get", "list", "watch"})
+_CONNECT_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 
 
 def node_identity(user: UserInfo) -> str | None:
@@ -179,10 +180,11 @@ class NodeAuthorizer:
 # --- NodeRestriction admission --------------------------------------------------------------------------------
 
 
-def admission_forbidden(resource: str, name: str, reason: str) -> ApiError:
-    """admission.NewForbidden over a core resource: `nodes "n" is forbidden: REASON`, with the Status details."""
-    details = {k: v for k, v in (("name", name), ("kind", resource)) if v}
-    return ApiError(403, "Forbidden", f'{resource} "{name}" is forbidden: {reason}', details)
+def admission_forbidden(resource: str, name: str, reason: str, group: str = "") -> ApiError:
+    """admission.NewForbidden: `nodes "n" is forbidden: REASON`, with the Status details (Go's omitempty)."""
+    qualified = f"{resource}.{group}" if group else resource
+    details = {k: v for k, v in (("name", name), ("group", group), ("kind", resource)) if v}
+    return ApiError(403, "Forbidden", f'{qualified} "{name}" is forbidden: {reason}', details)
 
 
 def _requesting_node() -> str | None:
@@ -209,6 +211,10 @@ def restrict_request(attributes: RequestAttributes, lookup: Lookup) -> str | Non
 
 def _restrict_pod(node: str, attributes: RequestAttributes, lookup: Lookup) -> str | None:
     info = attributes.info
+    if info.subresource in _CONNECT_SUBRESOURCES:
+        return None  # CONNECT: not an operation NodeRestriction handles (the authorizer alone decides)
+    if info.subresource not in ("", "status", "eviction"):
+        return f"unexpected pod subresource \"{info.subresource}\", only 'status' and 'eviction' are allowed"
     if info.verb == "create" and not info.subresource:
         return None  # the body decides (admit_pod_create)
     pod = lookup.get("pods", info.namespace, info.name) if info.name else None
@@ -396,3 +402,16 @@ class RestrictedNodes(NodeStrategy):
         out = super().prepare_status_update(new, old)
         self._check(out, old)
         return out
+
+
+class RestrictedLeases(LeaseStrategy):
+    """Leases with admitLease's check of a create's body (the request names no object): a node creates only its
+    own Lease. The namespace (kube-node-lease) and the name of other requests are checked before the body."""
+
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        node = _requesting_node()
+        name = (obj.get("metadata") or {}).get("name", "")
+        if node is not None and name != node:
+            raise admission_forbidden("leases", name, "can only access node lease with the same name as the "
+                                      "requesting node", "coordination.k8s.io")
+        super().prepare_create(obj, lookup)
