@@ -163,6 +163,8 @@ RESTRICTION = [  # admission_test.go TestAdmitPod / TestAdmitNode / leases, by r
      req("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1"),
      "can only access node lease with the same name as the requesting node"),
     ("non-nodes are not restricted", req("PATCH", "/api/v1/nodes/node1", user=UserInfo("alice")), None),
+    ("forbid a write by a node without a name", req("POST", f"{NS}/configmaps", user=UserInfo(
+        "system:node:", groups=("system:nodes",))), 'could not determine node from user "system:node:"'),
 ]
 
 

@@ -199,6 +199,8 @@ def restrict_request(attributes: RequestAttributes, lookup: Lookup) -> str | Non
     info = attributes.info
     if node is None or not info.is_resource_request or info.verb in _READ_VERBS:
         return None
+    if not node:  # a write that cannot be matched to a particular node, whatever it writes
+        return f'could not determine node from user "{attributes.user.name}"'
     if info.api_group == "" and info.resource == "pods":
         return _restrict_pod(node, attributes, lookup)
     if info.api_group == "" and info.resource == "nodes" and info.verb != "create" and info.name != node:
