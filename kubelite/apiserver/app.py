@@ -39,7 +39,13 @@ from kubelite.apiserver.auth.admission import ServiceAccountAdmission
 from kubelite.apiserver.auth.bootstrappolicy import ensure_bootstrap_policy
 from kubelite.apiserver.auth.config import AuthConfig
 from kubelite.apiserver.auth.context import serving_as
-from kubelite.apiserver.auth.node import RestrictedNodes, admit_pod_create, node_identity, restrict_request
+from kubelite.apiserver.auth.node import (
+    RestrictedLeases,
+    RestrictedNodes,
+    admit_pod_create,
+    node_identity,
+    restrict_request,
+)
 from kubelite.apiserver.auth.rbac import PrivilegedGroups
 from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, SYSTEM_PRIVILEGED_GROUP, UNSECURED_USER, UserInfo
@@ -50,7 +56,7 @@ from kubelite.apiserver.handlers import ResourceHandlers, negotiate, respond
 from kubelite.apiserver.metrics import ApiServerMetrics
 from kubelite.apiserver.metrics_api import MetricsApi
 from kubelite.apiserver.registry import RESOURCES
-from kubelite.apiserver.registry.core import EVENTS, NODES
+from kubelite.apiserver.registry.core import EVENTS, LEASES, NODES
 from kubelite.apiserver.registry.pods import PODS, PodStrategy
 from kubelite.apiserver.registry.rbac import Escalation, RBACStrategy
 from kubelite.apiserver.registry.services import configure_services
@@ -121,6 +127,7 @@ class ApiServer:
             assert isinstance(pods, PodStrategy)
             pods.plugins = (*pods.plugins, admit_pod_create)
             self.registry.strategies[NODES] = RestrictedNodes(NODES)
+            self.registry.strategies[LEASES] = RestrictedLeases(LEASES)
 
     async def start(self) -> None:
         for resource in self.registry.strategies:
@@ -286,7 +293,8 @@ class ApiServer:
                                   {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
         if endpoints.handles(target):
             return negotiate(request, await endpoints.serve(request, target, request[USER], self.registry,
-                                                            self.authentication.service_account_tokens))
+                                                            self.authentication.service_account_tokens,
+                                                            self.authorization.node_restriction))
         if csrapproval.handles(target):
             return negotiate(request, await csrapproval.serve(request, target, request[USER], self.registry,
                                                               self.authorization.authorizer))

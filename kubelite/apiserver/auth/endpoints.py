@@ -20,7 +20,7 @@ def handles(target: Target) -> bool:
 
 
 async def serve(request: web.Request, target: Target, user: UserInfo, registry: Registry,
-                tokens: ServiceAccountTokens | None) -> web.StreamResponse:
+                tokens: ServiceAccountTokens | None, node_restriction: bool = False) -> web.StreamResponse:
     review = target.resource is SELF_SUBJECT_REVIEWS
     if review and target.name:
         raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -31,4 +31,5 @@ async def serve(request: web.Request, target: Target, user: UserInfo, registry: 
     if tokens is None or tokens.signing_key is None:  # as kube-apiserver without a signing key: not served
         raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
     body = decode_body(await read_body(request), media_type(request))
-    return respond(tokenrequest.create_token(registry, tokens, target.namespace, target.name, body), 201)
+    return respond(tokenrequest.create_token(registry, tokens, target.namespace, target.name, body,
+                                             node_restriction), 201)

@@ -12,6 +12,7 @@ from typing import Any
 from kubelite.api import errors
 from kubelite.api.errors import Cause
 from kubelite.apiserver import typecheck
+from kubelite.apiserver.auth.node import admit_token_request
 from kubelite.apiserver.auth.serviceaccount import Binding, ServiceAccountTokens
 from kubelite.apiserver.registry.base import Obj
 from kubelite.apiserver.registry.config import SECRETS
@@ -68,7 +69,10 @@ def _bind(registry: Registry, namespace: str, sa_name: str, ref: Obj) -> Binding
     return binding
 
 
-def create_token(registry: Registry, tokens: ServiceAccountTokens, namespace: str, name: str, body: Any) -> Obj:
+def create_token(registry: Registry, tokens: ServiceAccountTokens, namespace: str, name: str, body: Any,
+                 node_restriction: bool = False) -> Obj:
+    """The TokenRequest answered; with `node_restriction`, NodeRestriction admits a node's request first (after
+    decoding, before the service account is looked up, as admission runs before the REST create)."""
     if not isinstance(body, dict):
         raise errors.bad_request("the body of the request must be a TokenRequest")
     kind, api_version = body.get("kind"), body.get("apiVersion")
@@ -78,6 +82,8 @@ def create_token(registry: Registry, tokens: ServiceAccountTokens, namespace: st
     mismatch = typecheck.check(body, "AuthenticationV1TokenRequest")
     if mismatch is not None:
         raise errors.cannot_decode("TokenRequest", "v1", Cause("FieldValueInvalid", mismatch.error, mismatch.path))
+    if node_restriction:
+        admit_token_request(namespace, name, body.get("spec") or {}, registry)
     sa = registry.current(SERVICE_ACCOUNTS, namespace, name)
     spec: Obj = dict(body.get("spec") or {})
     spec.setdefault("expirationSeconds", DEFAULT_EXPIRATION)
