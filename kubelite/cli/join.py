@@ -152,7 +152,7 @@ async def get_cluster_info(fetch: ClusterInfoFetch, ca_pem: bytes | None, token_
             if JWS_PREFIX + token_id in (info.get("data") or {}):
                 return info
             last = f"could not find a JWS signature in the cluster-info ConfigMap for token ID {token_id!r}"
-            retry = f"The cluster-info ConfigMap does not yet contain a JWS signature for token ID {token_id!r}"
+            retry = f'The cluster-info ConfigMap does not yet contain a JWS signature for token ID "{token_id}"'
         except ApiError as exc:
             last = f"failed to request the cluster-info ConfigMap: {exc}"
             retry = f"Failed to request cluster-info: {exc}"
@@ -253,7 +253,7 @@ async def refuse_ready_node(client: NodeGetter, node_name: str) -> None:
     except ApiError as exc:
         if exc.code == 404:
             return
-        raise JoinError(f"cannot get Node {node_name!r}: {exc}") from None
+        raise JoinError(f'cannot get Node "{node_name}": {exc}') from None
     for cond in (node.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready" and cond.get("status") == "True":
             raise JoinError(f'a Node with name "{node_name}" and status "Ready" already exists in the cluster. '

@@ -82,7 +82,7 @@ EXISTING = [
     ("node without status: join", Nodes({"node1": {"metadata": {"name": "node1"}}}), None),
     ("other node ready: join", Nodes({"node2": node(("Ready", "True"))}), None),
     ("cannot read nodes: refused", Nodes({}, ApiError(403, "Forbidden", 'nodes "node1" is forbidden')),
-     "cannot get Node 'node1': "),
+     'cannot get Node "node1": '),
 ]
 
 
@@ -118,7 +118,7 @@ async def test_discovery_says_it_waits_for_a_signature(caplog: pytest.LogCapture
                                         "'abcdef'"):
         await task
     lines = [r.getMessage() for r in caplog.records]
-    waiting = ("[discovery] The cluster-info ConfigMap does not yet contain a JWS signature for token ID 'abcdef', "
+    waiting = ("[discovery] The cluster-info ConfigMap does not yet contain a JWS signature for token ID \"abcdef\", "
                "will try again")
     assert lines[0] == "[discovery] Failed to request cluster-info: starting, will try again"
     # the signature is missing from t=0.5 to the timeout at 12: said at 0.5, 5.5, 10.5

@@ -237,7 +237,7 @@ def test_join_with_an_unknown_token_says_it_waits(cluster: Cluster, tmp_path: Pa
                                  *(x for kv in flags.items() for x in kv), "--node-name", "node-z", "--data-dir",
                                  str(tmp_path / "node")], stdout=subprocess.DEVNULL, stderr=err)
     try:
-        said = wait_for(lambda: "does not yet contain a JWS signature for token ID 'zzzzzz', will try again"
+        said = wait_for(lambda: "does not yet contain a JWS signature for token ID \"zzzzzz\", will try again"
                         in stderr.read_text(errors="replace"), timeout=20)
         assert said, stderr.read_text(errors="replace")
         assert proc.poll() is None  # still waiting (5 minutes, as kubeadm's discovery timeout)
