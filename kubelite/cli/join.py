@@ -240,6 +240,8 @@ def validate_node_name(name: str) -> None:
 
 
 class NodeGetter(Protocol):
+    """All refuse_ready_node needs of a client (the bootstrap token's ApiClient; a table of Nodes in tests)."""
+
     async def get(self, path: str) -> Obj: ...
 
 
