@@ -8,7 +8,10 @@ against `--ca-cert-hash` (sha256 of its public key, as kubeadm), then over TLS v
 and a CertificateSigningRequest for `system:node:NAME`, waits for the csrapproving and csrsigning
 controllers to approve and sign it, writes the agent's kubeconfig (client certificate) and becomes
 the agent. cluster-info is read without credentials and trusted only when the bootstrapsigner's JWS
-signature for the token checks out, so the token is sent only to a server already verified.
+signature for the token checks out, so the token is sent only to a server already verified. As kubeadm, `join`
+first refuses a --node-name that is not a DNS-1123 subdomain (ValidateNodeRegistrationOptions), and before any
+CSR refuses a name whose Node exists and is Ready (runKubeletStartJoinPhase): else two machines would run the
+same node's pods.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 from kubelite.agent.certificates import CertificateRequestError, kubeconfig_certificate, request_client_certificate
 from kubelite.api.errors import ApiError
+from kubelite.api.validation import is_dns1123_subdomain
 from kubelite.apiserver import pki
 from kubelite.apiserver.auth import bootstraptoken
 from kubelite.client.http import ApiClient
@@ -41,6 +45,7 @@ log = logging.getLogger("kubelite.join")
 CLUSTER_INFO_ROLE = "kubeadm:bootstrap-signer-clusterinfo"
 DISCOVERY_WAIT = 300.0  # kubeadm's discovery timeout (5 min)
 POLL = 0.5
+RETRY_LOG_INTERVAL = 5.0  # kubeadm's discovery retry interval: a "will try again" line at most this often
 
 
 class JoinError(Exception):
@@ -140,16 +145,24 @@ async def get_cluster_info(fetch: ClusterInfoFetch, ca_pem: bytes | None, token_
     """getClusterInfo: cluster-info once it carries a signature for the token (the bootstrapsigner adds it a
     little after the token is created), retried every POLL until `timeout`; then the last error."""
     deadline = clock.monotonic() + timeout
+    said, said_at = "", 0.0
     while True:
         try:
             info = await fetch(ca_pem)
             if JWS_PREFIX + token_id in (info.get("data") or {}):
                 return info
             last = f"could not find a JWS signature in the cluster-info ConfigMap for token ID {token_id!r}"
+            retry = f'The cluster-info ConfigMap does not yet contain a JWS signature for token ID "{token_id}"'
         except ApiError as exc:
             last = f"failed to request the cluster-info ConfigMap: {exc}"
+            retry = f"Failed to request cluster-info: {exc}"
         if clock.monotonic() >= deadline:
             raise JoinError(last)
+        # kubeadm logs each retry; polling faster than it, say a new reason at once and a repeated one every
+        # RETRY_LOG_INTERVAL, so a join waiting on an unknown token is visibly waiting, and on what
+        if retry != said or clock.monotonic() - said_at >= RETRY_LOG_INTERVAL:
+            log.info("[discovery] %s, will try again", retry)
+            said, said_at = retry, clock.monotonic()
         await clock.sleep(POLL)
 
 
@@ -214,11 +227,50 @@ async def discover_ca(opts: JoinOptions, clock: Clock) -> bytes:
     return await retrieve_validated_ca(fetch, opts.token, opts.ca_cert_hashes, clock)
 
 
-async def request_certificate(opts: JoinOptions, ca_pem: bytes, clock: Clock) -> tuple[bytes, bytes, str]:
-    """The node's first certificate, requested with the bootstrap token over TLS verified by the CA; and the
-    server that answered (of several, the first live one), which the node's kubeconfig names."""
+def validate_node_name(name: str) -> None:
+    """ValidateNodeRegistrationOptions: the name must be a DNS-1123 subdomain, as a Node's (else the CSR would be
+    approved and the agent's registration refused with a 422 for ever). Upstream's field error, aggregated."""
+    if not name:
+        raise JoinError("nodeRegistration: Required value: --node-name or .nodeRegistration.name in the config file "
+                        "is a required value. It seems like this value couldn't be automatically detected in your "
+                        "environment, please specify the desired value using the CLI or config file.")
+    errs = [f'nodeRegistration.name: Invalid value: "{name}": {e}' for e in is_dns1123_subdomain(name)]
+    if errs:
+        raise JoinError(errs[0] if len(errs) == 1 else f"[{', '.join(errs)}]")
+
+
+class NodeGetter(Protocol):
+    """All refuse_ready_node needs of a client (the bootstrap token's ApiClient; a table of Nodes in tests)."""
+
+    async def get(self, path: str) -> Obj: ...
+
+
+async def refuse_ready_node(client: NodeGetter, node_name: str) -> None:
+    """runKubeletStartJoinPhase's check, with the bootstrap token (kubeadm:get-nodes): a Node of this name that
+    is Ready is some other machine's, running its pods; joining under its name would run them twice. A NotReady
+    or missing Node may be taken over (a machine rejoining after `kubectl delete node` or a reinstall).
+    Like upstream, this is a check before the CSR, not a lock: two joins of one new name at once both pass."""
+    try:
+        node = await client.get(f"/api/v1/nodes/{node_name}")
+    except ApiError as exc:
+        if exc.code == 404:
+            return
+        raise JoinError(f'cannot get Node "{node_name}": {exc}') from None
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready" and cond.get("status") == "True":
+            raise JoinError(f'a Node with name "{node_name}" and status "Ready" already exists in the cluster. '
+                            "You must delete the existing Node or change the name of this new joining Node")
+
+
+async def request_certificate(opts: JoinOptions, ca_pem: bytes, clock: Clock,
+                              check_node: bool) -> tuple[bytes, bytes, str]:
+    """The node's first certificate, requested with the bootstrap token over TLS verified by the CA (after
+    refuse_ready_node when `check_node`); and the server that answered (of several, the first live one), which
+    the node's kubeconfig names."""
     client = ApiClient(list(opts.servers), opts.token, ca_pem)
     try:
+        if check_node:
+            await refuse_ready_node(client, opts.node_name)
         cert, key = await request_client_certificate(client, opts.node_name, clock)
         return cert, key, client.server
     except CertificateRequestError as exc:
@@ -231,11 +283,16 @@ async def bootstrap(opts: JoinOptions, clock: Clock) -> Path:
     """The agent's kubeconfig, bootstrapped unless an earlier join left one whose client certificate is still
     valid (a restart reuses it; an expired one is replaced with the bootstrap token, as kubelet's LoadClientCert
     with isClientConfigStillValid — the agent exits when its certificate expires for this restart to happen)."""
+    validate_node_name(opts.node_name)
     kubeconfig = opts.data_dir / "kubeconfig"
     if still_valid(kubeconfig, clock.now()):
         return kubeconfig
+    # a kubeconfig left here (expired, unreadable) means this machine joined before: bootstrapping again is
+    # kubelet's own renewal, which kubeadm's Ready check does not guard (its Node may still look Ready for a
+    # grace period after its certificate expired); a data dir without one is a new join, checked
+    first_join = not kubeconfig.exists()
     ca_pem = await discover_ca(opts, clock)
-    cert, key, server = await request_certificate(opts, ca_pem, clock)
+    cert, key, server = await request_certificate(opts, ca_pem, clock, check_node=first_join)
     opts.data_dir.mkdir(parents=True, exist_ok=True)
     opts.data_dir.chmod(0o700)
     ca_path = opts.data_dir / "ca.crt"

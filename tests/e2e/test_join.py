@@ -4,7 +4,9 @@ whose agents run under their node certificates. node-a joins from the host (127.
 machine allows network namespaces (root), joins from its own namespace with its own address, as another
 machine would (kubelite/testing/netns.py; the server advertises the lab's host address), else from the host
 too. A pod scheduled to node-b runs there; node-a's identity is refused (403, upstream's messages) what the
-Node authorizer and NodeRestriction refuse. A join restarted over an expired certificate bootstraps again."""
+Node authorizer and NodeRestriction refuse. A join restarted over an expired certificate bootstraps again. A
+join under the name of a Ready node, or under an invalid name, is refused before any CSR; one with a token the
+cluster does not know says it is waiting."""
 
 from __future__ import annotations
 
@@ -53,9 +55,13 @@ class Cluster:
         return self.server.kubectl("--kubeconfig", str(self.node_dirs[node] / "kubeconfig"), *args, check=False)
 
 
-def kubelite(*args: str) -> subprocess.CompletedProcess[str]:
+def kubelite(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kubelite.cli.main", *args], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=timeout)
+
+
+def csr_count(server: ServerProcess) -> int:
+    return len(json.loads(server.kubectl("get", "csr", "-o", "json").stdout)["items"])
 
 
 def ready_nodes(server: ServerProcess) -> set[str]:
@@ -194,6 +200,52 @@ def test_node_may_label_itself(cluster: Cluster) -> None:
     assert out.returncode == 0, out.stderr
 
 
+REFUSED_JOINS = [
+    # kubeadm's runKubeletStartJoinPhase, with the bootstrap token's kubeadm:get-nodes: node-a is Ready, so a second
+    # machine joining as node-a would run node-a's pods a second time
+    ("a name whose node is ready", "node-a",
+     'a Node with name "node-a" and status "Ready" already exists in the cluster. You must delete the existing Node '
+     "or change the name of this new joining Node"),
+    # ValidateNodeRegistrationOptions: else the CSR is approved and the agent's registration gets 422 for ever
+    ("a name that is not a DNS-1123 subdomain", "Node_4",
+     'nodeRegistration.name: Invalid value: "Node_4": a lowercase RFC 1123 subdomain must consist of'),
+]
+
+
+@pytest.mark.parametrize("case,name,message", REFUSED_JOINS, ids=[c[0] for c in REFUSED_JOINS])
+def test_join_refused_before_any_certificate_request(cluster: Cluster, tmp_path: Path, case: str, name: str,
+                                                     message: str) -> None:
+    """Refused with upstream's message and status 1, having asked for no certificate and written nothing. (A
+    `join` that is let through would become an agent and not exit: the short timeout fails the test then.)"""
+    before = csr_count(cluster.server)
+    out = kubelite(*cluster.join_command[1:], "--node-name", name, "--data-dir", str(tmp_path / "node"),
+                   "--proxy-mode", "none", timeout=30)
+    assert out.returncode == 1, out.stderr
+    assert message in out.stderr, out.stderr
+    assert csr_count(cluster.server) == before and not (tmp_path / "node" / "kubeconfig").exists()
+    assert "node-a" in ready_nodes(cluster.server)
+
+
+def test_join_with_an_unknown_token_says_it_waits(cluster: Cluster, tmp_path: Path) -> None:
+    """kubeadm's getClusterInfo: while cluster-info carries no signature for the token (one this cluster does not
+    know, or one the bootstrapsigner has not signed yet), each retry is said on stderr."""
+    flags = dict(zip(cluster.join_command[2::2], cluster.join_command[3::2], strict=True))
+    flags["--token"] = "zzzzzz.0123456789abcdef"
+    stderr = tmp_path / "stderr"
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "kubelite.cli.main", "join",
+                                 *(x for kv in flags.items() for x in kv), "--node-name", "node-z", "--data-dir",
+                                 str(tmp_path / "node")], stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        said = wait_for(lambda: "does not yet contain a JWS signature for token ID \"zzzzzz\", will try again"
+                        in stderr.read_text(errors="replace"), timeout=20)
+        assert said, stderr.read_text(errors="replace")
+        assert proc.poll() is None  # still waiting (5 minutes, as kubeadm's discovery timeout)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_join_restarted_over_an_expired_certificate_bootstraps_again(cluster: Cluster, tmp_path: Path) -> None:
     """LoadClientCert / isClientConfigStillValid: a `kubelite join` restarted over a kubeconfig whose certificate
     expired (the server answers it 401) requests a new one with the bootstrap token; one still valid is reused
@@ -214,14 +266,11 @@ def test_join_restarted_over_an_expired_certificate_bootstraps_again(cluster: Cl
         finally:
             await client.close()
 
-    def csrs() -> int:
-        return len(json.loads(cluster.server.kubectl("get", "csr", "-o", "json").stdout)["items"])
-
     assert asyncio.run(node_get()) == 401
-    before = csrs()
+    before = csr_count(cluster.server)
     assert asyncio.run(bootstrap(opts, RealClock())) == kubeconfig
     renewed = kubeconfig_certificate(kubeconfig)
-    assert renewed is not None and renewed[0] != expired[0] and csrs() == before + 1
+    assert renewed is not None and renewed[0] != expired[0] and csr_count(cluster.server) == before + 1
     assert asyncio.run(node_get()) == 404
     assert asyncio.run(bootstrap(opts, RealClock())) == kubeconfig  # valid now: reused, nothing requested
-    assert kubeconfig_certificate(kubeconfig) == renewed and csrs() == before + 1
+    assert kubeconfig_certificate(kubeconfig) == renewed and csr_count(cluster.server) == before + 1

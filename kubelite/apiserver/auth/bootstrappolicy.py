@@ -56,6 +56,9 @@ from kubelite.apiserver.registry.rbac import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLE
 from kubelite.apiserver.rest import Registry
 
 log = logging.getLogger("kubelite.apiserver.rbac")
+GET_NODES_ROLE = "kubeadm:get-nodes"
+
+
 def _role(name: str, rules: list[Obj], labels: dict[str, str] | None = None,
           aggregate: list[str] | None = None) -> Obj:
     role: Obj = labelled({"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole",
@@ -200,6 +203,9 @@ def cluster_roles() -> list[Obj]:
         # reading the ServiceAccountIssuerDiscovery documents (auth/openidmetadata.py), with and without the slash
         _role("system:service-account-issuer-discovery", [urls(["get"], [
             OPENID_CONFIG_PATH, OPENID_CONFIG_PATH + "/", JWKS_PATH, JWKS_PATH + "/"])]),
+        # kubeadm's (AllowBootstrapTokensToGetNodes): `join` reads the Node of its name with the bootstrap token
+        # and refuses one that is Ready (cli/join.py refuse_ready_node)
+        _role(GET_NODES_ROLE, [rule(["get"], [LEGACY], ["nodes"])]),
     ]
 
 
@@ -238,6 +244,7 @@ def cluster_role_bindings() -> list[Obj]:
                  "kubeadm:node-autoapprove-bootstrap"),
         _binding("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", [group("system:nodes")],
                  "kubeadm:node-autoapprove-certificate-rotation"),
+        _binding(GET_NODES_ROLE, [group(DEFAULT_NODE_GROUP)]),
     ]
 
 
