@@ -112,7 +112,7 @@ class LogFlusher:
             for handler in logging.getLogger().handlers:
                 try:
                     handler.flush()
-                except Exception:  # noqa: S112 - a handler that raises is not blocked: the check is about blocking
+                except Exception:  # a handler that raises is not blocked: the check is about blocking
                     continue
             self._verified = self._clock.monotonic()
             self._stop.wait(self._interval)
