@@ -262,6 +262,8 @@ class EtcdStore:
             await self._kv.Range(rpc_pb2.RangeRequest(key=b"health", count_only=True), timeout=timeout)
         except grpc.aio.AioRpcError as exc:
             raise Unavailable(f"etcd: {exc.code().name}: {exc.details()}") from None
+        except grpc.aio.UsageError as exc:  # the store was closed (the server is stopping)
+            raise Unavailable(f"etcd: {exc}") from None
 
     # --- watch -----------------------------------------------------------------------------------
 
