@@ -149,7 +149,7 @@ class Health:
             if check.name in excluded:
                 excluded.discard(check.name)
                 lines.append(f"[+]{check.name} excluded: ok")
-            elif await _passes(check):
+            elif await _failure(check) is None:
                 lines.append(f"[+]{check.name} ok")
             else:  # the root is public: the reason stays in the log (the probe logged it)
                 lines.append(f"[-]{check.name} failed: reason withheld")
@@ -166,21 +166,19 @@ class Health:
         return _text("".join(f"{line}\n" for line in lines) + f"{root} check passed\n", 200)
 
 
-async def _passes(check: Check) -> bool:
+async def _failure(check: Check) -> str | None:
+    """Why `check` fails, or None when it passes."""
     try:
         await check.run()
-    except Exception:  # the check's failure; its reason is logged by the check itself or shown on its own path
-        return False
-    return True
+    except Exception as exc:  # any failure of the check is its answer, never a crash of the handler
+        return str(exc) or type(exc).__name__
+    return None
 
 
 async def _single(check: Check) -> web.Response:
     """adaptCheckToHandler: one check on its own path, with its reason (this path is not public)."""
-    try:
-        await check.run()
-    except Exception as exc:  # any failure of the check is its answer, never a crash of the handler
-        return _text(f"internal server error: {exc}\n", 500)
-    return _text("ok", 200)
+    reason = await _failure(check)
+    return _text("ok", 200) if reason is None else _text(f"internal server error: {reason}\n", 500)
 
 
 def _text(body: str, status: int) -> web.Response:
