@@ -22,7 +22,7 @@ from aiohttp import web
 
 from kubelite.api import errors
 from kubelite.api.errors import ApiError
-from kubelite.apiserver import bootstrap, discovery, schema
+from kubelite.apiserver import bootstrap, discovery, healthz, schema
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR
 from kubelite.apiserver.auth import (
     accessreview,
@@ -63,11 +63,12 @@ from kubelite.apiserver.registry.services import configure_services
 from kubelite.apiserver.request import parse_target
 from kubelite.apiserver.rest import Registry
 from kubelite.clock import Clock
-from kubelite.store.interface import Store
+from kubelite.store.interface import Store, Unavailable
 
 log = logging.getLogger("kubelite.apiserver")
 
-PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})  # not /readyz/etcd: that one tells why
+HEALTH_PATHS = ("/healthz", "/livez", "/readyz")
 USER = web.RequestKey("user", UserInfo)  # the authenticated user of a request: request[USER]
 COMPACTION_INTERVAL = 300.0
 
@@ -90,6 +91,7 @@ class ApiServer:
     authorization: authorization.Authorization = field(init=False)
     issuer_discovery: openidmetadata.OpenIDMetadata | None = field(default=None, init=False)  # the OIDC documents
     ready: bool = field(default=False, init=False)
+    stopping: bool = field(default=False, init=False)  # stop() has begun: /readyz's shutdown check fails
     endpoints: EndpointReconciler = field(init=False)  # this server in the kubernetes Service's endpoints
     event_expiry: ExpiringKeys | None = field(default=None, init=False)  # the Events' sweeper, once started
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
@@ -101,6 +103,9 @@ class ApiServer:
         configure_services(self.registry.strategies, self.clock, self.service_cidr)
         self.metrics = ApiServerMetrics(self.clock, self.caches)
         self.metrics_api = MetricsApi(self.registry, self.clock, self.agent_tls)
+        self.log_health = healthz.LogFlusher(self.clock)
+        self.health = healthz.standard(healthz.StoreProbe(self.store, self.clock), self.log_health,
+                                       lambda: self.ready, lambda: self.stopping)
         self._configure_auth()
 
     def _configure_auth(self) -> None:
@@ -148,6 +153,8 @@ class ApiServer:
         self.ready = True
 
     async def stop(self) -> None:
+        self.stopping = True
+        self.log_health.stop()
         if self.ready:  # leave the kubernetes Service's endpoints while the store is still here
             await self.endpoints.remove()
         self.ready = False
@@ -203,15 +210,16 @@ class ApiServer:
             raise
         except web.HTTPException:
             raise
+        except Unavailable as exc:  # the store is down: an operational condition, one line, no traceback
+            request_id = str(uuid.uuid4())
+            log.error("store unavailable serving %s %s (request id %s): %s", request.method, request.path_qs,
+                      request_id, exc)
+            return _internal_error(request_id)
         except Exception:  # never a traceback, nor an exception's text, to the client: the log has both
             request_id = str(uuid.uuid4())
             log.exception("internal error serving %s %s (request id %s)", request.method, request.path_qs,
                           request_id)
-            err = errors.internal(f"an error on the server (request id {request_id}) has prevented the request "
-                                  "from succeeding")
-            resp = respond(err.status(), err.code)
-            resp.headers["Audit-Id"] = request_id  # kube-apiserver's per-request id header
-            return resp
+            return _internal_error(request_id)
 
     def _authenticate(self, request: web.Request) -> UserInfo:
         """The request's user; 401 when nothing authenticates it (the public health and version paths are served
@@ -269,10 +277,10 @@ class ApiServer:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
-        if path in ("/healthz", "/livez", "/readyz"):
-            if path == "/readyz" and not self.ready:
-                return web.Response(text="[-]informer-sync failed: not ready\nreadyz check failed", status=500)
-            return web.Response(text="ok")
+        if path.startswith(HEALTH_PATHS):
+            health = await self.health.serve(request, path)
+            if health is not None:
+                return health
         if path == "/metrics" and request.method == "GET":
             return self.metrics.response()
         # A resource's path (nearly every request) is neither discovery (at most /apis/GROUP/VERSION) nor
@@ -335,6 +343,15 @@ class ApiServer:
             rl = discovery.resource_list(f"{parts[1]}/{parts[2]}")
             return respond(rl) if rl is not None else None
         return None
+
+
+def _internal_error(request_id: str) -> web.StreamResponse:
+    """The 500 Status of an unexpected failure, naming the request id under which the log has the details."""
+    err = errors.internal(f"an error on the server (request id {request_id}) has prevented the request "
+                          "from succeeding")
+    resp = respond(err.status(), err.code)
+    resp.headers["Audit-Id"] = request_id  # kube-apiserver's per-request id header
+    return resp
 
 
 def _peer_certificate(request: web.Request) -> bytes | None:

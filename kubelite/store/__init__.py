@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubelite.store.interface import Store
+from kubelite.store.interface import Store, Unavailable
 
 SQLITE = "sqlite"
 
@@ -50,7 +50,6 @@ class StoreSpec:
     async def open(self, data_dir: Path) -> Store:
         if self.is_etcd:
             from kubelite.store.etcd import EtcdStore, parse_url
-            from kubelite.store.etcd.store import Unavailable
 
             try:
                 return await EtcdStore.open(parse_url(self.url, self.etcd_cafile, self.etcd_certfile,

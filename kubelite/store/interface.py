@@ -16,6 +16,11 @@ class StoreError(Exception):
     pass
 
 
+class Unavailable(StoreError):
+    """The store did not answer (etcd unreachable, or no quorum): an operational condition, logged as one line,
+    not a bug's traceback."""
+
+
 class KeyExists(StoreError):
     def __init__(self, key: str) -> None:
         super().__init__(f"key exists: {key}")
@@ -115,6 +120,11 @@ class Store(Protocol):
 
     async def compact(self, revision: int) -> None: ...
 
+    async def health(self, timeout: float) -> None:
+        """Return when the store answers a read within `timeout` seconds, else raise Unavailable (the health
+        checks' probe: cheap, one read, and never retried)."""
+        ...
+
     @property
     def revision(self) -> int: ...
 
@@ -151,6 +161,9 @@ class WrappedStore:
 
     async def compact(self, revision: int) -> None:
         await self.inner.compact(revision)
+
+    async def health(self, timeout: float) -> None:
+        await self.inner.health(timeout)
 
     @property
     def revision(self) -> int:

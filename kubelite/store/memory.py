@@ -165,6 +165,9 @@ class MemoryStore:
         """An operation that writes nothing (refused with `error`, or a compaction), answered in submission order."""
         self._loop.call_soon(self._complete, fut, None, None, error, self._rev)
 
+    async def health(self, timeout: float) -> None:
+        """This process's memory always answers."""
+
     async def compact(self, revision: int) -> None:
         fut = self._future()
         error: StoreError | None = None

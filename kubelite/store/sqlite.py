@@ -33,6 +33,7 @@ from kubelite.store.interface import (
     KeyValue,
     ListResult,
     RevisionMismatch,
+    Unavailable,
     prefix_end,
 )
 
@@ -170,6 +171,16 @@ class SQLiteStore:
 
     async def compact(self, revision: int) -> None:
         await self._submit(_Op("compact", "", expected=revision))
+
+    async def health(self, timeout: float) -> None:
+        """The database answers a read, and the writer thread, through which every write goes, is alive. (A read
+        of one row: `timeout` is not needed, a local file answers at once or raises.)"""
+        try:
+            self._reader.execute("SELECT rev FROM meta").fetchone()
+        except sqlite3.Error as exc:
+            raise Unavailable(f"sqlite: {exc}") from None
+        if not self._thread.is_alive():
+            raise Unavailable("sqlite: the writer thread has stopped")
 
     # --- the writer thread -----------------------------------------------------------------------
 

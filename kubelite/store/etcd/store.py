@@ -40,6 +40,7 @@ from kubelite.store.interface import (
     ListResult,
     RevisionMismatch,
     StoreError,
+    Unavailable,
     prefix_end,
 )
 
@@ -60,10 +61,6 @@ _CMP_CREATE = rpc_pb2.Compare.CREATE
 _CMP_MOD = rpc_pb2.Compare.MOD
 _CMP_EQUAL = rpc_pb2.Compare.EQUAL
 _CMP_GREATER = rpc_pb2.Compare.GREATER
-
-
-class Unavailable(StoreError):
-    """The etcd cluster did not answer within RETRY_FOR (no quorum, or every member down)."""
 
 
 def _kv(kv: Any) -> KeyValue:
@@ -141,7 +138,7 @@ class EtcdStore:
                     raise StoreError(f"etcd: {exc.code().name}: {exc.details()}") from None
                 if self._clock.monotonic() + delay > deadline:
                     raise Unavailable(f"etcd unavailable: {exc.details()}") from None
-                log.warning("etcd call failed (%s), retrying in %.2fs", exc.details(), delay)
+                log.debug("etcd call failed (%s), retrying in %.2fs", exc.details(), delay)
                 await self._clock.sleep(delay)
                 delay = min(delay * 2, RETRY_BACKOFF[1])
 
@@ -256,6 +253,17 @@ class EtcdStore:
         with contextlib.suppress(Compacted):  # another server (or an earlier attempt) compacted this far
             await self._unary(self._kv.Compact, rpc_pb2.CompactionRequest(revision=revision))
         self._compacted = max(self._compacted, revision)
+
+    async def health(self, timeout: float) -> None:
+        """One linearizable count of a tiny key range, not retried and not waiting for a connection: a member
+        that is stopped, partitioned or without a leader fails it within `timeout` (upstream's probe is a get of
+        "health" too). A linearizable read passes through the leader, so it also tells a lost quorum."""
+        try:
+            await self._kv.Range(rpc_pb2.RangeRequest(key=b"health", count_only=True), timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise Unavailable(f"etcd: {exc.code().name}: {exc.details()}") from None
+        except grpc.aio.UsageError as exc:  # the store was closed (the server is stopping)
+            raise Unavailable(f"etcd: {exc}") from None
 
     # --- watch -----------------------------------------------------------------------------------
 
