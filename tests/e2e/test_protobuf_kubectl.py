@@ -167,8 +167,9 @@ def test_python_client_deployment_read_back_as_protobuf(server: ServerProcess) -
     described = server.kubectl("describe", "deployment", "full").stdout
     assert got["spec"]["revisionHistoryLimit"] == 3 and got["spec"]["progressDeadlineSeconds"] == 120
     for line in ("MinReadySeconds:        5", "RollingUpdateStrategy:  10% max unavailable, 2 max surge",
-                 "StrategyType:           RollingUpdate", "cpu:     250m"):
+                 "StrategyType:           RollingUpdate", "Limits:\n      cpu:      250m"):
         assert line in described, described
+    assert "Requests:" not in described, "a template gets no requests from its limits (SetDefaults_Pod is a Pod's)"
 
 
 POD = """
