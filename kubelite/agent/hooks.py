@@ -78,12 +78,15 @@ def _dial_error(exc: BaseException, host: str, address: str) -> str | None:
     if isinstance(exc, socket.gaierror):
         return f"dial tcp: lookup {host}: no such host"
     if isinstance(exc, OSError) and exc.errno is not None:  # Go's syscall.Errno texts are glibc's, lower-cased
-        return f"dial tcp {address}: connect: {_errno_text(exc.errno)}"
+        return f"dial tcp {address}: connect: {errno_text(exc.errno)}"
     return None
 
 
-def _errno_text(errno: int) -> str:
-    return os.strerror(errno).lower()
+def errno_text(errno: int) -> str:
+    """Go's syscall.Errno text: glibc's strerror with its first letter lower-cased ("connection refused",
+    "remote I/O error"), as Go's errors table has them."""
+    reason = os.strerror(errno)
+    return reason[:1].lower() + reason[1:]
 
 
 def failure_message(exc: BaseException, handler: Obj, container: Obj, host: str) -> str:
@@ -156,7 +159,7 @@ async def _http_get(get: Obj, container: Obj, host: str) -> int:
         raise
     except aiohttp.ClientOSError as exc:
         if len(addresses) == 2 and exc.errno is not None:
-            raise BrokenConnection(f"read tcp {addresses[0]}->{addresses[1]}: read: {_errno_text(exc.errno)}") \
+            raise BrokenConnection(f"read tcp {addresses[0]}->{addresses[1]}: read: {errno_text(exc.errno)}") \
                 from exc
         raise
     finally:

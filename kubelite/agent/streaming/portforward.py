@@ -16,10 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 
 from aiohttp import WSMsgType, web
 
+from kubelite.agent.hooks import errno_text
 from kubelite.agent.streaming import spdy, transport
 from kubelite.api.errors import ApiError
 from kubelite.clock import Clock, bounded
@@ -45,8 +45,7 @@ def dial_error(port: int, exc: OSError) -> str:
         return f"{where}: i/o timeout"
     if exc.errno is None:
         return f"{where}: {exc}"
-    reason = os.strerror(exc.errno)
-    return f"{where}: connect: {reason[:1].lower()}{reason[1:]}"
+    return f"{where}: connect: {errno_text(exc.errno)}"
 
 
 class Forwarder:
