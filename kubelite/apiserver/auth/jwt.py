@@ -32,7 +32,8 @@ class KeyFileError(ValueError):
     """A key file that holds no usable key (the message names the file)."""
 
 
-def _b64(data: bytes) -> str:
+def b64url(data: bytes) -> str:
+    """Base64url without padding (RFC 7515's encoding of a JWS's parts, and of a JWK's members)."""
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
@@ -42,7 +43,7 @@ def _unb64(text: str) -> bytes:
 
 def key_id(public: PublicKey) -> str:
     der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return _b64(hashlib.sha256(der).digest())
+    return b64url(hashlib.sha256(der).digest())
 
 
 def algorithm(key: PrivateKey | PublicKey) -> str:
@@ -95,13 +96,13 @@ def load_public_keys(path: Path) -> list[PublicKey]:
 def sign(claims: dict[str, Any], key: PrivateKey) -> str:
     alg = algorithm(key)
     header = {"alg": alg, "kid": key_id(key.public_key())}
-    signing_input = f"{_b64(orjson.dumps(header))}.{_b64(orjson.dumps(claims))}".encode()
+    signing_input = f"{b64url(orjson.dumps(header))}.{b64url(orjson.dumps(claims))}".encode()
     if isinstance(key, rsa.RSAPrivateKey):
         signature = key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
     else:
         r, s = decode_dss_signature(key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
         signature = r.to_bytes(_ES256_PART, "big") + s.to_bytes(_ES256_PART, "big")
-    return f"{signing_input.decode()}.{_b64(signature)}"
+    return f"{signing_input.decode()}.{b64url(signature)}"
 
 
 @dataclass(frozen=True)

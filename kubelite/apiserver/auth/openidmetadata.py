@@ -11,7 +11,6 @@ default to every service account (bootstrappolicy).
 
 from __future__ import annotations
 
-import base64
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +20,7 @@ import orjson
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from kubelite.apiserver.auth.jwt import PublicKey, key_id
+from kubelite.apiserver.auth.jwt import PublicKey, b64url, key_id
 
 log = logging.getLogger("kubelite.apiserver.auth")
 
@@ -63,13 +62,9 @@ class OpenIDMetadata:
         return resp
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
 def _unsigned(value: int, size: int = 0) -> str:
     """A JWK integer: big-endian, unpadded base64url; `size` pads EC coordinates to the curve's length as go-jose."""
-    return _b64(value.to_bytes(max(size, (value.bit_length() + 7) // 8), "big"))
+    return b64url(value.to_bytes(max(size, (value.bit_length() + 7) // 8), "big"))
 
 
 def jwk(key: PublicKey) -> dict[str, Any]:
