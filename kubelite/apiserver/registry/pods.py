@@ -124,7 +124,7 @@ def default_pod(spec: Obj) -> None:
     copied from limits, never a template's (upstream's comment there: "we only want this defaulting semantic to take
     place on a v1.Pod and not a v1.PodTemplate"), so a later `kubectl set resources --limits` on a Deployment leaves
     no stale requests behind and its pods' QoS follows the limits."""
-    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+    for _, _, c in all_containers(spec):
         res = c.get("resources") if isinstance(c, dict) else None
         if isinstance(res, dict) and res.get("limits"):
             requests = res.setdefault("requests", {})
