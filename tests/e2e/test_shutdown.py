@@ -34,6 +34,14 @@ def _running_with(marker: str) -> list[int]:
     return pids
 
 
+def _catches_sigint(pid: int) -> bool:
+    """Whether the process has a SIGINT handler yet (the kernel's SigCgt mask), i.e. Python's start-up installed one."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    return False
+
+
 def _wait_ready(command: str, data: Path, proc: subprocess.Popen[bytes]) -> None:
     """Until the server wrote its kubeconfig and, under `up`, the node agent child is running."""
     deadline = time.monotonic() + 60
@@ -64,6 +72,13 @@ def test_ctrl_c_shuts_down_cleanly(tmp_path: Path, command: str, when: str) -> N
         if when == "running":
             _wait_ready(command, data, proc)
         else:
+            # Until the interpreter installs its handler, SIGINT's default action kills it outright (as a
+            # terminal's Ctrl-C would, and a loaded machine can take longer than any fixed sleep to get there);
+            # the case is about kubelite's own start-up, so it waits for the handler and then for imports to run.
+            deadline = time.monotonic() + 30
+            while not _catches_sigint(proc.pid):
+                assert proc.poll() is None and time.monotonic() < deadline, "python never installed a SIGINT handler"
+                time.sleep(0.005)
             time.sleep(0.3)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
