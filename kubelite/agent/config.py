@@ -13,6 +13,8 @@ from kubelite.agent.eviction.thresholds import EvictionConfig, ThresholdConfigEr
 from kubelite.agent.lifecycle import INITIAL_BACKOFF, MAX_BACKOFF
 from kubelite.clock import parse_duration
 
+MIN_SELF_FENCE_AFTER = 2.0  # seconds: Lease renewals at most twice a second
+
 
 class NodeConfigError(ValueError):
     pass
@@ -80,7 +82,20 @@ def parse(raw: dict[str, Any]) -> NodeConfig:
         cfg.cluster_domain = str(raw["clusterDomain"]).strip(".")
     if raw.get("selfFenceAfter"):  # kubelite's own field
         cfg.self_fence_after = duration(raw["selfFenceAfter"])
+    check_self_fence(cfg)
     return cfg
+
+
+def check_self_fence(cfg: NodeConfig) -> None:
+    """A self-fence period has a floor: the agent renews its Lease every quarter of it and checks every twentieth,
+    so a few milliseconds (a `10ms` meant as `10s`) would flood the API server with renewals and kill every
+    container on the first slow one. Checked once the command line's `--self-fence-after` is applied too."""
+    after = cfg.self_fence_after
+    if after < 0:
+        raise NodeConfigError(f"selfFenceAfter: {after:g}s must not be negative")
+    if 0 < after < MIN_SELF_FENCE_AFTER:
+        raise NodeConfigError(f"selfFenceAfter: {after:g}s is below the {MIN_SELF_FENCE_AFTER:g}s minimum (the Lease "
+                              "is renewed every quarter of it)")
 
 
 def load(path: Path | None) -> NodeConfig:

@@ -69,6 +69,7 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
         cfg.shutdown_grace_period = shutdown_grace
     if self_fence_after is not None:
         cfg.self_fence_after = self_fence_after
+        node_config.check_self_fence(cfg)
     cfg.protected_paths = tuple(protect)
     private_files()
     data_dir.mkdir(parents=True, exist_ok=True)

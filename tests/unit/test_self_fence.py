@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +174,32 @@ async def test_the_node_advertises_the_promise(name: str, after: float | None, w
     ("no selfFenceAfter: no self-fencing", {}, 0.0),
     ("a Go duration", {"selfFenceAfter": "10s"}, 10.0),
     ("minutes", {"selfFenceAfter": "1m30s"}, 90.0),
+    ("the minimum", {"selfFenceAfter": "2s"}, 2.0),
 ])
 def test_self_fence_after_in_the_node_config(name: str, raw: dict[str, Any], want: float) -> None:
     from kubelite.agent.config import parse
 
     assert parse({"kind": "KubeletConfiguration", **raw}).self_fence_after == want
+
+
+@pytest.mark.parametrize("name,raw,want", [
+    ("milliseconds meant as seconds", {"selfFenceAfter": "10ms"}, "0.01s is below the 2s minimum"),
+    ("just below the minimum", {"selfFenceAfter": "1999ms"}, "1.999s is below the 2s minimum"),
+])
+def test_a_self_fence_below_the_minimum_is_refused(name: str, raw: dict[str, Any], want: str) -> None:
+    from kubelite.agent.config import NodeConfigError, parse
+
+    with pytest.raises(NodeConfigError, match=want):
+        parse({"kind": "KubeletConfiguration", **raw})
+
+
+def test_a_negative_self_fence_on_the_command_line_is_refused(tmp_path: Path) -> None:
+    """`kubelite agent --self-fence-after` is checked as the file's field is, a negative value too."""
+    res = subprocess.run([sys.executable, "-m", "kubelite.cli.main", "agent", "--kubeconfig", str(tmp_path / "none"),
+                          "--node-name", "n1", "--data-dir", str(tmp_path / "agent"), "--self-fence-after", "-1"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2, res
+    assert "selfFenceAfter: -1s must not be negative" in res.stderr
 
 
 def _read(uid: str | None, version: str | None, fenced: bool) -> dict[str, Any]:
