@@ -70,13 +70,14 @@ class Agent:
                                 self.services.store.values)
         self.client_ca = client_ca  # who may call the agent's endpoint (server.py): the API server's CA
         self.capacity = host_capacity(data_dir, config.max_pods)
+        self.events = EventSink(client, clock)
         self.claim_volumes = ClaimVolumes(client, node_name, data_dir,  # persistentVolumeClaim volumes (S5)
                                           (data_dir, *config.protected_paths))
         self.node = NodeReporter(client, clock, node_name, host_ip, self.capacity, lambda: self.port,
                                  lambda: self.eviction.pressure(), self.fence_gate,
                                  client.close_connections if isinstance(client, ApiClient) else None,
                                  config.node_lease_duration, self.claim_volumes,
-                                 self._retry_informers)
+                                 self._retry_informers, self.events.post)
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
@@ -84,7 +85,6 @@ class Agent:
         self.status = StatusManager(client, clock, self.pods.get)
         self.objects = ObjectWatcher(client, clock, self._object_changed)
         self.volumes = VolumeManager(self.objects, TokenManager(client, clock), host_ip, self.capacity)
-        self.events = EventSink(client, clock)
         self.syncers: dict[str, PodSync] = {}  # every pod this agent ran, until its object is gone (logs)
         self.pod_workers = PodWorkers(clock, self._new_syncer, self._pod_finished)
         self.eviction = eviction.build(config.eviction, client, clock, node_name, data_dir, self.events.post,

@@ -20,7 +20,14 @@ from typing import Any, Protocol
 
 import orjson
 
-from kubelite.agent.eviction.node_status import PressureState, no_pressure, pressure_conditions
+from kubelite.agent.eviction.node_status import (
+    PressureState,
+    no_pressure,
+    node_event,
+    pressure_conditions,
+    reported_condition_events,
+    status_event_message,
+)
 from kubelite.agent.loops import timed
 from kubelite.agent.self_fence import ANNOTATION as SELF_FENCE_ANNOTATION
 from kubelite.agent.self_fence import FenceGate
@@ -105,7 +112,8 @@ class NodeReporter:
                  close_connections: Callable[[], Awaitable[None]] | None = None,
                  lease_seconds: int = LEASE_SECONDS,
                  reclaim: Reclaimer | None = None,
-                 reconnected: Callable[[], None] = lambda: None) -> None:
+                 reconnected: Callable[[], None] = lambda: None,
+                 post_event: Callable[[Obj], None] = lambda event: None) -> None:
         self.client = client
         self.clock = clock
         self.name = name
@@ -128,6 +136,7 @@ class NodeReporter:
         self._close_connections = close_connections  # the client's, when it has connections to close
         self.reclaim = reclaim  # local-path volumes' reclaim (ClaimVolumes), given each Node read
         self.reconnected = reconnected  # told when a heartbeat goes through after failing (informers retry now)
+        self.post_event = post_event  # the agent's event sink: kubelet's events about its Node
         # What the agent learns of its host once, at start (kubelet's machine info): not rebuilt per status.
         # (`capacity` is read live: a simulation sets its nodes' after building the agent.)
         arch = go_arch(platform.machine())
@@ -194,20 +203,34 @@ class NodeReporter:
         """What this agent advertises on its Node: its self-fence promise (None removes an old one)."""
         return {SELF_FENCE_ANNOTATION: f"{self.gate.after:g}" if self.gate.after else None}
 
+    def _event(self, reason: str, message: str) -> None:
+        self.post_event(node_event(self.name, reason, message, "Normal", self.clock.now()))
+
+    def _status_events(self, shown: Obj, reported: Obj) -> None:
+        """Record the condition events of a status report (`reported`) that replaced `shown`'s, as kubelet's setters."""
+        for event in reported_condition_events((shown.get("status") or {}).get("conditions") or [],
+                                               reported.get("conditions") or []):
+            self._event(event, status_event_message(self.name, event))
+
     async def register(self) -> None:
-        """Create the Node (or post the status of an existing one), retried until the server answers."""
+        """Create the Node (or post the status of an existing one), retried until the server answers; kubelet's
+        "Starting kubelet." event first, then the events of the status it reports."""
+        self._event("Starting", "Starting kubelet.")
         delay = 1.0
         while True:
             node = self.node_object()
             try:
                 try:
                     await timed(self.clock, self.client.create("/api/v1/nodes", node))
+                    self._status_events({}, node["status"])
                 except ApiError as exc:
                     if exc.code != 409:
                         raise
-                    await timed(self.clock, self.client.patch(self._node_path,
-                                                              {"metadata": {"annotations": self.annotations()}}))
-                    await self.post_status()
+                    shown = await timed(self.clock, self.client.patch(
+                        self._node_path, {"metadata": {"annotations": self.annotations()}}))
+                    status = _detached(self._status())
+                    await self.post_status(status)
+                    self._status_events(shown, status)
                 return
             except asyncio.CancelledError:
                 raise
@@ -216,11 +239,9 @@ class NodeReporter:
             await self.clock.sleep(delay)
             delay = min(self.renew_interval, delay * 2)
 
-    async def post_status(self, status: Obj | None = None) -> None:
-        """Patch the node status: `status` (a patch from status_patch), or the whole of it."""
-        await timed(self.clock, self.client.patch(f"{self._node_path}/status",
-                                                  {"status": status or _detached(self._status())},
-                                                  STRATEGIC_PATCH))
+    async def post_status(self, status: Obj) -> None:
+        """Patch the node status with `status` (a patch from status_patch, or the whole of it)."""
+        await timed(self.clock, self.client.patch(f"{self._node_path}/status", {"status": status}, STRATEGIC_PATCH))
 
     async def heartbeat(self) -> None:
         """Renew the node's Lease in kube-node-lease every quarter of its duration (10 s by default: NodeLease
@@ -238,6 +259,8 @@ class NodeReporter:
                 if patch is not None:
                     reported = self.clock.now()
                     await self.post_status(patch)
+                    if shown is not None:
+                        self._status_events(shown, patch)
                 await self.renew_lease()
                 if retry != RETRY_DELAY:  # the first heartbeat through after failures
                     self.reconnected()

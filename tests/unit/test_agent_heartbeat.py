@@ -436,3 +436,69 @@ def test_what_is_sent_shares_nothing_with_the_agent(name: str, build: Callable[[
     again = build(node)
     assert (capacity["cpu"], again["allocatable"]["cpu"], again["addresses"][0]["address"]) == ("4", "4", "127.0.0.1")
     assert again["conditions"][0]["status"] == "False"
+
+
+# --- kubelet's events about its Node ---------------------------------------------------------------------------
+
+def _conditions(**status: str) -> list[dict[str, Any]]:
+    return [{"type": kind, "status": value} for kind, value in status.items()]
+
+
+AGENT_REPORT = _conditions(MemoryPressure="False", DiskPressure="False", PIDPressure="False", Ready="True")
+
+
+@pytest.mark.parametrize(("stored", "want"), [
+    pytest.param([], ["NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"],
+                 id="a new Node: each pressure condition's event, no NodeReady (Ready had no status before)"),
+    pytest.param(AGENT_REPORT, [], id="a Node showing the same statuses: no event"),
+    pytest.param(_conditions(MemoryPressure="Unknown", DiskPressure="Unknown", PIDPressure="Unknown",
+                             Ready="Unknown"),
+                 ["NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady"],
+                 id="marked Unknown by the node lifecycle controller: every condition's event, NodeReady too"),
+    pytest.param(_conditions(MemoryPressure="False", DiskPressure="False", PIDPressure="False", Ready="False"),
+                 ["NodeReady"], id="a Node shown not ready: NodeReady alone"),
+    pytest.param(_conditions(MemoryPressure="True", DiskPressure="False", PIDPressure="False", Ready="True"), [],
+                 id="a pressure flip between True and False is not this report's (the eviction manager records it)"),
+])
+def test_reported_conditions_record_kubelets_setter_events(stored: list[dict[str, Any]], want: list[str]) -> None:
+    from kubelite.agent.eviction.node_status import reported_condition_events
+
+    assert reported_condition_events(stored, AGENT_REPORT) == want
+
+
+def _node_events(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    ref = {"kind": "Node", "name": "n1", "uid": "n1"}  # kubelet's nodeRef: the node's name as its uid
+    assert all({k: e["involvedObject"][k] for k in ref} == ref
+               and e["source"] == {"component": "kubelet", "host": "n1"} for e in events), events
+    return [(e["reason"], e["message"]) for e in events]
+
+
+async def test_a_node_records_kubelets_events_as_it_starts_and_comes_back(cluster: Cluster) -> None:
+    """`kubectl describe node` shows kubelet's Starting and condition events: as the agent registers its Node,
+    and again when a heartbeat finds the Node marked Unknown (NodeReady among them); a restart onto a Node that
+    already shows its status records Starting alone."""
+    events: list[dict[str, Any]] = []
+    start = [("Starting", "Starting kubelet.")]
+    came_up = [(e, f"Node n1 status is now: {e}")
+               for e in ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID")]
+
+    def reporter() -> NodeReporter:
+        return NodeReporter(cluster.client, cluster.clock, "n1", "127.0.0.1", {"cpu": "4", "pods": "110"},
+                            lambda: 0, post_event=events.append)
+
+    await reporter().register()
+    assert _node_events(events) == start + came_up
+    events.clear()
+    await reporter().register()  # an agent restarted: the Node is there, showing its status
+    assert _node_events(events) == start
+    events.clear()
+    node = await cluster.get("/api/v1/nodes/n1")
+    _unknown(node)
+    await cluster.client.request("PUT", NODE_STATUS, node)
+    task = asyncio.ensure_future(reporter().heartbeat())
+    for _ in range(100):  # the first heartbeat's requests go through the real server's handlers
+        await cluster.clock.advance(0)
+        if len(events) == 4:
+            break
+    task.cancel()
+    assert _node_events(events) == [*came_up, ("NodeReady", "Node n1 status is now: NodeReady")]

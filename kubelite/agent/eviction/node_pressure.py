@@ -15,10 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from kubelite.agent.eviction.node_status import (
+    COMPONENT,
     PressureState,
     no_pressure,
+    node_event,
     pressure_conditions,
     pressure_taints,
+    status_event_message,
     transition_event,
 )
 from kubelite.api.errors import ApiError
@@ -30,7 +33,6 @@ from kubelite.clock import Clock, rfc3339
 log = logging.getLogger("kubelite.agent.eviction")
 
 Obj = dict[str, Any]
-COMPONENT = "kubelet"
 TAINT_ATTEMPTS = 5
 
 
@@ -54,8 +56,8 @@ class NodePressure:
         path = f"/api/v1/nodes/{self.node_name}"
         await self.client.patch(f"{path}/status", {"status": {"conditions": self.conditions()}}, STRATEGIC_PATCH)
         for c in flipped:
-            self.node_event(transition_event(c, c in conditions),
-                            f"Node {self.node_name} status is now: {transition_event(c, c in conditions)}", "Normal")
+            event = transition_event(c, c in conditions)
+            self.node_event(event, status_event_message(self.node_name, event), "Normal")
         await self._set_taints(path, conditions)
 
     async def _set_taints(self, path: str, conditions: frozenset[str]) -> None:
@@ -80,5 +82,4 @@ class NodePressure:
                             host=self.node_name))
 
     def node_event(self, reason: str, message: str, kind: str) -> None:
-        ref = {"apiVersion": "v1", "metadata": {"name": self.node_name, "uid": self.node_name}}
-        self.post(event_for(ref, reason, message, "Node", COMPONENT, self.clock.now(), kind, host=self.node_name))
+        self.post(node_event(self.node_name, reason, message, kind, self.clock.now()))

@@ -14,8 +14,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from kubelite.agent.eviction.thresholds import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
+from kubelite.client.events import event_for
 
 Obj = dict[str, Any]
+COMPONENT = "kubelet"
 REASON = "Evicted"
 NODE_CONDITION_MESSAGE = "The node had condition: [{}]. "
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
@@ -60,6 +62,35 @@ def pressure_condition(kind: str, under: bool, heartbeat: str, transition: str) 
 def transition_event(kind: str, under: bool) -> str:
     """The Normal event kubelet records on the Node when the condition flips (NodeHasDiskPressure, …)."""
     return CONDITION_TEXT[kind][0 if under else 1][2]
+
+
+def node_event(node_name: str, reason: str, message: str, kind: str, now: float) -> Obj:
+    """An event kubelet records about its Node: its nodeRef names the node and uses the name as the uid, which
+    `kubectl describe node` looks for beside the Node's real uid."""
+    ref = {"apiVersion": "v1", "metadata": {"name": node_name, "uid": node_name}}
+    return event_for(ref, reason, message, "Node", COMPONENT, now, kind, host=node_name)
+
+
+def status_event_message(node_name: str, event: str) -> str:
+    """recordNodeStatusEvent's message."""
+    return f"Node {node_name} status is now: {event}"
+
+
+def reported_condition_events(stored: Iterable[Obj], reported: Iterable[Obj]) -> list[str]:
+    """The events kubelet's node status setters record as this report replaces `stored` (the Node's conditions as
+    read): a pressure condition the Node does not show as True or False — a new Node, or one the node lifecycle
+    controller marked Unknown — records its event (NodeHasSufficientMemory, …), and Ready records NodeReady or
+    NodeNotReady when the Node shows it with another status (not when it shows none: a new Node records no
+    NodeReady). A pressure flip between True and False is recorded where it is set (node_pressure.py)."""
+    shown = {c.get("type"): c.get("status") for c in stored}
+    events = []
+    for condition in reported:
+        kind, status = condition["type"], condition["status"]
+        if kind in CONDITION_TEXT and shown.get(kind) not in ("True", "False"):
+            events.append(transition_event(kind, status == "True"))
+        elif kind == "Ready" and shown.get(kind, status) != status:
+            events.append("NodeReady" if status == "True" else "NodeNotReady")
+    return events
 
 
 def pressure_taints(existing: Iterable[Obj], conditions: Iterable[str]) -> list[Obj]:
