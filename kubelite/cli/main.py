@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kubelite.controllers.leaderelection import LeaseTiming
 
 COMPONENTS = ("scheduler", "controllers")
+KUBELET_PORT = 10250  # a joined node's agent listens where kubelet does, so firewalls can name it
 
 
 def default_data_dir() -> Path:
@@ -214,6 +215,8 @@ def parser() -> argparse.ArgumentParser:
     join.add_argument("--data-dir", type=Path, default=default_data_dir() / "node",
                       help="the node's kubeconfig, certificate and agent state")
     join.add_argument("--address", default="127.0.0.1", help="this node's address (pods use the host network)")
+    join.add_argument("--port", type=int, default=KUBELET_PORT,
+                      help=f"the agent's endpoint (logs, exec, metrics): kubelet's {KUBELET_PORT}; 0: any free port")
     join.add_argument("--node-config", type=Path, help="KubeletConfiguration file")
     join.add_argument("--proxy-mode", choices=["nftables", "none"], default="nftables")
     join.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -232,6 +235,12 @@ def parser() -> argparse.ArgumentParser:
 def server_urls(args: argparse.Namespace) -> tuple[str, ...]:
     """--server's URLs (none: the kubeconfig's server)."""
     return tuple(u.strip() for u in args.server.split(",") if u.strip())
+
+
+def join_agent_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """The flags `kubelite join` hands on to the agent it starts."""
+    return ("--proxy-mode", args.proxy_mode, "--port", str(args.port),
+            *(("--node-config", str(args.node_config)) if args.node_config else ()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,10 +283,8 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "join":
         from kubelite.cli import join as joining
 
-        agent_args = ["--proxy-mode", args.proxy_mode] + (["--node-config", str(args.node_config)]
-                                                          if args.node_config else [])
         return joining.join(joining.JoinOptions(server_urls(args), args.token, tuple(args.ca_cert_hash), args.node_name,
-                                                args.data_dir, args.address, tuple(agent_args)))
+                                                args.data_dir, args.address, join_agent_args(args)))
     if args.command == "agent":
         from kubelite.agent.config import NodeConfigError
         from kubelite.cli import components

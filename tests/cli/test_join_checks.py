@@ -123,3 +123,19 @@ async def test_discovery_says_it_waits_for_a_signature(caplog: pytest.LogCapture
     assert lines[0] == "[discovery] Failed to request cluster-info: starting, will try again"
     # the signature is missing from t=0.5 to the timeout at 12: said at 0.5, 5.5, 10.5
     assert lines[1:] == [waiting] * (1 + int((12.0 - POLL) // RETRY_LOG_INTERVAL))
+
+
+JOIN = ["join", "--server", "https://10.0.0.1:6443", "--token", "abcdef.0123456789abcdef", "--ca-cert-hash", "sha256:x"]
+
+
+@pytest.mark.parametrize(("flags", "want"), [
+    pytest.param([], ("--proxy-mode", "nftables", "--port", "10250"),
+                 id="the agent listens on kubelet's port 10250, so a firewall can name it"),
+    pytest.param(["--port", "0", "--proxy-mode", "none", "--node-config", "n.yaml"],
+                 ("--proxy-mode", "none", "--port", "0", "--node-config", "n.yaml"),
+                 id="--port 0 (several nodes on one machine), the proxy mode and the node config are handed on"),
+])
+def test_join_hands_its_agent_flags_on(flags: list[str], want: tuple[str, ...]) -> None:
+    from kubelite.cli.main import join_agent_args, parser
+
+    assert join_agent_args(parser().parse_args([*JOIN, *flags])) == want

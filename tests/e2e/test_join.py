@@ -88,7 +88,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         for node in NODES:
             dirs[node] = base / node
             argv = [sys.executable, "-m", "kubelite.cli.main", *command[1:], "--node-name", node, "--data-dir",
-                    str(dirs[node]), "--proxy-mode", "none", "--node-config", str(base / "node.yaml")]
+                    str(dirs[node]), "--proxy-mode", "none", "--node-config", str(base / "node.yaml"),
+                    "--port", "0"]  # several nodes on this machine: not all on kubelet's 10250
             if node == "node-a":  # an HA list whose first server is down: discovery, CSR and agent fail over
                 url = argv.index("--server") + 1
                 argv[url] = f"https://127.0.0.1:{free_port()},{argv[url]}"
