@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.agent import checkpoint, housekeeping, server
-from kubelite.agent.config import NodeConfig
+from kubelite.agent.allocatable import NodeAllocatable, ReservationError
+from kubelite.agent.config import NodeConfig, NodeConfigError
 from kubelite.agent.eviction import wiring as eviction
 from kubelite.agent.eviction.host_stats import PodPaths
 from kubelite.agent.loops import forever
@@ -70,6 +71,12 @@ class Agent:
                                 self.services.store.values)
         self.client_ca = client_ca  # who may call the agent's endpoint (server.py): the API server's CA
         self.capacity = host_capacity(data_dir, config.max_pods)
+        self.allocatable = NodeAllocatable(self.capacity, [config.kube_reserved, config.system_reserved],
+                                           config.eviction.thresholds)
+        try:
+            self.allocatable.validate()  # kubelet does not start with a reservation beyond the capacity
+        except ReservationError as exc:
+            raise NodeConfigError(str(exc)) from None
         self.events = EventSink(client, clock)
         self.claim_volumes = ClaimVolumes(client, node_name, data_dir,  # persistentVolumeClaim volumes (S5)
                                           (data_dir, *config.protected_paths))
@@ -77,14 +84,14 @@ class Agent:
                                  lambda: self.eviction.pressure(), self.fence_gate,
                                  client.close_connections if isinstance(client, ApiClient) else None,
                                  config.node_lease_duration, self.claim_volumes,
-                                 self._retry_informers, self.events.post)
+                                 self._retry_informers, self.events.post, self.allocatable.current)
         self.checkpoints = checkpoint.load_all(data_dir / "pods")  # a previous agent's pods, by uid
         self.pods = Informer(client, "/api/v1/pods", clock,
                              Handlers(self._pod_seen, lambda o, n: self._pod_seen(n), self._pod_gone),
                              params={"fieldSelector": f"spec.nodeName={node_name}"})
         self.status = StatusManager(client, clock, self.pods.get)
         self.objects = ObjectWatcher(client, clock, self._object_changed)
-        self.volumes = VolumeManager(self.objects, TokenManager(client, clock), host_ip, self.capacity)
+        self.volumes = VolumeManager(self.objects, TokenManager(client, clock), host_ip, self.allocatable)
         self.syncers: dict[str, PodSync] = {}  # every pod this agent ran, until its object is gone (logs)
         self.pod_workers = PodWorkers(clock, self._new_syncer, self._pod_finished)
         self.eviction = eviction.build(config.eviction, client, clock, node_name, data_dir, self.events.post,
@@ -172,7 +179,8 @@ class Agent:
             housekeeping.remove_pod_dir(syncer.logs_dir)
 
     def admit(self, pod: Obj) -> tuple[str, str] | None:
-        """Node-side admission: refuse pods that do not fit the node's allocatable (OutOfcpu, …)."""
+        """Node-side admission: refuse pods that do not fit the node's allocatable (OutOfcpu, …; the message says
+        "capacity" for it, as kubelet's)."""
         fenced = self.fence_gate.blocked()
         if fenced is not None:
             return "NodeFenced", f"Pod was rejected: {fenced}"
@@ -186,10 +194,11 @@ class Agent:
                 continue
             for r, v in pod_requests(s.pod["spec"]).items():
                 used[r] = used.get(r, 0) + v
-        if len(running) + 1 > int(self.capacity["pods"]):
+        allocatable = self.allocatable.current()
+        if len(running) + 1 > int(allocatable["pods"]):
             return "OutOfpods", "Node didn't have enough resource: pods"
         for r, want in pod_requests(pod["spec"]).items():
-            cap = quantity_units(r, self.capacity[r]) if r in self.capacity else 0
+            cap = quantity_units(r, allocatable[r]) if r in allocatable else 0
             if want > 0 and used.get(r, 0) + want > cap:
                 return (f"OutOf{r}", f"Pod was rejected: Node didn't have enough resource: {r}, requested: {want}, "
                                      f"used: {used.get(r, 0)}, capacity: {cap}")

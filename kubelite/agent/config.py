@@ -8,7 +8,9 @@ from typing import Any
 
 import yaml
 
+from kubelite.agent.allocatable import ReservationError, parse_reserved
 from kubelite.agent.container import DEFAULT_CLUSTER_DOMAIN
+from kubelite.agent.eviction.quantity import Quantity
 from kubelite.agent.eviction.thresholds import EvictionConfig, ThresholdConfigError, eviction_config
 from kubelite.agent.lifecycle import INITIAL_BACKOFF, MAX_BACKOFF
 from kubelite.clock import parse_duration
@@ -45,6 +47,8 @@ class NodeConfig:
     protected_paths: tuple[Path, ...] = ()
     self_fence_after: float = 0.0  # > 0: kill every container after this long without a Lease renewal (self_fence.py)
     node_lease_duration: int = 40  # nodeLeaseDurationSeconds: the Lease is renewed every quarter of it (node.py)
+    kube_reserved: dict[str, Quantity] = field(default_factory=dict)  # kept out of allocatable (allocatable.py)
+    system_reserved: dict[str, Quantity] = field(default_factory=dict)
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN  # clusterDomain: a pod's FQDN ends with it (setHostnameAsFQDN)
 
 
@@ -69,6 +73,11 @@ def parse(raw: dict[str, Any]) -> NodeConfig:
     try:
         cfg.eviction = eviction_config(raw)
     except ThresholdConfigError as exc:
+        raise NodeConfigError(str(exc)) from None
+    try:
+        cfg.kube_reserved = parse_reserved("kubeReserved", raw.get("kubeReserved"))
+        cfg.system_reserved = parse_reserved("systemReserved", raw.get("systemReserved"))
+    except ReservationError as exc:
         raise NodeConfigError(str(exc)) from None
     cfg.max_pods = int(raw.get("maxPods", 110))
     if raw.get("shutdownGracePeriod"):

@@ -14,7 +14,7 @@ import logging
 import os
 import platform
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -113,7 +113,8 @@ class NodeReporter:
                  lease_seconds: int = LEASE_SECONDS,
                  reclaim: Reclaimer | None = None,
                  reconnected: Callable[[], None] = lambda: None,
-                 post_event: Callable[[Obj], None] = lambda event: None) -> None:
+                 post_event: Callable[[Obj], None] = lambda event: None,
+                 allocatable: Callable[[], Mapping[str, str]] | None = None) -> None:
         self.client = client
         self.clock = clock
         self.name = name
@@ -137,6 +138,7 @@ class NodeReporter:
         self.reclaim = reclaim  # local-path volumes' reclaim (ClaimVolumes), given each Node read
         self.reconnected = reconnected  # told when a heartbeat goes through after failing (informers retry now)
         self.post_event = post_event  # the agent's event sink: kubelet's events about its Node
+        self.allocatable = allocatable or (lambda: self.capacity)  # made from the capacity (allocatable.py)
         # What the agent learns of its host once, at start (kubelet's machine info): not rebuilt per status.
         # (`capacity` is read live: a simulation sets its nodes' after building the agent.)
         arch = go_arch(platform.machine())
@@ -157,7 +159,7 @@ class NodeReporter:
     def _status(self, pressure: PressureState | None = None, port: int | None = None) -> Obj:
         """The node status as the agent reports it: conditions with a heartbeat of now. It shares the host
         parts with the agent (callers copy what they hand on). `pressure`, `port`: as just asked for."""
-        return {"capacity": self.capacity, "allocatable": self.capacity, **self._host_status,
+        return {"capacity": self.capacity, "allocatable": self.allocatable(), **self._host_status,
                 "conditions": self._conditions(self.pressure() if pressure is None else pressure),
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port() if port is None else port}}}
 
