@@ -228,11 +228,18 @@ async def test_two_servers_on_one_store_delete_once_without_errors(
     clock = FakeClock()
     mine, theirs = await stores(tmp_path)
     other = ApiServer(theirs, clock, server_address="10.0.0.2:6443", event_ttl=TTL)
-    async with serving(mine, clock) as (_, client):
+    async with serving(mine, clock) as (server, client):
         await other.start()
         try:
             created = await call(client, "POST", EVENTS_URL, event("e"), expect=201)
             changes = mine.watch(EVENTS.key_prefix, int(created["metadata"]["resourceVersion"]))
+            # Each sweeper schedules e as its store watch delivers it, at that moment's clock: the fake clock may
+            # move only once both have (an etcd watch lagging under load had scheduled it after the first move).
+            for sweeper in (server.event_expiry, other.event_expiry):
+                assert sweeper is not None
+                async with asyncio.timeout(10):
+                    while sweeper.scheduled < 1:
+                        await asyncio.sleep(0.01)
             with caplog.at_level(logging.DEBUG, logger="kubelite.apiserver"):
                 await advance_to(clock, TTL - 1)
                 await call(client, "POST", EVENTS_URL, event("before"), expect=201)  # e is still there
