@@ -366,7 +366,7 @@ class DaemonSetController:
         except ApiError as exc:
             if exc.code != 409:
                 raise
-            fresh = await self.client.get(path)
+            fresh = await self.client.get(path.removesuffix("/status"))  # the role may read the set, not its status
             if fresh["metadata"].get("uid") == meta.get("uid"):
                 self.written[key_of(ds)] = await self.client.request(
                     "PUT", path, {**fresh, "status": {**(fresh.get("status") or {}), **status}})
