@@ -134,11 +134,10 @@ def _untolerated(taints: Iterable[Obj], tolerations: list[Obj], effects: tuple[s
 
 def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
     """NodeShouldRunDaemonPod: (should run, should continue running) the set's pod on `node`."""
-    spec = copy.deepcopy(((ds.get("spec") or {}).get("template") or {}).get("spec") or {})
+    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
     name = node["metadata"]["name"]
     if spec.get("nodeName") not in (None, "", name):
         return False, False
-    add_daemon_tolerations(spec)
     labels = node["metadata"].get("labels") or {}
     if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
         return False, False
@@ -147,7 +146,9 @@ def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
     if not node_selector_matches(required, labels, name):
         return False, False
     taints = (node.get("spec") or {}).get("taints") or []
-    tolerations = spec["tolerations"]
+    with_daemon = {"tolerations": spec.get("tolerations"), "hostNetwork": spec.get("hostNetwork")}
+    add_daemon_tolerations(with_daemon)  # a copy of the list: the template stays as it is
+    tolerations = with_daemon["tolerations"]
     if _untolerated(taints, tolerations, (NO_SCHEDULE, NO_EXECUTE)):
         return False, not _untolerated(taints, tolerations, (NO_EXECUTE,))
     return True, True
