@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from kubernetes import client, config
 
 from tests.conftest import ServerProcess
 from tests.e2e.pods import sh, wait_for
@@ -56,6 +57,12 @@ def test_daemonset_rolls_out_updates_and_rolls_back(up: ServerProcess) -> None:
     assert wait_for(lambda: [p["spec"]["containers"][0]["image"] for p in pods(up)] == ["busybox"], timeout=30)
     described = up.kubectl("describe", "ds", "agentd").stdout
     assert "Desired Number of Nodes Scheduled: 1" in described and "SuccessfulCreate" in described, described
+
+    apps = client.AppsV1Api(config.new_client_from_config(config_file=str(up.kubeconfig)))
+    status = apps.read_namespaced_daemon_set_status("agentd", "default").status  # the official client's types
+    assert (status.desired_number_scheduled, status.number_available, status.updated_number_scheduled) == (1, 1, 1)
+    explained = up.kubectl("explain", "ds.spec.updateStrategy").stdout
+    assert "KIND:       DaemonSet" in explained and "rollingUpdate" in explained, explained
 
     up.kubectl("delete", "ds", "agentd", "--timeout=60s", timeout=70)
     assert wait_for(lambda: pods(up) == [], timeout=30)
