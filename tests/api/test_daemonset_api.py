@@ -174,3 +174,19 @@ async def test_discovery_names_daemonsets(api: Client) -> None:
     found = {r["name"]: r for r in out["resources"]}
     assert found["daemonsets"]["shortNames"] == ["ds"] and found["daemonsets"]["categories"] == ["all"]
     assert found["daemonsets"]["kind"] == "DaemonSet" and "daemonsets/status" in found
+
+
+# ValidateDaemonSetStatusUpdate's rules (case names are ours, not upstream's).
+@pytest.mark.parametrize(("old", "new", "code"), [
+    pytest.param({}, {"numberReady": 1}, 200, id="valid status update"),
+    pytest.param({}, {"numberReady": -1}, 422, id="negative numberReady"),
+    pytest.param({}, {"collisionCount": 1}, 200, id="collisionCount set"),
+    pytest.param({"collisionCount": 2}, {"collisionCount": 3}, 200, id="collisionCount incremented"),
+    pytest.param({"collisionCount": 2}, {"collisionCount": 1}, 422, id="decreasing collisionCount"),
+    pytest.param({"collisionCount": 2}, {}, 422, id="nil collisionCount"),
+])
+async def test_daemonset_status_update_rules(api: Client, old: Obj, new: Obj, code: int) -> None:
+    ds = await call(api, "POST", DS, daemon_set(), expect=201)
+    base = {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0}
+    ds = await call(api, "PUT", f"{DS}/abc/status", {**ds, "status": {**base, **old}}, expect=200)
+    await call(api, "PUT", f"{DS}/abc/status", {**ds, "status": {**base, **new}}, expect=code)

@@ -295,6 +295,9 @@ class ControllerRevisionStrategy(Strategy):
 
 TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 DS_STRATEGIES = ["RollingUpdate", "OnDelete"]
+DS_STATUS_COUNTS = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady",
+                    "observedGeneration", "updatedNumberScheduled", "numberAvailable", "numberUnavailable",
+                    "collisionCount")
 
 
 def default_daemon_set(spec: Obj) -> None:
@@ -348,6 +351,16 @@ class DaemonSetStrategy(WorkloadStrategy):
         spec = obj.get("spec") or {}
         return super().validate(obj) + _nonnegative(spec, "revisionHistoryLimit") + \
             validate_daemon_set_update_strategy(spec.get("updateStrategy") or {})
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        """ValidateDaemonSetStatusUpdate: no negative count, and collisionCount never decremented."""
+        status, old_status = new.get("status") or {}, old.get("status") or {}
+        causes = [v.invalid(f"status.{k}", status[k], "must be greater than or equal to 0") for k in DS_STATUS_COUNTS
+                  if isinstance(status.get(k), int) and status[k] < 0]
+        count, old_count = status.get("collisionCount"), old_status.get("collisionCount")
+        if isinstance(old_count, int) and (not isinstance(count, int) or count < old_count):
+            causes.append(v.invalid("status.collisionCount", count or 0, "cannot be decremented"))
+        return causes
 
 
 def validate_daemon_set_update_strategy(strategy: Obj) -> list[Cause]:
