@@ -146,9 +146,9 @@ def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
     if not node_selector_matches(required, labels, name):
         return False, False
     taints = (node.get("spec") or {}).get("taints") or []
-    with_daemon = {"tolerations": spec.get("tolerations"), "hostNetwork": spec.get("hostNetwork")}
+    with_daemon: Obj = {"tolerations": spec.get("tolerations"), "hostNetwork": spec.get("hostNetwork")}
     add_daemon_tolerations(with_daemon)  # a copy of the list: the template stays as it is
-    tolerations = with_daemon["tolerations"]
+    tolerations: list[Obj] = with_daemon["tolerations"]
     if _untolerated(taints, tolerations, (NO_SCHEDULE, NO_EXECUTE)):
         return False, not _untolerated(taints, tolerations, (NO_EXECUTE,))
     return True, True
