@@ -81,6 +81,30 @@ def events(ctrl: DaemonSetController) -> list[str]:
     return [e.event["reason"] for q in ctrl.events.queues for e in q._queue]  # type: ignore[attr-defined]
 
 
+def _node(labels: dict[str, str] | None = None, taints: list[Obj] | None = None, cpu: str = "4") -> Obj:
+    out = make_node("node1", cpu=cpu, labels=labels)
+    out["spec"] = {"taints": taints} if taints else {}
+    return out
+
+
+# Mirrors TestUpdateNode: a node update wakes the sets whose verdict on the node it changes.
+@pytest.mark.parametrize(("old", "new", "node_selector", "enqueued"), [
+    pytest.param(_node(), _node(), {"type": "production"}, False, id="Nothing changed, should not enqueue"),
+    pytest.param(_node(), _node({"type": "production"}), {"type": "production"}, True, id="Node labels changed"),
+    pytest.param(_node(taints=[{"key": "k", "effect": "NoSchedule"}]), _node(), None, True,
+                 id="Node taints changed"),
+    pytest.param(_node(), _node(cpu="8"), None, False, id="Node Allocatable changed"),
+])
+async def test_update_node(client: InProcessClient, old: Obj, new: Obj, node_selector: dict[str, str] | None,
+                           enqueued: bool) -> None:
+    ctrl = DaemonSetController(client, FakeClock())
+    ds = daemon_set("ds", **({"nodeSelector": node_selector} if node_selector else {}))
+    ds["metadata"]["namespace"] = NS
+    ctrl.sets.add(ds)
+    ctrl._node_updated(old, new)
+    assert ctrl.runner.queue.queued() == ([(NS, "ds")] if enqueued else [])
+
+
 async def test_simple_daemon_set_launches_pods(client: InProcessClient) -> None:
     """TestSimpleDaemonSetLaunchesPods / TestSimpleDaemonSetScheduleDaemonSetPodsLaunchesPods: one pod per node,
     pinned by node affinity, with the daemon tolerations, the revision labels and a controller reference."""

@@ -68,7 +68,8 @@ RUN_CASES = [
     RunCase("ErrPodNotMatchHostName", daemon_set(nodeName="other-node"), node(), False, False),
     RunCase("ErrPodNotFitsHostPorts", daemon_set(containers=[{"name": "foo", "image": "foo/bar", "ports": [
         {"hostPort": 666, "containerPort": 666}]}]), node(), True, True),
-    RunCase("ShouldRunDaemonPodOnUnschedulableNode", daemon_set(), node(unschedulable=True, taints=[
+    RunCase("ShouldRunDaemonPodOnUnschedulableNode", daemon_set(), node(unschedulable=True), True, True),
+    RunCase("ShouldRunDaemonPodOnUnschedulableNode tainted", daemon_set(), node(unschedulable=True, taints=[
         taint("node.kubernetes.io/unschedulable", "NoSchedule")]), True, True),
     RunCase("ErrNodeSelectorNotMatch", daemon_set(nodeSelector={"type": "production"}), node(), False, False),
     RunCase("ShouldRunDaemonPod with matching nodeSelector", daemon_set(nodeSelector={"type": "production"}),
