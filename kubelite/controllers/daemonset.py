@@ -357,7 +357,7 @@ class DaemonSetController:
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
         if min_ready > 0 and status["numberReady"] != status["numberAvailable"]:
             self.runner.queue.add_after(key_of(ds), min_ready)  # a last line of defence against clock skew
-        if all(old.get(k) == v for k, v in status.items()):
+        if all((old.get(k) or 0) == v for k, v in status.items()):  # a count of 0 is omitted from the status
             return
         meta = ds["metadata"]
         path = resource_path("daemonsets", meta.get("namespace", ""), meta["name"], "status", "apps/v1")
