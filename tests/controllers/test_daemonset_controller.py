@@ -132,6 +132,36 @@ async def test_simple_daemon_set_launches_pods(client: InProcessClient) -> None:
             status["updatedNumberScheduled"], status["observedGeneration"]) == (5, 5, 0, 5, 1)
 
 
+class Recording:
+    """The client, recording the requests that write."""
+
+    def __init__(self, client: InProcessClient) -> None:
+        self.client = client
+        self.writes: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    async def request(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        if method != "GET":
+            self.writes.append((method, path))
+        return await self.client.request(method, path, body, **kw)
+
+
+async def test_an_unchanged_status_is_not_written(client: InProcessClient) -> None:
+    """storeDaemonSetStatus: nothing to write when the counts and observedGeneration are as stored (counts of 0
+    are omitted from the stored status and read as 0)."""
+    await add_nodes(client, 1)
+    await client.create(DSS, daemon_set())
+    ctrl = DaemonSetController(client, FakeClock())
+    await sync(ctrl)
+    await sync(ctrl)
+    recording = Recording(client)
+    ctrl.client = recording  # type: ignore[assignment]
+    await sync(ctrl)
+    assert recording.writes == []
+
+
 async def test_no_nodes_does_nothing(client: InProcessClient) -> None:
     """TestNoNodesDoesNothing."""
     await client.create(DSS, daemon_set())
