@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
+from kubelite.api.errors import ApiError
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.clock import FakeClock, rfc3339
 from kubelite.controllers import daemonset_util as du
 from kubelite.controllers.daemonset import BACKOFF_INITIAL, DaemonSetController
+from kubelite.controllers.revisions import compute_hash
 from kubelite.testing.builders import make_node
 from tests.controllers.conftest import eventually, running
 
@@ -336,3 +338,21 @@ async def test_new_nodes_get_a_pod_and_deleted_sets_stop(client: InProcessClient
         await eventually(lambda: count(2), clock=clock)
         ds = await get_ds(client)
         assert ds["status"]["desiredNumberScheduled"] in (1, 2)
+
+
+async def test_revision_name_collision_bumps_collision_count(client: InProcessClient) -> None:
+    """snapshot's hash-collision handling: a ControllerRevision of another template under
+    the name the set's hash gives fails the sync and bumps status.collisionCount; the next sync hashes anew."""
+    await add_nodes(client, 1)
+    ds = await client.create(DSS, daemon_set())
+    taken = f"foo-{compute_hash(ds['spec']['template'], None)}"
+    await client.create(REVS, {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": taken},
+                               "data": {"spec": {"template": {"other": True}}}, "revision": 1})
+    ctrl = DaemonSetController(client, FakeClock())
+    with pytest.raises(ApiError):
+        await sync(ctrl)
+    assert (await get_ds(client))["status"]["collisionCount"] == 1
+    await sync(ctrl)
+    ours = [r for r in (await client.get(REVS))["items"] if r["metadata"]["name"] != taken]
+    assert [r["metadata"]["name"] for r in ours] == [f"foo-{compute_hash(ds['spec']['template'], 1)}"]
+    assert len(await pods(client)) == 1
