@@ -356,3 +356,17 @@ async def test_revision_name_collision_bumps_collision_count(client: InProcessCl
     ours = [r for r in (await client.get(REVS))["items"] if r["metadata"]["name"] != taken]
     assert [r["metadata"]["name"] for r in ours] == [f"foo-{compute_hash(ds['spec']['template'], 1)}"]
     assert len(await pods(client)) == 1
+
+
+async def test_delete_unscheduled_pod_for_not_existing_node(client: InProcessClient) -> None:
+    """TestDeleteUnscheduledPodForNotExistingNode: an unbound pod of the set pinned to a node that does not exist
+    is deleted; the existing node gets its own pod."""
+    await add_nodes(client, 1)
+    await client.create(DSS, daemon_set(strategy={"type": "OnDelete"}))
+    pinned = du.replace_node_name_affinity(None, "node-gone")
+    await client.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray",
+                                                                               "labels": {"name": "foo"}},
+                               "spec": {"affinity": pinned, "containers": [{"name": "c", "image": "i"}]}})
+    ctrl = DaemonSetController(client, FakeClock())
+    await sync(ctrl)
+    assert [du.target_node_name(p) for p in await pods(client)] == ["node-0"]

@@ -223,8 +223,8 @@ class NodeCase:
     in_backoff: bool = False
 
 
-# Mirrors podsShouldBeOnNode's branches as exercised by TestDaemonKillFailedPods, TestDaemonSetRespectsTermination,
-# TestDeleteUnscheduledPodForNotExistingNode's neighbours and TestSurgePreservesOldReadyWithUnsatisfiedMinReady.
+# Mirrors podsShouldBeOnNode's branches as exercised by TestDaemonKillFailedPods, TestDaemonSetRespectsTermination
+# and the surge tests of update_test.go.
 NODE_CASES = [
     NodeCase("a missing pod is created", [], create=True),
     NodeCase("TestDaemonSetRespectsTermination", [pod("p1", "node1", "h", deleting=True)]),
