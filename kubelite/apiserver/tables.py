@@ -313,6 +313,17 @@ def _deploy_cells(d: Obj, now: float) -> Cells:
             sel]
 
 
+def _ds_cells(ds: Obj, now: float) -> Cells:
+    """printDaemonSet: the status counts and the template's nodeSelector (labels.FormatLabels: sorted)."""
+    status = ds.get("status") or {}
+    containers, images, sel = _template(ds)
+    node_selector = ((ds.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector") or {}
+    return [ds["metadata"]["name"], *(status.get(k, 0) for k in (
+        "desiredNumberScheduled", "currentNumberScheduled", "numberReady", "updatedNumberScheduled",
+        "numberAvailable")), ",".join(f"{k}={v}" for k, v in sorted(node_selector.items())) or "<none>",
+        _age(ds, now), containers, images, sel]
+
+
 def _job_cells(job: Obj, now: float) -> Cells:
     """printJob: the first of Complete, Failed, Terminating, Suspended, FailureTarget, SuccessCriteriaMet, Running."""
     spec, status = job.get("spec") or {}, job.get("status") or {}
@@ -450,6 +461,9 @@ PRINTERS: dict[str, Printer] = {
                          "+Images", "+Selector"), _rs_cells),
     "Deployment": (_cols("Name", "Ready", "Up-to-date:integer", "Available:integer", "Age", "+Containers",
                          "+Images", "+Selector"), _deploy_cells),
+    "DaemonSet": (_cols("Name", "Desired:integer", "Current:integer", "Ready:integer", "Up-to-date:integer",
+                        "Available:integer", "Node Selector", "Age", "+Containers", "+Images", "+Selector"),
+                  _ds_cells),
     "ControllerRevision": (_cols("Name", "Controller", "Revision:integer", "Age"), _revision_cells),
     "Job": (_cols("Name", "Status", "Completions", "Duration", "Age", "+Containers", "+Images", "+Selector"),
             _job_cells),

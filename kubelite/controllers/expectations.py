@@ -42,14 +42,19 @@ class Expectations:
             return True
         return exp.fulfilled() or self.clock.monotonic() - exp.at > EXPECTATIONS_TIMEOUT
 
+    def expect(self, key: Hashable, adds: int, pod_keys: Iterable[str] = ()) -> None:
+        """SetExpectations: `adds` creations and the deletion of each pod in `pod_keys` (as the UID-tracking
+        expectations, by key)."""
+        keys = set(pod_keys)
+        self._by_key[key] = _Expectee(adds, len(keys), self.clock.monotonic(), keys)
+
     def expect_creations(self, key: Hashable, adds: int) -> None:
         """ExpectCreations (SetExpectations with add=adds, del=0)."""
-        self._by_key[key] = _Expectee(adds, 0, self.clock.monotonic())
+        self.expect(key, adds)
 
     def expect_deletions(self, key: Hashable, pod_keys: Iterable[str]) -> None:
         """UIDTrackingControllerExpectations.ExpectDeletions."""
-        keys = set(pod_keys)
-        self._by_key[key] = _Expectee(0, len(keys), self.clock.monotonic(), keys)
+        self.expect(key, 0, pod_keys)
 
     def creation_observed(self, key: Hashable) -> None:
         exp = self._by_key.get(key)

@@ -15,6 +15,7 @@ from kubelite.controllers.attachdetach import AttachDetachController
 from kubelite.controllers.bootstrapsigner import BootstrapSigner
 from kubelite.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from kubelite.controllers.csrapproving import CSRApprovingController
+from kubelite.controllers.daemonset import DaemonSetController
 from kubelite.controllers.deployment import DeploymentController
 from kubelite.controllers.disruption import DisruptionController
 from kubelite.controllers.endpoints import EndpointsController
@@ -44,6 +45,7 @@ class Controller(Protocol):
 Factory = Callable[[Client, Clock], Controller]
 
 CONTROLLERS: dict[str, Factory] = {
+    "daemonset": DaemonSetController,
     "deployment": DeploymentController,
     "disruption": DisruptionController,
     "nodelifecycle": NodeLifecycleController,

@@ -31,6 +31,7 @@ REFRESH_AT = 0.8
 
 # controller name (--controllers) → its service account, as upstream's names; kubelite's own are marked
 ACCOUNTS: dict[str, str] = {
+    "daemonset": "daemon-set-controller",
     "deployment": "deployment-controller",
     "disruption": "disruption-controller",
     "nodelifecycle": "node-controller",

@@ -87,6 +87,8 @@ ACCESS = [  # (service account, verb, group, resource, allowed), as the system:c
     ("replicaset-controller", "get", "", "secrets", False),
     ("deployment-controller", "create", "apps", "replicasets", True),
     ("deployment-controller", "create", "", "pods", False),
+    ("daemon-set-controller", "create", "apps", "controllerrevisions", True),
+    ("daemon-set-controller", "create", "apps", "daemonsets", False),
 ]
 
 

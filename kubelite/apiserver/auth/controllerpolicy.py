@@ -48,6 +48,15 @@ def _controller_rules() -> dict[str, list[Obj]]:
             rule(READ, [STORAGE], ["csinodes"])],
         "clusterrole-aggregation-controller": [
             rule(["escalate", "get", "list", "watch", "update", "patch"], [RBAC_GROUP], ["clusterroles"])],
+        "daemon-set-controller": [
+            rule(["get", "list", "watch"], [APPS], ["daemonsets"]),
+            rule(["update"], [APPS], ["daemonsets/status"]),
+            rule(["update"], [APPS], ["daemonsets/finalizers"]),
+            rule(["list", "watch"], [LEGACY], ["nodes"]),
+            rule(["list", "watch", "create", "delete", "patch"], [LEGACY], ["pods"]),
+            rule(["create"], [LEGACY], ["pods/binding"]),
+            rule(["get", "list", "watch", "create", "delete", "update", "patch"], [APPS], ["controllerrevisions"]),
+            *events],
         "deployment-controller": [
             rule(["get", "list", "watch", "update"], [APPS], ["deployments"]),
             rule(["update"], [APPS], ["deployments/status"]),

@@ -37,6 +37,7 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     apps.REPLICASETS: apps.WorkloadStrategy,
     apps.DEPLOYMENTS: apps.DeploymentStrategy,
     apps.CONTROLLER_REVISIONS: apps.ControllerRevisionStrategy,
+    apps.DAEMONSETS: apps.DaemonSetStrategy,
     batch.JOBS: batch.JobStrategy,
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,
     serviceaccounts.SERVICE_ACCOUNTS: serviceaccounts.ServiceAccountStrategy,

@@ -7,8 +7,12 @@ restarts always, and for Deployments a strategy whose arithmetic makes progress.
 StatefulSets are validated as upstream's ValidateStatefulSet / ValidateStatefulSetUpdate: the
 same spec rules plus known policies, and after creation only replicas, ordinals, template,
 updateStrategy, persistentVolumeClaimRetentionPolicy, minReadySeconds and revisionHistoryLimit
-may change. ControllerRevisions hold the StatefulSet controller's template history
-(`kubectl rollout history statefulset`); their data is immutable.
+may change. ControllerRevisions hold the StatefulSet and DaemonSet controllers' template history
+(`kubectl rollout history statefulset|daemonset`); their data is immutable.
+
+DaemonSets follow pkg/registry/apps/daemonset/strategy.go: a template change bumps the template generation,
+which apps/v1 carries in the `deprecated.daemonset.template.generation` annotation (the DaemonSet controller
+stamps it on pods as `pod-template-generation`); the selector is immutable.
 """
 
 from __future__ import annotations
@@ -127,9 +131,13 @@ def _nonnegative(spec: Obj, field: str) -> list[Cause]:
     return []
 
 
+_FORBIDS_DEADLINE = {"statefulset": "StatefulSet", "daemonset": "DaemonSet"}  # a Forbidden cause, not Invalid
+
+
 def validate_workload_spec(spec: Obj, owner: str) -> list[Cause]:
     """ValidateReplicaSetSpec and ValidatePodTemplateSpecForReplicaSet, or the same rules of
-    ValidateStatefulSetSpec when `owner` is "statefulset", with upstream's messages."""
+    ValidateStatefulSetSpec / ValidateDaemonSetSpec when `owner` is "statefulset" / "daemonset", with upstream's
+    messages."""
     causes = _nonnegative(spec, "replicas") + _nonnegative(spec, "minReadySeconds")
     selector = spec.get("selector")
     compiled = None
@@ -157,8 +165,8 @@ def validate_workload_spec(spec: Obj, owner: str) -> list[Cause]:
     if tspec.get("restartPolicy", "Always") != "Always":
         causes.append(v.not_supported("spec.template.spec.restartPolicy", tspec.get("restartPolicy"), ["Always"]))
     deadline, path = tspec.get("activeDeadlineSeconds"), "spec.template.spec.activeDeadlineSeconds"
-    if deadline is not None and owner == "statefulset":
-        causes.append(v.forbidden(path, "activeDeadlineSeconds in StatefulSet is not Supported"))
+    if deadline is not None and owner in _FORBIDS_DEADLINE:
+        causes.append(v.forbidden(path, f"activeDeadlineSeconds in {_FORBIDS_DEADLINE[owner]} is not Supported"))
     elif deadline is not None:
         causes.append(v.invalid(path, deadline, "activeDeadlineSeconds in ReplicaSet is not Supported"))
     return causes
@@ -285,6 +293,103 @@ class ControllerRevisionStrategy(Strategy):
         return causes
 
 
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+DS_STRATEGIES = ["RollingUpdate", "OnDelete"]
+DS_STATUS_COUNTS = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady",
+                    "observedGeneration", "updatedNumberScheduled", "numberAvailable", "numberUnavailable",
+                    "collisionCount")
+
+
+def default_daemon_set(spec: Obj) -> None:
+    """SetDefaults_DaemonSet: a RollingUpdate strategy of maxUnavailable 1 / maxSurge 0 (each bound defaulted on
+    its own), revisionHistoryLimit 10, and the template's defaults."""
+    strategy = mapping(spec, "updateStrategy")
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+    if strategy["type"] == "RollingUpdate":
+        rolling = mapping(strategy, "rollingUpdate")
+        for bound, value in (("maxUnavailable", 1), ("maxSurge", 0)):
+            if _unset(rolling, bound):
+                rolling[bound] = value
+    if _unset(spec, "revisionHistoryLimit"):
+        spec["revisionHistoryLimit"] = 10
+    default_pod_template(spec)
+
+
+def template_generation(ds: Obj) -> int:
+    """The DaemonSet's TemplateGeneration, read from its apps/v1 annotation (0 when absent or not a number)."""
+    raw = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION, "")
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else 0
+
+
+def _set_template_generation(ds: Obj, generation: int) -> None:
+    meta = ds["metadata"]
+    meta["annotations"] = {**(meta.get("annotations") or {}), TEMPLATE_GENERATION: str(generation)}
+
+
+class DaemonSetStrategy(WorkloadStrategy):
+    """pkg/registry/apps/daemonset/strategy.go with ValidateDaemonSet / ValidateDaemonSetUpdate."""
+
+    owner = "daemonset"
+    defaults = staticmethod(default_daemon_set)
+
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        super().prepare_create(obj, lookup)
+        obj["status"] = {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+                         "numberReady": 0}
+        _set_template_generation(obj, max(1, template_generation(obj)))
+
+    def prepare_update(self, new: Obj, old: Obj) -> None:
+        """A template change bumps the template generation (and so the generation); the client cannot set it."""
+        super().prepare_update(new, old)
+        generation = template_generation(old)
+        if (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+            generation += 1
+        _set_template_generation(new, generation)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        spec = obj.get("spec") or {}
+        return super().validate(obj) + _nonnegative(spec, "revisionHistoryLimit") + \
+            validate_daemon_set_update_strategy(spec.get("updateStrategy") or {})
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        """ValidateDaemonSetStatusUpdate: no negative count, and collisionCount never decremented."""
+        status, old_status = new.get("status") or {}, old.get("status") or {}
+        causes = [v.invalid(f"status.{k}", status[k], "must be greater than or equal to 0") for k in DS_STATUS_COUNTS
+                  if isinstance(status.get(k), int) and status[k] < 0]
+        count, old_count = status.get("collisionCount"), old_status.get("collisionCount")
+        if isinstance(old_count, int) and (not isinstance(count, int) or count < old_count):
+            causes.append(v.invalid("status.collisionCount", count or 0, "cannot be decremented"))
+        return causes
+
+
+def validate_daemon_set_update_strategy(strategy: Obj) -> list[Cause]:
+    """ValidateDaemonSetUpdateStrategy and ValidateRollingUpdateDaemonSet: exactly one of maxUnavailable and
+    maxSurge is non-zero, each an int or a percentage of at most 100%."""
+    path = "spec.updateStrategy"
+    if strategy.get("type") == "OnDelete":
+        return []
+    if strategy.get("type") != "RollingUpdate":
+        return [v.not_supported(path, strategy, DS_STRATEGIES)]
+    rolling = strategy.get("rollingUpdate")
+    if not isinstance(rolling, dict):
+        return [v.required(f"{path}.rollingUpdate")]
+    causes: list[Cause] = []
+    values: dict[str, int | None] = {}
+    for bound in ("maxUnavailable", "maxSurge"):
+        raw = rolling.get(bound, 0)
+        values[bound], more = _int_or_percent(raw, f"{path}.rollingUpdate.{bound}")
+        causes += more
+        if isinstance(raw, str) and (values[bound] or 0) > 100:
+            causes.append(v.invalid(f"{path}.rollingUpdate.{bound}", raw, "must not be greater than 100%"))
+    if values["maxUnavailable"] and values["maxSurge"]:
+        causes.append(v.invalid(f"{path}.rollingUpdate.maxSurge", rolling.get("maxSurge"),
+                                "may not be set when maxUnavailable is non-zero"))
+    elif not values["maxUnavailable"] and not values["maxSurge"]:
+        causes.append(v.required(f"{path}.rollingUpdate.maxUnavailable", "cannot be 0 when maxSurge is 0"))
+    return causes
+
+
 _APPS = dict(categories=("all",), subresources=("status", "scale"))
 STATEFULSETS = Resource("apps", "v1", "statefulsets", "statefulset", "StatefulSet", True, "V1StatefulSet",
                         short_names=("sts",), **_APPS)  # type: ignore[arg-type]
@@ -294,3 +399,5 @@ CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "controller
                                 True, "V1ControllerRevision")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "deployment", "Deployment", True, "V1Deployment",
                        short_names=("deploy",), **_APPS)  # type: ignore[arg-type]
+DAEMONSETS = Resource("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, "V1DaemonSet",
+                      short_names=("ds",), categories=("all",), subresources=("status",))
