@@ -15,6 +15,7 @@ import pytest
 from kubelite.api.errors import ApiError
 from kubelite.apiserver.app import ApiServer
 from kubelite.apiserver.inprocess import InProcessClient
+from kubelite.client.informer import Key
 from kubelite.clock import FakeClock, RealClock, parse_rfc3339, rfc3339
 from kubelite.controllers.cronjob import CronJobController, CronJobSyncer
 from kubelite.controllers.cronjob_utils import NEXT_SCHEDULE_DELTA, SCHEDULED_TIMESTAMP, job_from_template, job_ref
@@ -468,3 +469,83 @@ async def test_runs_each_minute_forbids_overlap_and_keeps_history(live: Live) ->
 
 async def _has(live: Live, reason: str) -> bool:
     return reason in await live.reasons()
+
+
+class FakeQueue:
+    """fakeQueue: remembers the last delayed add (a plain add is not a delay)."""
+
+    def __init__(self) -> None:
+        self.delay = 0.0
+
+    def add(self, key: Key) -> None:
+        pass
+
+    def add_after(self, key: Key, delay: float) -> None:
+        self.delay = delay
+
+
+def _with(schedule: str = "", labels: str = "b", last: float | None = None, time_zone: str | None = None) -> Obj:
+    spec: Obj = {"schedule": schedule, "jobTemplate": {"metadata": {"labels": {"a": labels}}}}
+    if time_zone is not None:
+        spec["timeZone"] = time_zone
+    status = {"lastScheduleTime": rfc3339(last)} if last is not None else {}
+    return {"metadata": {"name": "cj", "namespace": "default", "creationTimestamp": rfc3339(JUST_BEFORE_THE_HOUR)},
+            "spec": spec, "status": status}
+
+
+# Mirrors TestControllerV2UpdateCronJob: a new schedule or zone requeues at its next start, other changes at once
+# (delay 0); an unparseable schedule is not queued.
+UPDATES = [
+    ("spec.template changed", _with(), _with(labels="foo"), 0.0),
+    ("spec.schedule changed", _with("30 * * * *", last=JUST_BEFORE_THE_HOUR),
+     _with("*/1 * * * *", "foo", JUST_BEFORE_THE_HOUR), 1 + NEXT_SCHEDULE_DELTA),
+    ("spec.schedule with @every changed - cadence decrease", _with("@every 1m", last=JUST_BEFORE_THE_HOUR),
+     _with("@every 3m", "foo", JUST_BEFORE_THE_HOUR), 2 * MINUTE + 1 + NEXT_SCHEDULE_DELTA),
+    ("spec.schedule with @every changed - cadence increase", _with("@every 3m", last=JUST_BEFORE_THE_HOUR),
+     _with("@every 1m", "foo", JUST_BEFORE_THE_HOUR), 1 + NEXT_SCHEDULE_DELTA),
+    ("spec.timeZone not changed", _with(time_zone=NEW_YORK), _with(labels="foo", time_zone=NEW_YORK), 0.0),
+    ("spec.timeZone changed", _with(time_zone=NEW_YORK), _with(labels="foo"), 0.0),
+]
+
+
+@pytest.mark.parametrize(("name", "old", "new", "delay"), UPDATES, ids=[u[0] for u in UPDATES])
+def test_update_cronjob(client: InProcessClient, name: str, old: Obj, new: Obj, delay: float) -> None:
+    controller = CronJobController(client, FakeClock(start=JUST_BEFORE_THE_HOUR + 59))  # justASecondBeforeTheHour
+    queue = FakeQueue()
+    controller.runner.queue = queue  # type: ignore[assignment]
+    controller._cronjob_updated(old, new)
+    assert queue.delay == pytest.approx(delay)
+
+
+def _owned(name: str, namespace: str = "foo-ns", owner: str | None = None, labels: str | None = None) -> Obj:
+    meta: Obj = {"name": name, "namespace": namespace, "resourceVersion": "1"}
+    if owner is not None:
+        meta["ownerReferences"] = [{"name": owner, "controller": True}]
+    if labels is not None:
+        meta["labels"] = {"key": labels}
+    return {"metadata": meta}
+
+
+# Mirrors TestControllerV2GetJobsToBeReconciled: a Job belongs to the CronJob its controller reference names,
+# whatever its labels.
+RECONCILED = [
+    ("test getting jobs in namespace without controller reference",
+     [_owned("foo"), _owned("foo1"), _owned("foo2")], []),
+    ("test getting jobs in namespace with a controller reference",
+     [_owned("foo"), _owned("foo1", owner="fooer"), _owned("foo2")], ["foo1"]),
+    ("test getting jobs in other namespaces",
+     [_owned("foo", "bar-ns"), _owned("foo1", "bar-ns"), _owned("foo2", "bar-ns")], []),
+    ("test getting jobs whose labels do not match job template",
+     [_owned("foo-fooer-owner-ref", owner="fooer", labels="different-value"),
+      _owned("foo-other-owner-ref", owner="another-cronjob", labels="different-value")], ["foo-fooer-owner-ref"]),
+]
+
+
+@pytest.mark.parametrize(("name", "jobs", "expected"), RECONCILED, ids=[r[0] for r in RECONCILED])
+def test_jobs_to_be_reconciled(client: InProcessClient, name: str, jobs: list[Obj], expected: list[str]) -> None:
+    controller = CronJobController(client, FakeClock())
+    for job in jobs:
+        controller.jobs.add(job)
+    cj = {"metadata": {"namespace": "foo-ns", "name": "fooer"},
+          "spec": {"jobTemplate": {"metadata": {"labels": {"key": "value"}}}}}
+    assert sorted(j["metadata"]["name"] for j in controller.jobs_to_be_reconciled(cj)) == expected
