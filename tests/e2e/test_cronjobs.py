@@ -2,7 +2,8 @@
 
 Scheduled starts are timed in the controller tests on a fake clock; here kubectl's own paths are checked without
 waiting a real minute: `create cronjob` (sent as protobuf), the server's Table for `get cj`, `describe`, and
-`create job --from=cronjob/…`, which kubectl builds client-side from the CronJob's template.
+`create job --from=cronjob/…`, which kubectl builds client-side from the CronJob's template, and a strategic
+merge patch into the template (`set image`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def test_kubectl_create_get_describe_and_create_job_from_cronjob(up: ServerProce
     cj = json.loads(up.kubectl("get", "cronjob", "tick", "-o", "json").stdout)
     assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
     assert job["metadata"]["ownerReferences"][0]["uid"] == cj["metadata"]["uid"]
+
+    up.kubectl("set", "image", "cronjob/tick", "tick=busybox:1.36")  # a strategic merge by container name
+    wide = up.kubectl("get", "cj", "tick", "-o", "wide", "--no-headers").stdout.split()
+    assert wide[-3:] == ["tick", "busybox:1.36", "<none>"]  # CONTAINERS IMAGES SELECTOR
 
     up.kubectl("patch", "cronjob", "tick", "-p", '{"spec":{"suspend":true}}')
     assert up.kubectl("get", "cj", "tick", "--no-headers").stdout.split()[7] == "True"
