@@ -88,7 +88,8 @@ def _atoi(expr: str) -> int:
 
 
 def _int_or_name(expr: str, b: _Bounds) -> int:
-    return b.names.get(expr.lower()) if expr.lower() in b.names else _atoi(expr)  # type: ignore[return-value]
+    named = b.names.get(expr.lower())
+    return named if named is not None else _atoi(expr)
 
 
 def _range(expr: str, b: _Bounds) -> int:
@@ -145,25 +146,26 @@ class SpecSchedule:
     dow: int
     location: tzinfo = UTC
 
-    def _wall(self, ts: int) -> datetime:
+    def wall_at(self, ts: int) -> datetime:
         return datetime.fromtimestamp(ts, self.location)
 
-    def _date(self, year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> int:
+    def go_date(self, year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> int:
         """time.Date in the schedule's zone: out-of-range months and days roll over, and a wall time in a
-        daylight-saving gap or overlap resolves as Go resolves it (the offset in force at the guess)."""
+        daylight-saving gap or overlap resolves as Go resolves it (the offset in force at the first guess, unless
+        the instant it gives lies under another offset)."""
         year += (month - 1) // 12
         month = (month - 1) % 12 + 1
         wall = datetime(year, month, 1) + timedelta(days=day - 1, hours=hour, minutes=minute, seconds=second)
         as_utc = int(wall.replace(tzinfo=UTC).timestamp())
-        offset = self._offset(as_utc)
-        second = self._offset(as_utc - offset)
-        return as_utc - (second if second != offset else offset)
+        guess = self.offset_at(as_utc)
+        return as_utc - self.offset_at(as_utc - guess)
 
-    def _offset(self, ts: int) -> int:
-        delta = self._wall(ts).utcoffset()
+    def offset_at(self, ts: int) -> int:
+        delta = self.wall_at(ts).utcoffset()
         return int(delta.total_seconds()) if delta is not None else 0
 
-    def _day_matches(self, w: datetime) -> bool:
+    def day_matches(self, w: datetime) -> bool:
+        """dayMatches: with a star in either day field both must match, else either may."""
         dom = bool(1 << w.day & self.dom)
         dow = bool(1 << ((w.weekday() + 1) % 7) & self.dow)
         if self.dom & STAR_BIT or self.dow & STAR_BIT:
@@ -171,68 +173,83 @@ class SpecSchedule:
         return dom or dow
 
     def next(self, t: float) -> float | None:
-        ts = math.floor(t) + 1  # the upcoming whole second
-        added = False
-        year_limit = self._wall(ts).year + 5
-        while True:  # WRAP
-            w = self._wall(ts)
-            if w.year > year_limit:
-                return None
-            wrapped = False
-            while not 1 << w.month & self.month:
-                if not added:
-                    added = True
-                    ts = self._date(w.year, w.month, 1)
-                    w = self._wall(ts)
-                ts = self._date(w.year, w.month + 1, w.day, w.hour, w.minute, w.second)
-                w = self._wall(ts)
-                if w.month == 1:
-                    wrapped = True
-                    break
-            if wrapped:
-                continue
-            while not self._day_matches(w):
-                if not added:
-                    added = True
-                    ts = self._date(w.year, w.month, w.day)
-                    w = self._wall(ts)
-                ts = self._date(w.year, w.month, w.day + 1, w.hour, w.minute, w.second)
-                w = self._wall(ts)
-                if w.hour != 0:  # a day starting at 1am or 11pm (daylight saving): back to midnight
-                    ts += (24 - w.hour) * 3600 if w.hour > 12 else -w.hour * 3600
-                    w = self._wall(ts)
-                if w.day == 1:
-                    wrapped = True
-                    break
-            if wrapped:
-                continue
-            while not 1 << w.hour & self.hour:
-                if not added:
-                    added = True
-                    ts = self._date(w.year, w.month, w.day, w.hour)
-                ts += 3600
-                w = self._wall(ts)
-                if w.hour == 0:
-                    wrapped = True
-                    break
-            if wrapped:
-                continue
-            while not 1 << w.minute & self.minute:
-                if not added:
-                    added = True
-                    ts -= ts % 60
-                ts += 60
-                w = self._wall(ts)
-                if w.minute == 0:
-                    wrapped = True
-                    break
-            if wrapped:
-                continue
-            if w.second != 0:  # the seconds field is 0: on to the next minute, and every field again
-                added = True
-                ts += 60 - w.second
-                continue
-            return float(ts)
+        """SpecSchedule.Next: from the upcoming second, find the month, then the day, hour, minute and second
+        (always 0); a field that rolls over (wraps) starts the search again from the month."""
+        cursor = _Cursor(self, math.floor(t) + 1)
+        year_limit = cursor.wall.year + 5
+        while cursor.wall.year <= year_limit:
+            if cursor.month() and cursor.day() and cursor.hour() and cursor.minute() and cursor.second():
+                return float(cursor.ts)
+        return None
+
+
+class _Cursor:
+    """The time robfig's Next moves forward, field by field. Each step returns False when it wrapped around (the
+    caller starts again from the month); the first step that moves resets the smaller fields (`added`)."""
+
+    def __init__(self, schedule: SpecSchedule, ts: int) -> None:
+        self.s = schedule
+        self.ts = ts
+        self.wall = schedule.wall_at(ts)
+        self.added = False
+
+    def _move(self, ts: int) -> None:
+        self.ts = ts
+        self.wall = self.s.wall_at(ts)
+
+    def _reset(self, ts: int) -> None:
+        if not self.added:
+            self.added = True
+            self._move(ts)
+
+    def month(self) -> bool:
+        while not 1 << self.wall.month & self.s.month:
+            w = self.wall
+            self._reset(self.s.go_date(w.year, w.month, 1))
+            w = self.wall
+            self._move(self.s.go_date(w.year, w.month + 1, w.day, w.hour, w.minute, w.second))
+            if self.wall.month == 1:
+                return False
+        return True
+
+    def day(self) -> bool:
+        while not self.s.day_matches(self.wall):
+            w = self.wall
+            self._reset(self.s.go_date(w.year, w.month, w.day))
+            w = self.wall
+            self._move(self.s.go_date(w.year, w.month, w.day + 1, w.hour, w.minute, w.second))
+            hour = self.wall.hour
+            if hour != 0:  # a day that starts at 1am or ends at 11pm (daylight saving): back to midnight
+                self._move(self.ts + ((24 - hour) * 3600 if hour > 12 else -hour * 3600))
+            if self.wall.day == 1:
+                return False
+        return True
+
+    def hour(self) -> bool:
+        while not 1 << self.wall.hour & self.s.hour:
+            w = self.wall
+            self._reset(self.s.go_date(w.year, w.month, w.day, w.hour))
+            self._move(self.ts + 3600)
+            if self.wall.hour == 0:
+                return False
+        return True
+
+    def minute(self) -> bool:
+        while not 1 << self.wall.minute & self.s.minute:
+            self._reset(self.ts - self.ts % 60)
+            self._move(self.ts + 60)
+            if self.wall.minute == 0:
+                return False
+        return True
+
+    def second(self) -> bool:
+        """The seconds field is 0: a time between whole minutes moves on to the next one, and every field is
+        checked again."""
+        if self.wall.second == 0:
+            return True
+        self.added = True
+        self._move(self.ts + 60 - self.wall.second)
+        return False
 
 
 @dataclass(frozen=True, slots=True)
