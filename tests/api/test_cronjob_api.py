@@ -179,3 +179,14 @@ async def test_discovery_and_openapi(api: Client) -> None:
     doc = await call(api, "GET", "/openapi/v3/apis/batch/v1", expect=200)
     gvk = doc["components"]["schemas"][schema_name("V1CronJob")]["x-kubernetes-group-version-kind"]
     assert gvk == [{"group": "batch", "kind": "CronJob", "version": "v1"}]
+
+
+@pytest.mark.parametrize(("schedule", "time_zone"), [
+    ("TZ=", None), ("CRON_TZ=Foo/Bar 0 * * * *", None), ("@every", None), ("@every 1", None), ("* * * * * *", None),
+    ("*/0 * * * *", None), ("99999999999999999999 * * * *", None), ("1-2-3 * * * *", None), ("\u00e9 * * * *", None),
+    ("0 * * * *", "/"), ("0 * * * *", "a//b"), ("0 * * * *", "../../etc/passwd"), ("0 * * * *", "America/Nowhere"),
+])
+async def test_bad_schedules_and_zones_are_422(api: Client, schedule: str, time_zone: str | None) -> None:
+    body = cronjob(schedule=schedule) if time_zone is None else cronjob(schedule=schedule, timeZone=time_zone)
+    out = await call(api, "POST", CRONJOBS, body, expect=422)
+    assert out["details"]["causes"][0]["field"] in ("spec.schedule", "spec.timeZone")
