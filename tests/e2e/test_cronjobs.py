@@ -24,6 +24,7 @@ def test_kubectl_create_get_describe_and_create_job_from_cronjob(up: ServerProce
     assert header.split() == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
     assert row.split()[:9] == ["tick", "*/1", "*", "*", "*", "*", "<none>", "False", "0"]
     assert "tick" in up.kubectl("get", "all").stdout  # category `all`
+    assert "FIELD: schedule <string>" in up.kubectl("explain", "cronjob.spec.schedule").stdout  # OpenAPI
 
     described = up.kubectl("describe", "cronjob", "tick").stdout
     for line in ("Schedule:                      */1 * * * *", "Concurrency Policy:            Allow",
@@ -45,3 +46,4 @@ def test_kubectl_create_get_describe_and_create_job_from_cronjob(up: ServerProce
     up.kubectl("patch", "cronjob", "tick", "-p", '{"spec":{"suspend":true}}')
     assert up.kubectl("get", "cj", "tick", "--no-headers").stdout.split()[7] == "True"
     up.kubectl("delete", "cronjob", "tick")
+    up.kubectl("wait", "--for=delete", "job/manual", "--timeout=30s", timeout=40)  # the garbage collector's
