@@ -190,3 +190,21 @@ async def test_bad_schedules_and_zones_are_422(api: Client, schedule: str, time_
     body = cronjob(schedule=schedule) if time_zone is None else cronjob(schedule=schedule, timeZone=time_zone)
     out = await call(api, "POST", CRONJOBS, body, expect=422)
     assert out["details"]["causes"][0]["field"] in ("spec.schedule", "spec.timeZone")
+
+
+async def test_warnings_on_create_and_update(api: Client) -> None:
+    """WarningsOnCreate: a name that is no DNS label, and the pod template's warnings under the template's path;
+    WarningsOnUpdate: the template's again, only when the spec changed."""
+    body = cronjob("my.cron")
+    body["spec"]["jobTemplate"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = -1
+    resp = await api.post(CRONJOBS, json=body)
+    assert resp.status == 201
+    grace = ('299 - "spec.jobTemplate.spec.template.spec.terminationGracePeriodSeconds: must be >= 0; negative '
+             'values are invalid and will be treated as 1"')
+    warnings = resp.headers.getall("Warning")
+    assert warnings[1:] == [grace] and "a DNS label is recommended" in warnings[0]
+    resp = await api.patch(f"{CRONJOBS}/my.cron", json={"metadata": {"labels": {"a": "b"}}},
+                           headers={"Content-Type": MERGE})
+    assert resp.status == 200 and "Warning" not in resp.headers
+    resp = await api.patch(f"{CRONJOBS}/my.cron", json={"spec": {"suspend": True}}, headers={"Content-Type": MERGE})
+    assert resp.headers.getall("Warning") == [grace]

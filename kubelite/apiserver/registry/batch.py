@@ -27,7 +27,12 @@ from kubelite.api.cron_schedule import CronError, load_location, parse_standard
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import compile_label_selector
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
-from kubelite.apiserver.registry.pods import default_pod_template, mapping, validate_pod_template_spec
+from kubelite.apiserver.registry.pods import (
+    default_pod_template,
+    mapping,
+    pod_spec_warnings,
+    validate_pod_template_spec,
+)
 
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 JOB_NAME = "batch.kubernetes.io/job-name"
@@ -403,10 +408,17 @@ class CronJobStrategy(Strategy):
         return super().validate(new) + validate_cronjob_spec(new.get("spec") or {}, old.get("spec") or {})
 
     def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
-        """WarningsOnCreate/Update: a TZ in the schedule that validation let through (it was there before)."""
-        if "TZ" in str((obj.get("spec") or {}).get("schedule") or ""):
-            return ["cannot use TZ or CRON_TZ in schedule, use timeZone field instead"]
-        return []
+        """WarningsOnCreate: a name that is not a DNS label (its Jobs' pods are named after it) and the pod
+        template's warnings; WarningsOnUpdate: the template's, when the spec changed."""
+        out: list[str] = []
+        if old is None and (msgs := v.is_dns1123_label(obj["metadata"].get("name") or "")):
+            out.append("metadata.name: this is used in Pod names and hostnames, which can result in surprising "
+                       f"behavior; a DNS label is recommended: [{' '.join(msgs)}]")
+        if old is None or obj["metadata"].get("generation") != old["metadata"].get("generation"):
+            template = ((obj.get("spec") or {}).get("jobTemplate") or {}).get("spec") or {}
+            out += pod_spec_warnings((template.get("template") or {}).get("spec") or {},
+                                     "spec.jobTemplate.spec.template.spec")
+        return out
 
 
 CRONJOBS = Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", True, "V1CronJob", short_names=("cj",),
