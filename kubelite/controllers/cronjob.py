@@ -41,10 +41,12 @@ from kubelite.clock import Clock, parse_rfc3339, rfc3339
 from kubelite.controllers.cronjob_utils import (
     Missed,
     by_job_start_time,
+    controlled_by,
     delete_from_active_list,
     finished_condition,
     in_active_list,
     in_active_list_by_name,
+    is_namespace_terminating,
     job_from_template,
     job_name,
     job_ref,
@@ -118,18 +120,6 @@ class SyncResult:
     requeue_after: float | None = None
     update_status: bool = False
     error: Exception | None = None
-
-
-def is_namespace_terminating(exc: ApiError) -> bool:
-    """errors.HasStatusCause(err, NamespaceTerminatingCause), or kubelite's message for it."""
-    causes = (exc.details or {}).get("causes") or []
-    return any(c.get("type") == "NamespaceTerminating" for c in causes) or (
-        exc.code == 403 and "being terminated" in exc.message)
-
-
-def _controlled_by(job: Obj, cj: Obj) -> bool:
-    ref = controller_of(job)
-    return ref is not None and ref.get("uid") == cj["metadata"].get("uid")
 
 
 def format_schedule(cj: Obj, record: Recorder | None) -> str:
@@ -301,7 +291,7 @@ class CronJobSyncer:
                 raise
             # Made before a crash that kept it out of the status: list it now, if it is ours and not listed.
             job = await self.jobs.get_job(namespace, job_name(cj, scheduled))
-            if not _controlled_by(job, cj) or in_active_list(cj, job["metadata"].get("uid", "")):
+            if not controlled_by(job, cj) or in_active_list(cj, job["metadata"].get("uid", "")):
                 return False
         else:
             self.record(cj, "Normal", "SuccessfulCreate", f"Created job {job['metadata']['name']}")

@@ -13,8 +13,9 @@ from datetime import datetime
 from typing import Any, Final
 
 from kubelite.api.cron_schedule import Schedule, load_location
+from kubelite.api.errors import ApiError
 from kubelite.clock import parse_rfc3339
-from kubelite.controllers.ownership import controller_ref
+from kubelite.controllers.ownership import controller_of, controller_ref
 
 Obj = dict[str, Any]
 NEXT_SCHEDULE_DELTA: Final = 0.1  # nextScheduleDelta: requeue a little after the start, against clock skew
@@ -102,6 +103,19 @@ def next_schedule_time(cj: Obj, now: float, schedule: Schedule) -> tuple[float |
     if most_recent is None or most_recent > now:
         return None, Missed.NONE, err
     return most_recent, missed, err
+
+
+def is_namespace_terminating(exc: ApiError) -> bool:
+    """errors.HasStatusCause(err, NamespaceTerminatingCause), or kubelite's message for it."""
+    causes = (exc.details or {}).get("causes") or []
+    return any(c.get("type") == "NamespaceTerminating" for c in causes) or (
+        exc.code == 403 and "being terminated" in exc.message)
+
+
+def controlled_by(job: Obj, cj: Obj) -> bool:
+    """metav1.IsControlledBy: `job`'s controller reference carries `cj`'s uid."""
+    ref = controller_of(job)
+    return ref is not None and ref.get("uid") == cj["metadata"].get("uid")
 
 
 def job_name(cj: Obj, scheduled: float) -> str:
