@@ -139,9 +139,10 @@ class Case:
 
 
 def _variants(base: str, policies: str = "AFR", **kw: Any) -> list[Case]:
-    """The `, A` / `, F` / `, R` triplets of the table: one case per concurrency policy."""
+    """The `, A` / `, F` / `, R` triplets of the table: one case per concurrency policy (upstream spells two of
+    its Forbid cases `, f`)."""
     names = {"A": "Allow", "F": "Forbid", "R": "Replace"}
-    return [Case(f"{base}, {p}", concurrency_policy=names[p], **kw) for p in policies]
+    return [Case(f"{base}, {p}", concurrency_policy=names[p.upper()], **kw) for p in policies]
 
 
 ALREADY_EXISTS = api_error(409, "AlreadyExists", 'jobs.batch "" already exists')
@@ -214,9 +215,9 @@ CASES = [
     Case("this ran but done, time drifted back, F", "Forbid", **RAN, job_creation_time=JUST_AFTER_THE_HOUR,
          job_create_error=ALREADY_EXISTS, expected_requeue=NOT_TIME, expect_update_status=True,
          job_present_in_cj_active_status=False),
-    *_variants("this started but went missing, not past deadline", **STARTED_MISSING,
+    *_variants("this started but went missing, not past deadline", "AfR", **STARTED_MISSING,
                job_still_not_found_in_lister=True),
-    *_variants("this started but is not present in cronjob active list, not past deadline", **STARTED_MISSING,
+    *_variants("this started but is not present in cronjob active list, not past deadline", "AfR", **STARTED_MISSING,
                job_present_in_cj_active_status=False),
     Case("with @every schedule, never ran, not time", schedule=EVERY_HOUR, cronjob_creation_time=JUST_BEFORE_THE_HOUR,
          job_creation_time=JUST_BEFORE_THE_HOUR, now=TOP_OF_THE_HOUR, expected_requeue=IS_TIME),
