@@ -346,6 +346,17 @@ def _job_cells(job: Obj, now: float) -> Cells:
     return [job["metadata"]["name"], state, done, duration, _age(job, now), containers, images, sel]
 
 
+def _cronjob_cells(cj: Obj, now: float) -> Cells:
+    """printCronJob: TIMEZONE and LAST SCHEDULE `<none>` when unset, SUSPEND as printBoolPtr."""
+    spec, status = cj.get("spec") or {}, cj.get("status") or {}
+    suspend = spec.get("suspend")
+    last = status.get("lastScheduleTime")
+    containers, images, sel = _template(spec.get("jobTemplate") or {})
+    return [cj["metadata"]["name"], spec.get("schedule", ""), spec.get("timeZone") or "<none>",
+            "<unset>" if suspend is None else str(bool(suspend)), len(status.get("active") or []),
+            since(last, now) if last else "<none>", _age(cj, now), containers, images, sel or "<none>"]
+
+
 def _revision_cells(rev: Obj, now: float) -> Cells:
     owner = next((r for r in rev["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
     controller = ""
@@ -467,6 +478,8 @@ PRINTERS: dict[str, Printer] = {
     "ControllerRevision": (_cols("Name", "Controller", "Revision:integer", "Age"), _revision_cells),
     "Job": (_cols("Name", "Status", "Completions", "Duration", "Age", "+Containers", "+Images", "+Selector"),
             _job_cells),
+    "CronJob": (_cols("Name", "Schedule", "Timezone", "Suspend:boolean", "Active:integer", "Last Schedule", "Age",
+                      "+Containers", "+Images", "+Selector"), _cronjob_cells),
     "Service": (_cols("Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "+Selector"), _svc_cells),
     "EndpointSlice": (_cols("Name", "AddressType", "Ports", "Endpoints", "Age"), _slice_cells),
     "Endpoints": (_cols("Name", "Endpoints", "Age"), _endpoints_cells),

@@ -14,6 +14,7 @@ from kubelite.clock import Clock
 from kubelite.controllers.attachdetach import AttachDetachController
 from kubelite.controllers.bootstrapsigner import BootstrapSigner
 from kubelite.controllers.clusterroleaggregation import ClusterRoleAggregationController
+from kubelite.controllers.cronjob import CronJobController
 from kubelite.controllers.csrapproving import CSRApprovingController
 from kubelite.controllers.daemonset import DaemonSetController
 from kubelite.controllers.deployment import DeploymentController
@@ -55,6 +56,7 @@ CONTROLLERS: dict[str, Factory] = {
     "namespace": NamespaceController,
     "replicaset": ReplicaSetController,
     "job": JobController,
+    "cronjob": CronJobController,
     "ttl-after-finished": TTLAfterFinishedController,
     "statefulset": StatefulSetController,
     "serviceaccount": ServiceAccountsController,

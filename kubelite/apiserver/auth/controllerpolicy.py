@@ -87,6 +87,13 @@ def _controller_rules() -> dict[str, list[Obj]]:
         "generic-garbage-collector": [
             rule(["get", "list", "watch", "patch", "update", "delete"], ["*"], ["*"]),
             *events],
+        "cronjob-controller": [
+            rule(["get", "list", "watch", "update"], [BATCH], ["cronjobs"]),
+            rule(["get", "list", "watch", "create", "update", "delete", "patch"], [BATCH], ["jobs"]),
+            rule(["update"], [BATCH], ["cronjobs/status"]),
+            rule(["update"], [BATCH], ["cronjobs/finalizers"]),
+            rule(["list", "delete"], [LEGACY], ["pods"]),
+            *events],
         "job-controller": [
             rule(["get", "list", "watch", "update", "patch"], [BATCH], ["jobs"]),
             rule(["update"], [BATCH], ["jobs/status"]),

@@ -39,6 +39,7 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     apps.CONTROLLER_REVISIONS: apps.ControllerRevisionStrategy,
     apps.DAEMONSETS: apps.DaemonSetStrategy,
     batch.JOBS: batch.JobStrategy,
+    batch.CRONJOBS: batch.CronJobStrategy,
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,
     serviceaccounts.SERVICE_ACCOUNTS: serviceaccounts.ServiceAccountStrategy,
     serviceaccounts.SELF_SUBJECT_REVIEWS: serviceaccounts.NotStoredStrategy,

@@ -1,4 +1,4 @@
-"""batch/v1 Jobs: upstream's defaults, generated selector, validation and update rules.
+"""batch/v1 Jobs and CronJobs: upstream's defaults, generated selector, validation and update rules.
 
 Mirrors pkg/registry/batch/job/strategy.go and pkg/apis/batch/validation. Without
 `manualSelector: true` the server owns the selector: it is `batch.kubernetes.io/controller-uid=<uid>`
@@ -9,15 +9,30 @@ policy and the template (outside suspension) cannot change after creation.
 
 Not done: backoffLimitPerIndex / maxFailedIndexes, successPolicy, podReplacementPolicy validation
 beyond its enum, and the scheduling directives that a suspended Job may change in its template.
+
+CronJobs (pkg/registry/batch/cronjob): a schedule robfig's parser accepts (its message as the cause), a
+timeZone from the IANA database instead of `TZ=` in the schedule, a name of at most 52 characters, a job
+template validated as a Job spec whose selector will be generated; defaults Allow, not suspended, history
+limits 3 and 1. The controller that runs them is kubelite/controllers/cronjob.py.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+from typing import Any
+
 from kubelite.api import validation as v
+from kubelite.api.cron_schedule import CronError, load_location, parse_standard
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import compile_label_selector
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
-from kubelite.apiserver.registry.pods import default_pod_template, mapping, validate_pod_template_spec
+from kubelite.apiserver.registry.pods import (
+    default_pod_template,
+    mapping,
+    pod_spec_warnings,
+    validate_pod_template_spec,
+)
 
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 JOB_NAME = "batch.kubernetes.io/job-name"
@@ -99,6 +114,11 @@ def validate_pod_failure_policy(spec: Obj) -> list[Cause]:
 
 
 def validate_job_spec(spec: Obj) -> list[Cause]:
+    return validate_job_spec_fields(spec) + _validate_selector(spec)
+
+
+def validate_job_spec_fields(spec: Obj) -> list[Cause]:
+    """validateJobSpec without the selector: what a Job and a CronJob's job template share."""
     causes: list[Cause] = []
     for field in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished"):
         _nonnegative(spec, field, causes)
@@ -106,7 +126,7 @@ def validate_job_spec(spec: Obj) -> list[Cause]:
     if isinstance(deadline, int) and deadline == 0:
         causes.append(v.invalid("spec.activeDeadlineSeconds", deadline, "must be greater than 0"))
     mode = spec.get("completionMode")
-    if mode not in COMPLETION_MODES:
+    if mode is not None and mode not in COMPLETION_MODES:  # unset only in a CronJob's template: Jobs default it
         causes.append(v.not_supported("spec.completionMode", mode, COMPLETION_MODES))
     if mode == "Indexed":
         completions = spec.get("completions")
@@ -127,6 +147,13 @@ def validate_job_spec(spec: Obj) -> list[Cause]:
         causes.append(v.not_supported("spec.template.spec.restartPolicy", tmpl_spec.get("restartPolicy"),
                                       ["OnFailure", "Never"]))
     causes += validate_pod_failure_policy(spec)
+    return causes
+
+
+def _validate_selector(spec: Obj) -> list[Cause]:
+    """A Job's selector is required and must match its template's labels."""
+    causes: list[Cause] = []
+    template = spec.get("template") or {}
     selector = spec.get("selector")
     if selector is None:
         causes.append(v.required("spec.selector"))
@@ -261,3 +288,138 @@ def _elastic_indexed(spec: Obj, old: Obj) -> bool:
 
 JOBS = Resource("batch", "v1", "jobs", "job", "Job", True, "V1Job", categories=("all",),
                 subresources=("status",))
+
+
+# --- CronJobs: pkg/registry/batch/cronjob/strategy.go, ValidateCronJobCreate/Update, SetDefaults_CronJob ---
+
+CONCURRENCY_POLICIES = ["Allow", "Forbid", "Replace"]
+MAX_CRONJOB_NAME = 52  # a Job's name is the CronJob's plus `-<minutes since the epoch>` (11 characters), at most 63
+_TIME_ZONE_PART = re.compile(r"[A-Za-z.\-_0-9+]{1,14}")
+
+
+def default_cronjob(spec: Obj) -> None:
+    """SetDefaults_CronJob, and SetDefaults_PodSpec in the job template. The template gets no Job defaults
+    (completions, backoffLimit…): each Job made from it gets them when it is created."""
+    for field, value in (("concurrencyPolicy", "Allow"), ("suspend", False), ("successfulJobsHistoryLimit", 3),
+                         ("failedJobsHistoryLimit", 1)):
+        if spec.get(field) is None:
+            spec[field] = value
+    default_pod_template(mapping(mapping(spec, "jobTemplate"), "spec"))
+
+
+def _validate_schedule(schedule: str, allow_tz: bool, time_zone: str | None) -> list[Cause]:
+    """validateScheduleFormat: robfig's parse error as the detail; TZ in the schedule only where it already was."""
+    causes: list[Cause] = []
+    try:
+        parse_standard(schedule)
+    except CronError as exc:
+        causes.append(v.invalid("spec.schedule", schedule, str(exc)))
+    if "TZ" in schedule:
+        if not allow_tz:
+            causes.append(v.invalid("spec.schedule", schedule,
+                                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+        elif time_zone is not None:
+            causes.append(v.invalid("spec.schedule", schedule,
+                                    "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
+    return causes
+
+
+def _validate_time_zone(zone: Any) -> list[Cause]:
+    """validateTimeZone: an IANA name (checked part by part as upstream, then looked up), never "Local"."""
+    if zone is None:
+        return []
+    path = "spec.timeZone"
+    if zone == "":
+        return [v.invalid(path, zone, "timeZone must be nil or non-empty string")]
+    for part in str(zone).split("/"):
+        if part in (".", "..") or part.startswith("-") or not _TIME_ZONE_PART.fullmatch(part):
+            return [v.invalid(path, zone, f"unknown time zone {zone}")]
+    causes: list[Cause] = []
+    if str(zone).lower() == "local":
+        causes.append(v.invalid(path, zone,
+                                "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"))
+    try:
+        load_location(str(zone))
+    except CronError as exc:
+        causes.append(v.invalid(path, zone, str(exc)))
+    return causes
+
+
+def _validate_job_template(template: Obj) -> list[Cause]:
+    """ValidateJobTemplateSpec: a Job spec under spec.jobTemplate, whose selector the Job will generate."""
+    spec = template.get("spec") or {}
+    causes = [replace(c, field="spec.jobTemplate." + c.field) if c.field.startswith("spec.") else c
+              for c in validate_job_spec_fields(spec)]
+    if spec.get("selector") is not None:
+        causes.append(v.invalid("spec.jobTemplate.spec.selector", spec["selector"], "`selector` will be "
+                                "auto-generated", v.LABEL_SELECTOR))
+    if spec.get("manualSelector") is True:
+        causes.append(v.not_supported("spec.jobTemplate.spec.manualSelector", True, ["nil", "false"]))
+    return causes
+
+
+def validate_cronjob_spec(spec: Obj, old: Obj | None) -> list[Cause]:
+    """validateCronJobSpec; `old` is the stored spec on an update (TZ in a schedule that had one stays allowed, and
+    an unchanged timeZone is not looked up again)."""
+    causes: list[Cause] = []
+    schedule = spec.get("schedule")
+    if not schedule:
+        causes.append(v.required("spec.schedule"))
+    else:
+        causes += _validate_schedule(str(schedule), old is not None and "TZ" in str(old.get("schedule") or ""),
+                                     spec.get("timeZone"))
+    _nonnegative(spec, "startingDeadlineSeconds", causes)
+    if old is None or old.get("timeZone") != spec.get("timeZone"):
+        causes += _validate_time_zone(spec.get("timeZone"))
+    policy = spec.get("concurrencyPolicy")
+    if not policy:
+        causes.append(v.required("spec.concurrencyPolicy"))
+    elif policy not in CONCURRENCY_POLICIES:
+        causes.append(v.not_supported("spec.concurrencyPolicy", policy, CONCURRENCY_POLICIES))
+    causes += _validate_job_template(spec.get("jobTemplate") or {})
+    for field in ("successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
+        _nonnegative(spec, field, causes)
+    return causes
+
+
+class CronJobStrategy(Strategy):
+    has_status = True
+    has_spec_generation = True
+
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        super().prepare_create(obj, lookup)
+        default_cronjob(mapping(obj, "spec"))
+        obj["status"] = {}
+
+    def prepare_update(self, new: Obj, old: Obj) -> None:
+        default_cronjob(mapping(new, "spec"))
+        super().prepare_update(new, old)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        """ValidateCronJobCreate: the name is at most 52 characters (on create only: older, longer names may still
+        be updated and deleted)."""
+        causes = super().validate(obj) + validate_cronjob_spec(obj.get("spec") or {}, None)
+        name = obj["metadata"].get("name") or ""
+        if len(name) > MAX_CRONJOB_NAME:
+            causes.append(v.invalid("metadata.name", name, f"must be no more than {MAX_CRONJOB_NAME} characters"))
+        return causes
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return super().validate(new) + validate_cronjob_spec(new.get("spec") or {}, old.get("spec") or {})
+
+    def warnings(self, obj: Obj, old: Obj | None) -> list[str]:
+        """WarningsOnCreate: a name that is not a DNS label (its Jobs' pods are named after it) and the pod
+        template's warnings; WarningsOnUpdate: the template's, when the spec changed."""
+        out: list[str] = []
+        if old is None and (msgs := v.is_dns1123_label(obj["metadata"].get("name") or "")):
+            out.append("metadata.name: this is used in Pod names and hostnames, which can result in surprising "
+                       f"behavior; a DNS label is recommended: [{' '.join(msgs)}]")
+        if old is None or obj["metadata"].get("generation") != old["metadata"].get("generation"):
+            template = ((obj.get("spec") or {}).get("jobTemplate") or {}).get("spec") or {}
+            out += pod_spec_warnings((template.get("template") or {}).get("spec") or {},
+                                     "spec.jobTemplate.spec.template.spec")
+        return out
+
+
+CRONJOBS = Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", True, "V1CronJob", short_names=("cj",),
+                    categories=("all",), subresources=("status",))
