@@ -199,3 +199,21 @@ def parse_field_selector(text: str, fields: Mapping[str, FieldGetter], resource:
         else:
             raise bad_request(f"invalid selector: '{part}'; can't understand '{part}'")
     return FieldSelector(tuple(reqs))
+
+
+def format_selector(selector: Mapping[str, Any] | None) -> str:
+    """metav1.FormatLabelSelector, but "" for no selector (a Scale's status.selector; a table shows "<none>")."""
+    if not selector:
+        return ""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key", ""), expr.get("operator", ""), sorted(expr.get("values") or [])
+        if op == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)

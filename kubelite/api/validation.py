@@ -260,6 +260,30 @@ def validate_labels(labels: Mapping[str, Any] | None, path: Path) -> list[Cause]
     return causes
 
 
+def validate_label_selector(selector: Mapping[str, Any], path: Path) -> list[Cause]:
+    """ValidateLabelSelector: matchLabels as labels; each requirement a qualified key, a known operator, values
+    for In/NotIn only, each a label value."""
+    causes = validate_labels(selector.get("matchLabels"), f"{path}.matchLabels")
+    expressions = selector.get("matchExpressions") or []
+    for i, req in enumerate(expressions if isinstance(expressions, list) else []):
+        req, at = req if isinstance(req, Mapping) else {}, f"{path}.matchExpressions[{i}]"
+        values, operator = req.get("values") or [], req.get("operator")
+        if operator in ("In", "NotIn"):
+            if not values:
+                causes.append(required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                causes.append(forbidden(f"{at}.values",
+                                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        else:
+            causes.append(invalid(f"{at}.operator", operator, "not a valid selector operator"))
+        key = req.get("key")
+        causes += [invalid(f"{at}.key", key, e) for e in is_qualified_name(key if isinstance(key, str) else "")]
+        for j, value in enumerate(values if isinstance(values, list) else []):
+            causes += [invalid(f"{at}.values[{j}]", value, e) for e in is_label_value(str(value))]
+    return causes
+
+
 def validate_annotations(annotations: Mapping[str, Any] | None, path: Path) -> list[Cause]:
     causes = []
     total = 0

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from kubelite.api import errors
 from kubelite.api.errors import Cause
+from kubelite.api.selectors import format_selector
 from kubelite.apiserver import patch
 from kubelite.apiserver.registry.base import Obj
 from kubelite.apiserver.request import (
@@ -27,24 +28,6 @@ from kubelite.apiserver.request import (
     read_body,
 )
 from kubelite.apiserver.rest import Registry
-
-
-def format_selector(selector: Obj | None) -> str:
-    """metav1.FormatLabelSelector (the Scale's status.selector)."""
-    if not selector:
-        return ""
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key", ""), expr.get("operator", ""), sorted(expr.get("values") or [])
-        if op == "In":
-            parts.append(f"{key} in ({','.join(values)})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(values)})")
-        elif op == "Exists":
-            parts.append(key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)
 
 
 def to_scale(obj: Obj) -> Obj:

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kubelite.api.selectors import format_selector
 from kubelite.clock import parse_rfc3339
 
 log = logging.getLogger("kubelite.apiserver.tables")
@@ -429,6 +430,45 @@ def _csr_cells(csr: Obj, now: float) -> Cells:
             "<none>" if expiration is None else human_duration(expiration), _csr_condition(csr)]
 
 
+LOAD_BALANCER_WIDTH = 16  # printers.go's loadBalancerWidth: an address column cut to 13 characters and "..."
+
+
+def _ingress_cells(ing: Obj, now: float) -> Cells:
+    """printIngress: the class, up to three rule hosts ("*" for none), the load balancer's addresses, 80 (and 443
+    with TLS)."""
+    spec, status = ing.get("spec") or {}, ing.get("status") or {}
+    rules, more = spec.get("rules") or [], False
+    hosts: list[str] = []
+    for rule in rules:  # formatHosts: the first three hosts; "more" once a rule follows them
+        more = more or len(hosts) == 3
+        if not more and isinstance(rule, dict) and rule.get("host"):
+            hosts.append(rule["host"])
+    shown = (",".join(hosts) + (f" + {len(rules) - 3} more..." if more else "")) if hosts else "*"
+    lb = (status.get("loadBalancer") or {}).get("ingress") or []
+    address = ",".join(e.get("ip") or e.get("hostname") or "" for e in lb if isinstance(e, dict))
+    if len(address) > LOAD_BALANCER_WIDTH:
+        address = address[:13] + "..."
+    return [ing["metadata"]["name"], spec.get("ingressClassName") or "<none>", shown, address,
+            "80, 443" if spec.get("tls") else "80", _age(ing, now)]
+
+
+def _ingress_class_cells(ic: Obj, now: float) -> Cells:
+    """printIngressClass: the controller and its parameters as Kind.group/name."""
+    spec = ic.get("spec") or {}
+    params = spec.get("parameters")
+    shown = "<none>"
+    if isinstance(params, dict):
+        shown = params.get("kind", "") + (f".{params['apiGroup']}" if params.get("apiGroup") else "") + \
+            f"/{params.get('name', '')}"
+    return [ic["metadata"]["name"], spec.get("controller", ""), shown, _age(ic, now)]
+
+
+def _network_policy_cells(np: Obj, now: float) -> Cells:
+    """printNetworkPolicy: the pod selector as metav1.FormatLabelSelector writes it."""
+    return [np["metadata"]["name"], format_selector((np.get("spec") or {}).get("podSelector")) or "<none>",
+            _age(np, now)]
+
+
 def _default_cells(obj: Obj, now: float) -> Cells:
     return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
 
@@ -486,6 +526,9 @@ PRINTERS: dict[str, Printer] = {
     "CertificateSigningRequest": (_cols("Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"),
                                   _csr_cells),
     "NodeFence": (_cols("Name", "Node", "Phase", "Attempts:integer", "Agent", "Age", "+Message"), _fence_cells),
+    "Ingress": (_cols("Name", "Class", "Hosts", "Address", "Ports", "Age"), _ingress_cells),
+    "IngressClass": (_cols("Name", "Controller", "Parameters", "Age"), _ingress_class_cells),
+    "NetworkPolicy": (_cols("Name", "Pod-Selector", "Age"), _network_policy_cells),
 }
 _DEFAULT: Printer = ([("Name", "string", 0), ("Created At", "date", 0)], _default_cells)
 

@@ -10,6 +10,7 @@ from kubelite.apiserver.registry import (
     config,
     core,
     kubelite_io,
+    networking,
     policy,
     rbac,
     scheduling,
@@ -55,5 +56,8 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     rbac.CLUSTER_ROLE_BINDINGS: rbac.BindingStrategy,
     **{review: serviceaccounts.NotStoredStrategy for review in authorization.REVIEWS},
     certificates.CERTIFICATE_SIGNING_REQUESTS: certificates.CertificateSigningRequestStrategy,
+    networking.INGRESSES: networking.IngressStrategy,
+    networking.INGRESS_CLASSES: networking.IngressClassStrategy,
+    networking.NETWORK_POLICIES: networking.NetworkPolicyStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
