@@ -37,7 +37,15 @@ def to_scale(obj: Obj) -> Obj:
             "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                          if k in meta},
             "spec": {"replicas": spec.get("replicas", 0)},
-            "status": {"replicas": status.get("replicas", 0), "selector": format_selector(spec.get("selector"))}}
+            "status": {"replicas": status.get("replicas", 0), "selector": format_selector(_label_selector(obj))}}
+
+
+def _label_selector(obj: Obj) -> Obj | None:
+    """The object's selector as a LabelSelector: a ReplicationController's is a plain label map."""
+    selector = (obj.get("spec") or {}).get("selector")
+    if obj.get("kind") == "ReplicationController" and isinstance(selector, dict):
+        return {"matchLabels": selector}
+    return selector if isinstance(selector, dict) else None
 
 
 def _replicas(scale: Any, name: str) -> int:

@@ -306,6 +306,13 @@ def _rs_cells(rs: Obj, now: float) -> Cells:
             status.get("readyReplicas", 0), _age(rs, now), containers, images, sel]
 
 
+def _rc_cells(rc: Obj, now: float) -> Cells:
+    """printReplicationController: a ReplicaSet's columns, the selector a plain label map (labels.FormatLabels)."""
+    selector = (rc.get("spec") or {}).get("selector")
+    shown = ",".join(f"{k}={v}" for k, v in sorted(selector.items())) if isinstance(selector, dict) else ""
+    return [*_rs_cells(rc, now)[:-1], shown or "<none>"]
+
+
 def _deploy_cells(d: Obj, now: float) -> Cells:
     spec, status = d.get("spec") or {}, d.get("status") or {}
     containers, images, sel = _template(d)
@@ -510,6 +517,8 @@ PRINTERS: dict[str, Printer] = {
     "StatefulSet": (_cols("Name", "Ready", "Age", "+Containers", "+Images"), _sts_cells),
     "ReplicaSet": (_cols("Name", "Desired:integer", "Current:integer", "Ready:integer", "Age", "+Containers",
                          "+Images", "+Selector"), _rs_cells),
+    "ReplicationController": (_cols("Name", "Desired:integer", "Current:integer", "Ready:integer", "Age",
+                                    "+Containers", "+Images", "+Selector"), _rc_cells),
     "Deployment": (_cols("Name", "Ready", "Up-to-date:integer", "Available:integer", "Age", "+Containers",
                          "+Images", "+Selector"), _deploy_cells),
     "DaemonSet": (_cols("Name", "Desired:integer", "Current:integer", "Ready:integer", "Up-to-date:integer",

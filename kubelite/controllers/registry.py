@@ -30,7 +30,7 @@ from kubelite.controllers.nodelifecycle import NodeLifecycleController
 from kubelite.controllers.persistentvolume import PersistentVolumeController
 from kubelite.controllers.podgc import PodGCController
 from kubelite.controllers.provisioner import ProvisionerController
-from kubelite.controllers.replicaset import ReplicaSetController
+from kubelite.controllers.replicaset import ReplicaSetController, ReplicationManager
 from kubelite.controllers.serviceaccount import ServiceAccountsController
 from kubelite.controllers.statefulset import StatefulSetController
 from kubelite.controllers.taint_eviction import TaintEvictionController
@@ -55,6 +55,7 @@ CONTROLLERS: dict[str, Factory] = {
     "garbagecollector": GarbageCollector,
     "namespace": NamespaceController,
     "replicaset": ReplicaSetController,
+    "replicationcontroller": ReplicationManager,
     "job": JobController,
     "cronjob": CronJobController,
     "ttl-after-finished": TTLAfterFinishedController,

@@ -15,6 +15,9 @@ A port of pkg/controller/replicaset/replica_set.go on the shared reconciler runn
   minReadySeconds; a re-check is scheduled for when a pod becomes available),
   observedGeneration, and the ReplicaFailure condition when creating or deleting failed.
 - **Events**: SuccessfulCreate / SuccessfulDelete / FailedCreate / FailedDelete.
+
+The same code runs core/v1 ReplicationControllers (`ReplicationManager`), as upstream's replication manager is the
+ReplicaSet controller over a conversion: only the kind's path, name and selector differ (`Replicated`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kubelite.api.errors import ApiError
@@ -49,8 +53,26 @@ log = logging.getLogger("kubelite.controllers.replicaset")
 Obj = dict[str, Any]
 BURST_REPLICAS = 500  # BurstReplicas: the most pods one sync creates or deletes
 SLOW_START_INITIAL_BATCH = 1
-WORKERS = 5  # --concurrent-replicaset-syncs
-COMPONENT = "replicaset-controller"
+WORKERS = 5  # --concurrent-replicaset-syncs (and --concurrent-rc-syncs)
+
+
+@dataclass(frozen=True)
+class Replicated:
+    """What differs between the kinds this controller runs."""
+
+    kind: str
+    plural: str
+    group_version: str
+    name: str  # the controller's name (its work queue's, and --controllers')
+    component: str  # its events' source
+    selector: Callable[[Obj], LabelSelector]
+
+
+REPLICA_SETS = Replicated("ReplicaSet", "replicasets", "apps/v1", "replicaset", "replicaset-controller",
+                          lambda rs: compile_label_selector((rs.get("spec") or {}).get("selector")))
+REPLICATION_CONTROLLERS = Replicated(  # a plain label map as selector
+    "ReplicationController", "replicationcontrollers", "v1", "replicationcontroller", "replication-controller",
+    lambda rc: compile_label_selector({"matchLabels": (rc.get("spec") or {}).get("selector") or {}}))
 def pod_key(pod: Obj) -> str:
     return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
 
@@ -109,6 +131,8 @@ def calculate_status(rs: Obj, pods: list[Obj], error: ApiError | None, reason: s
 
 
 class ReplicaSetController:
+    replicated = REPLICA_SETS
+
     def __init__(self, client: Client, clock: Clock, burst_replicas: int = BURST_REPLICAS,
                  workers: int = WORKERS) -> None:
         self.client = client
@@ -116,8 +140,9 @@ class ReplicaSetController:
         self.burst = burst_replicas
         self.expectations = Expectations(clock)
         self.events = EventSink(client, clock)
-        self.runner: Runner[Key] = Runner("replicaset", self.sync, clock, workers)
-        self.replicasets = shared_informer(client, clock, "/apis/apps/v1/replicasets",
+        kind = self.replicated
+        self.runner: Runner[Key] = Runner(kind.name, self.sync, clock, workers)
+        self.replicasets = shared_informer(client, clock, resource_path(kind.plural, group_version=kind.group_version),
                                            Handlers(self._rs_added, self._rs_updated, self._rs_deleted))
         self.replicasets.add_index(OWNER_UID_INDEX, by_owner_uid)
         self.pods = shared_informer(client, clock, "/api/v1/pods",
@@ -141,7 +166,7 @@ class ReplicaSetController:
 
     def _owner(self, pod: Obj, ref: Obj | None) -> Obj | None:
         """resolveControllerRef: the cached ReplicaSet `ref` names, if it is the one with that uid."""
-        if ref is None or ref.get("kind") != "ReplicaSet":
+        if ref is None or ref.get("kind") != self.replicated.kind:
             return None
         rs = self.replicasets.get(pod["metadata"].get("namespace", ""), ref.get("name", ""))
         return rs if rs is not None and rs["metadata"].get("uid") == ref.get("uid") else None
@@ -152,7 +177,7 @@ class ReplicaSetController:
         out = []
         for rs in self.replicasets.by_index(NAMESPACE_INDEX, pod["metadata"].get("namespace", "")):
             try:
-                if _selector(rs).matches(labels):
+                if self.replicated.selector(rs).matches(labels):
                     out.append(rs)
             except ApiError:
                 continue
@@ -213,9 +238,9 @@ class ReplicaSetController:
             self.expectations.delete(key)
             return
         try:
-            selector = _selector(rs)
+            selector = self.replicated.selector(rs)
         except ApiError as exc:
-            log.warning("replicaset %s/%s: invalid selector: %s", key[0], key[1], exc.message)
+            log.warning("%s %s/%s: invalid selector: %s", self.replicated.name, key[0], key[1], exc.message)
             return
         needs_sync = self.expectations.satisfied(key) and not rs["metadata"].get("deletionTimestamp")
         pods = await self.claim_pods(rs, selector)
@@ -235,7 +260,9 @@ class ReplicaSetController:
 
     async def update_status(self, rs: Obj, status: Obj) -> None:
         """updateReplicaSetStatus: on a conflict (the cache behind), once more on a fresh read."""
-        path = resource_path("replicasets", rs["metadata"]["namespace"], rs["metadata"]["name"], "status", "apps/v1")
+        kind = self.replicated
+        path = resource_path(kind.plural, rs["metadata"]["namespace"], rs["metadata"]["name"], "status",
+                             kind.group_version)
         try:
             await self.client.request("PUT", path, {**rs, "status": status})
         except ApiError as exc:
@@ -250,7 +277,8 @@ class ReplicaSetController:
         ns, uid = rs["metadata"].get("namespace", ""), rs["metadata"]["uid"]
         candidates = [p for p in (*self.pods.by_index(OWNER_UID_INDEX, uid), *self.pods.by_index(ORPHAN_INDEX, ns))
                       if podutil.is_pod_active(p)]
-        rs_path = resource_path("replicasets", ns, rs["metadata"]["name"], group_version="apps/v1")
+        rs_path = resource_path(self.replicated.plural, ns, rs["metadata"]["name"],
+                                group_version=self.replicated.group_version)
         manager = RefManager(self.client, rs, selector,
                              lambda p: resource_path("pods", ns, p["metadata"]["name"]),
                              recheck_owner(self.client, rs_path, uid))
@@ -313,7 +341,14 @@ class ReplicaSetController:
         self._event(rs, "SuccessfulDelete", f"Deleted pod: {name}")
 
     def _event(self, rs: Obj, reason: str, message: str, event_type: str = "Normal") -> None:
-        self.events.post(event_for(rs, reason, message, "ReplicaSet", COMPONENT, self.clock.now(), event_type))
+        self.events.post(event_for(rs, reason, message, self.replicated.kind, self.replicated.component,
+                                   self.clock.now(), event_type))
+
+
+class ReplicationManager(ReplicaSetController):
+    """The ReplicationController controller: the ReplicaSet controller's code for core/v1 ReplicationControllers."""
+
+    replicated = REPLICATION_CONTROLLERS
 
 
 def _status_facts(pod: Obj) -> tuple[object, ...]:
@@ -325,10 +360,6 @@ def _status_facts(pod: Obj) -> tuple[object, ...]:
     ready = podutil.ready_condition(pod) or {}
     return (status.get("phase"), ready.get("status"), ready.get("lastTransitionTime"),
             podutil.max_container_restarts(pod))
-
-
-def _selector(rs: Obj) -> LabelSelector:
-    return compile_label_selector((rs.get("spec") or {}).get("selector"))
 
 
 def _api_error(error: Exception | None) -> ApiError | None:

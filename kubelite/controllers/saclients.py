@@ -40,6 +40,7 @@ ACCOUNTS: dict[str, str] = {
     "garbagecollector": "generic-garbage-collector",
     "namespace": "namespace-controller",
     "replicaset": "replicaset-controller",
+    "replicationcontroller": "replication-controller",
     "job": "job-controller",
     "cronjob": "cronjob-controller",
     "ttl-after-finished": "ttl-after-finished-controller",

@@ -132,6 +132,13 @@ def _controller_rules() -> dict[str, list[Obj]]:
             rule(["list", "watch", "patch", "create", "delete"], [LEGACY], ["pods"]),
             *events,
             rule(["get"], [APPS], ["replicasets/status"])],  # kubelite: re-reads the status after a conflict
+        "replication-controller": [
+            rule(["get", "list", "watch", "update"], [LEGACY], ["replicationcontrollers"]),
+            rule(["update"], [LEGACY], ["replicationcontrollers/status"]),
+            rule(["update"], [LEGACY], ["replicationcontrollers/finalizers"]),
+            rule(["list", "watch", "patch", "create", "delete"], [LEGACY], ["pods"]),
+            *events,
+            rule(["get"], [LEGACY], ["replicationcontrollers/status"])],  # kubelite: re-reads after a conflict
         "service-account-controller": [
             rule(["create"], [LEGACY], ["serviceaccounts"]),
             *events,

@@ -39,6 +39,7 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     apps.DEPLOYMENTS: apps.DeploymentStrategy,
     apps.CONTROLLER_REVISIONS: apps.ControllerRevisionStrategy,
     apps.DAEMONSETS: apps.DaemonSetStrategy,
+    apps.REPLICATION_CONTROLLERS: apps.ReplicationControllerStrategy,
     batch.JOBS: batch.JobStrategy,
     batch.CRONJOBS: batch.CronJobStrategy,
     kubelite_io.SCHEDULING_EXPLANATIONS: kubelite_io.ExplanationStrategy,

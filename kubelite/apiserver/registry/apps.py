@@ -13,6 +13,10 @@ may change. ControllerRevisions hold the StatefulSet and DaemonSet controllers' 
 DaemonSets follow pkg/registry/apps/daemonset/strategy.go: a template change bumps the template generation,
 which apps/v1 carries in the `deprecated.daemonset.template.generation` annotation (the DaemonSet controller
 stamps it on pods as `pod-template-generation`); the selector is immutable.
+
+core/v1 ReplicationControllers, the ReplicaSet's predecessor, are here beside it: a plain label map as selector
+(defaulted from the template's labels, and mutable), validated as pkg/apis/core/validation's
+ValidateReplicationController.
 """
 
 from __future__ import annotations
@@ -121,6 +125,63 @@ class WorkloadStrategy(Strategy):
         """GetWarningsForPodTemplate, with the template's path."""
         return pod_spec_warnings(((obj.get("spec") or {}).get("template") or {}).get("spec") or {},
                                  "spec.template.spec")
+
+
+def default_replication_controller(obj: Obj) -> None:
+    """SetDefaults_ReplicationController: a template with labels gives an empty selector and empty object labels
+    its labels; replicas 1; the template's defaults."""
+    spec = mapping(obj, "spec")
+    template = spec.get("template")
+    labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    if isinstance(labels, dict) and labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        if not obj["metadata"].get("labels"):
+            obj["metadata"]["labels"] = dict(labels)
+    default_replica_set(spec)
+
+
+def validate_replication_controller_spec(spec: Obj) -> list[Cause]:
+    """ValidateReplicationControllerSpec: a non-empty selector map that matches the template's labels, replicas and
+    minReadySeconds not negative, a template that restarts always and sets no activeDeadlineSeconds."""
+    causes = _nonnegative(spec, "minReadySeconds")
+    selector = spec.get("selector") or {}
+    if not isinstance(selector, dict) or not selector:
+        causes.append(v.required("spec.selector"))
+    causes += _nonnegative(spec, "replicas")
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        return [*causes, v.required("spec.template")]
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if isinstance(selector, dict) and selector and any(labels.get(k) != val for k, val in selector.items()):
+        causes.append(v.invalid("spec.template.metadata.labels", labels,
+                                "`selector` does not match template `labels`"))
+    tspec = template.get("spec") or {}
+    causes += validate_pod_template_spec(tspec, "spec.template.spec")
+    if tspec.get("restartPolicy", "Always") != "Always":
+        causes.append(v.not_supported("spec.template.spec.restartPolicy", tspec.get("restartPolicy"), ["Always"]))
+    if tspec.get("activeDeadlineSeconds") is not None:
+        causes.append(v.invalid("spec.template.spec.activeDeadlineSeconds", tspec["activeDeadlineSeconds"],
+                                "activeDeadlineSeconds in ReplicationController is not Supported"))
+    return causes
+
+
+class ReplicationControllerStrategy(WorkloadStrategy):
+    """A ReplicaSet's strategy with the ReplicationController's defaults and validation; its selector may change."""
+
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        default_replication_controller(obj)
+        super().prepare_create(obj, lookup)
+
+    def prepare_update(self, new: Obj, old: Obj) -> None:
+        default_replication_controller(new)
+        super().prepare_update(new, old)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return Strategy.validate(self, obj) + validate_replication_controller_spec(obj.get("spec") or {})
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return self.validate(new)
 
 
 def _nonnegative(spec: Obj, field: str) -> list[Cause]:
@@ -399,5 +460,8 @@ CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "controller
                                 True, "V1ControllerRevision")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "deployment", "Deployment", True, "V1Deployment",
                        short_names=("deploy",), **_APPS)  # type: ignore[arg-type]
+REPLICATION_CONTROLLERS = Resource("", "v1", "replicationcontrollers", "replicationcontroller",
+                                   "ReplicationController", True, "V1ReplicationController", short_names=("rc",),
+                                   **_APPS)  # type: ignore[arg-type]
 DAEMONSETS = Resource("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, "V1DaemonSet",
                       short_names=("ds",), categories=("all",), subresources=("status",))
