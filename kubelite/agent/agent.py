@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.agent import checkpoint, housekeeping, server
-from kubelite.agent.allocatable import NodeAllocatable, ReservationError
-from kubelite.agent.config import NodeConfig, NodeConfigError
+from kubelite.agent.config import NodeConfig, node_allocatable
 from kubelite.agent.eviction import wiring as eviction
 from kubelite.agent.eviction.host_stats import PodPaths
 from kubelite.agent.loops import forever
@@ -71,12 +70,7 @@ class Agent:
                                 self.services.store.values)
         self.client_ca = client_ca  # who may call the agent's endpoint (server.py): the API server's CA
         self.capacity = host_capacity(data_dir, config.max_pods)
-        self.allocatable = NodeAllocatable(self.capacity, [config.kube_reserved, config.system_reserved],
-                                           config.eviction.thresholds)
-        try:
-            self.allocatable.validate()  # kubelet does not start with a reservation beyond the capacity
-        except ReservationError as exc:
-            raise NodeConfigError(str(exc)) from None
+        self.allocatable = node_allocatable(config, self.capacity)  # refused beyond the capacity, as kubelet
         self.events = EventSink(client, clock)
         self.claim_volumes = ClaimVolumes(client, node_name, data_dir,  # persistentVolumeClaim volumes (S5)
                                           (data_dir, *config.protected_paths))

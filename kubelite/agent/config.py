@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from kubelite.agent.allocatable import ReservationError, parse_reserved
+from kubelite.agent.allocatable import NodeAllocatable, ReservationError, parse_reserved
 from kubelite.agent.container import DEFAULT_CLUSTER_DOMAIN
 from kubelite.agent.eviction.quantity import Quantity
 from kubelite.agent.eviction.thresholds import EvictionConfig, ThresholdConfigError, eviction_config
@@ -105,6 +105,17 @@ def check_self_fence(cfg: NodeConfig) -> None:
     if 0 < after < MIN_SELF_FENCE_AFTER:
         raise NodeConfigError(f"selfFenceAfter: {after:g}s is below the {MIN_SELF_FENCE_AFTER:g}s minimum (the Lease "
                               "is renewed every quarter of it)")
+
+
+def node_allocatable(cfg: NodeConfig, capacity: dict[str, str]) -> NodeAllocatable:
+    """The allocatable of a node of `capacity` under `cfg`; refused, as kubelet refuses to start, when a reservation
+    exceeds the capacity."""
+    allocatable = NodeAllocatable(capacity, [cfg.kube_reserved, cfg.system_reserved], cfg.eviction.thresholds)
+    try:
+        allocatable.validate()
+    except ReservationError as exc:
+        raise NodeConfigError(str(exc)) from None
+    return allocatable
 
 
 def load(path: Path | None) -> NodeConfig:

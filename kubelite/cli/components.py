@@ -29,6 +29,7 @@ from kubelite.agent import server
 from kubelite.agent.agent import Agent
 from kubelite.agent.certificates import with_certificate_rotation
 from kubelite.agent.cgroups import Cgroups
+from kubelite.agent.node import host_capacity
 from kubelite.agent.proxy import nft
 from kubelite.agent.proxy.proxier import Proxier
 from kubelite.agent.runtime.process import ProcessRuntime
@@ -74,6 +75,7 @@ def run_agent(kubeconfig: Path, node_name: str, data_dir: Path, config_file: Pat
     private_files()
     data_dir.mkdir(parents=True, exist_ok=True)
     data_dir.chmod(0o700)
+    node_config.node_allocatable(cfg, host_capacity(data_dir, cfg.max_pods))  # exit 2 now, as kubelet, if it would
     runtime = ProcessRuntime(RealClock(), Cgroups.detect())
     client_ca = client_ca_file.read_bytes() if client_ca_file else server.client_ca_from_kubeconfig(kubeconfig)
     return over_http(run_component(lambda client: with_certificate_rotation(  # a joined node renews its certificate

@@ -37,9 +37,17 @@ def ip_address(text: str) -> str:
     return text
 
 
+def port_number(text: str) -> int:
+    """A port flag, checked as the command line is read (argparse: "invalid port_number value")."""
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise ValueError(text)
+    return port
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", type=Path, default=default_data_dir(), help="state, certificates, kubeconfig")
-    p.add_argument("--port", type=int, default=6443)
+    p.add_argument("--port", type=port_number, default=6443)
     p.add_argument("--bind-address", default="127.0.0.1",
                    help="address to listen on (with --insecure only loopback addresses are allowed)")
     p.add_argument("--advertise-address", default=None, metavar="IP", type=ip_address,
@@ -155,7 +163,8 @@ def parser() -> argparse.ArgumentParser:
     agent.add_argument("--data-dir", type=Path, default=default_data_dir() / "agent")
     agent.add_argument("--node-config", type=Path, help="KubeletConfiguration file")
     agent.add_argument("--address", default="127.0.0.1", help="this node's address (pods use the host network)")
-    agent.add_argument("--port", type=int, default=0, help="port for the agent's log endpoint (0: any free port)")
+    agent.add_argument("--port", type=port_number, default=0,
+                       help="port for the agent's log endpoint (0: any free port)")
     agent.add_argument("--shutdown-grace-period", type=float, default=None,
                        help="on SIGTERM, stop every pod with at most this grace (seconds); default: leave them running")
     agent.add_argument("--self-fence-after", type=float, default=None, metavar="SECONDS",
@@ -215,7 +224,7 @@ def parser() -> argparse.ArgumentParser:
     join.add_argument("--data-dir", type=Path, default=default_data_dir() / "node",
                       help="the node's kubeconfig, certificate and agent state")
     join.add_argument("--address", default="127.0.0.1", help="this node's address (pods use the host network)")
-    join.add_argument("--port", type=int, default=KUBELET_PORT,
+    join.add_argument("--port", type=port_number, default=KUBELET_PORT,
                       help=f"the agent's endpoint (logs, exec, metrics): kubelet's {KUBELET_PORT}; 0: any free port")
     join.add_argument("--node-config", type=Path, help="KubeletConfiguration file")
     join.add_argument("--proxy-mode", choices=["nftables", "none"], default="nftables")
@@ -251,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         # Exit here, not through the interpreter's shutdown: after a KeyboardInterrupt raised inside an import
         # and caught here, CPython 3.11 still ends about one such start in ten by killing itself with SIGINT
         # (exit -2, seen in CI and reproduced with tests/e2e/test_shutdown.py), and a script then reads a
-        # different status for the same Ctrl-C. Nothing has started yet that its shutdown would have to stop.
+        # different status for the same Ctrl-C. Every command that starts something long-lived handles SIGINT
+        # itself (stop_on_signals); what reaches here has registered no atexit work, and its finally blocks ran.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)

@@ -37,6 +37,7 @@ from prometheus_client import CollectorRegistry
 
 from kubelite.agent import config as node_config
 from kubelite.agent.config import NodeConfigError
+from kubelite.agent.node import host_capacity
 from kubelite.apiserver import encryption, gc_tuning, node_connection, pki
 from kubelite.apiserver.allocators import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from kubelite.apiserver.app import ApiServer
@@ -137,8 +138,11 @@ def run(opts: Options) -> int:
         opts.store.check()
     except StoreConfigError as exc:
         raise ConfigError(str(exc)) from None
-    if opts.local_node:
-        node_config.load(opts.node_config)  # a bad file fails `up` now, not its agent in a restart loop
+    if opts.local_node:  # a bad file, or one reserving more than this host has, fails `up` now, not its agent in a
+        # restart loop (the data dir's filesystem as the agent's, which lives in it, once made)
+        cfg = node_config.load(opts.node_config)
+        disk = next(p for p in (opts.data_dir, *opts.data_dir.parents) if p.exists())
+        node_config.node_allocatable(cfg, host_capacity(disk, cfg.max_pods))
     transformers = encryption.load_config(opts.encryption_key_file) if opts.encryption_key_file else {}
     try:
         uvloop.run(_serve(opts, sched, transformers))

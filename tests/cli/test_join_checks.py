@@ -139,3 +139,13 @@ def test_join_hands_its_agent_flags_on(flags: list[str], want: tuple[str, ...]) 
     from kubelite.cli.main import join_agent_args, parser
 
     assert join_agent_args(parser().parse_args([*JOIN, *flags])) == want
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "http"])
+def test_a_port_out_of_range_is_refused_as_the_command_line_is_read(port: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from kubelite.cli.main import parser
+
+    with pytest.raises(SystemExit):
+        parser().parse_args([*JOIN, "--port", port])
+    assert f"argument --port: invalid port_number value: '{port}'" in capsys.readouterr().err

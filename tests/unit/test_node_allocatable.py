@@ -6,7 +6,10 @@ names: each is named here after what it shows), then the allocatable the Node re
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,3 +126,19 @@ def test_bad_reservations_are_refused(raw: object, message: str) -> None:
 
 def test_parse_reserved_keeps_pid() -> None:
     assert parse_reserved("systemReserved", {"pid": "1000"})["pid"].amount == Fraction(1000)
+
+
+@pytest.mark.parametrize(("command", "node_config"), [
+    pytest.param("up", "kubeReserved: {memory: 100Ti}", id="kubelite up: before anything starts"),
+    pytest.param("agent", "systemReserved: {ephemeral-storage: 100Pi}", id="kubelite agent: before it registers"),
+])
+def test_a_reservation_beyond_this_host_stops_the_start(tmp_path: Path, command: str, node_config: str) -> None:
+    """kubelet's validateNodeAllocatable at start: exit 2 with its message, not an agent restarted for ever."""
+    config = tmp_path / "node.yaml"
+    config.write_text(f"kind: KubeletConfiguration\n{node_config}\n")
+    flags = ["--port", "0"] if command == "up" else ["--kubeconfig", str(tmp_path / "none"), "--node-name", "n1"]
+    res = subprocess.run([sys.executable, "-m", "kubelite.cli.main", command, "--data-dir", str(tmp_path / "data"),
+                          "--node-config", str(config), *flags], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2, res
+    assert "Expected capacity >= reservation." in res.stderr
+    assert not (tmp_path / "data" / "kubeconfig").exists()
