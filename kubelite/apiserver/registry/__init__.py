@@ -5,6 +5,7 @@ from __future__ import annotations
 from kubelite.apiserver.registry import (
     apps,
     authorization,
+    autoscaling,
     batch,
     certificates,
     config,
@@ -54,5 +55,9 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     rbac.CLUSTER_ROLE_BINDINGS: rbac.BindingStrategy,
     **{review: serviceaccounts.NotStoredStrategy for review in authorization.REVIEWS},
     certificates.CERTIFICATE_SIGNING_REQUESTS: certificates.CertificateSigningRequestStrategy,
+    autoscaling.HPAS: autoscaling.HorizontalPodAutoscalerStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
+# Versions served by conversion to a stored one (apiserver.versions converts): routed and discovered, not stored.
+CONVERTED: tuple[Resource, ...] = (autoscaling.HPAS_V1,)
+SERVED: tuple[Resource, ...] = (*RESOURCES, *CONVERTED)
