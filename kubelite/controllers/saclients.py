@@ -40,6 +40,7 @@ ACCOUNTS: dict[str, str] = {
     "garbagecollector": "generic-garbage-collector",
     "namespace": "namespace-controller",
     "replicaset": "replicaset-controller",
+    "horizontalpodautoscaling": "horizontal-pod-autoscaler",
     "job": "job-controller",
     "ttl-after-finished": "ttl-after-finished-controller",
     "statefulset": "statefulset-controller",
