@@ -125,7 +125,7 @@ def _validate_metric_identifier(metric: Any, path: str) -> list[Cause]:
 
 def _validate_source(kind: str, src: Obj, path: str) -> list[Cause]:
     """validateObjectSource / validateExternalSource / validatePodsSource / validate(Container)ResourceSource."""
-    target = src.get("target") if isinstance(src.get("target"), dict) else {}
+    target: Obj = src["target"] if isinstance(src.get("target"), dict) else {}
     tpath = f"{path}.target"
     causes: list[Cause] = []
     if kind == "object":
