@@ -28,7 +28,6 @@ from typing import Any, NoReturn
 
 from kubelite.api.errors import ApiError
 from kubelite.api.quantity import QuantityError, milli_quantity, milli_value
-from kubelite.api.selectors import LabelSelector, parse_label_selector
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
 from kubelite.client.informer import NAMESPACE_INDEX, Handlers, Key, key_of
@@ -42,9 +41,10 @@ from kubelite.controllers.replica_calculator import (
     MetricsError,
     PodMetric,
     PodMetrics,
+    PodSelector,
     ReplicaCalculator,
 )
-from kubelite.controllers.runner import ItemExponentialFailureRateLimiter, Runner, WorkQueue, run_synced
+from kubelite.controllers.runner import ItemExponentialFailureRateLimiter, Runner, run_synced
 
 log = logging.getLogger("kubelite.controllers.horizontal")
 
@@ -292,12 +292,12 @@ class ApiMetricsClient:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    async def resource_metric(self, resource: str, namespace: str, selector: LabelSelector,
+    async def resource_metric(self, resource: str, namespace: str, selector: PodSelector,
                               container: str) -> tuple[PodMetrics, float]:
         """GetResourceMetric: each pod's usage summed over its containers (or the named one's)."""
         try:
             listed = await self.client.get(f"{METRICS_API}/namespaces/{namespace}/pods",
-                                           {"labelSelector": str(selector)})
+                                           {"labelSelector": selector.text})
         except ApiError as exc:
             raise MetricsError(f"unable to fetch metrics from resource metrics API: {exc}") from None
         items = listed.get("items") or []
@@ -306,7 +306,7 @@ class ApiMetricsClient:
         metrics = _container_metrics(items, resource, container) if container else _pod_metrics(items, resource)
         return metrics, _stamp(items[0].get("timestamp"))
 
-    async def raw_metric(self, metric: str, namespace: str, selector: LabelSelector,
+    async def raw_metric(self, metric: str, namespace: str, selector: PodSelector,
                          metric_selector: Obj | None) -> tuple[PodMetrics, float]:
         """GetRawMetric: always fails here, as the request to the custom metrics API does."""
         await self._unserved(f"{CUSTOM_METRICS_API}/namespaces/{namespace}/pods/*/{metric}", "custom")
@@ -408,9 +408,9 @@ class HorizontalController:
         self.client = client
         self.clock = clock
         self.sync_period = sync_period
+        self.runner: Runner[Key] = Runner("horizontalpodautoscaler", self.reconcile, clock)
         # NewDefaultHPARateLimiter: every HPA is processed once per sync period, failures included
-        queue: WorkQueue[Key] = WorkQueue(clock, ItemExponentialFailureRateLimiter(sync_period, sync_period))
-        self.runner: Runner[Key] = Runner("horizontalpodautoscaler", self.reconcile, clock, queue=queue)
+        self.runner.queue.limiter = ItemExponentialFailureRateLimiter(sync_period, sync_period)
         self.hpas = shared_informer(client, clock, f"/apis/{HPA_GROUP_VERSION}/horizontalpodautoscalers",
                                     Handlers(self._enqueue, lambda old, new: self._enqueue(new), self._deleted))
         self.pods = shared_informer(client, clock, "/api/v1/pods")
@@ -427,7 +427,7 @@ class HorizontalController:
     def _deleted(self, hpa: Obj) -> None:
         self.runner.queue.forget(key_of(hpa))
 
-    def _pods(self, namespace: str, selector: LabelSelector) -> list[Obj]:
+    def _pods(self, namespace: str, selector: PodSelector) -> list[Obj]:
         return [p for p in self.pods.by_index(NAMESPACE_INDEX, namespace)
                 if selector.matches(p["metadata"].get("labels"))]
 
@@ -593,14 +593,14 @@ class HorizontalController:
                             "the HPA target's scale is missing a selector")
             return None, [], "selector is required"
         try:
-            selector = parse_label_selector(selector_text)
+            selector = PodSelector.parse(selector_text)
         except ApiError as exc:
             message = f"couldn't convert selector into a corresponding internal selector object: {exc}"
             self._event(hpa, "Warning", "InvalidSelector", message)
             self._condition(hpa, "ScalingActive", "False", "InvalidSelector", message)
             return None, [], message
         spec_replicas = (scale.get("spec") or {}).get("replicas", 0)
-        statuses: list[Obj] = [{} for _ in specs]
+        statuses: list[Obj] = [{"type": ""} for _ in specs]  # a failed metric's stays empty, as upstream's
         best: Proposal | None = None
         invalid: list[Unable] = []
         for i, metric in enumerate(specs):
@@ -630,7 +630,7 @@ class HorizontalController:
         self._event(hpa, "Warning", reason, error)
         return Unable(wrapped, reason, f"the HPA was unable to compute the replica count: {error}")
 
-    async def compute_replicas_for_metric(self, hpa: Obj, metric: Obj, spec_replicas: int, selector: LabelSelector,
+    async def compute_replicas_for_metric(self, hpa: Obj, metric: Obj, spec_replicas: int, selector: PodSelector,
                                           status: Obj) -> Proposal:
         """computeReplicasForMetric: one metric's proposal; its status is filled into `status`."""
         kind, namespace = metric.get("type"), hpa["metadata"].get("namespace", "")
@@ -685,7 +685,7 @@ class HorizontalController:
         raise self._unable(hpa, "InvalidMetricSourceType", error, error)
 
     async def _resource_proposal(self, current: int, target: Obj, resource: str, namespace: str, container: str,
-                                 selector: LabelSelector, kind: str) -> tuple[int, Obj, str, float]:
+                                 selector: PodSelector, kind: str) -> tuple[int, Obj, str, float]:
         """computeStatusForResourceMetricGeneric: (replicas, current status, metric's description, time)."""
         if target.get("averageValue") is not None:
             try:

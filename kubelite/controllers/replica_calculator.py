@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubelite.api.quantity import QuantityError, milli_value
-from kubelite.api.selectors import LabelSelector
+from kubelite.api.selectors import LabelSelector, parse_label_selector
 from kubelite.clock import parse_rfc3339
 from kubelite.controllers.podutil import ready_condition
 
@@ -39,6 +39,23 @@ class MetricsError(Exception):
 
 
 @dataclass(frozen=True)
+class PodSelector:
+    """The target's pods as its scale subresource names them: the text (what the metrics API is asked with) and
+    the compiled selector (what the pod cache is filtered with)."""
+
+    text: str
+    compiled: LabelSelector
+
+    @classmethod
+    def parse(cls, text: str) -> PodSelector:
+        """labels.Parse; bad syntax raises the API's 400 ApiError."""
+        return cls(text, parse_label_selector(text))
+
+    def matches(self, labels: dict[str, str] | None) -> bool:
+        return self.compiled.matches(labels)
+
+
+@dataclass(frozen=True)
 class PodMetric:
     value: int  # milli-units: millicores, or milli-bytes as Quantity.MilliValue()
     timestamp: float = 0.0
@@ -49,12 +66,12 @@ PodMetrics = dict[str, PodMetric]  # pod name → its sample
 
 
 class MetricsSource(Protocol):
-    async def resource_metric(self, resource: str, namespace: str, selector: LabelSelector,
+    async def resource_metric(self, resource: str, namespace: str, selector: PodSelector,
                               container: str) -> tuple[PodMetrics, float]:
         """Each selected pod's usage of `resource` (of one container when `container`), and the samples' time."""
         ...
 
-    async def raw_metric(self, metric: str, namespace: str, selector: LabelSelector,
+    async def raw_metric(self, metric: str, namespace: str, selector: PodSelector,
                          metric_selector: Obj | None) -> tuple[PodMetrics, float]:
         """A per-pod custom metric (Pods metrics) of the selected pods."""
         ...
@@ -158,7 +175,7 @@ def metric_usage_ratio(metrics: PodMetrics, target_usage: int) -> tuple[float, i
 
 
 class ReplicaCalculator:
-    def __init__(self, metrics: MetricsSource, pods: Callable[[str, LabelSelector], list[Obj]],
+    def __init__(self, metrics: MetricsSource, pods: Callable[[str, PodSelector], list[Obj]],
                  now: Callable[[], float], tolerance: float = DEFAULT_TOLERANCE,
                  cpu_initialization_period: float = DEFAULT_CPU_INITIALIZATION_PERIOD,
                  delay_of_initial_readiness_status: float = DEFAULT_INITIAL_READINESS_DELAY) -> None:
@@ -169,7 +186,7 @@ class ReplicaCalculator:
         self.cpu_initialization_period = cpu_initialization_period
         self.delay_of_initial_readiness_status = delay_of_initial_readiness_status
 
-    def _selected(self, namespace: str, selector: LabelSelector) -> list[Obj]:
+    def _selected(self, namespace: str, selector: PodSelector) -> list[Obj]:
         pods = self.pods(namespace, selector)
         if not pods:
             raise MetricsError("no pods returned by selector while calculating replica count")
@@ -188,7 +205,7 @@ class ReplicaCalculator:
         return abs(1.0 - ratio) <= self.tolerance
 
     async def resource_replicas(self, current: int, target_utilization: int, resource: str, namespace: str,
-                                selector: LabelSelector, container: str = "") -> tuple[int, int, int, float]:
+                                selector: PodSelector, container: str = "") -> tuple[int, int, int, float]:
         """GetResourceReplicas: (replicas, utilization %, average raw usage, samples' time) for a Utilization
         target."""
         try:
@@ -229,7 +246,7 @@ class ReplicaCalculator:
         return replicas
 
     async def raw_resource_replicas(self, current: int, target_usage: int, resource: str, namespace: str,
-                                    selector: LabelSelector, container: str = "") -> tuple[int, int, float]:
+                                    selector: PodSelector, container: str = "") -> tuple[int, int, float]:
         """GetRawResourceReplicas: (replicas, average usage, samples' time) for an AverageValue target."""
         try:
             metrics, timestamp = await self.metrics.resource_metric(resource, namespace, selector, container)
@@ -239,7 +256,7 @@ class ReplicaCalculator:
         return replicas, usage, timestamp
 
     async def metric_replicas(self, current: int, target_usage: int, metric: str, namespace: str,
-                              selector: LabelSelector, metric_selector: Obj | None) -> tuple[int, int, float]:
+                              selector: PodSelector, metric_selector: Obj | None) -> tuple[int, int, float]:
         """GetMetricReplicas: a Pods metric's (replicas, average usage, samples' time)."""
         try:
             metrics, timestamp = await self.metrics.raw_metric(metric, namespace, selector, metric_selector)
@@ -249,7 +266,7 @@ class ReplicaCalculator:
         return replicas, usage, timestamp
 
     def plain_metric_replicas(self, metrics: PodMetrics, current: int, target_usage: int, namespace: str,
-                              selector: LabelSelector, resource: str) -> tuple[int, int]:
+                              selector: PodSelector, resource: str) -> tuple[int, int]:
         """calcPlainMetricReplicas: as for utilization, missing pods using the target itself on a scale-down."""
         pods = self._selected(namespace, selector)
         grouped = self._group(pods, metrics, resource)

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kubelite.api.selectors import LabelSelector, parse_label_selector
 from kubelite.clock import rfc3339
 from kubelite.controllers.replica_calculator import (
     Grouped,
     MetricsError,
     PodMetric,
     PodMetrics,
+    PodSelector,
     ReplicaCalculator,
     group_pods,
 )
@@ -68,7 +68,7 @@ class FakeSource:
         return {(names[i] if i < len(names) else f"test-pod-{i}"): PodMetric(v, ZERO, 60.0)
                 for i, v in enumerate(values)}
 
-    async def resource_metric(self, resource: str, namespace: str, selector: LabelSelector,
+    async def resource_metric(self, resource: str, namespace: str, selector: PodSelector,
                               container: str) -> tuple[PodMetrics, float]:
         if not self.case.levels:
             raise MetricsError("no metrics returned from resource metrics API")
@@ -77,7 +77,7 @@ class FakeSource:
             return self._samples([pod[index] for pod in self.case.levels if index < len(pod)]), ZERO
         return self._samples([sum(pod) for pod in self.case.levels]), ZERO
 
-    async def raw_metric(self, metric: str, namespace: str, selector: LabelSelector,
+    async def raw_metric(self, metric: str, namespace: str, selector: PodSelector,
                          metric_selector: object) -> tuple[PodMetrics, float]:
         return self._samples(self.case.custom or []), ZERO
 
@@ -200,7 +200,7 @@ def calculator(case: Case) -> ReplicaCalculator:
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=n) for n, c in CASES.items()])
 async def test_replica_calc(case: Case) -> None:
-    calc, selector = calculator(case), parse_label_selector("name=test-pod")
+    calc, selector = calculator(case), PodSelector.parse("name=test-pod")
     if case.custom is not None:
         replicas, usage, _ = await calc.metric_replicas(case.current, case.target, "qps", "test-namespace", selector,
                                                         None)
@@ -229,7 +229,7 @@ async def test_replica_calc_computed_tolerance_alg_implementation() -> None:
         case = Case(start_pods, final_pods if expect_scale else start_pods, requests, levels(*[used // 10] * 10),
                     int(target * 100), used * 100 // requested, CONTAINERS * used // 10)
         replicas, utilization, value, _ = await calculator(case).resource_replicas(
-            case.current, case.target, "cpu", "test-namespace", parse_label_selector("name=test-pod"))
+            case.current, case.target, "cpu", "test-namespace", PodSelector.parse("name=test-pod"))
         assert (replicas, utilization, value) == (case.expected, case.utilization, case.value)
 
 
