@@ -510,8 +510,8 @@ PRINTERS: dict[str, Printer] = {
     "Endpoints": (_cols("Name", "Endpoints", "Age"), _endpoints_cells),
     "CertificateSigningRequest": (_cols("Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"),
                                   _csr_cells),
-    "HorizontalPodAutoscaler": (_cols("Name", "Reference", "Targets", "MinPods", "MaxPods:integer",
-                                      "Replicas:integer", "Age"), _hpa_cells),
+    "HorizontalPodAutoscaler": (_cols("Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"),
+                                _hpa_cells),  # printers.go declares them all strings; the counts are int64 cells
     "NodeFence": (_cols("Name", "Node", "Phase", "Attempts:integer", "Agent", "Age", "+Message"), _fence_cells),
 }
 _DEFAULT: Printer = ([("Name", "string", 0), ("Created At", "date", 0)], _default_cells)
