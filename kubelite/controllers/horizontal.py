@@ -14,8 +14,8 @@ is first looked at one period after it appears) each HPA is reconciled, talking 
 
 Pods, Object and External metrics need the custom and external metrics APIs, which kubelite does not serve: the
 request is made, fails, and the HPA says so (ScalingActive False, FailedGetPodsMetric / FailedGetObjectMetric /
-FailedGetExternalMetric) rather than scaling on a guess. Not done: the check that two HPAs select the same pods
-(AmbiguousSelector), and the controller's Prometheus metrics.
+FailedGetExternalMetric) rather than scaling on a guess. Pods selected by two HPAs' targets stop both
+(AmbiguousSelector). Not done: the controller's Prometheus metrics.
 """
 
 from __future__ import annotations
@@ -420,12 +420,16 @@ class HorizontalController:
                                             delay_of_initial_readiness_status)
         self.recommender = Recommender(downscale_stabilization)
         self._resources: dict[str, list[Obj]] = {}  # group-version → its discovered resources
+        # hpaSelectors: each HPA's target selector as last read (None: not read yet, selects nothing)
+        self.selectors: dict[Key, PodSelector | None] = {}
 
     def _enqueue(self, hpa: Obj) -> None:
         self.runner.queue.add_rate_limited(key_of(hpa))
+        self.selectors.setdefault(key_of(hpa), None)
 
     def _deleted(self, hpa: Obj) -> None:
         self.runner.queue.forget(key_of(hpa))
+        self.selectors.pop(key_of(hpa), None)
 
     def _pods(self, namespace: str, selector: PodSelector) -> list[Obj]:
         return [p for p in self.pods.by_index(NAMESPACE_INDEX, namespace)
@@ -599,6 +603,11 @@ class HorizontalController:
             self._event(hpa, "Warning", "InvalidSelector", message)
             self._condition(hpa, "ScalingActive", "False", "InvalidSelector", message)
             return None, [], message
+        ambiguous = self._ambiguous(hpa, selector)
+        if ambiguous:
+            self._event(hpa, "Warning", "AmbiguousSelector", ambiguous)
+            self._condition(hpa, "ScalingActive", "False", "AmbiguousSelector", ambiguous)
+            return None, [], ambiguous
         spec_replicas = (scale.get("spec") or {}).get("replicas", 0)
         statuses: list[Obj] = [{"type": ""} for _ in specs]  # a failed metric's stays empty, as upstream's
         best: Proposal | None = None
@@ -623,6 +632,20 @@ class HorizontalController:
         if error:
             log.info("%s/%s: %s", hpa["metadata"].get("namespace"), hpa["metadata"]["name"], error)
         return best, statuses, error
+
+    def _ambiguous(self, hpa: Obj, selector: PodSelector) -> str:
+        """validateAndParseSelector's last check: the message when the pods of `selector` are also selected by
+        another HPA's target (as last read), "" when this HPA is their only one."""
+        key = key_of(hpa)
+        if key in self.selectors:
+            self.selectors[key] = selector
+        pods = [p["metadata"].get("labels") or {} for p in self._pods(key[0], selector)]
+        selecting = sorted(k for k, other in self.selectors.items()
+                           if other is not None and k[0] == key[0] and any(other.matches(labels) for labels in pods))
+        if len(selecting) <= 1:
+            return ""
+        keys = " ".join(f"{{{name} {namespace}}}" for namespace, name in selecting)
+        return f"pods by selector {selector.text} are controlled by multiple HPAs: [{keys}]"
 
     def _unable(self, hpa: Obj, reason: str, error: str, wrapped: str) -> Unable:
         """getUnableComputeReplicaCountCondition: the Warning event and ScalingActive's message for a failed

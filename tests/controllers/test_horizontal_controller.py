@@ -5,7 +5,8 @@ agent's /stats/summary (a real HTTPS server playing the agent, as tests/api/test
 Upstream's horizontal_test.go scenarios in this setting: a scale-up on CPU utilization (TestScaleUp), a scale-down
 held by the downscale stabilization window then taken (TestScaleDown…), behavior's policies limiting a scale-up,
 no metrics (FailedGetResourceMetric), a Pods metric without a custom metrics API (FailedGetPodsMetric), the target
-outside [minReplicas, maxReplicas], and a target at zero replicas (ScalingDisabled)."""
+outside [minReplicas, maxReplicas], a target at zero replicas (ScalingDisabled), and two HPAs on the same pods
+(AmbiguousSelector)."""
 
 from __future__ import annotations
 
@@ -63,19 +64,20 @@ class Cluster:
                                                         "memory": {"time": stamp, "workingSetBytes": 2**20}}]}
                                        for i, milli in enumerate(cpu_milli)]}
 
-    async def hpa(self, **spec: Any) -> None:
-        body = {"metadata": {"name": "web"}, "spec": {
+    async def hpa(self, name: str = "web", **spec: Any) -> None:
+        body = {"metadata": {"name": name}, "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 5,
             "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
                 "type": "Utilization", "averageUtilization": 50}}}], **spec}}
         await self.client.create(HPAS, body)
 
-    async def until(self, check: Callable[[Obj], bool], what: str, seconds: float = 4 * SYNC) -> Obj:
+    async def until(self, check: Callable[[Obj], bool], what: str, seconds: float = 4 * SYNC, name: str = "web"
+                    ) -> Obj:
         """Advance fake time a second at a time (the HPA's sync period is 15 s) until `check(hpa)`."""
         for _ in range(int(seconds)):
             await self.clock.advance(1.0)
             await asyncio.sleep(0.01)
-            hpa = await self.client.get(f"{HPAS}/web")
+            hpa = await self.client.get(f"{HPAS}/{name}")
             if check(hpa):
                 return hpa
         raise AssertionError(f"timed out waiting for {what}: {hpa.get('status')}")
@@ -219,3 +221,15 @@ async def test_target_at_zero_replicas_is_not_autoscaled(cluster: Cluster) -> No
     assert condition(hpa, "ScalingActive") == ("False", "ScalingDisabled",
                                                "scaling is disabled since the replica count of the target is zero")
     assert await cluster.replicas() == 0
+
+
+async def test_two_hpas_on_the_same_pods_are_ambiguous(cluster: Cluster) -> None:
+    await cluster.pods([450, 450])
+    await cluster.hpa()
+    await cluster.until(lambda h: "conditions" in h["status"], "the first HPA's sync")
+    await cluster.hpa("web2")
+    message = "pods by selector app=web are controlled by multiple HPAs: [{web default} {web2 default}]"
+    for name in ("web2", "web"):
+        hpa = await cluster.until(lambda h: any(c["reason"] == "AmbiguousSelector"
+                                                for c in h["status"].get("conditions", [])), name, name=name)
+        assert condition(hpa, "ScalingActive") == ("False", "AmbiguousSelector", message)
