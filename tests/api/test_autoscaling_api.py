@@ -300,3 +300,22 @@ async def test_get_hpa_table(api: Client) -> None:
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Reference", "Targets", "MinPods", "MaxPods",
                                                               "Replicas", "Age"]
     assert table["rows"][0]["cells"][:6] == ["web", "Deployment/web", "cpu: <unknown>/70%", "1", 5, 0]
+
+
+async def test_v1_watch_converts_events(api: Client) -> None:
+    await call(api, "POST", V2, {"metadata": {"name": "web"}, "spec": spec()}, 201)
+    resp = await api.get(V1, params={"watch": "true", "timeoutSeconds": "1"})
+    events = [orjson.loads(line) for line in (await resp.read()).splitlines() if line]
+    assert [(e["type"], e["object"]["apiVersion"], e["object"]["spec"]["targetCPUUtilizationPercentage"])
+            for e in events] == [("ADDED", "autoscaling/v1", 70)]
+
+
+async def test_v1_status_update_keeps_v2_conditions(api: Client) -> None:
+    """A v1 status write converts currentCPUUtilizationPercentage back into the v2 current metric."""
+    await call(api, "POST", V2, {"metadata": {"name": "web"}, "spec": spec()}, 201)
+    v1 = await call(api, "GET", f"{V1}/web")
+    v1["status"] = {"currentReplicas": 2, "desiredReplicas": 3, "currentCPUUtilizationPercentage": 40}
+    await call(api, "PUT", f"{V1}/web/status", v1)
+    status = (await call(api, "GET", f"{V2}/web"))["status"]
+    assert status == {"currentReplicas": 2, "desiredReplicas": 3, "currentMetrics": [
+        {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 40}}}]}
