@@ -319,3 +319,12 @@ async def test_v1_status_update_keeps_v2_conditions(api: Client) -> None:
     status = (await call(api, "GET", f"{V2}/web"))["status"]
     assert status == {"currentReplicas": 2, "desiredReplicas": 3, "currentMetrics": [
         {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 40}}}]}
+
+
+@pytest.mark.parametrize("annotation", ['[{"type": "Resource", "resource": "cpu"}]', '{"not": "a list"}', "not json",
+                                        '[{"type": "Pods", "pods": {"metricName": 7}}]'])
+async def test_v1_round_trip_annotations_that_make_no_sense_are_never_a_500(api: Client, annotation: str) -> None:
+    body = {"metadata": {"name": "web", "annotations": {"autoscaling.alpha.kubernetes.io/metrics": annotation}},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3}}
+    resp = await api.post(V1, data=orjson.dumps(body), headers={"Content-Type": "application/json"})
+    assert resp.status in (201, 400, 422), await resp.read()

@@ -327,18 +327,18 @@ def _metric_spec_to_v1(m: Obj) -> Obj:
 def _metric_spec_from_v1(m: Obj) -> Obj:
     """Convert_v1_MetricSpec_To_autoscaling_MetricSpec: each source's target type from which value it sets."""
     out: Obj = {"type": m.get("type")}
-    if (src := m.get("object")) is not None:
+    if isinstance(src := m.get("object"), dict):
         average = src.get("averageValue")
         target: Obj = {"type": "Value" if average is None else "AverageValue"}
         _set(target, "value", src.get("targetValue"))
         _set(target, "averageValue", average)
         out["object"] = {"describedObject": src.get("target") or {}, "target": target,
                          "metric": _identifier(src.get("metricName"), src.get("selector"))}
-    if (src := m.get("pods")) is not None:
+    if isinstance(src := m.get("pods"), dict):
         out["pods"] = {"metric": _identifier(src.get("metricName"), src.get("selector")),
                        "target": {"type": "AverageValue", "averageValue": src.get("targetAverageValue")}}
     for field in ("resource", "containerResource"):
-        if (src := m.get(field)) is not None:
+        if isinstance(src := m.get(field), dict):
             utilization = src.get("targetAverageUtilization")
             target = {"type": "AverageValue" if utilization is None else "Utilization"}
             _set(target, "averageUtilization", utilization)
@@ -346,7 +346,7 @@ def _metric_spec_from_v1(m: Obj) -> Obj:
             res: Obj = {"name": src.get("name", ""), "target": target}
             _set(res, "container", src.get("container"))
             out[field] = res
-    if (src := m.get("external")) is not None:
+    if isinstance(src := m.get("external"), dict):
         value = src.get("targetValue")
         target = {"type": "AverageValue" if value is None else "Value"}
         _set(target, "value", value)
@@ -394,24 +394,24 @@ def _metric_status_to_v1(m: Obj) -> Obj:
 
 def _metric_status_from_v1(m: Obj) -> Obj:
     out: Obj = {"type": m.get("type")}
-    if (src := m.get("object")) is not None:
+    if isinstance(src := m.get("object"), dict):
         current: Obj = {}
         _set(current, "value", src.get("currentValue"))
         _set(current, "averageValue", src.get("averageValue"))
         out["object"] = {"describedObject": src.get("target") or {}, "current": current,
                          "metric": _identifier(src.get("metricName"), src.get("selector"))}
-    if (src := m.get("pods")) is not None:
+    if isinstance(src := m.get("pods"), dict):
         out["pods"] = {"metric": _identifier(src.get("metricName"), src.get("selector")),
                        "current": {"averageValue": src.get("currentAverageValue")}}
     for field in ("resource", "containerResource"):
-        if (src := m.get(field)) is not None:
+        if isinstance(src := m.get(field), dict):
             current = {}
             _set(current, "averageValue", src.get("currentAverageValue"))
             _set(current, "averageUtilization", src.get("currentAverageUtilization"))
             res: Obj = {"name": src.get("name", ""), "current": current}
             _set(res, "container", src.get("container"))
             out[field] = res
-    if (src := m.get("external")) is not None:
+    if isinstance(src := m.get("external"), dict):
         current = {}
         _set(current, "value", src.get("currentValue"))
         _set(current, "averageValue", src.get("currentAverageValue"))
@@ -454,7 +454,7 @@ def to_v1(obj: Obj) -> Obj:
         annotations[BEHAVIOR_ANNOTATION] = _json(behavior)
     current = status.pop("currentMetrics", None) or []
     for m in current:
-        utilization = (m.get("resource") or {}).get("current", {}).get("averageUtilization")
+        utilization = ((m.get("resource") or {}).get("current") or {}).get("averageUtilization")
         if m.get("type") == "Resource" and (m.get("resource") or {}).get("name") == "cpu" and utilization is not None:
             status["currentCPUUtilizationPercentage"] = utilization
     if current:
