@@ -78,3 +78,21 @@ def milli_value(text: object) -> int:
 
 def value(text: object) -> int:
     return math.ceil(parse_quantity(text))
+
+
+_DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""))
+
+
+def milli_quantity(milli: int) -> str:
+    """resource.NewMilliQuantity(milli, DecimalSI).String(): the largest decimal suffix that keeps the number whole
+    (`1500m` → "1500m", 2000000m → "2k"), milli-units when the value is not whole."""
+    if milli == 0:
+        return "0"
+    sign, size = ("-" if milli < 0 else ""), abs(milli)
+    if size % 1000:
+        return f"{sign}{size}m"
+    size //= 1000
+    for exponent, suffix in _DECIMAL_SUFFIXES:
+        if size % 10**exponent == 0:
+            return f"{sign}{size // 10**exponent}{suffix}"
+    return f"{sign}{size}"

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from kubelite.apiserver import metrics_api, openapi
-from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry import SERVED
 from kubelite.apiserver.registry.base import Resource
 
 Obj = dict[str, Any]
@@ -39,7 +39,7 @@ _SUB_VERBS["approval"] = ["get", "patch", "update"]  # certificatesigningrequest
 
 def groups() -> dict[str, list[Resource]]:
     out: dict[str, list[Resource]] = {}
-    for r in (*RESOURCES, *metrics_api.RESOURCES):  # metrics.k8s.io: served by metrics_api, not stored
+    for r in (*SERVED, *metrics_api.RESOURCES):  # metrics.k8s.io: served by metrics_api, not stored
         out.setdefault(r.group_version, []).append(r)
     return out
 
@@ -87,8 +87,8 @@ def api_group(name: str) -> Obj | None:
     versions = [gv for gv in groups() if gv.startswith(name + "/")]
     if not versions:
         return None
-    ref = {"groupVersion": versions[0], "version": versions[0].split("/")[1]}
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": [ref], "preferredVersion": ref}
+    refs = [{"groupVersion": gv, "version": gv.split("/")[1]} for gv in versions]  # the preferred (stored) first
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": refs, "preferredVersion": refs[0]}
 
 
 def api_group_list() -> Obj:

@@ -28,6 +28,7 @@ from kubelite.apiserver import (
     subresources,
     tables,
     typecheck,
+    versions,
     watch,
 )
 from kubelite.apiserver.cache import decode
@@ -94,6 +95,9 @@ class ResourceHandlers:
                 raise errors.method_not_allowed(request.method, "bindings")
             return await self._binding(request, target.namespace, None)
         r, method, sub = target.resource, request.method, target.subresource
+        conversion = versions.CONVERSIONS.get(r)
+        if conversion is not None:  # a version served by conversion to the stored one
+            return await versions.serve(self, request, target, conversion)
         if sub:  # the subresources served by handlers of their own (an object's or its status's requests are not)
             if sub == "log":
                 if method != "GET":

@@ -21,7 +21,7 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.apiserver import goutf8, protobuf
 from kubelite.apiserver.nesting import MAX_DEPTH, TooDeep, check_depth, headroom
-from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry import SERVED
 from kubelite.apiserver.registry.base import Resource
 
 MAX_BODY = 3 * 1024 * 1024
@@ -45,7 +45,7 @@ PATCH_TYPES = (MERGE_PATCH, STRATEGIC_PATCH, JSON_PATCH, APPLY_PATCH)
 BODY_TYPES = (JSON, YAML, PROTOBUF)
 _OPERATION_LEVELS = 2  # a JSON patch holds its values two levels down (the list, the operation)
 
-_BY_GV_PLURAL = {(r.group_version, r.plural): r for r in RESOURCES}
+_BY_GV_PLURAL = {(r.group_version, r.plural): r for r in SERVED}
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 

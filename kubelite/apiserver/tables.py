@@ -321,6 +321,44 @@ def _deploy_cells(d: Obj, now: float) -> Cells:
             sel]
 
 
+def _hpa_metric(spec: Obj, status: Obj | None) -> str:
+    """One metric of formatHPAMetrics: `current/target` ("<unknown>" before the controller measured it), resource
+    metrics prefixed by their resource's name, averages of Object and External metrics marked `(avg)`."""
+    kind = spec.get("type")
+    field = {"External": "external", "Pods": "pods", "Object": "object", "Resource": "resource",
+             "ContainerResource": "containerResource"}.get(kind or "")
+    if field is None:
+        return "<unknown type>"
+    source, current = spec.get(field) or {}, ((status or {}).get(field) or {}).get("current") if status else None
+    target = source.get("target") or {}
+    if kind in ("Resource", "ContainerResource"):
+        if target.get("averageValue") is not None:
+            shown = (current or {}).get("averageValue") if current is not None else None
+            return f"{source.get('name', '')}: {shown or '<unknown>'}/{target['averageValue']}"
+        utilization = (current or {}).get("averageUtilization")
+        wanted = target.get("averageUtilization")
+        return (f"{source.get('name', '')}: {'<unknown>' if utilization is None else f'{utilization}%'}/"
+                f"{'<auto>' if wanted is None else f'{wanted}%'}")
+    if kind == "Pods":
+        return f"{(current or {}).get('averageValue') or '<unknown>'}/{target.get('averageValue')}"
+    if target.get("averageValue") is not None:  # Object, External
+        return f"{(current or {}).get('averageValue') or '<unknown>'}/{target['averageValue']} (avg)"
+    return f"{(current or {}).get('value') or '<unknown>'}/{target.get('value')}"
+
+
+def _hpa_cells(hpa: Obj, now: float) -> Cells:
+    """printHorizontalPodAutoscaler: the target as Kind/name, formatHPAMetrics (two metrics, then "+ N more...")."""
+    spec, status = hpa.get("spec") or {}, hpa.get("status") or {}
+    ref = spec.get("scaleTargetRef") or {}
+    metrics, current = spec.get("metrics") or [], status.get("currentMetrics") or []
+    shown = [_hpa_metric(m, current[i] if i < len(current) else None) for i, m in enumerate(metrics)]
+    targets = ", ".join(shown[:2]) + (f" + {len(shown) - 2} more..." if len(shown) > 2 else "") if shown else "<none>"
+    low = spec.get("minReplicas")
+    return [hpa["metadata"]["name"], f"{ref.get('kind', '')}/{ref.get('name', '')}", targets,
+            "<unset>" if low is None else str(low), spec.get("maxReplicas", 0), status.get("currentReplicas", 0),
+            _age(hpa, now)]
+
+
 def _ds_cells(ds: Obj, now: float) -> Cells:
     """printDaemonSet: the status counts and the template's nodeSelector (labels.FormatLabels: sorted)."""
     status = ds.get("status") or {}
@@ -534,6 +572,8 @@ PRINTERS: dict[str, Printer] = {
     "Endpoints": (_cols("Name", "Endpoints", "Age"), _endpoints_cells),
     "CertificateSigningRequest": (_cols("Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"),
                                   _csr_cells),
+    "HorizontalPodAutoscaler": (_cols("Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"),
+                                _hpa_cells),  # printers.go declares them all strings; the counts are int64 cells
     "NodeFence": (_cols("Name", "Node", "Phase", "Attempts:integer", "Agent", "Age", "+Message"), _fence_cells),
     "Ingress": (_cols("Name", "Class", "Hosts", "Address", "Ports", "Age"), _ingress_cells),
     "IngressClass": (_cols("Name", "Controller", "Parameters", "Age"), _ingress_class_cells),

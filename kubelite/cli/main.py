@@ -140,6 +140,8 @@ def parser() -> argparse.ArgumentParser:
                        help="EncryptionConfiguration file: Secrets encrypted at rest (aesgcm, identity)")
         p.add_argument("--node-monitor-grace-period", type=float, default=40.0, metavar="SECONDS",
                        help="how long a node may go without a heartbeat before it is marked Unknown and tainted")
+        p.add_argument("--horizontal-pod-autoscaler-sync-period", type=float, default=15.0, metavar="SECONDS",
+                       help="how often each HorizontalPodAutoscaler is reconciled (default 15, upstream's)")
         p.add_argument("--fencing-config", type=Path, default=None, metavar="FILE",
                        help="FencingConfiguration: fence agents per node pool (default: never fence)")
         p.add_argument("--service-cluster-ip-range", default="10.96.0.0/12", metavar="CIDR",
@@ -365,6 +367,7 @@ def _main(argv: list[str] | None) -> int:
                                        node_config=getattr(args, "node_config", None),
                                        local_node=args.command == "up",
                                        node_monitor_grace_period=args.node_monitor_grace_period,
+                                       hpa_sync_period=args.horizontal_pod_autoscaler_sync_period,
                                        service_cidr=args.service_cluster_ip_range, event_ttl=args.event_ttl,
                                        encryption_key_file=args.encryption_key_file,
                                        store=StoreSpec(args.store, args.etcd_cafile, args.etcd_certfile,

@@ -53,6 +53,7 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock, RealClock, bounded
 from kubelite.controllers import csrsigning, registry
 from kubelite.controllers.fencing import fencing_factory
+from kubelite.controllers.horizontal import HorizontalController
 from kubelite.controllers.leaderelection import LeaseTiming, elected
 from kubelite.controllers.manager import keep_running, run_controllers
 from kubelite.controllers.metrics import WorkqueueMetrics
@@ -102,6 +103,7 @@ class Options:
     node_config: Path | None = None
     local_node: bool = False  # `up`: also run a node agent for this machine
     node_monitor_grace_period: float = 40.0
+    hpa_sync_period: float = 15.0  # --horizontal-pod-autoscaler-sync-period, seconds
     service_cidr: str = DEFAULT_SERVICE_CIDR
     event_ttl: int = DEFAULT_EVENT_TTL  # --event-ttl in whole seconds (0: Events never expire)
     encryption_key_file: Path | None = None  # an EncryptionConfiguration: Secrets encrypted at rest
@@ -278,6 +280,7 @@ def _start_components(opts: Options, sched: scheduler_config.SchedulerConfig | N
         lifecycle = NodeLifecycleOptions(node_monitor_grace_period=opts.node_monitor_grace_period)
         configured: dict[str, registry.Factory] = {
             "nodelifecycle": functools.partial(NodeLifecycleController, options=lifecycle),
+            "horizontalpodautoscaling": functools.partial(HorizontalController, sync_period=opts.hpa_sync_period),
             "root-ca-cert-publisher": functools.partial(RootCACertPublisher, root_ca=root_ca),
             "csrsigning": csrsigning.factory(root_ca, (opts.data_dir / "pki" / "ca.key").read_bytes())}
         configured.update(fencing_factory(opts.fencing_config))

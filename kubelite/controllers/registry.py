@@ -23,6 +23,7 @@ from kubelite.controllers.endpoints import EndpointsController
 from kubelite.controllers.endpointslice import EndpointSliceController
 from kubelite.controllers.fencing import FencingController
 from kubelite.controllers.garbagecollector import GarbageCollector
+from kubelite.controllers.horizontal import HorizontalController
 from kubelite.controllers.job import JobController
 from kubelite.controllers.metrics import PROVIDER, WorkqueueMetrics
 from kubelite.controllers.namespace import NamespaceController
@@ -58,6 +59,7 @@ CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": ReplicationManager,
     "job": JobController,
     "cronjob": CronJobController,
+    "horizontalpodautoscaling": HorizontalController,
     "ttl-after-finished": TTLAfterFinishedController,
     "statefulset": StatefulSetController,
     "serviceaccount": ServiceAccountsController,

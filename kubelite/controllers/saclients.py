@@ -41,6 +41,7 @@ ACCOUNTS: dict[str, str] = {
     "namespace": "namespace-controller",
     "replicaset": "replicaset-controller",
     "replicationcontroller": "replication-controller",
+    "horizontalpodautoscaling": "horizontal-pod-autoscaler",
     "job": "job-controller",
     "cronjob": "cronjob-controller",
     "ttl-after-finished": "ttl-after-finished-controller",

@@ -10,7 +10,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from kubelite.apiserver import metrics_api
-from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry import SERVED
 from kubelite.testing.builders import make_pod
 from tests.api.test_rest import PODS, call
 
@@ -93,7 +93,8 @@ async def test_discovery_documents(api: Client) -> None:
                                                      "scheduling.k8s.io", "kubelite.io", "authentication.k8s.io",
                                                      "discovery.k8s.io", "metrics.k8s.io", "storage.k8s.io",
                                                      "rbac.authorization.k8s.io", "authorization.k8s.io",
-                                                     "certificates.k8s.io", "networking.k8s.io"}
+                                                     "certificates.k8s.io", "networking.k8s.io",
+                                                     "autoscaling"}
     resp = await api.get("/api", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;"
                                                     "as=APIGroupDiscoveryList,application/json"})
     assert resp.headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
@@ -104,7 +105,8 @@ async def test_discovery_documents(api: Client) -> None:
                                    "apis/authentication.k8s.io/v1", "apis/discovery.k8s.io/v1",
                                    "apis/metrics.k8s.io/v1beta1", "apis/storage.k8s.io/v1",
                                    "apis/rbac.authorization.k8s.io/v1", "apis/authorization.k8s.io/v1",
-                                   "apis/certificates.k8s.io/v1", "apis/networking.k8s.io/v1"}
+                                   "apis/certificates.k8s.io/v1", "apis/networking.k8s.io/v1",
+                                   "apis/autoscaling/v2", "apis/autoscaling/v1"}
     doc = await call(api, "GET", index["paths"]["api/v1"]["serverRelativeURL"], expect=200)
     patch = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert any(p["name"] == "fieldValidation" for p in patch["parameters"])
@@ -198,4 +200,4 @@ async def test_openapi_v3_has_a_schema_for_every_served_kind(api: Client) -> Non
         for component in doc["components"]["schemas"].values():
             gvks = component.get("x-kubernetes-group-version-kind", [])
             served |= {(g["group"], g["version"], g["kind"]) for g in gvks}
-    assert served == {(r.group, r.version, r.kind) for r in (*RESOURCES, *metrics_api.RESOURCES)}
+    assert served == {(r.group, r.version, r.kind) for r in (*SERVED, *metrics_api.RESOURCES)}

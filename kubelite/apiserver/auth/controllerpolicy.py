@@ -94,6 +94,15 @@ def _controller_rules() -> dict[str, list[Obj]]:
             rule(["update"], [BATCH], ["cronjobs/finalizers"]),
             rule(["list", "delete"], [LEGACY], ["pods"]),
             *events],
+        "horizontal-pod-autoscaler": [
+            rule(["get", "list", "watch"], ["autoscaling"], ["horizontalpodautoscalers"]),
+            rule(["update"], ["autoscaling"], ["horizontalpodautoscalers/status"]),
+            rule(["get", "update"], ["*"], ["*/scale"]),
+            rule(["list", "watch"], [LEGACY], ["pods"]),  # kubelite: watch, for its pod informer
+            rule(["list"], ["metrics.k8s.io"], ["pods"]),
+            rule(["get", "list"], ["custom.metrics.k8s.io"], ["*"]),
+            rule(["get", "list"], ["external.metrics.k8s.io"], ["*"]),
+            *events],
         "job-controller": [
             rule(["get", "list", "watch", "update", "patch"], [BATCH], ["jobs"]),
             rule(["update"], [BATCH], ["jobs/status"]),

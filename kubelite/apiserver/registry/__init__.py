@@ -5,6 +5,7 @@ from __future__ import annotations
 from kubelite.apiserver.registry import (
     apps,
     authorization,
+    autoscaling,
     batch,
     certificates,
     config,
@@ -60,5 +61,9 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     networking.INGRESSES: networking.IngressStrategy,
     networking.INGRESS_CLASSES: networking.IngressClassStrategy,
     networking.NETWORK_POLICIES: networking.NetworkPolicyStrategy,
+    autoscaling.HPAS: autoscaling.HorizontalPodAutoscalerStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
+# Versions served by conversion to a stored one (apiserver.versions converts): routed and discovered, not stored.
+CONVERTED: tuple[Resource, ...] = (autoscaling.HPAS_V1,)
+SERVED: tuple[Resource, ...] = (*RESOURCES, *CONVERTED)

@@ -1,0 +1,158 @@
+"""Kinds served at a second version by conversion at the handler boundary (autoscaling/v1 HorizontalPodAutoscalers).
+
+Upstream decodes every request body into the internal type and encodes every answer in the version asked for.
+kubelite stores and handles one version per kind (the storage version); a `Conversion` names another version it
+serves and the two functions between them. A request at that version is served by the storage version's handling
+with its bodies converted on the way in and its answers on the way out:
+- create and update: the body is decoded, pruned and type-checked as the served version's type, then converted;
+- patch: the patch applies to the current object as the served version shows it (merge, JSON and strategic merge
+  patches; server-side apply is refused with 415 here);
+- reads, deletes and watches: the stored objects are converted as they are answered. Tables are the storage
+  version's: the printer reads the stored object, as upstream's prints the internal one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from kubelite.api import errors
+from kubelite.apiserver import handlers as h
+from kubelite.apiserver import listoptions, nesting, patch, watch
+from kubelite.apiserver.cache import CachedEvent
+from kubelite.apiserver.registry import autoscaling
+from kubelite.apiserver.registry.base import Obj, Resource
+from kubelite.apiserver.request import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    MERGE_PATCH,
+    PATCH_TYPES,
+    Target,
+    decode_body,
+    decode_request_body,
+    media_type,
+    parse_bool,
+    parse_int,
+    read_body,
+    wants_table,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Conversion:
+    served: Resource  # the version a client names
+    storage: Resource  # the version stored and handled
+    to_storage: Callable[[Obj], Obj]
+    from_storage: Callable[[Obj], Obj]
+
+    def answer(self, data: Any) -> Any:
+        """An answer of the storage version's handling as the served version: its object, or a list's items."""
+        if not isinstance(data, dict) or data.get("apiVersion") != self.storage.group_version:
+            return data
+        if data.get("kind") == self.storage.kind:
+            return self.from_storage(data)
+        if data.get("kind") == f"{self.storage.kind}List":
+            return {**data, "apiVersion": self.served.group_version,
+                    "items": [self.from_storage(o) for o in data.get("items") or []]}
+        return data
+
+
+CONVERSIONS: dict[Resource, Conversion] = {
+    autoscaling.HPAS_V1: Conversion(autoscaling.HPAS_V1, autoscaling.HPAS, autoscaling.from_v1, autoscaling.to_v1),
+}
+
+
+async def serve(handlers: h.ResourceHandlers, request: web.Request, target: Target,
+                conversion: Conversion) -> web.StreamResponse:
+    """Serve `target` (at conversion.served) through the storage version's handling."""
+    stored = Target(conversion.storage, target.namespace, target.name, target.subresource,
+                    conversion.storage.group_version)
+    method = request.method
+    if method in ("POST", "PUT") and (method == "PUT" or not target.name):
+        return await _write(handlers, request, target, stored, conversion)
+    if method == "PATCH" and target.name:
+        return await _patch(handlers, request, stored, conversion)
+    if method == "GET" and not target.name and parse_bool(request.query.get("watch"), "watch") \
+            and not wants_table(request):
+        return await _watch(handlers, request, stored, conversion)
+    resp = await handlers._handle(request, stored)
+    if isinstance(resp, web.Response) and h._OBJECT in resp and not wants_table(request):
+        converted = h.respond(conversion.answer(resp[h._OBJECT]), resp.status)
+        for warning in resp.headers.getall("Warning", []):
+            converted.headers.add("Warning", warning)
+        return converted
+    return resp
+
+
+async def _write(handlers: h.ResourceHandlers, request: web.Request, target: Target, stored: Target,
+                 conversion: Conversion) -> web.StreamResponse:
+    """Create (POST) or update (PUT, the object or its status) with a body of the served version."""
+    served = conversion.served
+    if served.namespaced and not target.namespace:
+        raise errors.method_not_allowed(request.method, served.plural)
+    obj, pruned, duplicates = await handlers._decode_object(request, served)
+    handlers._check_namespace(obj, target)
+    warnings = handlers._checked(request, served, obj, pruned) + duplicates
+    body = conversion.to_storage(obj)
+    if request.method == "POST":
+        created = await handlers.registry.create(conversion.storage, target.namespace, body, h._dry_run(request),
+                                                 warnings)
+        return h.respond(conversion.from_storage(created), 201, warnings)
+    updated = await handlers.registry.update(conversion.storage, stored.namespace, stored.name, body,
+                                             stored.subresource, h._dry_run(request), warnings)
+    return h.respond(conversion.from_storage(updated), 200, warnings)
+
+
+async def _patch(handlers: h.ResourceHandlers, request: web.Request, stored: Target,
+                 conversion: Conversion) -> web.StreamResponse:
+    """A merge, JSON or strategic merge patch of the object as the served version shows it."""
+    ctype = media_type(request)
+    if ctype == APPLY_PATCH:
+        raise errors.unsupported_media_type(ctype, [t for t in PATCH_TYPES if t != APPLY_PATCH])
+    body = await read_body(request)
+    document = await decode_request_body(body, ctype, PATCH_TYPES)
+    served = conversion.served
+
+    def apply(cur: Obj) -> Obj:
+        view = conversion.from_storage(cur)
+        if ctype == JSON_PATCH:
+            out: Any = patch.json_patch(view, document)
+        elif ctype == MERGE_PATCH:
+            out = patch.merge_patch(view, document)
+        else:
+            out = patch.strategic_merge_patch(view, decode_body(body, ctype, PATCH_TYPES), served.model)
+        if not isinstance(out, dict):
+            raise errors.bad_request("patch produced an object without metadata")
+        nesting.check_depth(out)
+        handlers.registry.check_types(served, out, patch=True)
+        return conversion.to_storage(out)
+
+    warnings: list[str] = []
+    patched = await handlers.registry.patch(conversion.storage, stored.namespace, stored.name, apply,
+                                            stored.subresource, h._dry_run(request), warnings)
+    return h.respond(conversion.from_storage(patched), 200, warnings)
+
+
+async def _watch(handlers: h.ResourceHandlers, request: web.Request, stored: Target,
+                 conversion: Conversion) -> web.StreamResponse:
+    """A watch whose events carry the objects as the served version (JSON)."""
+    q = request.query
+    initial_events = listoptions.validate(q, True)
+    matches, _ = handlers._matcher(request, conversion.storage)
+    key = ("json", conversion.served.group_version)
+
+    def encode(ev: CachedEvent) -> bytes:
+        line = ev.encoded.get(key)
+        if line is None:
+            line = nesting.dumps({"type": ev.type, "object": conversion.answer(ev.obj)}) + b"\n"
+            ev.encoded[key] = line
+        return line
+
+    timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
+    return await watch.serve(request, handlers.caches, conversion.storage, stored.namespace, matches, encode,
+                             q.get("resourceVersion", ""), float(timeout) if timeout else None,
+                             parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), handlers.clock,
+                             None, initial_events)
