@@ -148,12 +148,11 @@ class WorkQueue(Generic[K]):
 class Runner(Generic[K]):
     """Runs `reconcile(key)` for queued keys on `workers` workers until cancelled."""
 
-    def __init__(self, name: str, reconcile: Callable[[K], Awaitable[None]], clock: Clock, workers: int = 1,
-                 queue: WorkQueue[K] | None = None) -> None:
+    def __init__(self, name: str, reconcile: Callable[[K], Awaitable[None]], clock: Clock, workers: int = 1) -> None:
         self.name = name
         self.reconcile = reconcile
         self.workers = workers
-        self.queue: WorkQueue[K] = queue or WorkQueue(clock)
+        self.queue: WorkQueue[K] = WorkQueue(clock)
         self.failures = 0  # reconciles that raised (each logged and retried)
         provider = PROVIDER.get()
         if provider is not None:
