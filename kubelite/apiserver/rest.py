@@ -20,6 +20,7 @@ import orjson
 from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
 from kubelite.apiserver import deletion, nesting, omitempty, schema, typecheck
+from kubelite.apiserver.admission.resourcequota import ResourceQuotaAdmission
 from kubelite.apiserver.cache import Caches, decode
 from kubelite.apiserver.nesting import copy_obj
 from kubelite.apiserver.registry import STRATEGIES
@@ -82,6 +83,7 @@ class Registry:
         self.clock = clock
         self.strategies: dict[Resource, Strategy] = {r: cls(r) for r, cls in STRATEGIES.items()}
         self.by_plural = {r.plural: r for r in STRATEGIES}
+        self.quota = ResourceQuotaAdmission(self, clock)  # validating admission that writes: after validation
 
     # --- Lookup ----------------------------------------------------------------------------------
 
@@ -157,6 +159,9 @@ class Registry:
         if refusals:
             raise self._forbidden(resource, meta.get("name", ""), "; ".join(refusals))
         self._raise_invalid(resource, obj, strategy.validate(obj))
+        refusal = await self.quota.admit_create(resource, obj, dry_run)
+        if refusal:
+            raise self._forbidden(resource, meta["name"], refusal)
         if warnings is not None:
             warnings += strategy.warnings(obj, None)
         omitempty.omit_empty(obj, resource.model)  # encoded as Go encodes: the strategy's empty values too
