@@ -155,7 +155,28 @@ def _limit_item_bounds(path: str, fields: dict[str, dict[str, Quantity]]) -> lis
     return causes
 
 
+def default_limit_range(obj: Obj) -> None:
+    """SetDefaults_LimitRangeItem for `Container` items: the default limit from `max`, the default request from
+    the default limit, else from `min`."""
+    for item in (obj.get("spec") or {}).get("limits") or []:
+        if item.get("type") != "Container":
+            continue
+        default = item["default"] = dict(item.get("default") or {})
+        request = item["defaultRequest"] = dict(item.get("defaultRequest") or {})
+        for source, target in ((item.get("max"), default), (default, request), (item.get("min"), request)):
+            for name, value in (source or {}).items():
+                target.setdefault(name, value)
+
+
 class LimitRangeStrategy(Strategy):
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        super().prepare_create(obj, lookup)
+        default_limit_range(obj)
+
+    def prepare_update(self, new: Obj, old: Obj) -> None:
+        super().prepare_update(new, old)
+        default_limit_range(new)
+
     def validate(self, obj: Obj) -> list[Cause]:
         return super().validate(obj) + validate_limit_range(obj)
 
