@@ -206,7 +206,8 @@ def _container_resources(c: Obj, field: str) -> ResourceList:
 
 def pod_resources(spec: Obj, field: str, overhead: bool = True) -> ResourceList:
     """resourcehelper.PodRequests / PodLimits: the app containers and started sidecars summed, at least the
-    largest init container (with the sidecars before it), plus the overhead (LimitRanger's copy leaves it out)."""
+    largest init container (with the sidecars before it), plus the overhead — to every request, to the limits
+    that are set (LimitRanger's copy leaves it out)."""
     total: ResourceList = {}
     for c in spec.get("containers") or []:
         total = add(total, _container_resources(c, field))
@@ -221,7 +222,10 @@ def pod_resources(spec: Obj, field: str, overhead: bool = True) -> ResourceList:
         else:
             _maximum(init_max, add(own, sidecars))
     _maximum(total, init_max)
-    return add(total, parse_list(spec.get("overhead"))) if overhead else total
+    if not overhead:
+        return total
+    extra = parse_list(spec.get("overhead"))
+    return add(total, extra if field == "requests" else mask(extra, total))
 
 
 def pod_compute_usage(requests: ResourceList, limits: ResourceList) -> ResourceList:
