@@ -70,12 +70,10 @@ def add(a: ResourceList, b: ResourceList) -> ResourceList:
     return out
 
 
-def subtract(a: ResourceList, b: ResourceList) -> ResourceList:
-    out = dict(a)
-    for name, q in b.items():
-        out[name] = Quantity(out[name].amount - q.amount, out[name].format) if name in out \
-            else Quantity(-q.amount, q.format)
-    return out
+def subtract_non_negative(a: ResourceList, b: ResourceList) -> ResourceList:
+    """SubtractWithNonNegativeResult: what `a` uses beyond `b`, never below zero."""
+    return {name: Quantity(max(q.amount - b[name].amount, Fraction(0)), q.format) if name in b else q
+            for name, q in a.items()}
 
 
 def mask(rl: ResourceList, names: Iterable[str]) -> ResourceList:
@@ -405,6 +403,8 @@ _EVALUATORS: dict[tuple[str, str], Evaluator] = {
     ("", "pods"): PodEvaluator(), ("", "services"): ServiceEvaluator(),
     ("", "persistentvolumeclaims"): PersistentVolumeClaimEvaluator(),
 }
+# charged on update too (their evaluators' Handles): a Service may change type, a claim may grow
+UPDATE_EVALUATED = frozenset({("", "services"), ("", "persistentvolumeclaims")})
 # never charged (quota/v1/install: DefaultIgnoredResources)
 IGNORED = frozenset({("", "events"), ("authorization.k8s.io", "localsubjectaccessreviews"),
                      ("authorization.k8s.io", "selfsubjectaccessreviews"),

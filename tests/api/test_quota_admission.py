@@ -146,6 +146,34 @@ async def test_admit_services_by_type(client: InProcessClient) -> None:
                             "used: services.loadbalancers=0, limited: services.loadbalancers=0")
 
 
+async def test_admit_handles_old_objects(client: InProcessClient) -> None:
+    """TestAdmitHandlesOldObjects: an update is charged what it uses beyond the stored version (a LoadBalancer
+    becoming a NodePort gains a node port; the balancer it no longer uses is not subtracted)."""
+    await seed_quota(client, "quota", {"services": "10", "services.loadbalancers": "10", "services.nodeports": "10"},
+                     {"services": "0", "services.loadbalancers": "0", "services.nodeports": "0"})
+    svc = {"metadata": {"name": "service"}, "spec": {"type": "LoadBalancer", "allocateLoadBalancerNodePorts": False,
+                                                     "ports": [{"port": 1234}]}}
+    created = await client.create(f"{NS}/services", svc)
+    assert await used(client, "quota") == {"services": "1", "services.loadbalancers": "1", "services.nodeports": "0"}
+    spec = {**created["spec"], "type": "NodePort"}
+    spec.pop("allocateLoadBalancerNodePorts")
+    await client.request("PUT", f"{NS}/services/service", {**created, "spec": spec})
+    assert await used(client, "quota") == {"services": "1", "services.loadbalancers": "1", "services.nodeports": "1"}
+
+
+async def test_an_update_beyond_the_quota_is_refused(client: InProcessClient) -> None:
+    """A ClusterIP Service patched into a LoadBalancer is held to services.loadbalancers."""
+    await seed_quota(client, "quota", {"services.loadbalancers": "0"}, {"services.loadbalancers": "0"})
+    await client.create(f"{NS}/services", {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+    with pytest.raises(ApiError) as caught:
+        await client.patch(f"{NS}/services/web", {"spec": {"type": "LoadBalancer"}},
+                           "application/merge-patch+json")
+    assert caught.value.code == 403
+    assert caught.value.message == ('services "web" is forbidden: exceeded quota: quota, requested: '
+                                    'services.loadbalancers=1, used: services.loadbalancers=0, '
+                                    'limited: services.loadbalancers=0')
+
+
 async def test_admit_persistent_volume_claims_by_storage_class(client: InProcessClient) -> None:
     """The claims evaluator: requests.storage, and per class `<class>.storageclass.storage.k8s.io/…`."""
     gold = "gold.storageclass.storage.k8s.io/requests.storage"

@@ -1,6 +1,7 @@
 """ResourceQuota admission (k8s.io/apiserver/pkg/admission/plugin/resourcequota): charge a quota before the write.
 
-Runs on create, after validation, as upstream's validating plugin. For every quota of the namespace
+Runs on create (and on updates of Services and claims, whose cost may grow), after validation, as upstream's
+validating plugin. For every quota of the namespace
 that tracks what the new object uses (`kubelite.api.quota`'s evaluators, an object count for any
 other kind) and whose scopes take it in:
 
@@ -76,25 +77,29 @@ def charged(q: Obj, usage: ResourceList) -> ResourceList | None:
     return new_used
 
 
-def check_request(quotas: list[Obj], evaluator: Evaluator, obj: Obj, now: float) -> tuple[list[Obj], ResourceList]:
-    """CheckRequest for a create: the quotas to charge and the usage to charge them; Refused when it may not."""
+def check_request(quotas: list[Obj], evaluator: Evaluator, obj: Obj, old: Obj | None,
+                  now: float) -> list[tuple[Obj, ResourceList]]:
+    """CheckRequest: each quota to charge with what to charge it; Refused when the request may not go on. An
+    update is charged what the object uses beyond its stored version, in the quotas that already counted it."""
     interesting = []
     for q in sorted(quotas, key=lambda q: q["metadata"]["name"]):
         if quota.matches(evaluator, q, obj):
             check_quota(evaluator, q, obj)
             interesting.append(q)
     if not interesting:
-        return [], {}
+        return []
     usage = evaluator.usage(obj, now)
     below = quota.negative(usage)
     if below:
         raise Refused(f"quota usage is negative for resource(s): {','.join(below)}")
-    usage = quota.remove_zeros(usage)
-    if not usage:
-        return [], {}
+    delta = quota.subtract_non_negative(usage, evaluator.usage(old, now)) if old is not None else usage
+    charges = []
     for q in interesting:
-        charged(q, usage)
-    return interesting, usage
+        own = quota.remove_zeros(delta if old is not None and quota.matches(evaluator, q, old) else usage)
+        if own:
+            charged(q, own)
+            charges.append((q, own))
+    return charges
 
 
 class ResourceQuotaAdmission:
@@ -102,20 +107,23 @@ class ResourceQuotaAdmission:
         self.store = store
         self.clock = clock
 
-    async def admit_create(self, resource: Resource, obj: Obj, dry_run: bool) -> str:
-        """The Forbidden reason for creating `obj`, or "" once every quota it uses has been charged."""
-        if not resource.namespaced or (resource.group, resource.plural) in quota.IGNORED:
+    async def admit(self, resource: Resource, obj: Obj, old: Obj | None, dry_run: bool) -> str:
+        """The Forbidden reason for creating `obj` (or updating `old` to it), or "" once every quota it uses has
+        been charged. Updates count only for the kinds whose evaluators handle them (Services, claims)."""
+        target = (resource.group, resource.plural)
+        if not resource.namespaced or target in quota.IGNORED or (old is not None and
+                                                                  target not in quota.UPDATE_EVALUATED):
             return ""
         namespace = obj["metadata"]["namespace"]
         quotas = self.store.list(RESOURCE_QUOTAS.plural, namespace)
         if not quotas:
             return ""
-        evaluator = quota.evaluator_for(resource.group, resource.plural)
+        evaluator = quota.evaluator_for(*target)
         try:
-            interesting, usage = check_request(quotas, evaluator, obj, self.clock.now())
+            charges = check_request(quotas, evaluator, obj, old, self.clock.now())
             if dry_run:
                 return ""
-            for q in interesting:
+            for q, usage in charges:
                 await self.store.guaranteed_update(RESOURCE_QUOTAS, namespace, q["metadata"]["name"],
                                                    self._charge(usage))
         except Refused as refused:
