@@ -79,20 +79,25 @@ class ResourceQuotaController:
 
     def _monitor(self, group: str, resource: str) -> Handlers:
         """Replenishment: a deleted object, or one whose cost changed, sends its namespace's quotas that track
-        its kind to be recalculated. A new object was charged by admission."""
+        its kind to be recalculated. A new object was charged by admission. (The cost is compared only where a
+        quota tracks the kind: most namespaces have none, and pods change often.)"""
         evaluator = quota.evaluator_for(group, resource)
 
+        def tracking(obj: Obj) -> list[Key]:
+            return [key_of(rq) for rq in self.quotas.by_index(NAMESPACE_INDEX, obj["metadata"].get("namespace", ""))
+                    if evaluator.matching_resources(((rq.get("status") or {}).get("hard")) or {})]
+
         def updated(old: Obj, new: Obj) -> None:
+            keys = tracking(new)
             now = self.clock.now()
-            if not quota.equals(evaluator.usage(old, now), evaluator.usage(new, now)):
-                self._replenish(evaluator, new)
+            if keys and not quota.equals(evaluator.usage(old, now), evaluator.usage(new, now)):
+                self._enqueue(keys)
 
-        return Handlers(on_update=updated, on_delete=lambda obj: self._replenish(evaluator, obj))
+        return Handlers(on_update=updated, on_delete=lambda obj: self._enqueue(tracking(obj)))
 
-    def _replenish(self, evaluator: quota.Evaluator, obj: Obj) -> None:
-        for rq in self.quotas.by_index(NAMESPACE_INDEX, obj["metadata"].get("namespace", "")):
-            if evaluator.matching_resources(((rq.get("status") or {}).get("hard")) or {}):
-                self.runner.enqueue(key_of(rq))
+    def _enqueue(self, keys: Iterable[Key]) -> None:
+        for key in keys:
+            self.runner.enqueue(key)
 
     async def _resync(self) -> None:
         while True:
