@@ -1,6 +1,6 @@
 """ResourceQuotas and LimitRanges with the real kubectl against a real `kubelite server` (its quota controller
 running): `kubectl create quota`, a pod beyond it refused with upstream's message, `describe quota`, `get quota`;
-a LimitRange defaulting a pod's requests, `describe limits`."""
+a LimitRange defaulting a pod's requests, `describe limits`; the official Python client."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import json
 import time
 
 import pytest
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from tests.conftest import ServerProcess
 
@@ -71,3 +73,28 @@ def test_limit_range_defaults_a_pods_requests(server: ServerProcess) -> None:
     assert server.kubectl("-n", "team-b", "get", "limits").stdout.split()[:3] == ["NAME", "CREATED", "AT"]
     described = [line.split() for line in server.kubectl("-n", "team-b", "describe", "limits").stdout.splitlines()]
     assert ["Container", "cpu", "-", "1", "100m", "500m", "-"] in described
+
+
+def test_the_official_client_reads_quota_status_and_is_refused(server: ServerProcess) -> None:
+    """The `kubernetes` Python client: typed ResourceQuota and LimitRange objects, and the 403 a Forbidden quota
+    refusal is to it (a `Status` with reason Forbidden)."""
+    v1 = client.CoreV1Api(config.new_client_from_config(config_file=str(server.kubeconfig)))
+    v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="team-c")))
+    v1.create_namespaced_resource_quota("team-c", client.V1ResourceQuota(
+        metadata=client.V1ObjectMeta(name="cm"), spec=client.V1ResourceQuotaSpec(hard={"configmaps": "2"})))
+    deadline = time.monotonic() + 30
+    while ((v1.read_namespaced_resource_quota("cm", "team-c").status or client.V1ResourceQuotaStatus()).used
+           or {}).get("configmaps") != "1":  # kube-root-ca.crt, published into every namespace
+        assert time.monotonic() < deadline, "the quota was never measured"
+        time.sleep(0.2)
+    v1.create_namespaced_config_map("team-c", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="one")))
+    with pytest.raises(ApiException) as refused:
+        v1.create_namespaced_config_map("team-c", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="two")))
+    assert refused.value.status == 403 and json.loads(refused.value.body)["reason"] == "Forbidden"
+    status = v1.read_namespaced_resource_quota_status("cm", "team-c").status
+    assert (status.hard, status.used) == ({"configmaps": "2"}, {"configmaps": "2"})
+    v1.create_namespaced_limit_range("team-c", client.V1LimitRange(
+        metadata=client.V1ObjectMeta(name="lr"), spec=client.V1LimitRangeSpec(limits=[
+            client.V1LimitRangeItem(type="Container", max={"memory": "1Gi"})])))
+    item = v1.list_namespaced_limit_range("team-c").items[0].spec.limits[0]
+    assert (item.default, item.default_request) == ({"memory": "1Gi"}, {"memory": "1Gi"})  # defaulted from max
