@@ -577,9 +577,10 @@ class PodStrategy(Strategy):
                                             "lastTransitionTime": obj["metadata"]["creationTimestamp"]}]
 
     def admit(self, obj: Obj, lookup: Lookup) -> list[str]:
-        """LimitRanger first (its defaults change the pod's resources, hence its QoS class), as upstream's order."""
+        """LimitRanger first, as upstream's order; its defaults change the pod's resources, hence its QoS class."""
         refusals = limitranger.admit_pod(obj, lookup)
-        obj["status"]["qosClass"] = qos_class(obj["spec"])
+        if limitranger.LIMIT_RANGER_ANNOTATION in (obj["metadata"].get("annotations") or {}):
+            obj["status"]["qosClass"] = qos_class(obj["spec"])
         refusals += [reason for plugin in self.plugins for reason in plugin(obj, lookup)]
         return refusals + admit_priority(obj["spec"], lookup)
 
