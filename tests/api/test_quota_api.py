@@ -104,6 +104,33 @@ async def test_racing_creates_cannot_both_take_the_last_slot(client: InProcessCl
     assert (await client.get(f"{QUOTAS}/q"))["status"]["used"] == {"pods": "3"}
 
 
+async def test_two_api_servers_racing_for_the_last_slot(tmp_path: Path) -> None:
+    """Two API servers on one store (as on one etcd): each charges through the store's compare-and-swap, so a
+    server whose watch cache has not seen the other's charge loses the race, re-reads and re-checks."""
+    store = await SQLiteStore.open(tmp_path / "state.db")
+    one, two = ApiServer(store, RealClock()), ApiServer(store, RealClock())
+    await one.start()
+    await two.start()
+    try:
+        a, b = InProcessClient(one), InProcessClient(two)
+        rq = await a.create(QUOTAS, resource_quota("q", {"pods": "3"}))
+        await a.request("PUT", f"{QUOTAS}/q/status", {**rq, "status": {"hard": {"pods": "3"}, "used": {"pods": "0"}}})
+        for _ in range(100):  # the second server's cache has the measured quota
+            if ((await b.get(f"{QUOTAS}/q")).get("status") or {}).get("used"):
+                break
+            await asyncio.sleep(0.01)
+        results = await asyncio.gather(*((a if i % 2 else b).create(PODS, make_pod(f"p{i}").obj()) for i in range(10)),
+                                       return_exceptions=True)
+        assert sum(not isinstance(r, BaseException) for r in results) == 3
+        assert all(isinstance(r, ApiError) and "exceeded quota: q" in r.message
+                   for r in results if isinstance(r, BaseException))
+        assert (await a.get(f"{QUOTAS}/q"))["status"]["used"] == {"pods": "3"}
+    finally:
+        await two.stop()
+        await one.stop()
+        await store.close()
+
+
 async def test_deleted_and_finished_pods_release_their_usage(client: InProcessClient) -> None:
     await client.create(QUOTAS, resource_quota("q", {"pods": "2", "count/pods": "5"}))
     await measured(client, "q", pods="0")
