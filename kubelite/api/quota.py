@@ -342,17 +342,18 @@ class ServiceEvaluator:
         return False
 
     def usage(self, obj: Obj, now: float) -> ResourceList:
-        """evaluator/core/services.go: a NodePort or LoadBalancer Service uses a node port per port."""
+        """evaluator/core/services.go: a NodePort or LoadBalancer Service uses a node port per port (a LoadBalancer
+        that allocates none, per port that asks for one)."""
         spec = obj.get("spec") or {}
-        ports = Quantity(Fraction(len(spec.get("ports") or [])), DECIMAL_SI)
+        ports = spec.get("ports") or []
         out: ResourceList = {"count/services": ONE, "services": ONE, "services.loadbalancers": ZERO,
                              "services.nodeports": ZERO}
         kind = spec.get("type")
-        if kind == "NodePort":
-            out["services.nodeports"] = ports
-        elif kind == "LoadBalancer":
-            if spec.get("allocateLoadBalancerNodePorts") is not False:
-                out["services.nodeports"] = ports
+        if kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is False:
+            ports = [p for p in ports if p.get("nodePort")]
+        if kind in ("NodePort", "LoadBalancer"):
+            out["services.nodeports"] = Quantity(Fraction(len(ports)), DECIMAL_SI)
+        if kind == "LoadBalancer":
             out["services.loadbalancers"] = ONE
         return out
 

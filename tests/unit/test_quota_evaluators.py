@@ -154,3 +154,42 @@ def test_calculate_usage_sums_the_objects_in_scope() -> None:
     rq["spec"] = {}
     assert wire(quota.calculate_usage(rq, hard, objects, NOW)) == {"count/configmaps": "1", "pods": "3",
                                                                    "requests.cpu": "750m"}
+
+
+@pytest.mark.parametrize(("spec", "usage"), [
+    pytest.param({"ports": [{"port": 80}]},
+                 {"count/services": "1", "services": "1", "services.loadbalancers": "0", "services.nodeports": "0"},
+                 id="ClusterIP"),
+    pytest.param({"type": "NodePort", "ports": [{"port": 80}, {"port": 443}]},
+                 {"count/services": "1", "services": "1", "services.loadbalancers": "0", "services.nodeports": "2"},
+                 id="NodePort: a node port per port"),
+    pytest.param({"type": "LoadBalancer", "ports": [{"port": 80}]},
+                 {"count/services": "1", "services": "1", "services.loadbalancers": "1", "services.nodeports": "1"},
+                 id="LoadBalancer"),
+    pytest.param({"type": "LoadBalancer", "allocateLoadBalancerNodePorts": False,
+                  "ports": [{"port": 80}, {"port": 443, "nodePort": 30443}]},
+                 {"count/services": "1", "services": "1", "services.loadbalancers": "1", "services.nodeports": "1"},
+                 id="LoadBalancer without node port allocation: only explicit node ports"),
+])
+def test_service_evaluator_usage(spec: Obj, usage: dict[str, str]) -> None:
+    """TestServiceEvaluatorUsage."""
+    assert wire(quota.ServiceEvaluator().usage({"metadata": {"name": "s"}, "spec": spec}, NOW)) == usage
+
+
+@pytest.mark.parametrize(("spec", "annotations", "usage"), [
+    pytest.param({"resources": {"requests": {"storage": "10Gi"}}}, {},
+                 {"count/persistentvolumeclaims": "1", "persistentvolumeclaims": "1", "requests.storage": "10Gi"},
+                 id="pvc-usage"),
+    pytest.param({"storageClassName": "gold", "resources": {"requests": {"storage": "10Gi"}}}, {},
+                 {"count/persistentvolumeclaims": "1", "gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
+                  "gold.storageclass.storage.k8s.io/requests.storage": "10Gi", "persistentvolumeclaims": "1",
+                  "requests.storage": "10Gi"}, id="pvc-usage-by-class"),
+    pytest.param({"resources": {"requests": {"storage": "1Gi"}}}, {"volume.beta.kubernetes.io/storage-class": "gold"},
+                 {"count/persistentvolumeclaims": "1", "gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
+                  "gold.storageclass.storage.k8s.io/requests.storage": "1Gi", "persistentvolumeclaims": "1",
+                  "requests.storage": "1Gi"}, id="pvc-usage-by-beta-annotation"),
+])
+def test_persistent_volume_claim_evaluator_usage(spec: Obj, annotations: dict[str, str], usage: dict[str, str]) -> None:
+    """TestPersistentVolumeClaimEvaluatorUsage."""
+    claim = {"metadata": {"name": "c", "annotations": annotations}, "spec": spec}
+    assert wire(quota.PersistentVolumeClaimEvaluator().usage(claim, NOW)) == usage
