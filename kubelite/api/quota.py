@@ -12,6 +12,7 @@ Resource lists are `dict[str, Quantity]`: exact values with the format they prin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -390,7 +391,11 @@ class PersistentVolumeClaimEvaluator:
         if storage_class:
             out[by_storage_class(storage_class, "persistentvolumeclaims")] = ONE
         requested = parse_list((spec.get("resources") or {}).get("requests")).get("storage")
-        if requested is not None:
+        allocated = parse_list((obj.get("status") or {}).get("allocatedResources")).get("storage")
+        if requested is not None:  # getStorageUsage: whole bytes, at least what was allocated (1.32's
+            if allocated is not None and allocated.amount > requested.amount:  # RecoverVolumeExpansionFailure)
+                requested = allocated
+            requested = Quantity(Fraction(math.ceil(requested.amount)), requested.format)
             out["requests.storage"] = requested
             if storage_class:
                 out[by_storage_class(storage_class, "requests.storage")] = requested

@@ -188,8 +188,19 @@ def test_service_evaluator_usage(spec: Obj, usage: dict[str, str]) -> None:
                  {"count/persistentvolumeclaims": "1", "gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
                   "gold.storageclass.storage.k8s.io/requests.storage": "1Gi", "persistentvolumeclaims": "1",
                   "requests.storage": "1Gi"}, id="pvc-usage-by-beta-annotation"),
+    pytest.param({"resources": {"requests": {"storage": "1500m"}}}, {},
+                 {"count/persistentvolumeclaims": "1", "persistentvolumeclaims": "1", "requests.storage": "2"},
+                 id="pvc-usage-rounded"),
 ])
 def test_persistent_volume_claim_evaluator_usage(spec: Obj, annotations: dict[str, str], usage: dict[str, str]) -> None:
     """TestPersistentVolumeClaimEvaluatorUsage."""
     claim = {"metadata": {"name": "c", "annotations": annotations}, "spec": spec}
     assert wire(quota.PersistentVolumeClaimEvaluator().usage(claim, NOW)) == usage
+
+
+def test_claim_usage_is_at_least_its_allocated_storage() -> None:
+    """RecoverVolumeExpansionFailure (on in 1.32): a claim whose request was lowered after a failed expansion is
+    charged what was allocated."""
+    claim = {"metadata": {"name": "c"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}},
+             "status": {"allocatedResources": {"storage": "2Gi"}}}
+    assert wire(quota.PersistentVolumeClaimEvaluator().usage(claim, NOW))["requests.storage"] == "2Gi"
