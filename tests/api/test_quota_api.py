@@ -195,3 +195,12 @@ async def test_tables_show_upstreams_columns(api: TestClient) -> None:  # type: 
     await call(api, "POST", LIMITS, limit_range("lr", {"type": "Container", "max": {"cpu": "1"}}), expect=201)
     table = await (await api.get(LIMITS, headers={"Accept": TABLE})).json()
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Created At"]
+
+
+async def test_limit_range_defaults_satisfy_a_quota_on_limits(client: InProcessClient) -> None:
+    """Admission order as upstream: LimitRanger's defaults are in place before quota admission asks for limits."""
+    await client.create(LIMITS, limit_range("lr", {"type": "Container", "default": {"cpu": "500m", "memory": "128Mi"}}))
+    await client.create(QUOTAS, resource_quota("compute", {"limits.cpu": "1", "limits.memory": "1Gi"}))
+    await measured(client, "compute")
+    await client.create(PODS, make_pod("p").obj())
+    assert (await client.get(f"{QUOTAS}/compute"))["status"]["used"] == {"limits.cpu": "500m", "limits.memory": "128Mi"}
