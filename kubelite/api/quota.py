@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from kubelite.api.quantity import DECIMAL_SI, Quantity, QuantityError
+from kubelite.api.validation import is_qualified_name
 from kubelite.clock import parse_rfc3339
 
 Obj = dict[str, Any]
@@ -32,7 +33,6 @@ TERMINATING, NOT_TERMINATING = "Terminating", "NotTerminating"
 BEST_EFFORT, NOT_BEST_EFFORT = "BestEffort", "NotBestEffort"
 PRIORITY_CLASS, CROSS_NAMESPACE_POD_AFFINITY = "PriorityClass", "CrossNamespacePodAffinity"
 SCOPES = (TERMINATING, NOT_TERMINATING, BEST_EFFORT, NOT_BEST_EFFORT, PRIORITY_CLASS, CROSS_NAMESPACE_POD_AFFINITY)
-POD_SCOPES = (TERMINATING, NOT_TERMINATING, BEST_EFFORT, NOT_BEST_EFFORT)  # helper.IsStandardResourceQuotaScope
 STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
 REQUESTS_PREFIX = "requests."
 
@@ -189,14 +189,16 @@ POD_RESOURCES = ("count/pods", "cpu", "memory", "ephemeral-storage", "requests.c
 _VALIDATION_SET = frozenset({"cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"})
 
 
-def _is_native(name: str) -> bool:
+def is_native_resource(name: str) -> bool:
     """helper.IsNativeResource: no domain, or one in kubernetes.io."""
     return "/" not in name or "kubernetes.io/" in name
 
 
-def _is_extended(name: str) -> bool:
-    """helper.IsExtendedResourceName: a domain-qualified name outside kubernetes.io, not `requests.`-prefixed."""
-    return not _is_native(name) and not name.startswith(REQUESTS_PREFIX)
+def is_extended_resource(name: str) -> bool:
+    """helper.IsExtendedResourceName: a domain outside kubernetes.io, not `requests.`-prefixed, and still a
+    qualified name once prefixed (its quota name)."""
+    return not is_native_resource(name) and not name.startswith(REQUESTS_PREFIX) and \
+        not is_qualified_name(REQUESTS_PREFIX + name)
 
 
 def _container_resources(c: Obj, field: str) -> ResourceList:
@@ -238,7 +240,7 @@ def pod_compute_usage(requests: ResourceList, limits: ResourceList) -> ResourceL
     for name, q in requests.items():
         if name.startswith("hugepages-"):
             out[name] = out[REQUESTS_PREFIX + name] = q
-        if _is_extended(name):
+        if is_extended_resource(name):
             out[REQUESTS_PREFIX + name] = q
     return out
 
@@ -284,7 +286,7 @@ class PodEvaluator:
 
     def matching_resources(self, names: Iterable[str]) -> list[str]:
         return [n for n in names if n in POD_RESOURCES or n.startswith(("hugepages-", "requests.hugepages-"))
-                or (not _is_native(n) and n.startswith(REQUESTS_PREFIX))]
+                or (not is_native_resource(n) and n.startswith(REQUESTS_PREFIX))]
 
     def matches_scope(self, selector: Obj, obj: Obj) -> bool:
         """podMatchesScopeFunc."""

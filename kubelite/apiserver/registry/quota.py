@@ -44,16 +44,6 @@ def _hugepages(name: str) -> bool:
     return name.startswith(("hugepages-", "requests.hugepages-"))
 
 
-def _is_native(name: str) -> bool:
-    return "/" not in name or "kubernetes.io/" in name
-
-
-def _is_extended(name: str) -> bool:
-    """helper.IsExtendedResourceName: a qualified name outside kubernetes.io that `requests.` keeps qualified."""
-    return not _is_native(name) and not name.startswith(quota.REQUESTS_PREFIX) and \
-        not v.is_qualified_name(quota.REQUESTS_PREFIX + name)
-
-
 def _resource_name(name: str, path: str) -> list[Cause]:
     """validateResourceName: a qualified name; without a domain, a standard one."""
     causes = [v.invalid(path, name, msg) for msg in v.is_qualified_name(name)]
@@ -68,7 +58,7 @@ def _container_resource_name(name: str, path: str) -> list[Cause]:
     if "/" not in name:
         if name not in _STANDARD_CONTAINER and not name.startswith("hugepages-"):
             causes.append(v.invalid(path, name, "must be a standard resource for containers"))
-    elif not _is_native(name) and not _is_extended(name):
+    elif not quota.is_native_resource(name) and not quota.is_extended_resource(name):
         causes.append(v.invalid(path, name, "doesn't follow extended resource name standard"))
     return causes
 
@@ -148,7 +138,7 @@ def _limit_item_bounds(path: str, fields: dict[str, dict[str, Quantity]]) -> lis
             if _milli(r) / 1000 > limit:
                 causes.append(v.invalid(f"{path}.maxLimitRequestRatio[{k}]", str(r),
                                         f"ratio {r} is greater than max/min = {limit:f}"))
-        overcommit = _is_native(k) and not k.startswith("hugepages-")  # IsOvercommitAllowed
+        overcommit = quota.is_native_resource(k) and not k.startswith("hugepages-")  # IsOvercommitAllowed
         if not overcommit and d is not None and dr is not None and d.amount != dr.amount:
             causes.append(v.invalid(f"{path}.defaultRequest[{k}]", str(dr),
                                     f"default value {d} must equal to defaultRequest value {dr} in {k}"))
@@ -204,7 +194,7 @@ def _resource_list(raw: object, path: str) -> list[Cause]:
             continue
         if q.amount < 0:
             causes.append(v.invalid(at, str(q), _NOT_NEGATIVE))
-        if (name in _INTEGER or _is_extended(name)) and (q.amount * 1000) % 1000 != 0:
+        if (name in _INTEGER or quota.is_extended_resource(name)) and (q.amount * 1000) % 1000 != 0:
             causes.append(v.invalid(at, str(q), _NOT_INTEGER))
     return causes
 
