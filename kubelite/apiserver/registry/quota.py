@@ -2,9 +2,10 @@
 
 Mirrors pkg/apis/core/validation (ValidateLimitRange, ValidateResourceQuota and its Update and
 StatusUpdate forms, with the resource-name helpers of pkg/apis/core/helper) and
-pkg/registry/core/{limitrange,resourcequota}/strategy.go: a quota's status is written only through
-`resourcequotas/status` (by quota admission and the quota controller), its spec only through the
-main resource, and its scopes never change. What the two kinds do to other objects is admission's
+pkg/registry/core/{limitrange,resourcequota}/strategy.go: a quota's status changes only through
+`resourcequotas/status` (the quota controller) and quota admission's charges, its spec only through
+the main resource, and its scopes never change; LimitRange `Container` items are defaulted
+(SetDefaults_LimitRangeItem). What the two kinds do to other objects is admission's
 (kubelite/apiserver/admission) and the quota controller's.
 """
 
