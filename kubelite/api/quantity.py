@@ -2,12 +2,15 @@
 
 Values are returned as `Fraction`s so that `100m` + `900m` == `1` exactly; callers
 convert to milli-units or bytes with `milli_value` / `value` (both round up, as upstream).
+`Quantity` keeps a value with the format it prints in (`Quantity.String()`): eviction messages
+and quota usage quote quantities as upstream prints them.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import NoReturn
@@ -80,19 +83,64 @@ def value(text: object) -> int:
     return math.ceil(parse_quantity(text))
 
 
-_DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""))
+
+
+# --- formatting: Quantity.String() ---------------------------------------------------------------
+
+BINARY_SI, DECIMAL_SI, DECIMAL_EXPONENT = "BinarySI", "DecimalSI", "DecimalExponent"
+_BINARY = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    amount: Fraction
+    format: str = BINARY_SI
+
+    @classmethod
+    def parse(cls, text: str) -> Quantity:
+        """resource.ParseQuantity: the suffix decides how the value prints (Ki… binary, e… exponent)."""
+        amount = parse_quantity(text)
+        stripped = text.strip()
+        if re.search(r"[KMGTPE]i$", stripped):
+            fmt = BINARY_SI
+        elif re.search(r"[eE][+-]?\d+$", stripped):
+            fmt = DECIMAL_EXPONENT
+        else:
+            fmt = DECIMAL_SI
+        return cls(amount, fmt)
+
+    @classmethod
+    def of(cls, value: int, fmt: str = BINARY_SI) -> Quantity:
+        return cls(Fraction(value), fmt)
+
+    def value(self) -> int:
+        """Quantity.Value(): the integer value, rounded up."""
+        return math.ceil(self.amount)
+
+    def __str__(self) -> str:
+        return format_quantity(self.amount, self.format)
+
+
+def format_quantity(amount: Fraction, fmt: str) -> str:
+    if amount == 0:
+        return "0"
+    if fmt == BINARY_SI and abs(amount) >= 1024 and amount.denominator == 1:
+        n, exp = int(amount), 0
+        while exp < len(_BINARY) - 1 and n % 1024 == 0:
+            n, exp = n // 1024, exp + 1
+        return f"{n}{_BINARY[exp]}"
+    # decimal: the largest exponent (a multiple of 3, from n to E) that leaves an integer mantissa
+    exp = 18
+    while exp > -9 and (amount / Fraction(10) ** exp).denominator != 1:
+        exp -= 3
+    mantissa = amount / Fraction(10) ** exp
+    number = str(math.ceil(mantissa))
+    if fmt == DECIMAL_EXPONENT:
+        return number if exp == 0 else f"{number}e{exp}"
+    return f"{number}{_DECIMAL[exp]}"
 
 
 def milli_quantity(milli: int) -> str:
-    """resource.NewMilliQuantity(milli, DecimalSI).String(): the largest decimal suffix that keeps the number whole
-    (`1500m` → "1500m", 2000000m → "2k"), milli-units when the value is not whole."""
-    if milli == 0:
-        return "0"
-    sign, size = ("-" if milli < 0 else ""), abs(milli)
-    if size % 1000:
-        return f"{sign}{size}m"
-    size //= 1000
-    for exponent, suffix in _DECIMAL_SUFFIXES:
-        if size % 10**exponent == 0:
-            return f"{sign}{size // 10**exponent}{suffix}"
-    return f"{sign}{size}"
+    """resource.NewMilliQuantity(milli, DecimalSI).String(): `1500m` → "1500m", 2000000m → "2k"."""
+    return format_quantity(Fraction(milli, 1000), DECIMAL_SI)

@@ -20,6 +20,7 @@ import orjson
 from kubelite.api import errors
 from kubelite.api.errors import ApiError, Cause
 from kubelite.apiserver import deletion, nesting, omitempty, schema, typecheck
+from kubelite.apiserver.admission.resourcequota import ResourceQuotaAdmission
 from kubelite.apiserver.cache import Caches, decode
 from kubelite.apiserver.nesting import copy_obj
 from kubelite.apiserver.registry import STRATEGIES
@@ -82,6 +83,7 @@ class Registry:
         self.clock = clock
         self.strategies: dict[Resource, Strategy] = {r: cls(r) for r, cls in STRATEGIES.items()}
         self.by_plural = {r.plural: r for r in STRATEGIES}
+        self.quota = ResourceQuotaAdmission(self, clock)  # validating admission that writes: after validation
 
     # --- Lookup ----------------------------------------------------------------------------------
 
@@ -157,6 +159,9 @@ class Registry:
         if refusals:
             raise self._forbidden(resource, meta.get("name", ""), "; ".join(refusals))
         self._raise_invalid(resource, obj, strategy.validate(obj))
+        refusal = await self.quota.admit(resource, obj, None, dry_run)
+        if refusal:
+            raise self._forbidden(resource, meta["name"], refusal)
         if warnings is not None:
             warnings += strategy.warnings(obj, None)
         omitempty.omit_empty(obj, resource.model)  # encoded as Go encodes: the strategy's empty values too
@@ -219,13 +224,17 @@ class Registry:
     # --- update ----------------------------------------------------------------------------------
 
     async def guaranteed_update(self, resource: Resource, namespace: str, name: str, mutate: Mutate,
-                                dry_run: bool = False, reads_only: bool = False) -> Obj:
+                                dry_run: bool = False, reads_only: bool = False, admit: bool = False) -> Obj:
         """Read, mutate, compare-and-swap; on a lost race re-read from the store and try again.
 
         An update that empties a deleting object's finalizers deletes it (store.go's errEmptiedFinalizers); that
         delete is conditional on the revision read too, and a write in between retries the whole mutation on the
         fresh object, which may keep it (upstream's Delete retries against ValidateAllObjectFunc: the re-run
         mutation is at least as strict).
+
+        With `admit` (an update of the main resource), quota admission charges what the new object uses beyond the
+        current one before the write (a lost race charges again, as upstream's admission inside GuaranteedUpdate;
+        the quota controller's recalculation returns any excess).
 
         `mutate` raises a Conflict itself when the client pinned a resourceVersion. It is given a copy of the
         current object to change, or with `reads_only` (a mutation that never writes into its argument, though
@@ -240,6 +249,9 @@ class Registry:
                 omitempty.omit_empty(new, resource.model, cur)
             if new == cur:
                 return cur
+            refusal = await self.quota.admit(resource, new, cur, dry_run) if admit else ""
+            if refusal:  # an update of the main resource: quota admission, after the mutation's validation
+                raise self._forbidden(resource, name, refusal)
             if dry_run:
                 return new
             key, expected = resource.key(namespace, name), int(cur["metadata"]["resourceVersion"])
@@ -329,7 +341,7 @@ class Registry:
             self.check_types(resource, body)
         return await self.guaranteed_update(resource, namespace, name,
                                             self._update_mutation(resource, body, subresource, warnings), dry_run,
-                                            reads_only=True)
+                                            reads_only=True, admit=not subresource)
 
     async def patch(self, resource: Resource, namespace: str, name: str, apply_patch: Callable[[Obj], Obj],
                     subresource: str = "", dry_run: bool = False, warnings: builtins.list[str] | None = None,
@@ -356,7 +368,8 @@ class Registry:
             patched["metadata"].pop("resourceVersion", None)
             return self._updated(resource, patched, subresource, warnings, fresh, "", cur)
 
-        return await self.guaranteed_update(resource, namespace, name, mutate, dry_run, reads_only=True)
+        return await self.guaranteed_update(resource, namespace, name, mutate, dry_run, reads_only=True,
+                                            admit=not subresource)
 
     # --- delete ----------------------------------------------------------------------------------
 

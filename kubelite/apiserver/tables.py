@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kubelite.api.quota import quantity
 from kubelite.api.selectors import format_selector
 from kubelite.clock import parse_rfc3339
 
@@ -284,6 +285,17 @@ def _secret_cells(secret: Obj, now: float) -> Cells:
     return [secret["metadata"]["name"], secret.get("type", ""), len(secret.get("data") or {}), _age(secret, now)]
 
 
+def _quota_cells(rq: Obj, now: float) -> Cells:
+    """printResourceQuota: `name: used/hard` pairs, sorted; `limits.*` in LIMIT, the rest in REQUEST."""
+    status = rq.get("status") or {}
+    hard, used = status.get("hard") or {}, status.get("used") or {}
+    columns: dict[bool, list[str]] = {True: [], False: []}
+    for name in sorted(hard):
+        columns[name.split(".")[0] == "limits" and "." in name].append(
+            f"{name}: {quantity(used.get(name, '0'))}/{quantity(hard[name])}")
+    return [rq["metadata"]["name"], _age(rq, now), ", ".join(columns[False]), ", ".join(columns[True])]
+
+
 def _template(obj: Obj) -> tuple[str, str, str]:
     spec = obj.get("spec") or {}
     containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
@@ -552,6 +564,7 @@ PRINTERS: dict[str, Printer] = {
     "ServiceAccount": (_cols("Name", "Secrets:integer", "Age"), _service_account_cells),
     "ConfigMap": (_cols("Name", "Data:integer", "Age"), _config_map_cells),
     "Secret": (_cols("Name", "Type", "Data:integer", "Age"), _secret_cells),
+    "ResourceQuota": (_cols("Name", "Age", "Request", "Limit"), _quota_cells),
     "StatefulSet": (_cols("Name", "Ready", "Age", "+Containers", "+Images"), _sts_cells),
     "ReplicaSet": (_cols("Name", "Desired:integer", "Current:integer", "Ready:integer", "Age", "+Containers",
                          "+Images", "+Selector"), _rs_cells),

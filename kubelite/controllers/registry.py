@@ -32,6 +32,7 @@ from kubelite.controllers.persistentvolume import PersistentVolumeController
 from kubelite.controllers.podgc import PodGCController
 from kubelite.controllers.provisioner import ProvisionerController
 from kubelite.controllers.replicaset import ReplicaSetController, ReplicationManager
+from kubelite.controllers.resourcequota import ResourceQuotaController
 from kubelite.controllers.serviceaccount import ServiceAccountsController
 from kubelite.controllers.statefulset import StatefulSetController
 from kubelite.controllers.taint_eviction import TaintEvictionController
@@ -75,6 +76,7 @@ CONTROLLERS: dict[str, Factory] = {
     "csrapproving": CSRApprovingController,
     "tokencleaner": TokenCleaner,
     "bootstrapsigner": BootstrapSigner,
+    "resourcequota": ResourceQuotaController,
 }
 
 

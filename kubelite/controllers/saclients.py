@@ -59,6 +59,7 @@ ACCOUNTS: dict[str, str] = {
     "csrapproving": "certificate-controller",
     "tokencleaner": "token-cleaner",
     "bootstrapsigner": "bootstrap-signer",
+    "resourcequota": "resourcequota-controller",
 }
 
 

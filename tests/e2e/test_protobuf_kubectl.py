@@ -102,6 +102,10 @@ CREATES = [
      {"spec": {"clusterIP": "None"}}, ["IP: None", "IPs: None"]),
     ("serviceaccount", ["serviceaccount", "robot"], ("sa", "robot"), {"metadata": {"name": "robot"}},
      ["Name:                robot", "Tokens:              <none>"]),
+    ("quota", ["quota", "q", "--hard=pods=1"], ("quota", "q"), {"spec": {"hard": {"pods": "1"}}},
+     ["Name: q", "Resource Used Hard"]),
+    ("ingress", ["ingress", "ing", "--rule=foo.com/bar=svc1:8080"], ("ing", "ing"),
+     {"spec": {"rules": [{"host": "foo.com"}]}}, ["foo.com", "/bar svc1:8080"]),
 ]
 
 
@@ -131,14 +135,6 @@ def test_create_token_is_protobuf_both_ways(server: ServerProcess) -> None:
     payload = token.split(".")[1]
     claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     assert claims["sub"] == "system:serviceaccount:default:bot" and claims["exp"] - claims["iat"] == 600
-
-
-@pytest.mark.parametrize("args", [["quota", "q", "--hard=pods=1"]], ids=["quota"])
-def test_create_of_a_kind_not_served_is_a_clean_not_found(server: ServerProcess, args: list[str]) -> None:
-    """Kinds kubelite does not serve (core/v1 ResourceQuota): upstream's 404 Status, not a 415."""
-    res = server.kubectl("-v=8", "create", *args, check=False)
-    assert res.returncode == 1 and "the server could not find the requested resource" in res.stderr, res.stderr
-    assert "Response Status: 404 Not Found" in res.stderr and '\\"reason\\":\\"NotFound\\"' in res.stderr
 
 
 DEPLOYMENT = client.V1Deployment(

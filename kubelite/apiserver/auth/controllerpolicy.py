@@ -189,6 +189,10 @@ def _controller_rules() -> dict[str, list[Obj]]:
         "ttl-after-finished-controller": [
             rule(["get", "list", "watch", "delete"], [BATCH], ["jobs"]),
             *events],
+        "resourcequota-controller": [
+            rule(["list", "watch"], ["*"], ["*"]),
+            rule(["update"], [LEGACY], ["resourcequotas/status"]),
+            *events],
         "root-ca-cert-publisher": [
             rule(["create", "update"], [LEGACY], ["configmaps"]),
             *events,

@@ -16,6 +16,7 @@ from kubelite.api import validation as v
 from kubelite.api.errors import Cause
 from kubelite.api.quantity import QuantityError, parse_quantity
 from kubelite.api.selectors import COMMON_FIELDS, path_getter
+from kubelite.apiserver.admission import limitranger
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
 from kubelite.apiserver.registry.config import is_config_map_key
 
@@ -576,7 +577,11 @@ class PodStrategy(Strategy):
                                             "lastTransitionTime": obj["metadata"]["creationTimestamp"]}]
 
     def admit(self, obj: Obj, lookup: Lookup) -> list[str]:
-        refusals = [reason for plugin in self.plugins for reason in plugin(obj, lookup)]
+        """LimitRanger first, as upstream's order; its defaults change the pod's resources, hence its QoS class."""
+        refusals = limitranger.admit_pod(obj, lookup)
+        if limitranger.LIMIT_RANGER_ANNOTATION in (obj["metadata"].get("annotations") or {}):
+            obj["status"]["qosClass"] = qos_class(obj["spec"])
+        refusals += [reason for plugin in self.plugins for reason in plugin(obj, lookup)]
         return refusals + admit_priority(obj["spec"], lookup)
 
     def validate(self, obj: Obj) -> list[Cause]:

@@ -20,6 +20,7 @@ from kubelite.api.errors import Cause
 from kubelite.api.quantity import QuantityError, parse_quantity
 from kubelite.api.selectors import COMMON_FIELDS, path_getter
 from kubelite.api.volumes import PV_PROTECTION, PVC_PROTECTION
+from kubelite.apiserver.admission import limitranger
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
 
 ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
@@ -133,6 +134,12 @@ class PersistentVolumeClaimStrategy(Strategy):
             if default is not None:
                 spec["storageClassName"] = default["metadata"]["name"]
         _add_finalizer(obj, PVC_PROTECTION)
+
+    def admit(self, obj: Obj, lookup: Lookup) -> list[str]:
+        return limitranger.admit_claim(obj, None, lookup)
+
+    def admit_update(self, new: Obj, old: Obj, lookup: Lookup) -> list[str]:
+        return limitranger.admit_claim(new, old, lookup)
 
     def validate(self, obj: Obj) -> list[Cause]:
         causes = super().validate(obj)
