@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubelite.api.strconv import parse_int
 from kubelite.api.volumes import node_selector_matches
 from kubelite.clock import parse_rfc3339
 from kubelite.controllers import podutil, rollout
@@ -72,9 +73,15 @@ def add_daemon_tolerations(spec: Obj) -> None:
 
 
 def template_generation(ds: Obj) -> int | None:
-    """util.GetTemplateGeneration: the apps/v1 annotation, None when absent or not a number."""
+    """util.GetTemplateGeneration as its callers use it: the apps/v1 annotation, None when absent or when
+    strconv.ParseInt refuses it (upstream then goes on without it, and the revision hash decides)."""
     raw = (ds["metadata"].get("annotations") or {}).get(TEMPLATE_GENERATION)
-    return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+    if raw is None:
+        return None
+    try:
+        return parse_int(str(raw))
+    except ValueError:
+        return None
 
 
 def new_pod_template(ds: Obj, hash_: str) -> Obj:

@@ -187,6 +187,22 @@ def test_is_pod_updated(labels: Obj, hash_: str, generation: int | None, want: b
     assert du.is_pod_updated({"metadata": {"labels": labels}}, hash_, generation) == want
 
 
+# GetTemplateGeneration as the controller's callers use it: a value strconv.ParseInt refuses is no generation (nil
+# upstream), so the revision hash alone decides; Python's laxer int() must not make one up.
+@pytest.mark.parametrize(("value", "want"), [
+    pytest.param("3", 3, id="number"),
+    pytest.param("-1", -1, id="signed"),
+    pytest.param(None, None, id="absent"),
+    pytest.param("\u00b2", None, id="non-ASCII digit"),
+    pytest.param("1_0", None, id="underscore"),
+    pytest.param("9" * 20, None, id="beyond int64"),
+])
+def test_get_template_generation(value: str | None, want: int | None) -> None:
+    ds = daemon_set()
+    ds["metadata"]["annotations"] = {} if value is None else {du.TEMPLATE_GENERATION: value}
+    assert du.template_generation(ds) == want
+
+
 def test_create_pod_template_labels_and_tolerations() -> None:
     """CreatePodTemplate: the revision hash and template generation labels, the daemon tolerations."""
     template = du.new_pod_template(daemon_set(), "abc")
