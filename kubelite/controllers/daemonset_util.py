@@ -305,7 +305,7 @@ def rolling_update(ds: Obj, nodes: dict[str, Obj], node_pods: dict[str, list[Obj
 def _delete_for_update(ds: Obj, node_pods: dict[str, list[Obj]], hash_: str, max_unavailable: int,
                        available: Callable[[Obj], bool]) -> list[str]:
     """Without surge: delete old pods while the new and missing ones stay within maxUnavailable; an old pod
-    that is not available anyway is always replaced."""
+    that is not available anyway is always replaced, and counts against the budget like any unavailable node."""
     num_unavailable = 0
     replace: list[str] = []
     candidates: list[str] = []
@@ -317,6 +317,7 @@ def _delete_for_update(ds: Obj, node_pods: dict[str, list[Obj]], hash_: str, max
             num_unavailable += not available(new)
         elif old is not None and not available(old):
             replace.append(old["metadata"]["name"])
+            num_unavailable += 1
         elif old is not None and num_unavailable < max_unavailable:
             candidates.append(old["metadata"]["name"])
     room = min(max(0, max_unavailable - num_unavailable), len(candidates))

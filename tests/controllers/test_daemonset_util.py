@@ -276,6 +276,10 @@ def test_pods_on_a_node_that_should_not_run_them_are_deleted() -> None:
     assert plan.delete == ["p1"]
 
 
+NODES = {f"node{i}": node(f"node{i}") for i in range(5)}
+OLD = {f"node{i}": [pod(f"old{i}", f"node{i}", "old-h")] for i in range(5)}
+
+
 @dataclass(frozen=True)
 class UpdateCase:
     name: str
@@ -283,10 +287,32 @@ class UpdateCase:
     delete: list[str]
     create_on: list[str] = field(default_factory=list)
     ds: Obj = field(default_factory=daemon_set)
+    nodes: dict[str, Obj] = field(default_factory=lambda: NODES)
 
 
-NODES = {f"node{i}": node(f"node{i}") for i in range(5)}
-OLD = {f"node{i}": [pod(f"old{i}", f"node{i}", "old-h")] for i in range(5)}
+def max_unavailable(value: int) -> Obj:
+    ds = daemon_set()
+    ds["spec"]["updateStrategy"]["rollingUpdate"] = {"maxUnavailable": value, "maxSurge": 0}
+    return ds
+
+
+def cluster(count: int) -> dict[str, Obj]:
+    return {f"node{i:03}": node(f"node{i:03}") for i in range(count)}
+
+
+def pods_by_node(count: int, hash_: str, ready: bool, first: int = 0) -> dict[str, list[Obj]]:
+    """One pod on each of `count` nodes from node `first` on, named after its node."""
+    return {f"node{i:03}": [pod(f"{hash_}{i:03}", f"node{i:03}", hash_, ready=ready)]
+            for i in range(first, first + count)}
+
+
+# TestDaemonSetUpdatesSaveOldHealthyPods's state after its first step: 20 nodes, 10 old ready pods and 10 old
+# unready ones (their new pods never became ready before the next template change).
+SAVE_OLD_HEALTHY = {**pods_by_node(10, "old-h", ready=True), **pods_by_node(10, "old-h", ready=False, first=10)}
+# TestDaemonSetUpdatesAllOldNotReadyPodsAndNewNotReadyPods: 100 nodes, 10 available old pods, 2 unavailable old
+# pods and 88 unavailable new ones.
+OLD_AND_NEW_NOT_READY = {**pods_by_node(10, "old-h", ready=True), **pods_by_node(2, "old-h", ready=False, first=10),
+                         **pods_by_node(88, "h", ready=False, first=12)}
 
 # Mirrors update_test.go's rolling-update cases on the decision itself.
 UPDATE_CASES = [
@@ -312,12 +338,24 @@ UPDATE_CASES = [
     UpdateCase("TestDaemonSetUpdatesAllOldPodsNotReadyMaxSurge: unavailable old pods get a new pod at once",
                {n: [pod(f"old{i}", n, "old-h", ready=False)] for i, n in enumerate(NODES)}, [], list(NODES),
                ds=surge(daemon_set(), 1)),
+    UpdateCase("TestDaemonSetUpdatesSomeOldPodsNotReady: the unready old pods use up maxUnavailable",
+               {**{f"node{i}": [pod(f"old{i}", f"node{i}", "old-h", ready=False)] for i in range(2)},
+                **{f"node{i}": [pod(f"old{i}", f"node{i}", "old-h")] for i in range(2, 5)}},
+               ["old0", "old1"], ds=max_unavailable(2)),
+    *(UpdateCase(f"TestDaemonSetUpdatesSaveOldHealthyPods maxUnavailable={n}: only the 10 unready old pods go",
+                 SAVE_OLD_HEALTHY, [f"old-h{i:03}" for i in range(10, 20)], ds=max_unavailable(n),
+                 nodes=cluster(20)) for n in (1, 5, 9)),
+    UpdateCase("TestDaemonSetUpdatesSaveOldHealthyPods maxUnavailable=11: the unready ones and one ready",
+               SAVE_OLD_HEALTHY, [f"old-h{i:03}" for i in range(10, 20)] + ["old-h000"], ds=max_unavailable(11),
+               nodes=cluster(20)),
+    UpdateCase("TestDaemonSetUpdatesAllOldNotReadyPodsAndNewNotReadyPods: only the 2 unavailable old pods go",
+               OLD_AND_NEW_NOT_READY, ["old-h010", "old-h011"], ds=max_unavailable(10), nodes=cluster(100)),
 ]
 
 
 @pytest.mark.parametrize("case", UPDATE_CASES, ids=lambda c: c.name)
 def test_rolling_update(case: UpdateCase) -> None:
-    assert du.rolling_update(case.ds, NODES, case.pods, "h", NOW) == (case.delete, case.create_on)
+    assert du.rolling_update(case.ds, case.nodes, case.pods, "h", NOW) == (case.delete, case.create_on)
 
 
 def test_status_counts() -> None:
