@@ -181,8 +181,9 @@ def _created(pod: Obj) -> float:
 
 
 def by_creation_and_phase(pods: Iterable[Obj]) -> list[Obj]:
-    """podByCreationTimestampAndPhase: oldest first; at equal times a Running pod first, then by name."""
-    return sorted(pods, key=lambda p: (_created(p), (p.get("status") or {}).get("phase") != "Running",
+    """podByCreationTimestampAndPhase: pods bound to a node first (a pending one may never start), then the
+    oldest, then by name; despite its name upstream's order does not look at the phase."""
+    return sorted(pods, key=lambda p: (not (p.get("spec") or {}).get("nodeName"), _created(p),
                                        p["metadata"]["name"]))
 
 

@@ -224,6 +224,13 @@ def pod(name: str, node_name: str, hash_: str, ready: bool = True, phase: str = 
     return {"metadata": meta, "spec": {"nodeName": node_name}, "status": status}
 
 
+def pending_pod(name: str, age: float) -> Obj:
+    """A pod the scheduler has not bound yet: pinned to node1 by the affinity the controller gives it."""
+    out = pod(name, "", "h", ready=False, phase="Pending", age=age)
+    out["spec"] = {"affinity": du.replace_node_name_affinity(None, "node1")}
+    return out
+
+
 def surge(ds: Obj, max_surge: int | str) -> Obj:
     ds["spec"]["updateStrategy"]["rollingUpdate"] = {"maxUnavailable": 0, "maxSurge": max_surge}
     return ds
@@ -249,6 +256,10 @@ NODE_CASES = [
     NodeCase("succeeded pods are deleted", [pod("p1", "node1", "h", phase="Succeeded")], delete=["p1"]),
     NodeCase("without surge all but the oldest pod go", [pod("young", "node1", "h", age=1),
                                                           pod("old", "node1", "h", age=50)], delete=["young"]),
+    NodeCase("podByCreationTimestampAndPhase: a bound pod is kept over an older pending one",
+             [pending_pod("a-pending", age=50), pod("b-running", "node1", "h", age=1)], delete=["a-pending"]),
+    NodeCase("podByCreationTimestampAndPhase: at equal times the first name is kept",
+             [pod("b", "node1", "h", age=5), pod("a", "node1", "h", age=5)], delete=["b"]),
     NodeCase("with surge a ready old pod stays while the new one is not available",
              [pod("old", "node1", "old-h", age=50), pod("new", "node1", "h", ready=False, age=1)],
              ds=surge(daemon_set(), 1)),
