@@ -16,11 +16,15 @@ _DECIMAL = re.compile(r"[+-]?[0-9]+")  # an explicit base 10 allows a sign and A
 def parse_int(text: str, bits: int = 64) -> int:
     """strconv.ParseInt(text, 10, bits); a ValueError carries Go's message (`strconv.ParseInt: parsing "x":
     invalid syntax` or `... value out of range`), which upstream's decode errors quote."""
-    quoted = json.dumps(text, ensure_ascii=False)  # Go's %q for the printable text users write
     if not _DECIMAL.fullmatch(text):
-        raise ValueError(f"strconv.ParseInt: parsing {quoted}: invalid syntax")
+        raise ValueError(f"strconv.ParseInt: parsing {_quote(text)}: invalid syntax")
     value = int(text)
     bound = 1 << (bits - 1)
     if not -bound <= value < bound:
-        raise ValueError(f"strconv.ParseInt: parsing {quoted}: value out of range")
+        raise ValueError(f"strconv.ParseInt: parsing {_quote(text)}: value out of range")
     return value
+
+
+def _quote(text: str) -> str:
+    """Go's %q for the printable text users write."""
+    return json.dumps(text, ensure_ascii=False)

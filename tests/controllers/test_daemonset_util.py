@@ -276,14 +276,16 @@ NODE_CASES = [
 
 @pytest.mark.parametrize("case", NODE_CASES, ids=lambda c: c.name)
 def test_pods_should_be_on_node(case: NodeCase) -> None:
-    plan = du.pods_should_be_on_node(node(), case.pods, case.ds, "h", NOW, lambda n: case.in_backoff)
+    verdict = du.node_should_run_daemon_pod(node(), case.ds)
+    plan = du.pods_should_be_on_node("node1", verdict, case.pods, case.ds, "h", NOW, lambda n: case.in_backoff)
     assert (plan.create_on, plan.delete) == (["node1"] if case.create else [], case.delete)
 
 
 def test_pods_on_a_node_that_should_not_run_them_are_deleted() -> None:
     """TestSelectorDaemonDeletesUnselectedPods: a node that stopped matching loses its pods."""
     ds = daemon_set(nodeSelector={"type": "production"})
-    plan = du.pods_should_be_on_node(node(), [pod("p1", "node1", "h")], ds, "h", NOW, lambda n: False)
+    verdict = du.node_should_run_daemon_pod(node(), ds)
+    plan = du.pods_should_be_on_node("node1", verdict, [pod("p1", "node1", "h")], ds, "h", NOW, lambda n: False)
     assert plan.delete == ["p1"]
 
 
@@ -366,7 +368,8 @@ UPDATE_CASES = [
 
 @pytest.mark.parametrize("case", UPDATE_CASES, ids=lambda c: c.name)
 def test_rolling_update(case: UpdateCase) -> None:
-    assert du.rolling_update(case.ds, case.nodes, case.pods, "h", NOW) == (case.delete, case.create_on)
+    verdicts = du.verdicts(case.ds, case.nodes.values())
+    assert du.rolling_update(case.ds, verdicts, case.pods, "h", NOW) == (case.delete, case.create_on)
 
 
 def test_status_counts() -> None:
@@ -375,6 +378,6 @@ def test_status_counts() -> None:
     nodes = [node("a", labels={"run": "yes"}), node("b", labels={"run": "yes"}), node("c", labels={"run": "yes"}),
              node("d")]
     node_pods = {"a": [pod("pa", "a", "h")], "b": [pod("pb", "b", "old", ready=False)], "d": [pod("pd", "d", "h")]}
-    assert du.calculate_status(ds, nodes, node_pods, "h", NOW) == {
+    assert du.calculate_status(ds, du.verdicts(ds, nodes), node_pods, "h", NOW) == {
         "currentNumberScheduled": 2, "numberMisscheduled": 1, "desiredNumberScheduled": 3, "numberReady": 1,
         "updatedNumberScheduled": 1, "numberAvailable": 1, "numberUnavailable": 2}
