@@ -8,8 +8,9 @@ informers, then:
    another template bumps `status.collisionCount` and fails the sync, to be retried with a new hash.
 2. **Manage** (daemonset_util.pods_should_be_on_node for each node): create the missing pods, each pinned to
    its node by node affinity and placed by the scheduler; delete pods on nodes that should not run them,
-   extra pods, and finished pods (a failed one with a per-node back-off of 1 s doubling to 15 min, as
-   upstream's failedPodsBackoff, so a node that rejects the pod is not hot-looped).
+   extra pods, and finished pods (a failed one with a back-off per node and observed generation of 1 s
+   doubling to 15 min, as upstream's failedPodsBackoff, so a node that rejects the pod is not hot-looped).
+   The set's verdict on each node is computed once per sync (daemonset_util.verdicts) for all the steps.
 3. **Update**: with a RollingUpdate strategy and nothing pending, replace old pods within maxUnavailable, or
    start new pods beside old ones within maxSurge; OnDelete replaces a pod only once someone deletes it.
 4. **History clean-up** beyond revisionHistoryLimit (never a revision a live pod still carries), then the
@@ -17,7 +18,8 @@ informers, then:
 
 Creations and deletions are counted in expectations, so a sync never acts twice on pods its informer has
 not yet delivered. Pods are claimed like the ReplicaSet controller's (ownership.RefManager: matching orphans
-adopted, owned pods that stopped matching released). Node changes wake the sets whose placement they change.
+adopted, owned pods that stopped matching released). Node changes wake the sets whose placement they change;
+pod changes wake a set only when they touch what its sync reads (`_pod_facts`, labels, owner).
 """
 
 from __future__ import annotations
@@ -188,13 +190,12 @@ class DaemonSetController:
                 continue
         return out
 
-    def _wake_owner_or_selecting(self, obj: Obj, orphan_changed: bool = True) -> None:
-        """Wake the object's set; an orphan wakes the sets that may adopt it, when `orphan_changed` (its labels or
-        controller reference are new) — an orphan's other changes cannot make a set adopt it."""
+    def _wake_owner_or_selecting(self, obj: Obj) -> None:
+        """Wake the object's set; an orphan wakes the sets that may adopt it."""
         ds = self._owner(obj)
         if ds is not None:
             self.runner.enqueue(key_of(ds))
-        elif orphan_changed and controller_of(obj) is None and not obj["metadata"].get("deletionTimestamp"):
+        elif controller_of(obj) is None and not obj["metadata"].get("deletionTimestamp"):
             for candidate in self._selecting(obj):
                 self.runner.enqueue(key_of(candidate))
 
@@ -212,8 +213,8 @@ class DaemonSetController:
         if ds is not None:
             if owned_changed or ref_changed or labels_changed:
                 self.runner.enqueue(key_of(ds))
-        elif controller_of(new) is None:
-            self._wake_owner_or_selecting(new, labels_changed or ref_changed)
+        elif controller_of(new) is None and (labels_changed or ref_changed):
+            self._wake_owner_or_selecting(new)  # an orphan's other changes cannot make a set adopt it
         return ds
 
     def _pod_added(self, pod: Obj) -> None:
