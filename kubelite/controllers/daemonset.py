@@ -8,8 +8,9 @@ informers, then:
    another template bumps `status.collisionCount` and fails the sync, to be retried with a new hash.
 2. **Manage** (daemonset_util.pods_should_be_on_node for each node): create the missing pods, each pinned to
    its node by node affinity and placed by the scheduler; delete pods on nodes that should not run them,
-   extra pods, and finished pods (a failed one with a per-node back-off of 1 s doubling to 15 min, as
-   upstream's failedPodsBackoff, so a node that rejects the pod is not hot-looped).
+   extra pods, and finished pods (a failed one with a back-off per node and observed generation of 1 s
+   doubling to 15 min, as upstream's failedPodsBackoff, so a node that rejects the pod is not hot-looped).
+   The set's verdict on each node is computed once per sync (daemonset_util.verdicts) for all the steps.
 3. **Update**: with a RollingUpdate strategy and nothing pending, replace old pods within maxUnavailable, or
    start new pods beside old ones within maxSurge; OnDelete replaces a pod only once someone deletes it.
 4. **History clean-up** beyond revisionHistoryLimit (never a revision a live pod still carries), then the
@@ -17,7 +18,8 @@ informers, then:
 
 Creations and deletions are counted in expectations, so a sync never acts twice on pods its informer has
 not yet delivered. Pods are claimed like the ReplicaSet controller's (ownership.RefManager: matching orphans
-adopted, owned pods that stopped matching released). Node changes wake the sets whose placement they change.
+adopted, owned pods that stopped matching released). Node changes wake the sets whose placement they change;
+pod changes wake a set only when they touch what its sync reads (`_pod_facts`, labels, owner).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from kubelite.client.interface import Client
 from kubelite.clock import Clock
 from kubelite.controllers import daemonset_util as du
 from kubelite.controllers import podcontrol as pc
+from kubelite.controllers import podutil
+from kubelite.controllers.cronjob_utils import is_namespace_terminating
 from kubelite.controllers.daemonset_history import History
 from kubelite.controllers.expectations import Expectations
 from kubelite.controllers.informers import SharedInformerHandle, shared_informer
@@ -55,26 +59,56 @@ COMPONENT = "daemonset-controller"
 KIND = "DaemonSet"
 WORKERS = 2  # --concurrent-daemonset-syncs
 BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 900.0  # failedPodsBackoff: flowcontrol.NewBackOff(1s, 15min)
+BACKOFF_GC_INTERVAL = 60.0  # BackoffGCInterval
 
 
 class FailedPodsBackoff:
-    """flowcontrol.Backoff per (set, node): the delay doubles on each failed pod, from 1 s to 15 min, and starts
-    over once a node has gone twice the maximum without one."""
+    """flowcontrol.Backoff per failedPodsBackoffKey (`<set uid>/<observedGeneration>/<node>`, so editing the set
+    starts over): the delay doubles on each failed pod, from 1 s to 15 min, and starts over once a key has gone
+    twice the maximum without one. `gc` drops such idle keys (upstream runs it every minute), `forget` a deleted
+    set's."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self._entries: dict[tuple[str, str], tuple[float, float]] = {}  # key → (delay, last update)
+        self._entries: dict[str, tuple[float, float]] = {}  # key → (delay, last update)
 
-    def in_backoff(self, key: tuple[str, str]) -> float:
+    def in_backoff(self, key: str) -> float:
         """IsInBackOffSinceUpdate: the time left, 0 when a failed pod may be deleted now."""
         delay, at = self._entries.get(key, (0.0, 0.0))
         return max(0.0, at + delay - self.clock.monotonic())
 
-    def next(self, key: tuple[str, str]) -> None:
+    def next(self, key: str) -> None:
         now = self.clock.monotonic()
         delay, at = self._entries.get(key, (0.0, 0.0))
         fresh = delay == 0.0 or now - at > 2 * BACKOFF_MAX
         self._entries[key] = (BACKOFF_INITIAL if fresh else min(2 * delay, BACKOFF_MAX), now)
+
+    def gc(self) -> None:
+        """Backoff.GC: keys idle for twice the maximum are as good as new; drop them."""
+        now = self.clock.monotonic()
+        self._entries = {k: e for k, e in self._entries.items() if now - e[1] <= 2 * BACKOFF_MAX}
+
+    def forget(self, uid: str) -> None:
+        """A deleted set's keys will never be asked for again (a re-created set has a new uid)."""
+        self._entries = {k: e for k, e in self._entries.items() if not k.startswith(f"{uid}/")}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def backoff_key(ds: Obj, node: str) -> str:
+    """failedPodsBackoffKey: the set's uid, its observed generation and the node."""
+    return f"{ds['metadata']['uid']}/{(ds.get('status') or {}).get('observedGeneration') or 0}/{node}"
+
+
+def _pod_facts(pod: Obj) -> tuple[object, ...]:
+    """What of a pod its set's sync reads beyond labels, owner and deletion: the phase (finished pods are
+    replaced), readiness and since when (availability), the node it is bound to (bound pods are kept first).
+    A pod update that changes none of these (a status heartbeat, a container's restart count) does not wake the
+    set; upstream wakes it for every update, which at 5,000 nodes is a full sync per kubelet status write."""
+    ready = podutil.ready_condition(pod) or {}
+    return ((pod.get("status") or {}).get("phase"), ready.get("status"), ready.get("lastTransitionTime"),
+            (pod.get("spec") or {}).get("nodeName"))
 
 
 def _selector(ds: Obj) -> LabelSelector:
@@ -96,14 +130,14 @@ class DaemonSetController:
         self.events = EventSink(client, clock)
         self.runner: Runner[Key] = Runner("daemonset", self.sync, clock, workers)
         self.sets = shared_informer(client, clock, "/apis/apps/v1/daemonsets",
-                                    Handlers(self._set_changed, lambda o, n: self._set_changed(n), self._set_deleted))
+                                    Handlers(self._set_changed, self._set_updated, self._set_deleted))
         self.pods = shared_informer(client, clock, "/api/v1/pods",
                                     Handlers(self._pod_added, self._pod_updated, self._pod_deleted))
         self.nodes = shared_informer(client, clock, "/api/v1/nodes",
                                      Handlers(self._node_added, self._node_updated, self._node_added))
         self.revisions = shared_informer(client, clock, "/apis/apps/v1/controllerrevisions",
-                                         Handlers(self._revision_changed, lambda o, n: self._revision_changed(n),
-                                                  self._revision_changed))
+                                         Handlers(self._revision_added, self._revision_updated,
+                                                  self._revision_deleted))
         for informer in (self.pods, self.revisions):
             informer.add_index(OWNER_UID_INDEX, by_owner_uid)
             informer.add_index(ORPHAN_INDEX, orphans_by_namespace)
@@ -111,17 +145,31 @@ class DaemonSetController:
         self.written: dict[Key, Obj] = {}  # each set as our last status write returned it
 
     async def run(self) -> None:
-        await run_synced((self.sets, self.pods, self.nodes, self.revisions), (self.runner.run,),
+        await run_synced((self.sets, self.pods, self.nodes, self.revisions), (self.runner.run, self._gc_backoff),
                          alongside=(self.events.run,))
+
+    async def _gc_backoff(self) -> None:
+        """`wait.Until(failedPodsBackoff.GC, BackoffGCInterval)`: idle back-off entries go once a minute."""
+        while True:
+            await self.clock.sleep(BACKOFF_GC_INTERVAL)
+            self.backoff.gc()
 
     # --- event handlers --------------------------------------------------------------------------
 
     def _set_changed(self, ds: Obj) -> None:
         self.runner.enqueue(key_of(ds))
 
+    def _set_updated(self, old: Obj, new: Obj) -> None:
+        """updateDaemonset: a new uid under the same name is a set deleted and re-created (the delete event may
+        have been missed): the old one's expectations go first."""
+        if old["metadata"].get("uid") != new["metadata"].get("uid"):
+            self._set_deleted(old)
+        self._set_changed(new)
+
     def _set_deleted(self, ds: Obj) -> None:
         self.expectations.delete(key_of(ds))
         self.written.pop(key_of(ds), None)
+        self.backoff.forget(ds["metadata"].get("uid", ""))
 
     def _owner(self, obj: Obj) -> Obj | None:
         """resolveControllerRef: the cached set the object's controller reference names, if it has that uid."""
@@ -143,12 +191,31 @@ class DaemonSetController:
         return out
 
     def _wake_owner_or_selecting(self, obj: Obj) -> None:
+        """Wake the object's set; an orphan wakes the sets that may adopt it."""
         ds = self._owner(obj)
         if ds is not None:
             self.runner.enqueue(key_of(ds))
         elif controller_of(obj) is None and not obj["metadata"].get("deletionTimestamp"):
-            for candidate in self._selecting(obj):  # an orphan: the sets that may adopt it
+            for candidate in self._selecting(obj):
                 self.runner.enqueue(key_of(candidate))
+
+    def _wake_on_update(self, old: Obj, new: Obj, owned_changed: bool) -> Obj | None:
+        """updatePod / updateHistory: a changed controller reference wakes the former owner; the current owner
+        is woken when `owned_changed` or its reference or labels changed, an orphan's would-be adopters only on
+        those. Returns the current owner."""
+        ref_changed = controller_of(old) != controller_of(new)
+        labels_changed = old["metadata"].get("labels") != new["metadata"].get("labels")
+        if ref_changed and controller_of(old) is not None:
+            former = self._owner(old)
+            if former is not None:
+                self.runner.enqueue(key_of(former))
+        ds = self._owner(new)
+        if ds is not None:
+            if owned_changed or ref_changed or labels_changed:
+                self.runner.enqueue(key_of(ds))
+        elif controller_of(new) is None and (labels_changed or ref_changed):
+            self._wake_owner_or_selecting(new)  # an orphan's other changes cannot make a set adopt it
+        return ds
 
     def _pod_added(self, pod: Obj) -> None:
         if pod["metadata"].get("deletionTimestamp"):
@@ -165,12 +232,9 @@ class DaemonSetController:
         if new["metadata"].get("deletionTimestamp"):
             self._pod_deleted(new)  # a terminating pod is as good as gone: its replacement may be made now
             return
-        if controller_of(old) != controller_of(new) or old["metadata"].get("labels") != new["metadata"].get("labels"):
-            self._wake_owner_or_selecting(old)
-        self._wake_owner_or_selecting(new)
-        ds = self._owner(new)
+        ds = self._wake_on_update(old, new, _pod_facts(old) != _pod_facts(new))
         min_ready = int(((ds or {}).get("spec") or {}).get("minReadySeconds") or 0)
-        if ds is not None and min_ready > 0 and not pc.has_condition(old, "Ready") and pc.has_condition(new, "Ready"):
+        if ds is not None and min_ready > 0 and not podutil.is_pod_ready(old) and podutil.is_pod_ready(new):
             self.runner.queue.add_after(key_of(ds), min_ready + 1)
 
     def _pod_deleted(self, pod: Obj) -> None:
@@ -193,8 +257,24 @@ class DaemonSetController:
             if du.node_should_run_daemon_pod(old, ds) != du.node_should_run_daemon_pod(new, ds):
                 self.runner.enqueue(key_of(ds))
 
-    def _revision_changed(self, revision: Obj) -> None:
-        self._wake_owner_or_selecting(revision)
+    def _revision_added(self, revision: Obj) -> None:
+        """addHistory: only an orphan wakes sets (that may adopt it); an owned revision is usually the set's own
+        snapshot, which its sync made."""
+        if revision["metadata"].get("deletionTimestamp"):
+            self._revision_deleted(revision)
+        elif controller_of(revision) is None:
+            self._wake_owner_or_selecting(revision)
+
+    def _revision_updated(self, old: Obj, new: Obj) -> None:
+        """updateHistory: any change wakes the owner; an orphan wakes sets when its labels or reference change."""
+        if old["metadata"].get("resourceVersion") != new["metadata"].get("resourceVersion"):
+            self._wake_on_update(old, new, owned_changed=True)
+
+    def _revision_deleted(self, revision: Obj) -> None:
+        """deleteHistory: the owner is woken; nobody cares about a deleted orphan."""
+        ds = self._owner(revision)
+        if ds is not None:
+            self.runner.enqueue(key_of(ds))
 
     # --- sync ------------------------------------------------------------------------------------
 
@@ -219,21 +299,21 @@ class DaemonSetController:
             OWNER_UID_INDEX, ds["metadata"]["uid"]))
         hash_ = (current["metadata"].get("labels") or {}).get(du.REVISION_LABEL, "")
         node_pods = await self._node_pods(ds, selector)
-        nodes = {n["metadata"]["name"]: n for n in self.nodes.store.values()}
+        verdicts = du.verdicts(ds, self.nodes.store.values())  # one per node, for every step below
         if not self.expectations.satisfied(key):
-            await self._write_status(ds, nodes, node_pods, hash_, observed=False)
+            await self._write_status(ds, verdicts, node_pods, hash_, observed=False)
             return
         error: Exception | None = None
         try:
-            await self._manage(ds, nodes, node_pods, hash_)
+            await self._manage(ds, verdicts, node_pods, hash_)
             strategy = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type", "RollingUpdate")
             if self.expectations.satisfied(key) and strategy == "RollingUpdate":
-                delete, create_on = du.rolling_update(ds, nodes, node_pods, hash_, self.clock.now())
+                delete, create_on = du.rolling_update(ds, verdicts, node_pods, hash_, self.clock.now())
                 await self._sync_nodes(ds, delete, create_on, hash_)
             await self.history.cleanup(ds, old, node_pods)
         except ApiError as exc:
             error = exc
-        await self._write_status(ds, nodes, node_pods, hash_, observed=True)
+        await self._write_status(ds, verdicts, node_pods, hash_, observed=True)
         if error is not None:
             raise error
 
@@ -263,34 +343,38 @@ class DaemonSetController:
                 out.setdefault(node, []).append(pod)
         return out
 
-    async def _manage(self, ds: Obj, nodes: dict[str, Obj], node_pods: dict[str, list[Obj]], hash_: str) -> None:
+    async def _manage(self, ds: Obj, verdicts: dict[str, du.Verdict], node_pods: dict[str, list[Obj]],
+                      hash_: str) -> None:
         """manage: per node, the pods to create and delete; unscheduled pods pinned to a node that is gone."""
         create_on: list[str] = []
         delete: list[str] = []
         now = self.clock.now()
-        for name, node in nodes.items():
-            plan = du.pods_should_be_on_node(node, node_pods.get(name, []), ds, hash_, now,
+        for name, verdict in verdicts.items():
+            plan = du.pods_should_be_on_node(name, verdict, node_pods.get(name, []), ds, hash_, now,
                                              lambda n: self._failed_pod_in_backoff(ds, n))
             create_on += plan.create_on
             delete += plan.delete
             for pod in plan.finished:
                 self._report_finished(ds, pod, name)
         for name, pods in node_pods.items():
-            if name not in nodes:
+            if name not in verdicts:
                 delete += [p["metadata"]["name"] for p in pods if not (p.get("spec") or {}).get("nodeName")]
         await self._sync_nodes(ds, delete, create_on, hash_)
 
     def _failed_pod_in_backoff(self, ds: Obj, node: str) -> bool:
-        """A failed pod waits for its node's back-off; the set is synced again when it is over."""
-        left = self.backoff.in_backoff((ds["metadata"]["uid"], node))
+        """A failed pod waits for its node's back-off (the set is synced again when it is over); one let through
+        starts the next back-off step at once, so a second failed pod on the node waits, as upstream's."""
+        key = backoff_key(ds, node)
+        left = self.backoff.in_backoff(key)
         if left > 0:
             self.runner.queue.add_after(key_of(ds), left)
-        return left > 0
+            return True
+        self.backoff.next(key)
+        return False
 
     def _report_finished(self, ds: Obj, pod: Obj, node: str) -> None:
         meta = pod["metadata"]
         if (pod.get("status") or {}).get("phase") == "Failed":
-            self.backoff.next((ds["metadata"]["uid"], node))
             self._event(ds, "FailedDaemonPod", f"Found failed daemon pod {meta.get('namespace', '')}/{meta['name']} "
                                                f"on node {node}, will try to kill it", "Warning")
         else:
@@ -327,7 +411,7 @@ class DaemonSetController:
         try:
             pod = await self.client.create(resource_path("pods", ds["metadata"].get("namespace", "")), body)
         except ApiError as exc:
-            if exc.code == 403 and "being terminated" in exc.message:
+            if is_namespace_terminating(exc):
                 return  # the namespace is going: so will every other pod; upstream records nothing
             self._event(ds, "FailedCreate", f"Error creating: {exc.message}", "Warning")
             raise
@@ -345,11 +429,11 @@ class DaemonSetController:
             raise
         self._event(ds, "SuccessfulDelete", f"Deleted pod: {name}")
 
-    async def _write_status(self, ds: Obj, nodes: dict[str, Obj], node_pods: dict[str, list[Obj]], hash_: str,
-                            observed: bool) -> None:
+    async def _write_status(self, ds: Obj, verdicts: dict[str, du.Verdict], node_pods: dict[str, list[Obj]],
+                            hash_: str, observed: bool) -> None:
         """updateDaemonSetStatus / storeDaemonSetStatus: written when a count (or, after a full sync, the
         observed generation) changed; a conflict is retried once on a fresh read."""
-        status = du.calculate_status(ds, nodes.values(), node_pods, hash_, self.clock.now())
+        status = du.calculate_status(ds, verdicts, node_pods, hash_, self.clock.now())
         old = ds.get("status") or {}
         generation = ds["metadata"].get("generation", 1)
         if observed:

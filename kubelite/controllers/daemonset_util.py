@@ -1,10 +1,11 @@
 """What a DaemonSet wants of each node, as pure functions over wire dicts (pkg/controller/daemon/util and the
 decision halves of daemon_controller.go / update.go).
 
-- **Placement** (`node_should_run_daemon_pod`): the pod the set would make for a node — its template with the
+- **Placement** (`Placement.verdict`, `verdicts`): the pod the set would make for a node — its template with the
   daemon tolerations added (AddOrUpdateDaemonPodTolerations) — must match the node's name, the template's
   nodeSelector and required node affinity, and tolerate its NoSchedule/NoExecute taints. A pod that tolerates
   only the NoExecute ones may keep running where it is but is not started (`should_continue_running`).
+  A sync computes the verdict on every node once and hands the table to each step below.
   The node-selector match is `kubelite.api.volumes.node_selector_matches`, the per-node form of the scheduler's
   NodeAffinity filter (the scheduler's own plugin works on its columnar node table, and the components may not
   import one another); taints are judged by `taints.tolerates`, the node controllers' helper.
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubelite.api.strconv import parse_int
 from kubelite.api.volumes import node_selector_matches
 from kubelite.clock import parse_rfc3339
 from kubelite.controllers import podutil, rollout
@@ -72,9 +74,15 @@ def add_daemon_tolerations(spec: Obj) -> None:
 
 
 def template_generation(ds: Obj) -> int | None:
-    """util.GetTemplateGeneration: the apps/v1 annotation, None when absent or not a number."""
+    """util.GetTemplateGeneration as its callers use it: the apps/v1 annotation, None when absent or when
+    strconv.ParseInt refuses it (upstream then goes on without it, and the revision hash decides)."""
     raw = (ds["metadata"].get("annotations") or {}).get(TEMPLATE_GENERATION)
-    return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+    if raw is None:
+        return None
+    try:
+        return parse_int(str(raw))
+    except ValueError:
+        return None
 
 
 def new_pod_template(ds: Obj, hash_: str) -> Obj:
@@ -132,26 +140,57 @@ def _untolerated(taints: Iterable[Obj], tolerations: list[Obj], effects: tuple[s
     return any(t.get("effect") in effects and not any(tolerates(tol, t) for tol in tolerations) for t in taints)
 
 
-def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
-    """NodeShouldRunDaemonPod: (should run, should continue running) the set's pod on `node`."""
-    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-    name = node["metadata"]["name"]
-    if spec.get("nodeName") not in (None, "", name):
-        return False, False
-    labels = node["metadata"].get("labels") or {}
-    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-        return False, False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution")
-    if not node_selector_matches(required, labels, name):
-        return False, False
-    taints = (node.get("spec") or {}).get("taints") or []
-    with_daemon: Obj = {"tolerations": spec.get("tolerations"), "hostNetwork": spec.get("hostNetwork")}
-    add_daemon_tolerations(with_daemon)  # a copy of the list: the template stays as it is
-    tolerations: list[Obj] = with_daemon["tolerations"]
-    if _untolerated(taints, tolerations, (NO_SCHEDULE, NO_EXECUTE)):
-        return False, not _untolerated(taints, tolerations, (NO_EXECUTE,))
-    return True, True
+Verdict = tuple[bool, bool]  # (should run, should continue running) the set's pod on a node
+NO_VERDICT: Verdict = (False, False)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What of a set's template decides its nodes, read once per set per sync. Upstream's NodeShouldRunDaemonPod
+    builds the set's pod, daemon tolerations added, for every node it judges; rebuilding those tolerations per
+    node was most of a no-op sync at 5,000 nodes, so the verdicts of a sync share one Placement."""
+
+    node_name: str | None
+    node_selector: dict[str, str]
+    required: Obj | None
+    tolerations: list[Obj]
+
+    @classmethod
+    def of(cls, ds: Obj) -> Placement:
+        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        with_daemon: Obj = {"tolerations": spec.get("tolerations"), "hostNetwork": spec.get("hostNetwork")}
+        add_daemon_tolerations(with_daemon)  # a copy of the list: the template stays as it is
+        return cls(spec.get("nodeName") or None, spec.get("nodeSelector") or {},
+                   ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+                       "requiredDuringSchedulingIgnoredDuringExecution"), with_daemon["tolerations"])
+
+    def verdict(self, node: Obj) -> Verdict:
+        """NodeShouldRunDaemonPod: the node's name, the nodeSelector and required node affinity must match, and
+        its NoSchedule/NoExecute taints be tolerated; tolerating only the NoExecute ones keeps a pod running."""
+        name = node["metadata"]["name"]
+        if self.node_name not in (None, name):
+            return NO_VERDICT
+        labels = node["metadata"].get("labels") or {}
+        if any(labels.get(k) != v for k, v in self.node_selector.items()):
+            return NO_VERDICT
+        if not node_selector_matches(self.required, labels, name):
+            return NO_VERDICT
+        taints = (node.get("spec") or {}).get("taints") or []
+        if taints and _untolerated(taints, self.tolerations, (NO_SCHEDULE, NO_EXECUTE)):
+            return False, not _untolerated(taints, self.tolerations, (NO_EXECUTE,))
+        return True, True
+
+
+def node_should_run_daemon_pod(node: Obj, ds: Obj) -> Verdict:
+    """NodeShouldRunDaemonPod for one node (the node event handlers); a sync judges all nodes with `verdicts`."""
+    return Placement.of(ds).verdict(node)
+
+
+def verdicts(ds: Obj, nodes: Iterable[Obj]) -> dict[str, Verdict]:
+    """The set's verdict on every node, computed once per sync and shared by its steps (manage, the rolling
+    update and the status), as upstream recomputes it in each."""
+    placement = Placement.of(ds)
+    return {node["metadata"]["name"]: placement.verdict(node) for node in nodes}
 
 
 # --- per node -------------------------------------------------------------------------------------------
@@ -174,8 +213,12 @@ def _created(pod: Obj) -> float:
 
 
 def by_creation_and_phase(pods: Iterable[Obj]) -> list[Obj]:
-    """podByCreationTimestampAndPhase: oldest first; at equal times a Running pod first, then by name."""
-    return sorted(pods, key=lambda p: (_created(p), (p.get("status") or {}).get("phase") != "Running",
+    """podByCreationTimestampAndPhase: pods bound to a node first (a pending one may never start), then the
+    oldest, then by name; despite its name upstream's order does not look at the phase."""
+    pods = list(pods)
+    if len(pods) <= 1:
+        return pods  # the usual node: nothing to order, no timestamps to parse
+    return sorted(pods, key=lambda p: (not (p.get("spec") or {}).get("nodeName"), _created(p),
                                        p["metadata"]["name"]))
 
 
@@ -189,14 +232,15 @@ class NodePlan:
     finished: list[Obj] = field(default_factory=list)
 
 
-def pods_should_be_on_node(node: Obj, pods: list[Obj], ds: Obj, hash_: str, now: float,
+def pods_should_be_on_node(name: str, verdict: Verdict, pods: list[Obj], ds: Obj, hash_: str, now: float,
                            in_backoff: Callable[[str], bool]) -> NodePlan:
-    """podsShouldBeOnNode: a missing pod is created; succeeded and failed pods are deleted (a failed one not
-    while `in_backoff(node)`); without surge only the oldest running pod stays; with surge an old and a new pod
-    may both stay while the new one is not yet available."""
+    """podsShouldBeOnNode on node `name`, given the set's verdict on it: a missing pod is created; succeeded and
+    failed pods are deleted (a failed one not while `in_backoff(name)`, which the caller also advances for each
+    failed pod it lets through: so a second failed pod on the node waits for the next round); without surge only
+    the oldest running pod stays; with surge an old and a new pod may both stay while the new one is not yet
+    available."""
     plan = NodePlan()
-    name = node["metadata"]["name"]
-    should_run, should_continue = node_should_run_daemon_pod(node, ds)
+    should_run, should_continue = verdict
     if should_run and not pods:
         plan.create_on.append(name)
         return plan
@@ -213,13 +257,13 @@ def pods_should_be_on_node(node: Obj, pods: list[Obj], ds: Obj, hash_: str, now:
             plan.delete.append(pod["metadata"]["name"])
         else:
             running.append(pod)
+    if len(running) <= 1:  # nothing to prune; with surge a node whose pods all went needs one at once
+        if not running and should_run and allows_surge(ds):
+            plan.create_on.append(name)
+        return plan
     running = by_creation_and_phase(running)
     if not allows_surge(ds):
         plan.delete += [p["metadata"]["name"] for p in running[1:]]
-        return plan
-    if len(running) <= 1:
-        if not running and should_run:
-            plan.create_on.append(name)
         return plan
     oldest_new = next((p for p in running if _revision(p) == hash_), None)
     oldest_old = next((p for p in running if _revision(p) != hash_), None)
@@ -242,10 +286,10 @@ def _min_ready(ds: Obj) -> int:
 # --- rolling update -------------------------------------------------------------------------------------
 
 
-def find_updated_pods_on_node(ds: Obj, pods: list[Obj], hash_: str) -> tuple[Obj | None, Obj | None, bool]:
+def find_updated_pods_on_node(pods: list[Obj], hash_: str, generation: int | None
+                              ) -> tuple[Obj | None, Obj | None, bool]:
     """findUpdatedPodsOnNode: (new pod, old pod, ok) among the pods not being deleted; not ok when there are
-    several of either (the manage loop prunes them first)."""
-    generation = template_generation(ds)
+    several of either (the manage loop prunes them first). `generation` is the set's template_generation."""
     new: Obj | None = None
     old: Obj | None = None
     for pod in pods:
@@ -274,14 +318,15 @@ def surge_and_unavailable(ds: Obj, desired: int) -> tuple[int, int]:
     return surge, unavailable
 
 
-def rolling_update(ds: Obj, nodes: dict[str, Obj], node_pods: dict[str, list[Obj]], hash_: str,
+def rolling_update(ds: Obj, verdicts: dict[str, Verdict], node_pods: dict[str, list[Obj]], hash_: str,
                    now: float) -> tuple[list[str], list[str]]:
-    """rollingUpdate: (old pods to delete, nodes to create a new pod on). `node_pods` maps every node with
-    pods of the set; nodes that should run one are added here (updatedDesiredNodeCounts)."""
+    """rollingUpdate: (old pods to delete, nodes to create a new pod on). `verdicts` holds the set's verdict on
+    every node, `node_pods` every node with pods of the set; nodes that should run one are added here
+    (updatedDesiredNodeCounts)."""
     desired = 0
     node_pods = dict(node_pods)
-    for name, node in nodes.items():
-        if node_should_run_daemon_pod(node, ds)[0]:
+    for name, (should_run, _) in verdicts.items():
+        if should_run:
             desired += 1
             node_pods.setdefault(name, [])
     surge, unavailable = surge_and_unavailable(ds, desired)
@@ -292,31 +337,33 @@ def rolling_update(ds: Obj, nodes: dict[str, Obj], node_pods: dict[str, list[Obj
 
     if surge == 0:
         return _delete_for_update(ds, node_pods, hash_, unavailable, available), []
-    return _surge_for_update(ds, nodes, node_pods, hash_, surge, desired, available)
+    return _surge_for_update(ds, verdicts, node_pods, hash_, surge, desired, available)
 
 
 def _delete_for_update(ds: Obj, node_pods: dict[str, list[Obj]], hash_: str, max_unavailable: int,
                        available: Callable[[Obj], bool]) -> list[str]:
     """Without surge: delete old pods while the new and missing ones stay within maxUnavailable; an old pod
-    that is not available anyway is always replaced."""
+    that is not available anyway is always replaced, and counts against the budget like any unavailable node."""
     num_unavailable = 0
+    generation = template_generation(ds)
     replace: list[str] = []
     candidates: list[str] = []
     for name in sorted(node_pods):
-        new, old, ok = find_updated_pods_on_node(ds, node_pods[name], hash_)
+        new, old, ok = find_updated_pods_on_node(node_pods[name], hash_, generation)
         if not ok or (old is None) == (new is None):
             num_unavailable += 1  # the manage loop creates or prunes here
         elif new is not None:
             num_unavailable += not available(new)
         elif old is not None and not available(old):
             replace.append(old["metadata"]["name"])
+            num_unavailable += 1
         elif old is not None and num_unavailable < max_unavailable:
             candidates.append(old["metadata"]["name"])
     room = min(max(0, max_unavailable - num_unavailable), len(candidates))
     return replace + candidates[:room]
 
 
-def _surge_for_update(ds: Obj, nodes: dict[str, Obj], node_pods: dict[str, list[Obj]], hash_: str,
+def _surge_for_update(ds: Obj, verdicts: dict[str, Verdict], node_pods: dict[str, list[Obj]], hash_: str,
                       max_surge: int, desired: int, available: Callable[[Obj], bool]
                       ) -> tuple[list[str], list[str]]:
     """With surge: a new pod beside each old one (at most maxSurge waiting to become available at once, at
@@ -326,15 +373,15 @@ def _surge_for_update(ds: Obj, nodes: dict[str, Obj], node_pods: dict[str, list[
     allowed: list[str] = []
     candidates: list[str] = []
     num_surge = num_available = 0
+    generation = template_generation(ds)
     for name in sorted(node_pods):
-        new, old, ok = find_updated_pods_on_node(ds, node_pods[name], hash_)
+        new, old, ok = find_updated_pods_on_node(node_pods[name], hash_, generation)
         if not ok:
             num_surge += 1
             continue
         current = old if old is not None else new
         num_available += current is not None and available(current)
-        node = nodes.get(name)
-        runs_here = node is not None and node_should_run_daemon_pod(node, ds)[0]
+        runs_here = verdicts.get(name, NO_VERDICT)[0]
         if old is None:
             continue
         if new is None and not available(old):
@@ -360,15 +407,15 @@ def _surge_for_update(ds: Obj, nodes: dict[str, Obj], node_pods: dict[str, list[
 # --- status ---------------------------------------------------------------------------------------------
 
 
-def calculate_status(ds: Obj, nodes: Iterable[Obj], node_pods: dict[str, list[Obj]], hash_: str,
+def calculate_status(ds: Obj, verdicts: dict[str, Verdict], node_pods: dict[str, list[Obj]], hash_: str,
                      now: float) -> Obj:
     """updateDaemonSetStatus's counts: per node that should run the pod, its oldest pod decides ready,
     available and updated; pods on nodes that should not run it are misscheduled."""
     desired = current = misscheduled = ready = updated = available = 0
     generation, min_ready = template_generation(ds), _min_ready(ds)
-    for node in nodes:
-        pods = node_pods.get(node["metadata"]["name"]) or []
-        if not node_should_run_daemon_pod(node, ds)[0]:
+    for name, (should_run, _) in verdicts.items():
+        pods = node_pods.get(name) or []
+        if not should_run:
             misscheduled += bool(pods)
             continue
         desired += 1

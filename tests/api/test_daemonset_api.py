@@ -144,6 +144,39 @@ async def test_daemonset_update_rules(api: Client, patch: Obj, code: int, genera
         assert out["metadata"]["annotations"][GENERATION] == template_generation
 
 
+# The annotation is decoded as Convert_v1_DaemonSet_To_apps_DaemonSet does, with strconv.ParseInt(v, 10, 64): what
+# it refuses is a 400 quoting Go's error (never a 500); a parsed value below 1 becomes 1 on create.
+@pytest.mark.parametrize(("value", "code", "detail"), [
+    pytest.param("5", 201, "5", id="kept on create"),
+    pytest.param("-3", 201, "1", id="negative is raised to 1"),
+    pytest.param("+7", 201, "7", id="sign accepted as by ParseInt"),
+    pytest.param("\u00b2", 400, 'strconv.ParseInt: parsing "\u00b2": invalid syntax', id="non-ASCII digit"),
+    pytest.param("1_0", 400, 'strconv.ParseInt: parsing "1_0": invalid syntax', id="underscore"),
+    pytest.param(" 1", 400, 'strconv.ParseInt: parsing " 1": invalid syntax', id="space"),
+    pytest.param("", 400, 'strconv.ParseInt: parsing "": invalid syntax', id="empty"),
+    pytest.param("9223372036854775808", 400,
+                 'strconv.ParseInt: parsing "9223372036854775808": value out of range', id="beyond int64"),
+])
+async def test_template_generation_annotation_is_parsed_as_upstream(api: Client, value: str, code: int,
+                                                                     detail: str) -> None:
+    body = daemon_set()
+    body["metadata"]["annotations"] = {GENERATION: value}
+    out = await call(api, "POST", DS, body, expect=code)
+    if code == 201:
+        assert out["metadata"]["annotations"][GENERATION] == detail
+    else:
+        assert out["message"] == f'DaemonSet in version "v1" cannot be handled as a DaemonSet: {detail}', out
+
+
+async def test_template_generation_annotation_is_parsed_on_update_and_status(api: Client) -> None:
+    """The update and status bodies are decoded too: an unparseable annotation is a 400 on both."""
+    ds = await call(api, "POST", DS, daemon_set(), expect=201)
+    bad = {**ds, "metadata": {**ds["metadata"], "annotations": {GENERATION: "\u00b2"}}}
+    for path in (f"{DS}/abc", f"{DS}/abc/status"):
+        out = await call(api, "PUT", path, bad, expect=400)
+        assert "strconv.ParseInt" in out["message"]
+
+
 async def test_status_is_written_only_through_the_subresource(api: Client) -> None:
     ds = await call(api, "POST", DS, daemon_set(), expect=201)
     await call(api, "PUT", f"{DS}/abc", {**ds, "status": {"numberReady": 5}}, expect=200)

@@ -15,7 +15,14 @@ from kubelite.api.errors import ApiError
 from kubelite.apiserver.inprocess import InProcessClient
 from kubelite.clock import FakeClock, rfc3339
 from kubelite.controllers import daemonset_util as du
-from kubelite.controllers.daemonset import BACKOFF_INITIAL, DaemonSetController
+from kubelite.controllers.daemonset import (
+    BACKOFF_GC_INTERVAL,
+    BACKOFF_INITIAL,
+    BACKOFF_MAX,
+    DaemonSetController,
+    FailedPodsBackoff,
+    backoff_key,
+)
 from kubelite.controllers.revisions import compute_hash
 from kubelite.testing.builders import make_node
 from tests.controllers.conftest import eventually, running
@@ -105,6 +112,96 @@ async def test_update_node(client: InProcessClient, old: Obj, new: Obj, node_sel
     ctrl.sets.add(ds)
     ctrl._node_updated(old, new)
     assert ctrl.runner.queue.queued() == ([(NS, "ds")] if enqueued else [])
+
+
+def _set(name: str, uid: str | None = None) -> Obj:
+    ds = daemon_set(name)
+    ds["metadata"].update(namespace=NS, uid=uid or f"uid-{name}", resourceVersion="1")
+    return ds
+
+
+def _owned_by(name: str, uid: str | None = None) -> list[Obj]:
+    return [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name, "uid": uid or f"uid-{name}",
+             "controller": True}]
+
+
+def _pod(labels: dict[str, str] | None = None, owner: str | None = None, rv: str = "1", ready: bool = False,
+         ip: str = "", node: str = "node-0") -> Obj:
+    meta: Obj = {"name": "pod1", "namespace": NS, "resourceVersion": rv, "labels": labels or {"name": "foo"}}
+    if owner:
+        meta["ownerReferences"] = _owned_by(owner)
+    status: Obj = {"phase": "Running", "podIP": ip, "conditions": [
+        {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": rfc3339(0)}]}
+    return {"metadata": meta, "spec": {"nodeName": node}, "status": status}
+
+
+# Mirrors daemon_controller_test.go's TestUpdatePod* cases: which sets a pod update wakes. Two sets select the
+# pod's labels name=foo (foo, foo2) and one selects name=bar.
+@pytest.mark.parametrize(("old", "new", "woken"), [
+    pytest.param(_pod(), _pod(rv="2", ip="10.0.0.1"), [], id="TestUpdatePodOrphanSameLabels"),
+    pytest.param(_pod(), _pod({"name": "bar"}, rv="2"), ["bar"], id="TestUpdatePodOrphanWithNewLabels"),
+    pytest.param(_pod(owner="foo"), _pod(owner="foo2", rv="2"), ["foo", "foo2"],
+                 id="TestUpdatePodChangeControllerRef"),
+    pytest.param(_pod(owner="foo"), _pod(rv="2"), ["foo", "foo2"], id="TestUpdatePodControllerRefRemoved"),
+    pytest.param(_pod(owner="foo"), _pod(owner="foo", rv="2", ready=True), ["foo"], id="owned pod became ready"),
+    pytest.param(_pod(owner="foo", node=""), _pod(owner="foo", rv="2"), ["foo"], id="owned pod bound"),
+    pytest.param(_pod(owner="foo"), _pod(owner="foo", rv="2", ip="10.0.0.1"), [],
+                 id="owned pod changed nothing its sync reads"),
+    pytest.param(_pod(owner="foo"), _pod(owner="foo"), [], id="same resourceVersion (a resync)"),
+])
+async def test_update_pod(client: InProcessClient, old: Obj, new: Obj, woken: list[str]) -> None:
+    ctrl = DaemonSetController(client, FakeClock())
+    for name in ("foo", "foo2"):
+        ds = _set(name)
+        ds["spec"]["selector"] = {"matchLabels": {"name": "foo"}}
+        ctrl.sets.add(ds)
+    bar = _set("bar")
+    bar["spec"]["selector"] = {"matchLabels": {"name": "bar"}}
+    ctrl.sets.add(bar)
+    ctrl._pod_updated(old, new)
+    assert sorted(ctrl.runner.queue.queued()) == [(NS, n) for n in woken]
+
+
+def _revision(owner: str | None = None, rv: str = "1", deleting: bool = False) -> Obj:
+    meta: Obj = {"name": "foo-abc", "namespace": NS, "resourceVersion": rv, "labels": {"name": "foo"}}
+    if owner:
+        meta["ownerReferences"] = _owned_by(owner)
+    if deleting:
+        meta["deletionTimestamp"] = rfc3339(0)
+    return {"metadata": meta, "data": {}, "revision": 1}
+
+
+# Mirrors addHistory / updateHistory / deleteHistory: a set's own new snapshot does not wake it (its sync made it).
+@pytest.mark.parametrize(("event", "woken"), [
+    pytest.param(lambda c: c._revision_added(_revision("foo")), [], id="owned revision added"),
+    pytest.param(lambda c: c._revision_added(_revision()), ["foo"], id="orphan revision added"),
+    pytest.param(lambda c: c._revision_added(_revision("foo", deleting=True)), ["foo"],
+                 id="owned revision added while being deleted"),
+    pytest.param(lambda c: c._revision_updated(_revision("foo"), _revision("foo", rv="2")), ["foo"],
+                 id="owned revision updated"),
+    pytest.param(lambda c: c._revision_updated(_revision(), _revision(rv="2")), [],
+                 id="orphan revision updated, same labels"),
+    pytest.param(lambda c: c._revision_deleted(_revision("foo")), ["foo"], id="owned revision deleted"),
+    pytest.param(lambda c: c._revision_deleted(_revision()), [], id="orphan revision deleted"),
+])
+async def test_history_events(client: InProcessClient, event: Any, woken: list[str]) -> None:
+    ctrl = DaemonSetController(client, FakeClock())
+    ctrl.sets.add(_set("foo"))
+    event(ctrl)
+    assert ctrl.runner.queue.queued() == [(NS, n) for n in woken]
+
+
+async def test_update_daemonset_with_new_uid_drops_expectations(client: InProcessClient) -> None:
+    """updateDaemonset: a set re-created under its name (a new uid, the delete event missed) starts with no
+    expectations and no failed-pod back-off of the old one; it is synced."""
+    ctrl = DaemonSetController(client, FakeClock())
+    old, new = _set("foo"), _set("foo", uid="uid-new")
+    ctrl.expectations.expect((NS, "foo"), 1, [])
+    ctrl.backoff.next(backoff_key(old, "node-0"))
+    ctrl._set_updated(old, new)
+    assert ctrl.expectations.satisfied((NS, "foo"))
+    assert len(ctrl.backoff) == 0
+    assert ctrl.runner.queue.queued() == [(NS, "foo")]
 
 
 async def test_simple_daemon_set_launches_pods(client: InProcessClient) -> None:
@@ -248,6 +345,87 @@ async def test_daemon_kill_failed_pods(client: InProcessClient) -> None:
     assert await pods(client) == []
 
 
+async def set_with_failed_pods(client: InProcessClient, ctrl: DaemonSetController, *names: str) -> None:
+    """A set whose status has observed generation 1 (a sync before any node), then node-0 with failed pods of
+    the set's current revision on it (an old one would also go as an unavailable pod in the rolling update)."""
+    ds = await client.create(DSS, daemon_set())
+    await sync(ctrl)
+    await add_nodes(client, 1)
+    owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "foo", "uid": ds["metadata"]["uid"],
+             "controller": True}
+    [revision] = (await client.get(REVS))["items"]
+    labels = {"name": "foo", du.REVISION_LABEL: revision["metadata"]["labels"][du.REVISION_LABEL]}
+    for name in names:
+        await client.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "labels": labels, "ownerReferences": [owner]},
+            "spec": {"nodeName": "node-0", "containers": [{"name": "c", "image": "i"}]}})
+        await set_phase(client, {"metadata": {"name": name}}, "Failed")
+
+
+async def test_failed_pods_on_one_node_are_deleted_one_back_off_step_apart(client: InProcessClient) -> None:
+    """podsShouldBeOnNode: the first failed pod on a node starts its back-off, so a second one waits for it."""
+    clock = FakeClock()
+    ctrl = DaemonSetController(client, clock)
+    await set_with_failed_pods(client, ctrl, "failed-a", "failed-b")
+    await sync(ctrl)
+    assert [p["metadata"]["name"] for p in await pods(client)] == ["failed-b"]
+    assert events(ctrl).count("FailedDaemonPod") == 1
+    await sync(ctrl)
+    assert [p["metadata"]["name"] for p in await pods(client)] == ["failed-b"]
+    await clock.advance(BACKOFF_INITIAL + 0.1)
+    await sync(ctrl)
+    assert await pods(client) == []
+
+
+async def test_editing_the_set_starts_the_failed_pod_back_off_over(client: InProcessClient) -> None:
+    """failedPodsBackoffKey holds the set's observedGeneration: once a sync has observed an edit, a failed pod
+    that was waiting for the old generation's back-off is deleted at once."""
+    ctrl = DaemonSetController(client, FakeClock())
+    await set_with_failed_pods(client, ctrl, "failed-a", "failed-b")
+    await sync(ctrl)
+    assert [p["metadata"]["name"] for p in await pods(client)] == ["failed-b"]
+    await client.patch(f"{DSS}/foo", {"spec": {"minReadySeconds": 5}}, MERGE)  # generation 2, same template
+    await sync(ctrl)  # reads observedGeneration 1: still in back-off; writes observedGeneration 2
+    assert [p["metadata"]["name"] for p in await pods(client)] == ["failed-b"]
+    await sync(ctrl)
+    assert await pods(client) == []
+
+
+async def test_failed_pods_back_off_gc() -> None:
+    """Backoff.GC: a key idle for more than twice the maximum delay is dropped, a recent one kept; a deleted set's
+    keys are forgotten at once."""
+    clock = FakeClock()
+    backoff = FailedPodsBackoff(clock)
+    backoff.next("uid-a/1/node-0")
+    await clock.advance(2 * BACKOFF_MAX + 1)
+    backoff.next("uid-b/1/node-0")
+    backoff.next("uid-c/1/node-0")
+    backoff.gc()
+    assert len(backoff) == 2 and backoff.in_backoff("uid-b/1/node-0") == BACKOFF_INITIAL
+    backoff.forget("uid-b")
+    assert len(backoff) == 1 and backoff.in_backoff("uid-b/1/node-0") == 0
+
+
+async def test_failed_pods_back_off_is_collected_every_minute(client: InProcessClient) -> None:
+    """The running controller runs the GC each BackoffGCInterval on its clock."""
+    clock = FakeClock()
+    ctrl = DaemonSetController(client, clock)
+    ctrl.backoff.next("uid-a/1/node-0")
+    async with running(ctrl.run()):
+        await clock.advance(2 * BACKOFF_MAX - BACKOFF_GC_INTERVAL / 2)
+        await eventually(lambda: _true(), clock=clock)
+        assert len(ctrl.backoff) == 1
+        await eventually(lambda: _empty(ctrl.backoff), clock=clock, step=BACKOFF_GC_INTERVAL / 4)
+
+
+async def _true() -> bool:
+    return True
+
+
+async def _empty(backoff: FailedPodsBackoff) -> bool:
+    return len(backoff) == 0
+
+
 async def roll(client: InProcessClient, ctrl: DaemonSetController, rounds: int = 20) -> list[int]:
     """Play scheduler and agents while the controller updates: the number of pods each round (to check the
     update never goes below its availability budget)."""
@@ -325,19 +503,37 @@ async def test_orphan_pods_are_adopted(client: InProcessClient) -> None:
 
 
 async def test_new_nodes_get_a_pod_and_deleted_sets_stop(client: InProcessClient) -> None:
-    """The running controller: a node added later gets its pod through the node informer."""
+    """The running controller: a node added later gets its pod through the node informer; once the set is
+    deleted, its expectations and back-off go and a further node gets nothing."""
     clock = FakeClock()
     ctrl = DaemonSetController(client, clock)
     await add_nodes(client, 1)
-    await client.create(DSS, daemon_set())
+    ds = await client.create(DSS, daemon_set())
     async with running(ctrl.run()):
-        async def count(n: int) -> bool:
-            return len(await pods(client)) == n
-        await eventually(lambda: count(1), clock=clock)
+        async def settled(count: int, desired: int) -> bool:
+            status = (await get_ds(client)).get("status") or {}
+            return len(await pods(client)) == count and status.get("desiredNumberScheduled") == desired and \
+                status.get("currentNumberScheduled") == desired
+
+        await eventually(lambda: settled(1, 1), clock=clock)
         await add_nodes(client, 1, start=1)
-        await eventually(lambda: count(2), clock=clock)
-        ds = await get_ds(client)
-        assert ds["status"]["desiredNumberScheduled"] in (1, 2)
+        await eventually(lambda: settled(2, 2), clock=clock)
+        ctrl.backoff.next(backoff_key(ds, "node-0"))
+        await client.delete(f"{DSS}/foo")  # no garbage collector here: its pods stay, orphaned by nobody
+
+        async def forgotten() -> bool:
+            return ctrl.sets.store.get((NS, "foo")) is None
+
+        await eventually(forgotten, clock=clock)
+        assert len(ctrl.backoff) == 0 and ctrl.expectations.satisfied((NS, "foo"))
+        await add_nodes(client, 1, start=2)
+
+        async def node_seen() -> bool:
+            return len(ctrl.nodes.store) == 3
+
+        await eventually(node_seen, clock=clock)
+        assert ctrl.runner.queue.queued() == []
+        assert sorted(du.target_node_name(p) for p in await pods(client)) == ["node-0", "node-1"]
 
 
 async def test_revision_name_collision_bumps_collision_count(client: InProcessClient) -> None:

@@ -187,6 +187,22 @@ def test_is_pod_updated(labels: Obj, hash_: str, generation: int | None, want: b
     assert du.is_pod_updated({"metadata": {"labels": labels}}, hash_, generation) == want
 
 
+# GetTemplateGeneration as the controller's callers use it: a value strconv.ParseInt refuses is no generation (nil
+# upstream), so the revision hash alone decides; Python's laxer int() must not make one up.
+@pytest.mark.parametrize(("value", "want"), [
+    pytest.param("3", 3, id="number"),
+    pytest.param("-1", -1, id="signed"),
+    pytest.param(None, None, id="absent"),
+    pytest.param("\u00b2", None, id="non-ASCII digit"),
+    pytest.param("1_0", None, id="underscore"),
+    pytest.param("9" * 20, None, id="beyond int64"),
+])
+def test_get_template_generation(value: str | None, want: int | None) -> None:
+    ds = daemon_set()
+    ds["metadata"]["annotations"] = {} if value is None else {du.TEMPLATE_GENERATION: value}
+    assert du.template_generation(ds) == want
+
+
 def test_create_pod_template_labels_and_tolerations() -> None:
     """CreatePodTemplate: the revision hash and template generation labels, the daemon tolerations."""
     template = du.new_pod_template(daemon_set(), "abc")
@@ -206,6 +222,13 @@ def pod(name: str, node_name: str, hash_: str, ready: bool = True, phase: str = 
     status: Obj = {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False",
                                                    "lastTransitionTime": rfc3339(NOW - age)}]}
     return {"metadata": meta, "spec": {"nodeName": node_name}, "status": status}
+
+
+def pending_pod(name: str, age: float) -> Obj:
+    """A pod the scheduler has not bound yet: pinned to node1 by the affinity the controller gives it."""
+    out = pod(name, "", "h", ready=False, phase="Pending", age=age)
+    out["spec"] = {"affinity": du.replace_node_name_affinity(None, "node1")}
+    return out
 
 
 def surge(ds: Obj, max_surge: int | str) -> Obj:
@@ -233,6 +256,10 @@ NODE_CASES = [
     NodeCase("succeeded pods are deleted", [pod("p1", "node1", "h", phase="Succeeded")], delete=["p1"]),
     NodeCase("without surge all but the oldest pod go", [pod("young", "node1", "h", age=1),
                                                           pod("old", "node1", "h", age=50)], delete=["young"]),
+    NodeCase("podByCreationTimestampAndPhase: a bound pod is kept over an older pending one",
+             [pending_pod("a-pending", age=50), pod("b-running", "node1", "h", age=1)], delete=["a-pending"]),
+    NodeCase("podByCreationTimestampAndPhase: at equal times the first name is kept",
+             [pod("b", "node1", "h", age=5), pod("a", "node1", "h", age=5)], delete=["b"]),
     NodeCase("with surge a ready old pod stays while the new one is not available",
              [pod("old", "node1", "old-h", age=50), pod("new", "node1", "h", ready=False, age=1)],
              ds=surge(daemon_set(), 1)),
@@ -249,15 +276,21 @@ NODE_CASES = [
 
 @pytest.mark.parametrize("case", NODE_CASES, ids=lambda c: c.name)
 def test_pods_should_be_on_node(case: NodeCase) -> None:
-    plan = du.pods_should_be_on_node(node(), case.pods, case.ds, "h", NOW, lambda n: case.in_backoff)
+    verdict = du.node_should_run_daemon_pod(node(), case.ds)
+    plan = du.pods_should_be_on_node("node1", verdict, case.pods, case.ds, "h", NOW, lambda n: case.in_backoff)
     assert (plan.create_on, plan.delete) == (["node1"] if case.create else [], case.delete)
 
 
 def test_pods_on_a_node_that_should_not_run_them_are_deleted() -> None:
     """TestSelectorDaemonDeletesUnselectedPods: a node that stopped matching loses its pods."""
     ds = daemon_set(nodeSelector={"type": "production"})
-    plan = du.pods_should_be_on_node(node(), [pod("p1", "node1", "h")], ds, "h", NOW, lambda n: False)
+    verdict = du.node_should_run_daemon_pod(node(), ds)
+    plan = du.pods_should_be_on_node("node1", verdict, [pod("p1", "node1", "h")], ds, "h", NOW, lambda n: False)
     assert plan.delete == ["p1"]
+
+
+NODES = {f"node{i}": node(f"node{i}") for i in range(5)}
+OLD = {f"node{i}": [pod(f"old{i}", f"node{i}", "old-h")] for i in range(5)}
 
 
 @dataclass(frozen=True)
@@ -267,10 +300,32 @@ class UpdateCase:
     delete: list[str]
     create_on: list[str] = field(default_factory=list)
     ds: Obj = field(default_factory=daemon_set)
+    nodes: dict[str, Obj] = field(default_factory=lambda: NODES)
 
 
-NODES = {f"node{i}": node(f"node{i}") for i in range(5)}
-OLD = {f"node{i}": [pod(f"old{i}", f"node{i}", "old-h")] for i in range(5)}
+def max_unavailable(value: int) -> Obj:
+    ds = daemon_set()
+    ds["spec"]["updateStrategy"]["rollingUpdate"] = {"maxUnavailable": value, "maxSurge": 0}
+    return ds
+
+
+def cluster(count: int) -> dict[str, Obj]:
+    return {f"node{i:03}": node(f"node{i:03}") for i in range(count)}
+
+
+def pods_by_node(count: int, hash_: str, ready: bool, first: int = 0) -> dict[str, list[Obj]]:
+    """One pod on each of `count` nodes from node `first` on, named after its node."""
+    return {f"node{i:03}": [pod(f"{hash_}{i:03}", f"node{i:03}", hash_, ready=ready)]
+            for i in range(first, first + count)}
+
+
+# TestDaemonSetUpdatesSaveOldHealthyPods's state after its first step: 20 nodes, 10 old ready pods and 10 old
+# unready ones (their new pods never became ready before the next template change).
+SAVE_OLD_HEALTHY = {**pods_by_node(10, "old-h", ready=True), **pods_by_node(10, "old-h", ready=False, first=10)}
+# TestDaemonSetUpdatesAllOldNotReadyPodsAndNewNotReadyPods: 100 nodes, 10 available old pods, 2 unavailable old
+# pods and 88 unavailable new ones.
+OLD_AND_NEW_NOT_READY = {**pods_by_node(10, "old-h", ready=True), **pods_by_node(2, "old-h", ready=False, first=10),
+                         **pods_by_node(88, "h", ready=False, first=12)}
 
 # Mirrors update_test.go's rolling-update cases on the decision itself.
 UPDATE_CASES = [
@@ -296,12 +351,25 @@ UPDATE_CASES = [
     UpdateCase("TestDaemonSetUpdatesAllOldPodsNotReadyMaxSurge: unavailable old pods get a new pod at once",
                {n: [pod(f"old{i}", n, "old-h", ready=False)] for i, n in enumerate(NODES)}, [], list(NODES),
                ds=surge(daemon_set(), 1)),
+    UpdateCase("TestDaemonSetUpdatesSomeOldPodsNotReady: the unready old pods use up maxUnavailable",
+               {**{f"node{i}": [pod(f"old{i}", f"node{i}", "old-h", ready=False)] for i in range(2)},
+                **{f"node{i}": [pod(f"old{i}", f"node{i}", "old-h")] for i in range(2, 5)}},
+               ["old0", "old1"], ds=max_unavailable(2)),
+    *(UpdateCase(f"TestDaemonSetUpdatesSaveOldHealthyPods maxUnavailable={n}: only the 10 unready old pods go",
+                 SAVE_OLD_HEALTHY, [f"old-h{i:03}" for i in range(10, 20)], ds=max_unavailable(n),
+                 nodes=cluster(20)) for n in (1, 5, 9)),
+    UpdateCase("TestDaemonSetUpdatesSaveOldHealthyPods maxUnavailable=11: the unready ones and one ready",
+               SAVE_OLD_HEALTHY, [f"old-h{i:03}" for i in range(10, 20)] + ["old-h000"], ds=max_unavailable(11),
+               nodes=cluster(20)),
+    UpdateCase("TestDaemonSetUpdatesAllOldNotReadyPodsAndNewNotReadyPods: only the 2 unavailable old pods go",
+               OLD_AND_NEW_NOT_READY, ["old-h010", "old-h011"], ds=max_unavailable(10), nodes=cluster(100)),
 ]
 
 
 @pytest.mark.parametrize("case", UPDATE_CASES, ids=lambda c: c.name)
 def test_rolling_update(case: UpdateCase) -> None:
-    assert du.rolling_update(case.ds, NODES, case.pods, "h", NOW) == (case.delete, case.create_on)
+    verdicts = du.verdicts(case.ds, case.nodes.values())
+    assert du.rolling_update(case.ds, verdicts, case.pods, "h", NOW) == (case.delete, case.create_on)
 
 
 def test_status_counts() -> None:
@@ -310,6 +378,6 @@ def test_status_counts() -> None:
     nodes = [node("a", labels={"run": "yes"}), node("b", labels={"run": "yes"}), node("c", labels={"run": "yes"}),
              node("d")]
     node_pods = {"a": [pod("pa", "a", "h")], "b": [pod("pb", "b", "old", ready=False)], "d": [pod("pd", "d", "h")]}
-    assert du.calculate_status(ds, nodes, node_pods, "h", NOW) == {
+    assert du.calculate_status(ds, du.verdicts(ds, nodes), node_pods, "h", NOW) == {
         "currentNumberScheduled": 2, "numberMisscheduled": 1, "desiredNumberScheduled": 3, "numberReady": 1,
         "updatedNumberScheduled": 1, "numberAvailable": 1, "numberUnavailable": 2}

@@ -22,8 +22,9 @@ ValidateReplicationController.
 from __future__ import annotations
 
 from kubelite.api import validation as v
-from kubelite.api.errors import ApiError, Cause
+from kubelite.api.errors import ApiError, Cause, bad_request
 from kubelite.api.selectors import compile_label_selector
+from kubelite.api.strconv import parse_int
 from kubelite.api.validation import is_dns1123_subdomain
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
 from kubelite.apiserver.registry.pods import (
@@ -378,9 +379,16 @@ def default_daemon_set(spec: Obj) -> None:
 
 
 def template_generation(ds: Obj) -> int:
-    """The DaemonSet's TemplateGeneration, read from its apps/v1 annotation (0 when absent or not a number)."""
-    raw = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION, "")
-    return int(raw) if isinstance(raw, str) and raw.isdigit() else 0
+    """The DaemonSet's TemplateGeneration, read from its apps/v1 annotation (0 when absent). A value
+    strconv.ParseInt refuses fails the request as upstream's decoding does (Convert_v1_DaemonSet_To_apps_DaemonSet
+    returns the parse error: a 400 that quotes it)."""
+    raw = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION)
+    if raw is None:
+        return 0
+    try:
+        return parse_int(str(raw))
+    except ValueError as exc:
+        raise bad_request(f'DaemonSet in version "v1" cannot be handled as a DaemonSet: {exc}') from None
 
 
 def _set_template_generation(ds: Obj, generation: int) -> None:
@@ -403,10 +411,15 @@ class DaemonSetStrategy(WorkloadStrategy):
     def prepare_update(self, new: Obj, old: Obj) -> None:
         """A template change bumps the template generation (and so the generation); the client cannot set it."""
         super().prepare_update(new, old)
+        template_generation(new)  # decoded upstream before the strategy runs: a bad value is a 400
         generation = template_generation(old)
         if (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
             generation += 1
         _set_template_generation(new, generation)
+
+    def prepare_status_update(self, new: Obj, old: Obj) -> Obj:
+        template_generation(new)  # the status body is decoded the same way
+        return super().prepare_status_update(new, old)
 
     def validate(self, obj: Obj) -> list[Cause]:
         spec = obj.get("spec") or {}
