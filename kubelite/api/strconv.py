@@ -25,6 +25,14 @@ def parse_int(text: str, bits: int = 64) -> int:
     return value
 
 
+def int_or_none(text: str, bits: int = 64) -> int | None:
+    """parse_int, None where it fails (the upstream callers that treat an unparseable value as absent)."""
+    try:
+        return parse_int(text, bits)
+    except ValueError:
+        return None
+
+
 def _quote(text: str) -> str:
     """Go's %q for the printable text users write."""
     return json.dumps(text, ensure_ascii=False)

@@ -27,6 +27,7 @@ import orjson
 
 from kubelite.api.errors import ApiError
 from kubelite.api.selectors import compile_label_selector
+from kubelite.api.strconv import int_or_none
 from kubelite.client.events import EventSink, event_for
 from kubelite.client.http import resource_path
 from kubelite.client.informer import NAMESPACE_INDEX, OWNER_UID_INDEX, Handlers, Key, by_owner_uid, key_of
@@ -234,8 +235,8 @@ class DeploymentController:
         annotations = d["metadata"].setdefault("annotations", {})
         if not value or annotations.get(ro.REVISION) == value:
             return False
-        current = annotations.get(ro.REVISION, "")
-        if current.isdigit() and value.isdigit() and int(current) > int(value):
+        current, wanted = int_or_none(annotations.get(ro.REVISION, "")), int_or_none(value)
+        if current is not None and wanted is not None and current > wanted:
             return False
         annotations[ro.REVISION] = value
         return True
@@ -248,8 +249,8 @@ class DeploymentController:
         new_rs, old_rss = await self.new_and_old(d, rss, create=False)
         for rs in [*old_rss, *_some(new_rs)]:
             if ro.replicas(rs) > 0:
-                desired = (rs["metadata"].get("annotations") or {}).get(ro.DESIRED_REPLICAS)
-                if desired is not None and desired.isdigit() and int(desired) != ro.replicas(d):
+                desired = int_or_none((rs["metadata"].get("annotations") or {}).get(ro.DESIRED_REPLICAS, ""), 32)
+                if desired is not None and desired != ro.replicas(d):
                     return True
         return False
 

@@ -51,7 +51,7 @@ def format_indexes(indexes: set[int]) -> str:
 def completion_index(pod: Obj) -> int | None:
     """getCompletionIndex: the pod's index from its annotation, None when missing or malformed."""
     value = (pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX)
-    if value is None or not value.isdigit() or (len(value) > 1 and value[0] == "0"):
+    if value is None or not (value.isascii() and value.isdigit()) or (len(value) > 1 and value[0] == "0"):
         return None
     return int(value)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from kubelite.api.strconv import int_or_none
 from kubelite.controllers import rollout as ro
 from kubelite.controllers.gojson import semantic
 
@@ -62,7 +63,7 @@ def equal_ignore_hash(t1: Obj, t2: Obj) -> bool:
 
 def revision(rs: Obj) -> int:
     raw = (rs["metadata"].get("annotations") or {}).get(ro.REVISION, "")
-    return int(raw) if raw.isdigit() else 0
+    return int_or_none(raw) or 0  # deploymentutil.Revision: an unparseable one counts as none
 
 
 def set_new_rs_annotations(d: Obj, rs: Obj, new_revision: int, exists: bool) -> bool:
@@ -75,7 +76,7 @@ def set_new_rs_annotations(d: Obj, rs: Obj, new_revision: int, exists: bool) -> 
             annotations[k] = v
             changed = True
     old = annotations.get(ro.REVISION)
-    old_int = int(old) if old and old.isdigit() else 0
+    old_int = int_or_none(old or "") or 0
     if old_int < new_revision:
         annotations[ro.REVISION] = str(new_revision)
         changed = True

@@ -44,7 +44,7 @@ def scaled_value(value: int | str | None, total: int, round_up: bool) -> int:
         return 0
     if isinstance(value, int):
         return value
-    if not value.endswith("%") or not value[:-1].isdigit():
+    if not value.endswith("%") or not (value[:-1].isascii() and value[:-1].isdigit()):
         raise ValueError(f"invalid value for IntOrString: invalid value {value!r}")
     scaled = int(value[:-1]) * total / 100
     return math.ceil(scaled) if round_up else math.floor(scaled)

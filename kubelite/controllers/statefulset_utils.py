@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from kubelite.api.strconv import int_or_none
 from kubelite.clock import parse_rfc3339
 from kubelite.controllers import ownership, rollout
 from kubelite.controllers import podcontrol as pc
@@ -254,18 +255,10 @@ def equal_revision(a: Obj, b: Obj) -> bool:
     """history.EqualRevision: semantically equal data (the set's template, null and absent alike, as in the Go
     struct upstream serialises), unless both hash labels are decimal int32s that differ — upstream parses the
     label with ParseInt, which a safe-encoded hash only rarely passes."""
-    ha, hb = (_decimal_int32((r["metadata"].get("labels") or {}).get(HASH_LABEL, "")) for r in (a, b))
+    ha, hb = (int_or_none((r["metadata"].get("labels") or {}).get(HASH_LABEL, ""), 32) for r in (a, b))
     if ha is not None and hb is not None and ha != hb:
         return False
     return bool(semantic(a.get("data")) == semantic(b.get("data")))
-
-
-def _decimal_int32(text: str) -> int | None:
-    """strconv.ParseInt(text, 10, 32), or None where it fails."""
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        return None
-    value = int(text)
-    return value if -(2**31) <= value < 2**31 else None
 
 
 # --- claim ownership (persistentVolumeClaimRetentionPolicy) ------------------------------------------

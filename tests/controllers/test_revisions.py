@@ -144,3 +144,26 @@ def test_semantic_keeps_what_go_tells_apart() -> None:
     value = {"a": 0, "b": "", "c": False, "securityContext": {}, "metadata": {"creationTimestamp": None},
              "items": [None, {"labels": {}}]}
     assert semantic(value) == {"a": 0, "b": "", "c": False, "securityContext": {}, "items": [None, {}]}
+
+
+@pytest.mark.parametrize(("annotation", "want"), [
+    pytest.param("3", 3, id="a revision"),
+    pytest.param("²", 0, id="a superscript digit (str.isdigit() is true, int() raises) counts as none"),
+    pytest.param("1_0", 0, id="an underscore Python's int() takes counts as none"),
+    pytest.param(" 3", 0, id="surrounding space counts as none, as ParseInt's"),
+    pytest.param("99999999999999999999", 0, id="beyond int64 counts as none"),
+])
+def test_revision_is_parsed_as_upstreams_parse_int(annotation: str, want: int) -> None:
+    """deploymentutil.Revision: strconv.ParseInt; a value it cannot parse is no revision, never a failing sync."""
+    from kubelite.controllers import rollout as ro
+    from kubelite.controllers.revisions import revision
+
+    assert revision({"metadata": {"annotations": {ro.REVISION: annotation}}}) == want
+
+
+@pytest.mark.parametrize("label", ["²", "1_0", "99999999999"])
+def test_equal_revision_ignores_a_hash_label_parse_int_refuses(label: str) -> None:
+    """Controllerrevision's hash labels compared only where ParseInt(…, 10, 32) reads both (upstream EqualRevision)."""
+    a = {"metadata": {"labels": {su.HASH_LABEL: label}}, "data": {"x": 1}}
+    b = {"metadata": {"labels": {su.HASH_LABEL: "7"}}, "data": {"x": 1}}
+    assert su.equal_revision(a, b)
