@@ -15,6 +15,7 @@ import os
 import platform
 import shutil
 from collections.abc import Awaitable, Callable, Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,6 +33,7 @@ from kubelite.agent.loops import timed
 from kubelite.agent.self_fence import ANNOTATION as SELF_FENCE_ANNOTATION
 from kubelite.agent.self_fence import FenceGate
 from kubelite.api.errors import ApiError, Unavailable
+from kubelite.api.quantity import BINARY_SI, format_quantity
 from kubelite.api.revision import revision
 from kubelite.client.http import STRATEGIC_PATCH, resource_path
 from kubelite.client.interface import Client
@@ -100,9 +102,9 @@ def host_capacity(data_dir: Path, max_pods: int) -> dict[str, str]:
         for line in f:
             if line.startswith("MemTotal:"):
                 mem_kib = int(line.split()[1])
-    disk = shutil.disk_usage(data_dir).total
-    return {"cpu": str(os.cpu_count() or 1), "memory": f"{mem_kib}Ki", "ephemeral-storage": str(disk),
-            "pods": str(max_pods)}
+    disk = shutil.disk_usage(data_dir).total  # a BinarySI quantity, as cAdvisor's (printed in Ki when it divides)
+    return {"cpu": str(os.cpu_count() or 1), "memory": f"{mem_kib}Ki",
+            "ephemeral-storage": format_quantity(Fraction(disk), BINARY_SI), "pods": str(max_pods)}
 
 
 class NodeReporter:

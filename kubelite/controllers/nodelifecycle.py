@@ -228,11 +228,12 @@ class NodeLifecycleController:
                 name = node["metadata"]["name"]
                 self._add_zone(node)
                 if name not in self.known:
-                    self._node_event(node, "RegisteredNode", f"Registered Node {name} in Controller")
+                    self._node_event(node, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller")
                     self.known[name] = node
                     await self._mark_node_as_reachable(node)
             for name in sorted(n for n in names if n in self.known and ("", n) not in store):
-                self._node_event(self.known.pop(name), "RemovingNode", f"Removing Node {name} from Controller")
+                self._node_event(self.known.pop(name), "RemovingNode",  # RecordNodeEvent's "Node %s event: %s"
+                                 f"Node {name} event: Removing Node {name} from Controller")
                 self._forget(name)
             for node in nodes:
                 self._looked_at(node, await self._update_node(node))

@@ -64,7 +64,8 @@ def _rolling(**bounds: Any) -> Callable[[Obj], Any]:
 @pytest.mark.parametrize(("body", "field", "detail"), [
     pytest.param(_with(lambda d: d["metadata"].update(name="")), "metadata.name", "name or generateName is required",
                  id="zero-length ID"),
-    pytest.param(_with(lambda d: d["spec"].pop("selector")), "spec.selector", "Required value", id="nil selector"),
+    pytest.param(_with(lambda d: d["spec"].pop("selector")), "spec.template.metadata.labels",
+                 "`selector` does not match template `labels`", id="nil selector"),
     pytest.param(_with(_spec(selector={})), "spec.selector", "empty selector is invalid for daemonset",
                  id="empty selector"),
     pytest.param(_with(_spec(selector={"matchLabels": {"foo": "bar"}})), "spec.template.metadata.labels",

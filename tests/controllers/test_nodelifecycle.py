@@ -246,6 +246,9 @@ async def test_silent_node_goes_unknown_after_grace_is_tainted_and_recovers(clus
     events = await cluster.events("NodeNotReady")
     assert sorted((e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in events) == [
         ("Node", "lost"), ("Pod", "web")]
+    registered = {e["involvedObject"]["name"]: e["message"] for e in await cluster.events("RegisteredNode")}
+    assert registered == {n: f"Node {n} event: Registered Node {n} in Controller" for n in ("healthy", "lost")}, \
+        "RecordNodeEvent's form"
     # The agent comes back: a fresh Ready heartbeat removes the taints.
     await cluster.clock.advance(1)
     await cluster.post_status("lost", "True")

@@ -86,3 +86,40 @@ async def test_manager_runs_over_watch_and_follows_the_scale_subresource(client:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+@pytest.mark.parametrize(("body", "field", "message"), [
+    pytest.param({"spec": {"selector": {"app": "x"}}}, "spec.template", "Required value",
+                 id="no template: Required on the template itself (a pointer upstream)"),
+    pytest.param({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}, "spec.selector",
+                 "Required value", id="empty selector, template without labels (upstream's 'empty selector')"),
+    pytest.param({"spec": {"selector": {"foo": "bar"}, "template": {
+        "metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}},
+        "spec.template.metadata.labels", "`selector` does not match template `labels`", id="selector_doesnt_match"),
+    pytest.param({"spec": {"replicas": -1, "template": {
+        "metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}},
+        "spec.replicas", "must be greater than or equal to 0", id="negative_replicas"),
+    pytest.param({"spec": {"template": {"metadata": {"labels": {"app": "x"}}, "spec": {
+        "activeDeadlineSeconds": 5, "containers": [{"name": "c", "image": "i"}]}}}},
+        "spec.template.spec.activeDeadlineSeconds", "Forbidden: activeDeadlineSeconds in ReplicationController is not "
+        "Supported", id="activeDeadlineSeconds is forbidden"),
+])
+async def test_validate_replication_controller(client: InProcessClient, body: Obj, field: str, message: str) -> None:
+    """TestValidateReplicationController's error cases by name, through the API (defaults applied first)."""
+    from kubelite.api.errors import ApiError
+
+    with pytest.raises(ApiError) as refused:
+        await client.create(RCS, {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "bad"},
+                                  **body})
+    assert refused.value.code == 422
+    assert f"is invalid: {field}: " in refused.value.message and message in refused.value.message, \
+        refused.value.message
+
+
+async def test_defaults_fill_the_selector_labels_and_replicas(client: InProcessClient) -> None:
+    """SetDefaults_ReplicationController: the template's labels as selector and as the object's labels; 1 replica."""
+    body = controller()
+    del body["spec"]["replicas"]
+    rc = await client.create(RCS, body)
+    assert (rc["spec"]["selector"], rc["metadata"]["labels"], rc["spec"]["replicas"]) == (
+        {"app": "web"}, {"app": "web"}, 1)

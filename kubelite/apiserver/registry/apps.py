@@ -130,7 +130,7 @@ class WorkloadStrategy(Strategy):
 
 def default_replication_controller(obj: Obj) -> None:
     """SetDefaults_ReplicationController: a template with labels gives an empty selector and empty object labels
-    its labels; replicas 1; the template's defaults."""
+    its labels; replicas 1; the template's defaults, when there is one."""
     spec = mapping(obj, "spec")
     template = spec.get("template")
     labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
@@ -139,7 +139,10 @@ def default_replication_controller(obj: Obj) -> None:
             spec["selector"] = dict(labels)
         if not obj["metadata"].get("labels"):
             obj["metadata"]["labels"] = dict(labels)
-    default_replica_set(spec)
+    if _unset(spec, "replicas"):
+        spec["replicas"] = 1
+    if isinstance(template, dict):  # a pointer upstream: no template is left absent ("spec.template: Required")
+        default_pod_template(spec)
 
 
 def validate_replication_controller_spec(spec: Obj) -> list[Cause]:
@@ -157,18 +160,15 @@ def validate_replication_controller_spec(spec: Obj) -> list[Cause]:
     if isinstance(selector, dict) and selector and any(labels.get(k) != val for k, val in selector.items()):
         causes.append(v.invalid("spec.template.metadata.labels", labels,
                                 "`selector` does not match template `labels`"))
-    tspec = template.get("spec") or {}
-    causes += validate_pod_template_spec(tspec, "spec.template.spec")
-    if tspec.get("restartPolicy", "Always") != "Always":
-        causes.append(v.not_supported("spec.template.spec.restartPolicy", tspec.get("restartPolicy"), ["Always"]))
-    if tspec.get("activeDeadlineSeconds") is not None:
-        causes.append(v.invalid("spec.template.spec.activeDeadlineSeconds", tspec["activeDeadlineSeconds"],
-                                "activeDeadlineSeconds in ReplicationController is not Supported"))
-    return causes
+    return causes + _validate_long_running_template(template.get("spec") or {}, "ReplicationController")
 
 
 class ReplicationControllerStrategy(WorkloadStrategy):
     """A ReplicaSet's strategy with the ReplicationController's defaults and validation; its selector may change."""
+
+    @staticmethod
+    def defaults(spec: Obj) -> None:
+        """None by spec alone: default_replication_controller reads the whole object (it sets labels), first."""
 
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
         default_replication_controller(obj)
@@ -193,7 +193,7 @@ def _nonnegative(spec: Obj, field: str) -> list[Cause]:
     return []
 
 
-_FORBIDS_DEADLINE = {"statefulset": "StatefulSet", "daemonset": "DaemonSet"}  # a Forbidden cause, not Invalid
+_TEMPLATE_KIND = {"statefulset": "StatefulSet", "daemonset": "DaemonSet"}  # a Deployment's pods are a ReplicaSet's
 
 
 def validate_workload_spec(spec: Obj, owner: str) -> list[Cause]:
@@ -203,7 +203,10 @@ def validate_workload_spec(spec: Obj, owner: str) -> list[Cause]:
     causes = _nonnegative(spec, "replicas") + _nonnegative(spec, "minReadySeconds")
     selector = spec.get("selector")
     compiled = None
-    if selector is None:
+    nothing = False  # a DaemonSet's nil selector: LabelSelectorAsSelector(nil) selects nothing, no Required cause
+    if selector is None and owner == "daemonset":
+        nothing = True
+    elif selector is None:
         causes.append(v.required("spec.selector"))
     elif not isinstance(selector, dict):
         causes.append(v.invalid("spec.selector", selector, "invalid label selector"))
@@ -219,18 +222,21 @@ def validate_workload_spec(spec: Obj, owner: str) -> list[Cause]:
     if not isinstance(template, dict):
         return [*causes, v.required("spec.template")]
     labels = (template.get("metadata") or {}).get("labels") or {}
-    if compiled is not None and not compiled.empty and not compiled.matches(labels):
+    if nothing or (compiled is not None and not compiled.empty and not compiled.matches(labels)):
         causes.append(v.invalid("spec.template.metadata.labels", labels, "`selector` does not match template "
                                                                           "`labels`"))
-    tspec = template.get("spec") or {}
-    causes += validate_pod_template_spec(tspec, "spec.template.spec")
+    return causes + _validate_long_running_template(template.get("spec") or {}, _TEMPLATE_KIND.get(owner, "ReplicaSet"))
+
+
+def _validate_long_running_template(tspec: Obj, kind: str) -> list[Cause]:
+    """ValidatePodTemplateSpecFor{ReplicaSet,RC,…}: the template's pod spec, restartPolicy Always, and no
+    activeDeadlineSeconds (Forbidden, naming the kind the template's pods belong to)."""
+    causes = validate_pod_template_spec(tspec, "spec.template.spec")
     if tspec.get("restartPolicy", "Always") != "Always":
         causes.append(v.not_supported("spec.template.spec.restartPolicy", tspec.get("restartPolicy"), ["Always"]))
-    deadline, path = tspec.get("activeDeadlineSeconds"), "spec.template.spec.activeDeadlineSeconds"
-    if deadline is not None and owner in _FORBIDS_DEADLINE:
-        causes.append(v.forbidden(path, f"activeDeadlineSeconds in {_FORBIDS_DEADLINE[owner]} is not Supported"))
-    elif deadline is not None:
-        causes.append(v.invalid(path, deadline, "activeDeadlineSeconds in ReplicaSet is not Supported"))
+    if tspec.get("activeDeadlineSeconds") is not None:
+        causes.append(v.forbidden("spec.template.spec.activeDeadlineSeconds",
+                                  f"activeDeadlineSeconds in {kind} is not Supported"))
     return causes
 
 

@@ -175,9 +175,11 @@ class IngressStrategy(Strategy):
     has_spec_generation = True
 
     def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
-        """The DefaultIngressClass admission plugin: an Ingress naming no class (field or annotation) gets the
-        IngressClass marked default; of several, the newest (the first name of those created at once)."""
+        """The status reset as upstream's (an empty IngressStatus, which Go writes as `{loadBalancer: {}}`), and the
+        DefaultIngressClass admission plugin: an Ingress naming no class (field or annotation) gets the IngressClass
+        marked default; of several, the newest (the first name of those created at once)."""
         super().prepare_create(obj, lookup)
+        obj["status"] = {"loadBalancer": {}}
         spec = obj.setdefault("spec", {})
         annotations = obj["metadata"].get("annotations") or {}
         if not isinstance(spec, dict) or spec.get("ingressClassName") or INGRESS_CLASS_ANNOTATION in annotations:
@@ -225,8 +227,23 @@ def _validate_parameters(params: Obj) -> list[Cause]:
     return causes
 
 
+def default_ingress_class(obj: Obj) -> None:
+    """SetDefaults_IngressClass: parameters without a scope are cluster-scoped."""
+    params = _dict(obj.get("spec")).get("parameters")
+    if isinstance(params, dict) and params.get("scope") is None:
+        params["scope"] = "Cluster"
+
+
 class IngressClassStrategy(Strategy):
     has_spec_generation = True
+
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        super().prepare_create(obj, lookup)
+        default_ingress_class(obj)
+
+    def prepare_update(self, new: Obj, old: Obj) -> None:
+        super().prepare_update(new, old)
+        default_ingress_class(new)
 
     def validate(self, obj: Obj) -> list[Cause]:
         """ValidateIngressClass: a domain-prefixed controller of at most 250 bytes, parameters that name a kind."""
@@ -345,9 +362,10 @@ def validate_network_policy_spec(spec: Obj) -> list[Cause]:
 def default_network_policy(obj: Obj) -> None:
     """SetDefaults_NetworkPolicy and SetDefaults_NetworkPolicyPort: TCP ports; Ingress, and Egress when there
     are egress rules, as the policy types of a policy that names none."""
-    spec = obj.get("spec")
+    spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
         return
+    spec.setdefault("podSelector", {})  # a struct value: Go always writes it
     for direction in ("ingress", "egress"):
         for rule in _list(spec.get(direction)):
             for port in _list(_dict(rule).get("ports")):
