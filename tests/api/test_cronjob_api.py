@@ -142,6 +142,18 @@ async def test_invalid_cronjob_is_422_with_causes(api: Client, body: dict[str, A
     await call(api, "GET", f"{CRONJOBS}/{body['metadata']['name']}", expect=404)
 
 
+@pytest.mark.parametrize(("zone", "messages"), [
+    pytest.param("Local", ["timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"],
+                 id="Local: one cause (Go's LoadLocation knows it)"),
+    pytest.param("local", ["timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+                           "unknown time zone local"], id="local: refused by name and by lookup"),
+])
+async def test_local_time_zone_causes(api: Client, zone: str, messages: list[str]) -> None:
+    out = await call(api, "POST", CRONJOBS, _bad(lambda s: s.update(timeZone=zone)), expect=422)
+    want = [f'Invalid value: "{zone}": {m}' for m in messages]
+    assert [c["message"] for c in out["details"]["causes"]] == want, out
+
+
 # Mirrors TestValidateCronJobSpec: timeZone is checked only when it changes; TZ in a schedule stays allowed on an
 # update of a CronJob whose schedule had it.
 async def test_update_rules(api: Client) -> None:
