@@ -308,6 +308,9 @@ class DaemonSetController:
             await self._manage(ds, verdicts, node_pods, hash_)
             strategy = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type", "RollingUpdate")
             if self.expectations.satisfied(key) and strategy == "RollingUpdate":
+                # read afresh, as upstream's rollingUpdate lists again: a pod manage just deleted is terminating
+                # now (its expectation was met by that event), so it is not deleted a second time
+                node_pods = await self._node_pods(ds, selector)
                 delete, create_on = du.rolling_update(ds, verdicts, node_pods, hash_, self.clock.now())
                 await self._sync_nodes(ds, delete, create_on, hash_)
             await self.history.cleanup(ds, old, node_pods)

@@ -7,6 +7,7 @@ what the test set up; the last ones run the controller and let its informers and
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -566,3 +567,32 @@ async def test_delete_unscheduled_pod_for_not_existing_node(client: InProcessCli
     ctrl = DaemonSetController(client, FakeClock())
     await sync(ctrl)
     assert [du.target_node_name(p) for p in await pods(client)] == ["node-0"]
+
+
+async def test_a_surge_rollout_over_the_watch_deletes_each_old_pod_once(client: InProcessClient) -> None:
+    """Running over live informers, a pod that manage deletes is seen terminating (its expectation met) before
+    the rolling update runs, which then lists afresh as upstream's does, instead of deleting it a second time
+    from the sync's first list (QA saw `SuccessfulDelete (x2)` for every replaced pod)."""
+    await add_nodes(client, 3)
+    await client.create(DSS, daemon_set(strategy={"type": "RollingUpdate",
+                                                  "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}))
+    ctrl = DaemonSetController(client, FakeClock())
+
+    async def settled(image: str) -> bool:
+        await finish_deletions(client)
+        await run_pods(client)
+        now = await pods(client)
+        return len(now) == 3 and all(p["spec"]["containers"][0]["image"] == image for p in now)
+
+    async with running(ctrl.run()):
+        await eventually(lambda: settled("foo/bar"))
+        await client.patch(f"{DSS}/foo", {"spec": {"template": {"spec": {"containers": [
+            {"name": "foo", "image": "foo/bar:2"}]}}}}, "application/strategic-merge-patch+json")
+        await eventually(lambda: settled("foo/bar:2"), timeout=30)
+    deletes: Counter[str] = Counter()
+    for e in (await client.get("/api/v1/namespaces/default/events"))["items"]:  # sent, aggregated by count
+        if e["reason"] == "SuccessfulDelete":
+            deletes[e["message"]] += e.get("count", 1)
+    for q in ctrl.events.queues:  # not sent yet
+        deletes.update(e.event["message"] for e in q._queue if e.event["reason"] == "SuccessfulDelete")  # type: ignore[attr-defined]
+    assert len(deletes) == 3 and set(deletes.values()) == {1}, deletes
