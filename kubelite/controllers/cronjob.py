@@ -55,6 +55,7 @@ from kubelite.controllers.cronjob_utils import (
 )
 from kubelite.controllers.informers import shared_informer
 from kubelite.controllers.ownership import controller_of
+from kubelite.controllers.podcontrol import newest
 from kubelite.controllers.runner import Runner, run_synced
 
 Obj = dict[str, Any]
@@ -335,7 +336,8 @@ class CronJobController:
         self.control = ApiControl(client)
         self.syncer = CronJobSyncer(self.control, self.control, self._record, clock.now)
         self.cronjobs = shared_informer(client, clock, "/apis/batch/v1/cronjobs",
-                                        Handlers(self._enqueue, self._cronjob_updated, self._enqueue))
+                                        Handlers(self._enqueue, self._cronjob_updated, self._cronjob_deleted))
+        self.written: dict[Key, Obj] = {}  # each CronJob as our last status write returned it
         self.jobs = shared_informer(client, clock, "/apis/batch/v1/jobs",
                                     Handlers(self._job_added, self._job_updated, self._job_deleted))
 
@@ -350,6 +352,10 @@ class CronJobController:
 
     def _enqueue(self, cj: Obj) -> None:
         self.runner.enqueue(key_of(cj))
+
+    def _cronjob_deleted(self, cj: Obj) -> None:
+        self.written.pop(key_of(cj), None)
+        self._enqueue(cj)
 
     def _cronjob_updated(self, old: Obj, new: Obj) -> None:
         """updateCronJob: a new schedule or zone requeues at its next start; any other change syncs now."""
@@ -400,7 +406,10 @@ class CronJobController:
                 if (controller_of(j) or {}).get("name") == name]
 
     async def reconcile(self, key: Key) -> None:
-        cached = self.cronjobs.store.get(key)
+        # The informer's copy, or our last status write's while the informer lags behind it: a Job that finished at
+        # once (a history limit of 0 deletes it) is otherwise cleaned up from a status without it in `active`, and
+        # the write of that status conflicts; the retry then finds it active and gone (MissingJob).
+        cached = newest(self.cronjobs.store.get(key), self.written.get(key))
         if cached is None:
             return
         jobs = self.jobs_to_be_reconciled(cached)
@@ -408,7 +417,7 @@ class CronJobController:
         cleaned = await self.syncer.cleanup_finished_jobs(cj, jobs)
         result = await self.syncer.sync_cronjob(cj, jobs)
         if cleaned or result.update_status:
-            await self.control.update_status(result.cronjob)
+            self.written[key] = await self.control.update_status(result.cronjob)
         if result.requeue_after is not None:
             self.runner.queue.add_after(key, result.requeue_after)
             return

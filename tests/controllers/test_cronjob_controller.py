@@ -436,7 +436,10 @@ async def test_runs_each_minute_forbids_overlap_and_keeps_history(live: Live) ->
     async def jobs(n: int) -> bool:
         return len(await live.jobs()) == n
 
-    await live.until(lambda: jobs(1), "the first Job")
+    async def first_recorded() -> bool:  # the Job is created before the status that records it is written
+        return await jobs(1) and bool(((await live.cronjob()).get("status") or {}).get("active"))
+
+    await live.until(first_recorded, "the first Job, recorded active")
     first = (await live.jobs())[0]
     cj = await live.cronjob()
     minutes = int(parse_rfc3339(cj["status"]["lastScheduleTime"])) // 60
@@ -550,3 +553,27 @@ def test_jobs_to_be_reconciled(client: InProcessClient, name: str, jobs: list[Ob
     cj = {"metadata": {"namespace": "foo-ns", "name": "fooer"},
           "spec": {"jobTemplate": {"metadata": {"labels": {"key": "value"}}}}}
     assert sorted(j["metadata"]["name"] for j in controller.jobs_to_be_reconciled(cj)) == expected
+
+
+async def test_a_job_deleted_by_a_zero_history_limit_is_not_missing(live: Live) -> None:
+    """QA: with successfulJobsHistoryLimit 0 and a Job that finishes at once, every run logged MissingJob: the
+    cleanup ran on a CronJob read before our own status write (the informer behind it), and the retry found the
+    deleted Job still active. The sync now starts from the newer of the informer's copy and our last write."""
+    template = {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+                                               "containers": [{"name": "c", "image": "busybox"}]}}}}
+    await live.client.create(CRONJOBS, {"metadata": {"name": "every"}, "spec": {
+        "schedule": "*/1 * * * *", "successfulJobsHistoryLimit": 0, "jobTemplate": template}})
+
+    async def started() -> bool:
+        return len(await live.jobs()) == 1
+
+    async def gone() -> bool:
+        return not await live.jobs() and not ((await live.cronjob()).get("status") or {}).get("active")
+
+    for run in range(3):
+        await live.until(started, f"run {run}'s Job")
+        await live.finish((await live.jobs())[0])
+        await live.until(gone, f"run {run}'s Job deleted and no longer active", step=0.0)
+        await live.clock.advance(60)
+    reasons = await live.reasons()
+    assert reasons.count("SuccessfulDelete") == 3 and "MissingJob" not in reasons, reasons
