@@ -102,10 +102,12 @@ CREATES = [
      {"spec": {"clusterIP": "None"}}, ["IP: None", "IPs: None"]),
     ("serviceaccount", ["serviceaccount", "robot"], ("sa", "robot"), {"metadata": {"name": "robot"}},
      ["Name:                robot", "Tokens:              <none>"]),
-    ("quota", ["quota", "q", "--hard=pods=1"], ("quota", "q"), {"spec": {"hard": {"pods": "1"}}},
-     ["Name: q", "Resource Used Hard"]),
+    # (a quota on nothing the module's other tests create: the server is shared)
+    ("quota", ["quota", "q", "--hard=services.loadbalancers=2"], ("quota", "q"),
+     {"spec": {"hard": {"services.loadbalancers": "2"}}}, ["Name: q", "Resource Used Hard"]),
     ("ingress", ["ingress", "ing", "--rule=foo.com/bar=svc1:8080"], ("ing", "ing"),
-     {"spec": {"rules": [{"host": "foo.com"}]}}, ["foo.com", "/bar svc1:8080"]),
+     {"spec": {"rules": [{"host": "foo.com", "http": {"paths": [{"path": "/bar", "pathType": "Exact", "backend": {
+         "service": {"name": "svc1", "port": {"number": 8080}}}}]}}]}}, ["foo.com", "/bar svc1:8080"]),
 ]
 
 
