@@ -217,16 +217,19 @@ class NodeReporter:
             self._event(event, status_event_message(self.name, event))
 
     async def register(self) -> None:
-        """Create the Node (or post the status of an existing one), retried until the server answers; kubelet's
-        "Starting kubelet." event first, then the events of the status it reports."""
+        """Create the Node (or post the status of an existing one), retried until the server answers. As kubelet,
+        "Starting kubelet." and the events of the node status built for registration come first: its setters run
+        on a fresh Node (initialNode), so NodeHasSufficientMemory, NodeHasNoDiskPressure and NodeHasSufficientPID
+        are recorded at every start, before the Node is written; an existing Node's own conditions are compared
+        as every later report's are (a Node left Unknown records them again, and NodeReady)."""
         self._event("Starting", "Starting kubelet.")
+        self._status_events({}, self._status())
         delay = 1.0
         while True:
             node = self.node_object()
             try:
                 try:
                     await timed(self.clock, self.client.create("/api/v1/nodes", node))
-                    self._status_events({}, node["status"])
                 except ApiError as exc:
                     if exc.code != 409:
                         raise
