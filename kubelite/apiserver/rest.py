@@ -440,6 +440,7 @@ class Registry:
             new["metadata"]["generation"] += 1
         if strategy.resource is NAMESPACES:
             new.setdefault("status", {})["phase"] = "Terminating"
+        strategy.mark_deleting(new)
         return new
 
     async def _delete_now(self, resource: Resource, cur: Obj) -> Obj:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubelite.apiserver.registry import (
+    apiextensions,
     apps,
     authorization,
     batch,
@@ -59,5 +60,6 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     networking.INGRESSES: networking.IngressStrategy,
     networking.INGRESS_CLASSES: networking.IngressClassStrategy,
     networking.NETWORK_POLICIES: networking.NetworkPolicyStrategy,
+    apiextensions.CUSTOM_RESOURCE_DEFINITIONS: apiextensions.CustomResourceDefinitionStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)

@@ -129,6 +129,9 @@ class Strategy:
     def pending_finalizers(self, obj: Obj) -> list[str]:
         return list(obj["metadata"].get("finalizers") or [])
 
+    def mark_deleting(self, obj: Obj) -> None:
+        """What a type's own Delete adds to the object a delete marks (it has its deletionTimestamp already)."""
+
     def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
         """CheckGracefulDelete: the grace period to apply, or None when the type deletes at once."""
         return None

@@ -1,0 +1,351 @@
+"""Structural OpenAPI v3 schemas of custom resources: checking a schema, and validating, pruning and defaulting
+objects with it.
+
+Mirrors apiextensions-apiserver's pkg/apiserver/schema (structural validation, pruning, defaulting) and the
+kube-openapi validator's messages as kube-apiserver reports them (`spec.replicas in body must be of type integer:
+"string"`). Not ported: CEL rules (x-kubernetes-validations), list types/map keys, allOf/anyOf/oneOf/not
+(accepted in a schema, not enforced), formats other than int32/int64.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kubelite.api.errors import Cause
+from kubelite.api.validation import forbidden, go_value, invalid, not_supported, required
+from kubelite.apiserver.nesting import copy_obj
+
+Obj = dict[str, Any]
+
+TYPES = ("array", "boolean", "integer", "number", "object", "string")
+_ROOT_FIELDS = ("apiVersion", "kind", "metadata")  # kept at a resource's root (and an embedded resource's) always
+_METADATA_ALLOWED = frozenset({"name", "generateName"})
+_INT32 = (-(2**31), 2**31 - 1)
+# Fields a structural schema may not use (structural/validation.go validateValueValidation / unsupported fields)
+_FORBIDDEN = ("$ref", "patternProperties", "additionalItems", "dependencies", "definitions", "id", "$schema")
+
+
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+# --- the schema itself ---------------------------------------------------------------------------------------
+
+
+def structural_errors(schema: Any, path: str) -> list[Cause]:
+    """Why `schema` (a version's openAPIV3Schema, at `path`) is not structural or not valid, as upstream's
+    ValidateCustomResourceDefinitionOpenAPISchema and structural validation report it (the main rules)."""
+    if not isinstance(schema, dict):
+        return [invalid(path, schema, "must be an object")]
+    return _check(schema, path, level="root")
+
+
+def _check(s: Obj, path: str, level: str) -> list[Cause]:
+    """`level`: root, field (a property's schema), item (array items or additionalProperties), or under a
+    preserve-unknown-fields / int-or-string schema where `type` may be left out."""
+    causes: list[Cause] = []
+    typ = s.get("type", "")
+    int_or_string = s.get("x-kubernetes-int-or-string") is True
+    preserve = s.get("x-kubernetes-preserve-unknown-fields")
+    for name in _FORBIDDEN:
+        if name in s:
+            causes.append(forbidden(_child(path, name), f"{name} is forbidden in structural schemas"
+                                    if name != "$ref" else "$ref is not supported"))
+    if typ and typ not in TYPES:
+        causes.append(not_supported(_child(path, "type"), typ, list(TYPES)))
+    if preserve is False:
+        causes.append(invalid(_child(path, "x-kubernetes-preserve-unknown-fields"), False,
+                              "must be true or undefined"))
+    if int_or_string and typ:
+        causes.append(invalid(_child(path, "type"), typ, "must be empty if x-kubernetes-int-or-string is true"))
+    if not typ and not int_or_string and not (preserve is True and level == "loose"):
+        if level == "root":
+            causes.append(required(_child(path, "type"), "must not be empty at the root"))
+        elif level == "field":
+            causes.append(required(_child(path, "type"), "must not be empty for specified object fields"))
+        elif level == "item":
+            causes.append(required(_child(path, "type"), "must not be empty for specified array items"))
+    if s.get("uniqueItems") is True:
+        causes.append(forbidden(_child(path, "uniqueItems"),
+                                "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
+    props = s.get("properties")
+    additional = s.get("additionalProperties")
+    if props and additional is not None and additional is not True:
+        causes.append(forbidden(_child(path, "additionalProperties"),
+                                "additionalProperties and properties are mutual exclusive"))
+    if (props or additional not in (None, False)) and typ and typ != "object":
+        causes.append(invalid(_child(path, "type"), typ, 'must be object if properties or additionalProperties '
+                                                         'are specified'))
+    if typ == "array" and "items" not in s:
+        causes.append(required(_child(path, "items"), "must be specified"))
+    if "items" in s and typ and typ != "array":
+        causes.append(invalid(_child(path, "type"), typ, "must be array if items are specified"))
+    loose = "loose" if (preserve is True or int_or_string) else None
+    if isinstance(props, dict):
+        for name, sub in props.items():
+            sub_path = f"{path}.properties[{name}]"
+            if not isinstance(sub, dict):
+                causes.append(invalid(sub_path, sub, "must be an object"))
+                continue
+            if level == "root" and name == "metadata":
+                causes += _metadata(sub, sub_path)
+            causes += _check(sub, sub_path, loose or "field")
+    if isinstance(additional, dict):
+        causes += _check(additional, _child(path, "additionalProperties"), loose or "item")
+    items = s.get("items")
+    if isinstance(items, dict):
+        causes += _check(items, _child(path, "items"), loose or "item")
+    elif items is not None:
+        causes.append(forbidden(_child(path, "items"), "items must be a schema object and not an array"))
+    for junction in ("allOf", "anyOf", "oneOf"):
+        for i, sub in enumerate(s.get(junction) or []):
+            if isinstance(sub, dict) and "type" in sub and sub.get("type") != typ:
+                causes.append(invalid(f"{path}.{junction}[{i}].type", sub["type"], "must be empty to be structural"))
+    if "default" in s and level == "root":
+        causes.append(forbidden(_child(path, "default"), "must not be set at the root"))
+    return causes
+
+
+def _metadata(s: Obj, path: str) -> list[Cause]:
+    """At the root only name and generateName of metadata may be specified, as upstream (metadata is implicit)."""
+    props = s.get("properties") or {}
+    extra = [k for k in s if k not in ("type", "properties", "description")]
+    if extra or any(k not in _METADATA_ALLOWED for k in props):
+        return [forbidden(path, "must not specify anything other than name and generateName, but metadata is "
+                                "implicitly specified")]
+    return []
+
+
+# --- objects: validation ------------------------------------------------------------------------------------
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _type_fits(value: Any, typ: str) -> bool:
+    actual = _json_type(value)
+    if typ == "number":
+        return actual in ("integer", "number")
+    if typ == "integer" and actual == "number":
+        return float(value).is_integer()
+    return actual == typ
+
+
+def _type_error(path: str, value: Any, typ: str) -> Cause:
+    actual = _json_type(value)
+    return Cause("FieldValueTypeInvalid",
+                 f'Invalid value: "{actual}": {path} in body must be of type {typ}: "{actual}"', path)
+
+
+def validate(obj: Obj, schema: Obj) -> list[Cause]:
+    """The schema's complaints about `obj` (a whole custom resource), with upstream's paths and messages; the
+    root's apiVersion, kind and metadata are checked elsewhere (ObjectMeta's validation)."""
+    causes: list[Cause] = []
+    for name, sub in (schema.get("properties") or {}).items():
+        if name in _ROOT_FIELDS:
+            continue
+        if name in obj:
+            _validate(obj[name], sub, name, causes)
+    for name in schema.get("required") or []:
+        if name not in obj and name not in _ROOT_FIELDS:
+            causes.append(required(name))
+    return causes
+
+
+def _validate(value: Any, s: Obj, path: str, causes: list[Cause]) -> None:
+    if value is None:
+        if not s.get("nullable") and (s.get("type") or s.get("x-kubernetes-int-or-string")):
+            causes.append(_type_error(path, value, s.get("type") or "string"))
+        return
+    if s.get("x-kubernetes-int-or-string"):
+        if _json_type(value) not in ("integer", "string"):
+            causes.append(_type_error(path, value, "integer/string"))
+            return
+    else:
+        typ = s.get("type")
+        if typ and not _type_fits(value, typ):
+            causes.append(_type_error(path, value, typ))
+            return
+    if "enum" in s and value not in s["enum"]:
+        causes.append(not_supported(path, value, [e if isinstance(e, str) else go_value(e) for e in s["enum"]]))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _numeric(value, s, path, causes)
+    elif isinstance(value, str):
+        _string(value, s, path, causes)
+    elif isinstance(value, list):
+        _array(value, s, path, causes)
+    elif isinstance(value, dict):
+        _object(value, s, path, causes)
+
+
+def _numeric(value: float, s: Obj, path: str, causes: list[Cause]) -> None:
+    if "minimum" in s:
+        low = s["minimum"]
+        if value < low or (s.get("exclusiveMinimum") and value == low):
+            word = "greater than" if s.get("exclusiveMinimum") else "greater than or equal to"
+            causes.append(invalid(path, value, f"{path} in body should be {word} {go_value(low)}"))
+    if "maximum" in s:
+        high = s["maximum"]
+        if value > high or (s.get("exclusiveMaximum") and value == high):
+            word = "less than" if s.get("exclusiveMaximum") else "less than or equal to"
+            causes.append(invalid(path, value, f"{path} in body should be {word} {go_value(high)}"))
+    if "multipleOf" in s and s["multipleOf"] and (value / s["multipleOf"]) % 1:
+        causes.append(invalid(path, value, f"{path} in body should be a multiple of {go_value(s['multipleOf'])}"))
+    if s.get("format") == "int32" and isinstance(value, int) and not _INT32[0] <= value <= _INT32[1]:
+        causes.append(invalid(path, value, f"{path} in body must be of type int32: {go_value(str(value))}"))
+
+
+def _string(value: str, s: Obj, path: str, causes: list[Cause]) -> None:
+    length = len(value)
+    if "maxLength" in s and length > s["maxLength"]:
+        causes.append(Cause("FieldValueTooLong", f"Too long: may not be more than {s['maxLength']} bytes", path))
+    if "minLength" in s and length < s["minLength"]:
+        causes.append(invalid(path, value, f"{path} in body should be at least {s['minLength']} chars long"))
+    pattern = s.get("pattern")
+    if pattern is not None and _compiled(pattern).search(value) is None:
+        causes.append(invalid(path, value, f"{path} in body should match '{pattern}'"))
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    compiled = _PATTERNS.get(pattern)
+    if compiled is None:
+        try:
+            compiled = re.compile(pattern)
+        except re.error:
+            compiled = re.compile(r"(?!)")  # refused when the CRD is validated; never matches if stored before
+        _PATTERNS[pattern] = compiled
+    return compiled
+
+
+def pattern_error(pattern: Any) -> str | None:
+    """Why a schema's `pattern` is no regular expression (upstream compiles it with Go's RE2), or None."""
+    if not isinstance(pattern, str):
+        return "must be a string"
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"must be a valid regular expression, but isn't: {exc}"
+    return None
+
+
+def _array(value: list[Any], s: Obj, path: str, causes: list[Cause]) -> None:
+    if "maxItems" in s and len(value) > s["maxItems"]:
+        causes.append(Cause("FieldValueTooMany", f"Too many: {len(value)}: must have at most {s['maxItems']} items",
+                            path))
+    if "minItems" in s and len(value) < s["minItems"]:
+        causes.append(invalid(path, len(value), f"{path} in body should have at least {s['minItems']} items"))
+    items = s.get("items")
+    if isinstance(items, dict):
+        for i, item in enumerate(value):
+            _validate(item, items, f"{path}[{i}]", causes)
+
+
+def _object(value: Obj, s: Obj, path: str, causes: list[Cause]) -> None:
+    props = s.get("properties") or {}
+    for name, sub in props.items():
+        if name in value:
+            _validate(value[name], sub, f"{path}.{name}", causes)
+    additional = s.get("additionalProperties")
+    if isinstance(additional, dict):
+        for name, item in value.items():
+            if name not in props:
+                _validate(item, additional, f"{path}.{name}", causes)
+    for name in s.get("required") or []:
+        if name not in value:
+            causes.append(required(f"{path}.{name}"))
+    if "maxProperties" in s and len(value) > s["maxProperties"]:
+        causes.append(Cause("FieldValueTooMany", f"Too many: {len(value)}: must have at most "
+                                                 f"{s['maxProperties']} items", path))
+    if "minProperties" in s and len(value) < s["minProperties"]:
+        causes.append(invalid(path, len(value), f"{path} in body should have at least {s['minProperties']} "
+                                                "properties"))
+
+
+# --- objects: pruning and defaulting -------------------------------------------------------------------------
+
+
+def prune(obj: Obj, schema: Obj) -> list[str]:
+    """Drop the fields `schema` does not specify (structuralpruning.Prune): at the root apiVersion, kind and
+    metadata stay, as in an x-kubernetes-embedded-resource; x-kubernetes-preserve-unknown-fields keeps a
+    level's unknown fields. Returns the dropped fields' paths, for fieldValidation's warnings and errors."""
+    dropped: list[str] = []
+    _prune_object(obj, schema, "", dropped, root=True)
+    return dropped
+
+
+def _prune_object(obj: Obj, s: Obj, path: str, dropped: list[str], root: bool = False) -> None:
+    props = s.get("properties") or {}
+    additional = s.get("additionalProperties")
+    keep_unknown = s.get("x-kubernetes-preserve-unknown-fields") is True or additional is True
+    embedded = root or s.get("x-kubernetes-embedded-resource") is True
+    for name in list(obj):
+        sub = props.get(name)
+        if sub is None and isinstance(additional, dict):
+            sub = additional
+        if sub is None:
+            if embedded and name in _ROOT_FIELDS:
+                continue
+            if not keep_unknown:
+                del obj[name]
+                dropped.append(_child(path, name))
+            continue
+        _prune_value(obj[name], sub, _child(path, name), dropped)
+
+
+def _prune_value(value: Any, s: Obj, path: str, dropped: list[str]) -> None:
+    if isinstance(value, dict):
+        if s.get("properties") or isinstance(s.get("additionalProperties"), dict) or \
+                s.get("x-kubernetes-embedded-resource") or \
+                (s.get("type") == "object" and not s.get("x-kubernetes-preserve-unknown-fields")
+                 and s.get("additionalProperties") is not True):
+            _prune_object(value, s, path, dropped)
+    elif isinstance(value, list):
+        items = s.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                _prune_value(item, items, f"{path}[{i}]", dropped)
+
+
+def default(obj: Obj, schema: Obj) -> None:
+    """Set the `default:` of every absent field whose parent is present (structuraldefaulting.Default), and of
+    a null one that is not nullable, recursively into the defaults set."""
+    _default(obj, schema)
+
+
+def _default(value: Any, s: Obj) -> None:
+    if isinstance(value, dict):
+        props = s.get("properties") or {}
+        for name, sub in props.items():
+            if "default" in sub and (name not in value or (value[name] is None and not sub.get("nullable"))):
+                value[name] = copy_obj(sub["default"])
+            if name in value:
+                _default(value[name], sub)
+        additional = s.get("additionalProperties")
+        if isinstance(additional, dict):
+            for name, item in value.items():
+                if name not in props:
+                    _default(item, additional)
+    elif isinstance(value, list):
+        items = s.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                if item is None and "default" in items and not items.get("nullable"):
+                    value[i] = copy_obj(items["default"])
+                _default(value[i], items)
