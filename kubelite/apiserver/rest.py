@@ -83,6 +83,15 @@ class Registry:
         self.strategies: dict[Resource, Strategy] = {r: cls(r) for r, cls in STRATEGIES.items()}
         self.by_plural = {r.plural: r for r in STRATEGIES}
 
+    def register(self, resource: Resource, strategy: Strategy) -> None:
+        """Serve a resource defined at run time (a custom resource's version), from its key prefix's cache."""
+        self.strategies[resource] = strategy
+        self.caches.register(resource)
+
+    def unregister(self, resource: Resource) -> None:
+        self.strategies.pop(resource, None)
+        self.caches.unregister(resource)
+
     # --- Lookup ----------------------------------------------------------------------------------
 
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
@@ -202,6 +211,8 @@ class Registry:
         dropped with the request when the types are wrong). The object in a patch's message is shown pruned."""
         mismatch = typecheck.check(obj, resource.model, unknown)
         if mismatch is None:
+            if unknown is not None and not resource.model:  # a custom resource's schema prunes (types: its 422)
+                unknown += resource.prune_unknown(obj)
             return
         if unknown is not None:  # the walk stopped at the mismatch: prune the rest, as the two walks did
             schema.prune_unknown(obj, resource.model)

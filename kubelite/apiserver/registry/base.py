@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import COMMON_FIELDS, FieldGetter
 from kubelite.api.validation import is_dns1123_subdomain, validate_object_meta
-from kubelite.apiserver import enums
+from kubelite.apiserver import enums, schema
 from kubelite.apiserver.nesting import copy_obj
 
 Obj = dict[str, Any]
@@ -55,6 +55,10 @@ class Resource:
 
     def key(self, namespace: str, name: str) -> str:
         return f"{self.key_prefix}{namespace}/{name}" if self.namespaced else f"{self.key_prefix}{name}"
+
+    def prune_unknown(self, obj: Obj) -> list[str]:
+        """Remove the fields this type does not know from `obj` (in place); their paths (fieldValidation)."""
+        return schema.prune_unknown(obj, self.model)
 
 
 class Strategy:

@@ -1,0 +1,147 @@
+"""A custom resource's registry entry: its `Resource` (one per served version), strategy and table printer.
+
+Mirrors apiextensions-apiserver's customresource strategy: the version's structural schema prunes unknown
+fields, sets defaults and validates (schema errors are a 422 with kube-openapi's messages); with the status
+subresource, the main resource ignores status changes and /status ignores the rest, and generation counts every
+change but to metadata and status (without it, every change but to metadata). Objects are stored in the storage
+version; with conversion strategy None, another served version only rewrites apiVersion (`convert`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import orjson
+
+from kubelite.api.errors import Cause
+from kubelite.apiserver import tables
+from kubelite.apiserver.customresources import schema
+from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
+
+_AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+@dataclass(frozen=True, eq=False)
+class CustomResource(Resource):
+    """One served version of a CRD's resource. `schema` is the version's openAPIV3Schema; `storage` the
+    storage version's name, in which every version's objects are stored."""
+
+    crd: str = ""  # the CustomResourceDefinition's name
+    schema: Obj = field(default_factory=dict)
+    storage: str = ""
+    columns: tuple[Obj, ...] = ()  # additionalPrinterColumns
+    scale: Obj | None = None  # the scale subresource's paths
+
+    def prune_unknown(self, obj: Obj) -> list[str]:
+        return schema.prune(obj, self.schema)
+
+    @property
+    def converts(self) -> bool:
+        """Whether objects read through this version need their apiVersion rewritten (it is not the storage's)."""
+        return self.version != self.storage
+
+    def convert(self, obj: Obj) -> Obj:
+        """Conversion strategy None: the object as this version shows it, sharing all but its top level."""
+        return {**obj, "apiVersion": self.group_version} if obj.get("apiVersion") != self.group_version else obj
+
+    @cached_property
+    def printer(self) -> tables.Printer:
+        """The table of `kubectl get`: Name, then the additionalPrinterColumns, or Age when there are none (the
+        CR handler's tableconvertor)."""
+        columns = self.columns or (_AGE_COLUMN,)
+        specs: list[tables.Column] = [("Name", "string", 0)]
+        specs += [(c.get("name", ""), c.get("type", "string"), int(c.get("priority") or 0)) for c in columns]
+        paths = [_json_path(c.get("jsonPath", "")) for c in columns]
+        types = [c.get("type", "string") for c in columns]
+
+        def cells(obj: Obj, now: float) -> list[Any]:
+            out: list[Any] = [obj["metadata"]["name"]]
+            for path, typ in zip(paths, types, strict=True):
+                out.append(_cell(_lookup(obj, path), typ, now))
+            return out
+
+        return specs, cells
+
+
+def _json_path(expr: str) -> tuple[str, ...]:
+    """The simple JSONPaths upstream allows in printer columns (`.spec.replicas`, `{.status.phase}`)."""
+    return tuple(p for p in expr.strip().strip("{}").split(".") if p)
+
+
+def _lookup(obj: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(obj, dict) or part not in obj:
+            return None
+        obj = obj[part]
+    return obj
+
+
+def _cell(value: Any, typ: str, now: float) -> Any:
+    """cellForJSONValue: a missing value is None (kubectl prints <none>); dates become ages."""
+    if value is None:
+        return None
+    if typ == "date":
+        try:
+            return tables.since(value, now) if isinstance(value, str) else None
+        except ValueError:
+            return "<invalid>"
+    if typ == "integer":
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if typ == "number":
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if typ == "boolean":
+        return value if isinstance(value, bool) else None
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+class CustomResourceStrategy(Strategy):
+    def __init__(self, resource: CustomResource, status: bool) -> None:
+        super().__init__(resource)
+        self.custom = resource
+        self.has_status = status
+
+    def _storage_form(self, obj: Obj) -> None:
+        """Pruned (what the handler's fieldValidation did not already), defaulted, in the storage version."""
+        schema.prune(obj, self.custom.schema)
+        schema.default(obj, self.custom.schema)
+        obj["apiVersion"] = f"{self.resource.group}/{self.custom.storage}"
+
+    def prepare_create(self, obj: Obj, lookup: Lookup) -> None:
+        super().prepare_create(obj, lookup)
+        obj["metadata"]["generation"] = 1
+        self._storage_form(obj)
+
+    def prepare_update(self, new: Obj, old: Obj) -> None:
+        super().prepare_update(new, old)
+        self._storage_form(new)
+        ignored = ("metadata", "apiVersion", "status") if self.has_status else ("metadata", "apiVersion")
+        gen = old["metadata"].get("generation", 1)
+        changed = any(new.get(k) != old.get(k) for k in {*new, *old} if k not in ignored)
+        new["metadata"]["generation"] = gen + 1 if changed else gen
+
+    def prepare_status_update(self, new: Obj, old: Obj) -> Obj:
+        """The status as the main resource's would be: pruned and defaulted by the schema's `status` (the
+        request's own value: `new` is a copy of the body)."""
+        out = super().prepare_status_update(new, old)
+        if "status" in out:
+            whole = self.custom.schema
+            only_status = {**whole, "properties": {k: v for k, v in (whole.get("properties") or {}).items()
+                                                   if k == "status"}}
+            holder = {"status": out["status"]}
+            schema.prune(holder, only_status)
+            schema.default(holder, only_status)
+            if "status" in holder:
+                out["status"] = holder["status"]
+            else:
+                del out["status"]
+        return out
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return super().validate(obj) + schema.validate(obj, self.custom.schema)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return schema.validate(new, self.custom.schema)
