@@ -93,7 +93,8 @@ async def test_discovery_documents(api: Client) -> None:
                                                      "scheduling.k8s.io", "kubelite.io", "authentication.k8s.io",
                                                      "discovery.k8s.io", "metrics.k8s.io", "storage.k8s.io",
                                                      "rbac.authorization.k8s.io", "authorization.k8s.io",
-                                                     "certificates.k8s.io", "networking.k8s.io"}
+                                                     "certificates.k8s.io", "networking.k8s.io",
+                                                     "apiextensions.k8s.io"}
     resp = await api.get("/api", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;"
                                                     "as=APIGroupDiscoveryList,application/json"})
     assert resp.headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
@@ -104,7 +105,8 @@ async def test_discovery_documents(api: Client) -> None:
                                    "apis/authentication.k8s.io/v1", "apis/discovery.k8s.io/v1",
                                    "apis/metrics.k8s.io/v1beta1", "apis/storage.k8s.io/v1",
                                    "apis/rbac.authorization.k8s.io/v1", "apis/authorization.k8s.io/v1",
-                                   "apis/certificates.k8s.io/v1", "apis/networking.k8s.io/v1"}
+                                   "apis/certificates.k8s.io/v1", "apis/networking.k8s.io/v1",
+                                       "apis/apiextensions.k8s.io/v1"}
     doc = await call(api, "GET", index["paths"]["api/v1"]["serverRelativeURL"], expect=200)
     patch = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert any(p["name"] == "fieldValidation" for p in patch["parameters"])
