@@ -123,7 +123,9 @@ class ResourceHandlers:
                     return await self._binding(request, target.namespace, target.name)
                 return await self._eviction(request, target)
             if sub == "scale":
-                return respond(await scale.handle(request, self.registry, target, _dry_run(request)))
+                paths = scale.ScalePaths.of_custom(r.scale) if isinstance(r, CustomResource) and r.scale \
+                    else scale.WORKLOADS
+                return respond(await scale.handle(request, self.registry, target, _dry_run(request), paths))
             if sub == "ephemeralcontainers":
                 return await self._ephemeral_containers(request, target)
             if sub == "finalize":

@@ -86,7 +86,7 @@ def validate(crd: Obj) -> list[Cause]:
         causes.append(required(f"metadata.annotations[{APPROVAL_ANNOTATION}]",
                                f'protected groups must have approval annotation "{APPROVAL_ANNOTATION}", see '
                                "https://github.com/kubernetes/enhancements/pull/1111"))
-    return causes + validate_spec(spec) + validate_status(crd.get("status") or {})
+    return causes + validate_spec(spec) + validate_status(crd.get("status") or {}) + validate_stored_versions(crd)
 
 
 def validate_update(new: Obj, old: Obj) -> list[Cause]:
@@ -103,16 +103,19 @@ def validate_update(new: Obj, old: Obj) -> list[Cause]:
             causes.append(immutable("spec.scope"))
         if (spec.get("names") or {}).get("kind") != (old_spec.get("names") or {}).get("kind"):
             causes.append(immutable("spec.names.kind"))
-    return causes + validate_stored_versions(new)
+    return causes
 
 
 def validate_stored_versions(crd: Obj) -> list[Cause]:
     stored = (crd.get("status") or {}).get("storedVersions") or []
-    versions = {v.get("name") for v in (crd.get("spec") or {}).get("versions") or []}
+    versions = (crd.get("spec") or {}).get("versions") or []
     if not stored:
         return [invalid("status.storedVersions", stored, "must have at least one stored version")]
-    return [invalid(f"status.storedVersions[{i}]", v, "must appear in spec.versions")
-            for i, v in enumerate(stored) if v not in versions]
+    causes = [invalid("status.storedVersions", v.get("name"), f"must have the storage version {v.get('name')}")
+              for v in versions if v.get("storage") and v.get("name") not in stored]
+    names = {v.get("name") for v in versions}
+    return causes + [invalid(f"status.storedVersions[{i}]", v, "must appear in spec.versions")
+                     for i, v in enumerate(stored) if v not in names]
 
 
 def validate_spec(spec: Obj) -> list[Cause]:
@@ -149,7 +152,7 @@ def _validate_versions(spec: Obj) -> list[Cause]:
     causes: list[Cause] = []
     versions = spec.get("versions") or []
     if not versions:
-        causes.append(required("spec.versions", "must have exactly one version marked as storage version"))
+        causes.append(invalid("spec.versions", [], "must have exactly one version marked as storage version"))
         return causes
     seen: set[str] = set()
     for i, version in enumerate(versions):

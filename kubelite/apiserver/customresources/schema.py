@@ -34,77 +34,70 @@ def _child(path: str, name: str) -> str:
 
 
 def structural_errors(schema: Any, path: str) -> list[Cause]:
-    """Why `schema` (a version's openAPIV3Schema, at `path`) is not structural or not valid, as upstream's
-    ValidateCustomResourceDefinitionOpenAPISchema and structural validation report it (the main rules)."""
+    """Why `schema` (a version's openAPIV3Schema, at `path`) is not a valid structural schema, as upstream reports
+    it (the main rules): first ValidateCustomResourceDefinitionOpenAPISchema's errors, and only when there are
+    none, the structural ones (a `type` at every level but under preserve-unknown-fields and int-or-string,
+    metadata restricted to name and generateName)."""
     if not isinstance(schema, dict):
         return [invalid(path, schema, "must be an object")]
-    return _check(schema, path, level="root")
+    basic: list[Cause] = []
+    structural: list[Cause] = []
+    _check(schema, path, "root", basic, structural)
+    return basic or structural
 
 
-def _check(s: Obj, path: str, level: str) -> list[Cause]:
-    """`level`: root, field (a property's schema), item (array items or additionalProperties), or under a
-    preserve-unknown-fields / int-or-string schema where `type` may be left out."""
-    causes: list[Cause] = []
+def _check(s: Obj, path: str, level: str, basic: list[Cause], structural: list[Cause]) -> None:
+    """`level`: root, field (a property's schema) or item (array items or additionalProperties): where a missing
+    `type` is, for its message (a node with x-kubernetes-preserve-unknown-fields or int-or-string needs none)."""
     typ = s.get("type", "")
     int_or_string = s.get("x-kubernetes-int-or-string") is True
     preserve = s.get("x-kubernetes-preserve-unknown-fields")
     for name in _FORBIDDEN:
         if name in s:
-            causes.append(forbidden(_child(path, name), f"{name} is forbidden in structural schemas"
-                                    if name != "$ref" else "$ref is not supported"))
+            basic.append(forbidden(_child(path, name), "$ref is not supported" if name == "$ref" else
+                                   f"{name} is forbidden in structural schemas"))
     if typ and typ not in TYPES:
-        causes.append(not_supported(_child(path, "type"), typ, list(TYPES)))
+        basic.append(not_supported(_child(path, "type"), typ, list(TYPES)))
     if preserve is False:
-        causes.append(invalid(_child(path, "x-kubernetes-preserve-unknown-fields"), False,
-                              "must be true or undefined"))
-    if int_or_string and typ:
-        causes.append(invalid(_child(path, "type"), typ, "must be empty if x-kubernetes-int-or-string is true"))
-    if not typ and not int_or_string and not (preserve is True and level == "loose"):
-        if level == "root":
-            causes.append(required(_child(path, "type"), "must not be empty at the root"))
-        elif level == "field":
-            causes.append(required(_child(path, "type"), "must not be empty for specified object fields"))
-        elif level == "item":
-            causes.append(required(_child(path, "type"), "must not be empty for specified array items"))
+        basic.append(invalid(_child(path, "x-kubernetes-preserve-unknown-fields"), False, "must be true or undefined"))
     if s.get("uniqueItems") is True:
-        causes.append(forbidden(_child(path, "uniqueItems"),
-                                "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
+        basic.append(forbidden(_child(path, "uniqueItems"),
+                               "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
     props = s.get("properties")
     additional = s.get("additionalProperties")
     if props and additional is not None and additional is not True:
-        causes.append(forbidden(_child(path, "additionalProperties"),
-                                "additionalProperties and properties are mutual exclusive"))
-    if (props or additional not in (None, False)) and typ and typ != "object":
-        causes.append(invalid(_child(path, "type"), typ, 'must be object if properties or additionalProperties '
-                                                         'are specified'))
+        basic.append(forbidden(_child(path, "additionalProperties"),
+                               "additionalProperties and properties are mutual exclusive"))
     if typ == "array" and "items" not in s:
-        causes.append(required(_child(path, "items"), "must be specified"))
-    if "items" in s and typ and typ != "array":
-        causes.append(invalid(_child(path, "type"), typ, "must be array if items are specified"))
-    loose = "loose" if (preserve is True or int_or_string) else None
+        basic.append(required(_child(path, "items"), "must be specified"))
+    if int_or_string and typ:
+        structural.append(invalid(_child(path, "type"), typ, "must be empty if x-kubernetes-int-or-string is true"))
+    if not typ and not int_or_string and preserve is not True:
+        where = {"root": "at the root", "field": "for specified object fields", "item": "for specified array items"}
+        structural.append(required(_child(path, "type"), f"must not be empty {where[level]}"))
+    if "default" in s and level == "root":
+        structural.append(forbidden(_child(path, "default"), "must not be set at the root"))
     if isinstance(props, dict):
         for name, sub in props.items():
             sub_path = f"{path}.properties[{name}]"
             if not isinstance(sub, dict):
-                causes.append(invalid(sub_path, sub, "must be an object"))
+                basic.append(invalid(sub_path, sub, "must be an object"))
                 continue
             if level == "root" and name == "metadata":
-                causes += _metadata(sub, sub_path)
-            causes += _check(sub, sub_path, loose or "field")
+                structural.extend(_metadata(sub, sub_path))
+            _check(sub, sub_path, "field", basic, structural)
     if isinstance(additional, dict):
-        causes += _check(additional, _child(path, "additionalProperties"), loose or "item")
+        _check(additional, _child(path, "additionalProperties"), "item", basic, structural)
     items = s.get("items")
     if isinstance(items, dict):
-        causes += _check(items, _child(path, "items"), loose or "item")
+        _check(items, _child(path, "items"), "item", basic, structural)
     elif items is not None:
-        causes.append(forbidden(_child(path, "items"), "items must be a schema object and not an array"))
+        basic.append(forbidden(_child(path, "items"), "items must be a schema object and not an array"))
     for junction in ("allOf", "anyOf", "oneOf"):
         for i, sub in enumerate(s.get(junction) or []):
             if isinstance(sub, dict) and "type" in sub and sub.get("type") != typ:
-                causes.append(invalid(f"{path}.{junction}[{i}].type", sub["type"], "must be empty to be structural"))
-    if "default" in s and level == "root":
-        causes.append(forbidden(_child(path, "default"), "must not be set at the root"))
-    return causes
+                structural.append(invalid(f"{path}.{junction}[{i}].type", sub["type"],
+                                          "must be empty to be structural"))
 
 
 def _metadata(s: Obj, path: str) -> list[Cause]:

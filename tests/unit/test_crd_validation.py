@@ -1,0 +1,285 @@
+"""CustomResourceDefinition validation and the structural schema's validation, pruning and defaulting of objects.
+
+The CRD cases are upstream's by name (apiextensions-apiserver pkg/apis/apiextensions/validation/validation_test.go,
+TestValidateCustomResourceDefinition), written in the v1 shape kubelite serves (a version's schema instead of
+spec.validation, which v1 no longer has; v1beta1's spec.version is left out): each lists the fields and error types
+upstream's case expects. The object cases follow the behaviours of upstream's pruning and defaulting algorithms
+(pkg/apiserver/schema/pruning, defaulting) and kube-openapi's messages as kube-apiserver reports them.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kubelite.apiserver.customresources import definitions, schema
+
+Obj = dict[str, Any]
+OBJECT = {"type": "object"}
+
+
+def crd(versions: list[Obj] | None = None, name: str = "plural.group.com", group: str = "group.com",
+        scope: str = "Cluster", names: Obj | None = None, stored: list[str] | None = None,
+        accepted: Obj | None = None, **spec: Any) -> Obj:
+    out: Obj = {"metadata": {"name": name}, "spec": {
+        "group": group, "scope": scope,
+        "names": names if names is not None else {"plural": "plural", "singular": "singular", "kind": "Plural",
+                                                  "listKind": "PluralList"},
+        "versions": versions if versions is not None else [version()],
+        "conversion": {"strategy": "None"}, **spec},
+        "status": {"storedVersions": stored if stored is not None else ["version"]}}
+    if accepted is not None:
+        out["status"]["acceptedNames"] = accepted
+    return out
+
+
+def version(name: str = "version", storage: bool = True, openapi: Any = OBJECT, **extra: Any) -> Obj:
+    out = {"name": name, "served": True, "storage": storage, **extra}
+    if openapi is not None:
+        out["schema"] = {"openAPIV3Schema": openapi}
+    return out
+
+
+SCHEMA = "spec.versions[0].schema.openAPIV3Schema"
+BAD = {"plural": "pl()*ural", "singular": "value()*a", "kind": "value()*a", "listKind": "value()*a"}
+MATCHING = {"plural": "plural", "singular": "singular", "kind": "matching", "listKind": "matching"}
+
+# (upstream's name, CRD, the (field, reason) of each error upstream expects)
+CASES: list[tuple[str, Obj, list[tuple[str, str]]]] = [
+    ("invalid types disallowed",
+     crd([version(openapi={"type": "object", "properties": {"foo": {"type": "bogus"}}})]),
+     [(f"{SCHEMA}.properties[foo].type", "FieldValueNotSupported")]),
+    ("no_storage_version", crd([version(storage=False), version("version2", storage=False)]),
+     [("spec.versions", "FieldValueInvalid")]),
+    ("multiple_storage_version", crd([version(), version("version2")]),
+     [("spec.versions", "FieldValueInvalid")]),
+    ("missing_storage_version_in_stored_versions", crd([version(storage=False), version("version2")]),
+     [("status.storedVersions", "FieldValueInvalid")]),
+    ("empty_stored_version", crd(stored=[]), [("status.storedVersions", "FieldValueInvalid")]),
+    ("mismatched name", crd([], name="plural.not.group.com", scope="", names={"plural": "plural"}, stored=[]),
+     [("metadata.name", "FieldValueInvalid"), ("spec.scope", "FieldValueRequired"),
+      ("spec.versions", "FieldValueInvalid"), ("spec.names.singular", "FieldValueRequired"),
+      ("spec.names.kind", "FieldValueRequired"), ("spec.names.listKind", "FieldValueRequired"),
+      ("status.storedVersions", "FieldValueInvalid")]),
+    ("missing values", {"metadata": {"name": "plural.group.com"}},
+     [("metadata.name", "FieldValueInvalid"), ("spec.group", "FieldValueRequired"),
+      ("spec.scope", "FieldValueRequired"), ("spec.versions", "FieldValueInvalid"),
+      ("spec.names.plural", "FieldValueRequired"), ("spec.names.singular", "FieldValueRequired"),
+      ("spec.names.kind", "FieldValueRequired"), ("spec.names.listKind", "FieldValueRequired"),
+      ("status.storedVersions", "FieldValueInvalid")]),
+    ("bad names 01", crd([], name="plural.group", group="group", scope="foo", names=dict(BAD), stored=[],
+                         accepted=dict(BAD)),
+     [("metadata.name", "FieldValueInvalid"), ("spec.group", "FieldValueInvalid"),
+      ("spec.scope", "FieldValueNotSupported"), ("spec.versions", "FieldValueInvalid"),
+      ("spec.names.plural", "FieldValueInvalid"), ("spec.names.singular", "FieldValueInvalid"),
+      ("spec.names.kind", "FieldValueInvalid"), ("spec.names.listKind", "FieldValueInvalid"),
+      ("spec.names.listKind", "FieldValueInvalid"), ("status.acceptedNames.plural", "FieldValueInvalid"),
+      ("status.acceptedNames.singular", "FieldValueInvalid"), ("status.acceptedNames.kind", "FieldValueInvalid"),
+      ("status.acceptedNames.listKind", "FieldValueInvalid"), ("status.acceptedNames.listKind", "FieldValueInvalid"),
+      ("status.storedVersions", "FieldValueInvalid")]),
+    ("bad names 02", crd(name="plural.group", group="group.c(*&om", scope="", names=dict(MATCHING),
+                         accepted=dict(MATCHING)),
+     [("metadata.name", "FieldValueInvalid"), ("spec.group", "FieldValueInvalid"),
+      ("spec.scope", "FieldValueRequired"), ("spec.names.listKind", "FieldValueInvalid"),
+      ("status.acceptedNames.listKind", "FieldValueInvalid")]),
+    ("additionalProperties and properties forbidden",
+     crd([version(openapi={"type": "object", "properties": {"foo": {
+         "type": "object", "properties": {"bar": OBJECT}, "additionalProperties": False}}})]),
+     [(f"{SCHEMA}.properties[foo].additionalProperties", "FieldValueForbidden")]),
+    ("additionalProperties without properties allowed (map[string]string)",
+     crd([version(openapi={"type": "object", "properties": {"foo": {
+         "type": "object", "additionalProperties": {"type": "string"}}}})]), []),
+    ("x-kubernetes-preserve-unknown-field: false",
+     crd([version(openapi={"x-kubernetes-preserve-unknown-fields": False})]),
+     [(f"{SCHEMA}.x-kubernetes-preserve-unknown-fields", "FieldValueInvalid")]),
+]
+
+
+@pytest.mark.parametrize(("name", "obj", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_validate_custom_resource_definition(name: str, obj: Obj, expected: list[tuple[str, str]]) -> None:
+    got = sorted((c.field, c.reason) for c in definitions.validate(obj))
+    assert got == sorted(expected)
+
+
+# kubelite's v1 rules beyond the cases above, each with upstream's message
+V1_CASES: list[tuple[str, Obj, list[str]]] = [
+    ("a version without a schema (v1 requires one)", crd([version(openapi=None)]),
+     [f"{SCHEMA}: Required value: schemas are required"]),
+    ("a root without type", crd([version(openapi={"properties": {"spec": OBJECT}})]),
+     [f"{SCHEMA}.type: Required value: must not be empty at the root"]),
+    ("a field without type", crd([version(openapi={"type": "object", "properties": {"spec": {}}})]),
+     [f"{SCHEMA}.properties[spec].type: Required value: must not be empty for specified object fields"]),
+    ("array items without type", crd([version(openapi={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {}}}})]),
+     [f"{SCHEMA}.properties[xs].items.type: Required value: must not be empty for specified array items"]),
+    ("preserve-unknown-fields needs no type", crd([version(openapi={"type": "object", "properties": {
+        "free": {"x-kubernetes-preserve-unknown-fields": True}}})]), []),
+    ("int-or-string must have no type", crd([version(openapi={"type": "object", "properties": {
+        "port": {"type": "string", "x-kubernetes-int-or-string": True}}})]),
+     [f'{SCHEMA}.properties[port].type: Invalid value: "string": must be empty if x-kubernetes-int-or-string '
+      "is true"]),
+    ("metadata beyond name and generateName", crd([version(openapi={"type": "object", "properties": {
+        "metadata": {"type": "object", "properties": {"labels": OBJECT}}}})]),
+     [f"{SCHEMA}.properties[metadata]: Forbidden: must not specify anything other than name and generateName, "
+      "but metadata is implicitly specified"]),
+    ("uniqueItems", crd([version(openapi={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}})]),
+     [f"{SCHEMA}.properties[xs].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime "
+      "complexity becomes quadratic"]),
+    ("a group without a dot", crd(name="plural.group", group="group"),
+     ['spec.group: Invalid value: "group": should be a domain with at least one dot']),
+    ("a protected group without approval", crd(name="plural.x.k8s.io", group="x.k8s.io"),
+     ['metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval '
+      'annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111']),
+    ("a printer column of an unknown type", crd([version(additionalPrinterColumns=[
+        {"name": "X", "type": "map", "jsonPath": ".spec.x"}])]),
+     ['spec.versions[0].additionalPrinterColumns[0].type: Unsupported value: "map": supported values: '
+      '"boolean", "date", "integer", "number", "string"']),
+    ("webhook conversion of several versions", crd([version(), version("version2", storage=False)],
+                                                   conversion={"strategy": "Webhook"}),
+     ["spec.conversion.strategy: Forbidden: kubelite does not call conversion webhooks: versions are converted "
+      "with strategy None only"]),
+]
+
+
+@pytest.mark.parametrize(("name", "obj", "expected"), V1_CASES, ids=[c[0] for c in V1_CASES])
+def test_v1_rules(name: str, obj: Obj, expected: list[str]) -> None:
+    assert [f"{c.field}: {c.message}" for c in definitions.validate(obj)] == expected
+
+
+def test_update_keeps_group_plural_and_once_established_scope_and_kind() -> None:
+    old = crd()
+    old["status"]["conditions"] = [{"type": "Established", "status": "True"}]
+    new = copy.deepcopy(old)
+    new["spec"]["scope"] = "Namespaced"
+    new["spec"]["names"]["kind"] = "Other"
+    new["spec"]["group"] = "other.com"
+    fields = [c.field for c in definitions.validate_update(new, old) if c.message == "Invalid value: field is immutable"]
+    assert fields == ["spec.group", "spec.scope", "spec.names.kind"]
+
+
+def test_defaults_singular_list_kind_and_conversion() -> None:
+    obj = {"spec": {"names": {"plural": "widgets", "kind": "Widget"}}}
+    definitions.set_defaults(obj)
+    assert obj["spec"] == {"names": {"plural": "widgets", "kind": "Widget", "singular": "widget",
+                                     "listKind": "WidgetList"}, "conversion": {"strategy": "None"}}
+
+
+# --- objects -------------------------------------------------------------------------------------------------------
+
+WIDGET = {"type": "object", "properties": {
+    "spec": {"type": "object", "required": ["size"], "properties": {
+        "size": {"type": "string", "enum": ["S", "M"]},
+        "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "format": "int32"},
+        "name": {"type": "string", "minLength": 1, "maxLength": 5, "pattern": "^[a-z]+$"},
+        "tags": {"type": "array", "maxItems": 2, "minItems": 1, "items": {"type": "string"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "port": {"x-kubernetes-int-or-string": True},
+        "note": {"type": "string", "nullable": True},
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "ratio": {"type": "number", "exclusiveMinimum": True, "minimum": 0}}}}}
+
+OBJECT_CASES: list[tuple[str, Obj, list[str]]] = [
+    ("valid", {"size": "S", "replicas": 3, "name": "abc", "tags": ["a"], "labels": {"a": "b"}, "port": "http",
+               "note": None, "free": {"x": [1]}, "ratio": 0.5}, []),
+    ("wrong type", {"size": "S", "replicas": "x"},
+     ['spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"']),
+    ("required", {}, ["spec.size: Required value"]),
+    ("enum", {"size": "XL"}, ['spec.size: Unsupported value: "XL": supported values: "S", "M"']),
+    ("minimum and maximum", {"size": "S", "replicas": 0},
+     ["spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"]),
+    ("maximum", {"size": "S", "replicas": 11},
+     ["spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"]),
+    ("exclusive minimum", {"size": "S", "ratio": 0},
+     ["spec.ratio: Invalid value: 0: spec.ratio in body should be greater than 0"]),
+    ("lengths and pattern", {"size": "S", "name": "toolong"},
+     ["spec.name: Too long: may not be more than 5 bytes"]),
+    ("pattern", {"size": "S", "name": "AB"}, ["spec.name: Invalid value: \"AB\": spec.name in body should match "
+                                             "'^[a-z]+$'"]),
+    ("min length", {"size": "S", "name": ""},
+     ['spec.name: Invalid value: "": spec.name in body should be at least 1 chars long',
+      "spec.name: Invalid value: \"\": spec.name in body should match '^[a-z]+$'"]),
+    ("items", {"size": "S", "tags": ["a", 1, "c"]},
+     ["spec.tags: Too many: 3: must have at most 2 items",
+      'spec.tags[1]: Invalid value: "integer": spec.tags[1] in body must be of type string: "integer"']),
+    ("min items", {"size": "S", "tags": []}, ["spec.tags: Invalid value: 0: spec.tags in body should have at "
+                                              "least 1 items"]),
+    ("additionalProperties", {"size": "S", "labels": {"a": 1}},
+     ['spec.labels.a: Invalid value: "integer": spec.labels.a in body must be of type string: "integer"']),
+    ("int-or-string", {"size": "S", "port": True},
+     ['spec.port: Invalid value: "boolean": spec.port in body must be of type integer/string: "boolean"']),
+    ("not nullable", {"size": None},
+     ['spec.size: Invalid value: "null": spec.size in body must be of type string: "null"']),
+]
+
+
+@pytest.mark.parametrize(("name", "spec", "expected"), OBJECT_CASES, ids=[c[0] for c in OBJECT_CASES])
+def test_validate_object(name: str, spec: Obj, expected: list[str]) -> None:
+    assert [f"{c.field}: {c.message}" for c in schema.validate({"spec": spec}, WIDGET)] == expected
+
+
+def test_int32_format_bounds() -> None:
+    s = {"type": "object", "properties": {"n": {"type": "integer", "format": "int32"}}}
+    assert [c.message for c in schema.validate({"n": 2**31}, s)] == \
+        ['Invalid value: 2147483648: n in body must be of type int32: "2147483648"']
+
+
+PRUNE_CASES: list[tuple[str, Obj, Obj, Obj, list[str]]] = [
+    ("unknown fields are dropped, the root's apiVersion, kind and metadata kept",
+     {"type": "object", "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}}}}},
+     {"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "x"}, "spec": {"a": "1", "b": 2}, "extra": 1},
+     {"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "x"}, "spec": {"a": "1"}}, ["spec.b", "extra"]),
+    ("x-kubernetes-preserve-unknown-fields keeps its level",
+     {"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                                                "properties": {"a": {"type": "object", "properties": {}}}}}},
+     {"spec": {"a": {"z": 1}, "b": {"c": 2}}}, {"spec": {"a": {}, "b": {"c": 2}}}, ["spec.a.z"]),
+    ("additionalProperties prunes each value",
+     {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {
+         "type": "object", "properties": {"k": {"type": "string"}}}}}},
+     {"m": {"x": {"k": "v", "j": 1}}}, {"m": {"x": {"k": "v"}}}, ["m.x.j"]),
+    ("array items",
+     {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "object", "properties": {
+         "a": {"type": "integer"}}}}}},
+     {"xs": [{"a": 1, "b": 2}, {"c": 3}]}, {"xs": [{"a": 1}, {}]}, ["xs[0].b", "xs[1].c"]),
+    ("x-kubernetes-embedded-resource keeps apiVersion, kind and metadata",
+     {"type": "object", "properties": {"tpl": {"type": "object", "x-kubernetes-embedded-resource": True,
+                                               "properties": {"spec": {"type": "object"}}}}},
+     {"tpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}, "junk": 1}},
+     {"tpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}}, ["tpl.junk"]),
+]
+
+
+@pytest.mark.parametrize(("name", "s", "obj", "expected", "dropped"), PRUNE_CASES, ids=[c[0] for c in PRUNE_CASES])
+def test_prune(name: str, s: Obj, obj: Obj, expected: Obj, dropped: list[str]) -> None:
+    assert schema.prune(obj, s) == dropped
+    assert obj == expected
+
+
+DEFAULT_CASES: list[tuple[str, Obj, Obj, Obj]] = [
+    ("absent fields of present objects get their default",
+     {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+         "replicas": {"type": "integer", "default": 1}, "mode": {"type": "string", "default": "auto"}}}}},
+     {"spec": {"mode": "manual"}}, {"spec": {"mode": "manual", "replicas": 1}}),
+    ("an absent object gets no defaults inside it",
+     {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+         "replicas": {"type": "integer", "default": 1}}}}}, {}, {}),
+    ("a defaulted object is defaulted inside",
+     {"type": "object", "properties": {"spec": {"type": "object", "default": {}, "properties": {
+         "replicas": {"type": "integer", "default": 1}}}}}, {}, {"spec": {"replicas": 1}}),
+    ("null of a non-nullable field is defaulted",
+     {"type": "object", "properties": {"a": {"type": "string", "default": "x"}}}, {"a": None}, {"a": "x"}),
+    ("items and additionalProperties",
+     {"type": "object", "properties": {
+         "xs": {"type": "array", "items": {"type": "object", "properties": {"p": {"type": "integer", "default": 80}}}},
+         "m": {"type": "object", "additionalProperties": {"type": "object", "properties": {
+             "on": {"type": "boolean", "default": False}}}}}},
+     {"xs": [{}, {"p": 1}], "m": {"a": {}}}, {"xs": [{"p": 80}, {"p": 1}], "m": {"a": {"on": False}}}),
+]
+
+
+@pytest.mark.parametrize(("name", "s", "obj", "expected"), DEFAULT_CASES, ids=[c[0] for c in DEFAULT_CASES])
+def test_default(name: str, s: Obj, obj: Obj, expected: Obj) -> None:
+    schema.default(obj, s)
+    assert obj == expected
