@@ -54,7 +54,7 @@ CASES: list[tuple[str, Obj, list[tuple[str, str]]]] = [
     ("no_storage_version", crd([version(storage=False), version("version2", storage=False)]),
      [("spec.versions", "FieldValueInvalid")]),
     ("multiple_storage_version", crd([version(), version("version2")]),
-     [("spec.versions", "FieldValueInvalid")]),
+     [("spec.versions", "FieldValueInvalid"), ("status.storedVersions", "FieldValueInvalid")]),
     ("missing_storage_version_in_stored_versions", crd([version(storage=False), version("version2")]),
      [("status.storedVersions", "FieldValueInvalid")]),
     ("empty_stored_version", crd(stored=[]), [("status.storedVersions", "FieldValueInvalid")]),
