@@ -182,14 +182,15 @@ class CustomResources:
                 if theirs.get(field):
                     taken[field].add(theirs[field])
             taken["shortNames"].update(theirs.get("shortNames") or [])
-        for field, reason in _NAME_FIELDS:
+        for field, reason in _NAME_FIELDS:  # upstream's order: plural, singular, shortNames, kind, listKind
             value = names.get(field)
             if value and (value in taken[field] or (field in ("plural", "singular") and value in
                                                     taken["shortNames"])):
                 return reason, f'"{value}" is already in use'
-        for short in names.get("shortNames") or []:
-            if short in taken["shortNames"] or short in taken["plural"] or short in taken["singular"]:
-                return "ShortNamesConflict", f'"{short}" is already in use'
+            if field == "singular":
+                for short in names.get("shortNames") or []:
+                    if short in taken["shortNames"] or short in taken["plural"] or short in taken["singular"]:
+                        return "ShortNamesConflict", f'"{short}" is already in use'
         return None
 
     async def _write_status(self, name: str, status: Obj) -> None:
