@@ -207,8 +207,9 @@ async def test_custom_resource_cascading_deletion(client: InProcessClient) -> No
         await clock.advance(30)
         owner = await client.create(FOOS.format(ns="default"), {"apiVersion": "example.com/v1", "kind": "Foo",
                                                                 "metadata": {"name": "owner"}})
-        dependent = {"apiVersion": "example.com/v1", "kind": "Foo", "metadata": {"name": "dependent", "ownerReferences": [
-            {"apiVersion": "example.com/v1", "kind": "Foo", "name": "owner", "uid": owner["metadata"]["uid"]}]}}
+        ref = {"apiVersion": "example.com/v1", "kind": "Foo", "name": "owner", "uid": owner["metadata"]["uid"]}
+        dependent = {"apiVersion": "example.com/v1", "kind": "Foo",
+                     "metadata": {"name": "dependent", "ownerReferences": [ref]}}
         await client.create(FOOS.format(ns="default"), dependent)
         await client.delete(f"{FOOS.format(ns='default')}/owner")
 

@@ -156,7 +156,8 @@ def test_update_keeps_group_plural_and_once_established_scope_and_kind() -> None
     new["spec"]["scope"] = "Namespaced"
     new["spec"]["names"]["kind"] = "Other"
     new["spec"]["group"] = "other.com"
-    fields = [c.field for c in definitions.validate_update(new, old) if c.message == "Invalid value: field is immutable"]
+    immutable = "Invalid value: field is immutable"
+    fields = [c.field for c in definitions.validate_update(new, old) if c.message == immutable]
     assert fields == ["spec.group", "spec.scope", "spec.names.kind"]
 
 
