@@ -29,6 +29,9 @@ spec:
     storage: true
     subresources:
       status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
     additionalPrinterColumns:
     - name: Spec
       type: string
@@ -83,6 +86,10 @@ def test_kubectl_installs_a_crd_and_manages_its_resources(server: ServerProcess)
     server.kubectl("apply", "-f", "-", stdin=CR.replace("my-awesome-cron-image", "new-image"))  # a merge patch
     image = server.kubectl("get", "ct", "my-cron", "-o", "jsonpath={.spec.image}").stdout
     assert image == "new-image"
+    server.kubectl("scale", "ct", "my-cron", "--replicas=3")
+    assert server.kubectl("get", "ct", "my-cron", "-o", "jsonpath={.spec.replicas}").stdout == "3"
+    server.kubectl("apply", "--server-side", "-f", "-", stdin=CR.replace("my-awesome-cron-image", "ssa-image"))
+    assert server.kubectl("get", "ct", "my-cron", "-o", "jsonpath={.spec.image}").stdout == "ssa-image"
     explained = server.kubectl("explain", "crontabs.spec").stdout
     assert "cronSpec" in explained and "The schedule, in cron format." in explained
     bad = server.kubectl("apply", "-f", "-", stdin=CR.replace("my-awesome-cron-image", "1").replace(
