@@ -488,7 +488,8 @@ def _converted(r: CustomResource, data: Any) -> Any:
 
 
 def _list_of(r: Resource, items: list[Obj], revision: int, token: str, remaining: int | None) -> Obj:
-    return {"kind": f"{r.kind}List", "apiVersion": r.group_version,
+    kind = r.list_kind if isinstance(r, CustomResource) else f"{r.kind}List"  # a CRD names its list kind
+    return {"kind": kind, "apiVersion": r.group_version,
             "metadata": tables.list_meta(str(revision), token, remaining), "items": items}
 
 

@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestClient
 
 from kubelite.store.sqlite import SQLiteStore
 from tests.api.test_rest import call
-from tests.conftest import serving
+from tests.conftest import serving, serving_server
 
 Client = TestClient  # type: ignore[type-arg]
 Obj = dict[str, Any]
@@ -251,18 +251,25 @@ async def test_versions_with_conversion_none_rewrite_api_version(api: Client) ->
     assert (await call(api, "GET", f"{WIDGETS}/old", expect=200))["apiVersion"] == "example.com/v1"
     listed = await call(api, "GET", beta, expect=200)
     assert [o["apiVersion"] for o in listed["items"]] == ["example.com/v1beta1"]
+    resp = await api.get(f"{beta}?watch=1&timeoutSeconds=5&resourceVersion={created['metadata']['resourceVersion']}")
+    await call(api, "PATCH", f"{WIDGETS}/old", {"spec": {"replicas": 7}}, "application/merge-patch+json", expect=200)
+    event = orjson.loads(await asyncio.wait_for(resp.content.readline(), 5))
+    assert (event["type"], event["object"]["apiVersion"]) == ("MODIFIED", "example.com/v1beta1")
+    resp.close()
     group = await call(api, "GET", "/apis/example.com", expect=200)
     assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
 
 
-async def test_cluster_scoped_custom_resources(api: Client) -> None:
+async def test_cluster_scoped_custom_resources_with_their_list_kind(api: Client) -> None:
     crd = widget_crd()
     crd["spec"]["scope"] = "Cluster"
+    crd["spec"]["names"]["listKind"] = "WidgetCollection"
     await call(api, "POST", CRDS, crd, expect=201)
     await established(api, "widgets.example.com")
     await call(api, "POST", "/apis/example.com/v1/widgets", widget("c"), expect=201)
     got = await call(api, "GET", "/apis/example.com/v1/widgets/c", expect=200)
     assert "namespace" not in got["metadata"]
+    assert (await call(api, "GET", "/apis/example.com/v1/widgets", expect=200))["kind"] == "WidgetCollection"
     await call(api, "GET", f"{WIDGETS}/c", expect=404)
 
 
@@ -283,6 +290,23 @@ async def test_deleting_the_crd_deletes_its_resources_and_stops_serving_them(api
     await gone(api, WIDGETS)
     listing = await api.get("/apis/example.com/v1")
     assert listing.status == 404
+
+
+async def test_crds_are_followed_across_a_watch_cache_relist(tmp_path: Path) -> None:
+    """A relist of the watch cache (its store watch compacted away) ends every watch, the controller's too: it
+    watches again and syncs every CRD, so one created after the relist is still served."""
+    async with serving_server(await SQLiteStore.open(tmp_path / "state.db")) as (server, api):
+        await call(api, "POST", CRDS, widget_crd(), expect=201)
+        await established(api, "widgets.example.com")
+        await server.caches._relist()
+        other = widget_crd()
+        other["metadata"]["name"] = "gadgets.example.com"
+        other["spec"]["names"] = {"plural": "gadgets", "kind": "Gadget"}
+        await call(api, "POST", CRDS, other, expect=201)
+        await established(api, "gadgets.example.com")
+        await call(api, "POST", "/apis/example.com/v1/namespaces/default/gadgets",
+                   {**widget("g"), "kind": "Gadget"}, expect=201)
+        await call(api, "GET", f"{WIDGETS}", expect=200)
 
 
 async def test_a_restarted_server_serves_its_crds_again(tmp_path: Path) -> None:

@@ -97,14 +97,15 @@ class CustomResources:
         cache = self.registry.caches[CRDS]
         cache.add(self._watcher)
         for crd in cache.list():
-            await self._sync(crd)
+            await self._guarded(crd)
         self._tasks.append(asyncio.create_task(self._run(), name="customresourcedefinitions"))
 
     async def stop(self) -> None:
         self.registry.caches[CRDS].discard(self._watcher)
-        for task in (*self._tasks, *self._cleanups.values()):
+        tasks = [*self._tasks, *self._cleanups.values()]
+        for task in tasks:
             task.cancel()
-        for task in (*self._tasks, *self._cleanups.values()):
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
@@ -113,19 +114,30 @@ class CustomResources:
             waiter = self._watcher.waiter()
             if waiter is not None:
                 await waiter
+            cache = self.registry.caches[CRDS]
+            if self._watcher.closed:  # the watch cache relisted (its events in between are unknown): all again
+                self._watcher = Watcher("", None)
+                cache.add(self._watcher)
+                for name in [n for n in self._by_crd if cache.get("", n) is None]:
+                    self._unserve(name)
+                for crd in cache.list():
+                    await self._guarded(crd)
+                continue
             events, self._watcher.pending = self._watcher.pending, []
             for ev in events:
-                try:
-                    if ev.type == "DELETED":
-                        self._unserve(ev.obj["metadata"]["name"])
-                    else:
-                        current = self.registry.caches[CRDS].get("", ev.obj["metadata"]["name"])
-                        if current is not None and current is ev.obj:  # older events are superseded
-                            await self._sync(current)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # one CRD's failure must not stop the others being served
-                    log.exception("customresourcedefinition %s could not be synced", ev.obj["metadata"].get("name"))
+                if ev.type == "DELETED":
+                    self._unserve(ev.obj["metadata"]["name"])
+                elif cache.get("", ev.obj["metadata"]["name"]) is ev.obj:  # older events are superseded
+                    await self._guarded(ev.obj)
+
+    async def _guarded(self, crd: Obj) -> None:
+        """`_sync`, logging its failure: one CRD's must not stop the others being served."""
+        try:
+            await self._sync(crd)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("customresourcedefinition %s could not be synced", crd["metadata"].get("name"))
 
     # --- one CRD ----------------------------------------------------------------------------------------------
 
@@ -209,7 +221,7 @@ class CustomResources:
         if current is not None and current[0] == built_from:
             return
         self._unserve(name)
-        names = spec["names"]
+        names = {**spec["names"], **(crd.get("status", {}).get("acceptedNames") or {})}  # served as accepted
         storage = definitions.storage_version(crd)
         resources = []
         for version in spec["versions"]:
@@ -221,7 +233,8 @@ class CustomResources:
                 spec["scope"] == "Namespaced", "", short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),
                 subresources=tuple(s for s in ("status", "scale") if s in subresources),
-                crd=name, schema=(version.get("schema") or {}).get("openAPIV3Schema") or {}, storage=storage,
+                crd=name, list_kind=names.get("listKind") or names["kind"] + "List",
+                schema=(version.get("schema") or {}).get("openAPIV3Schema") or {}, storage=storage,
                 columns=tuple(version.get("additionalPrinterColumns") or ()), scale=subresources.get("scale"))
             self.registry.register(resource, CustomResourceStrategy(resource, "status" in subresources))
             self.served[(resource.group_version, resource.plural)] = resource

@@ -29,6 +29,7 @@ class CustomResource(Resource):
     storage version's name, in which every version's objects are stored."""
 
     crd: str = ""  # the CustomResourceDefinition's name
+    list_kind: str = ""
     schema: Obj = field(default_factory=dict)
     storage: str = ""
     columns: tuple[Obj, ...] = ()  # additionalPrinterColumns
