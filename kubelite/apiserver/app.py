@@ -292,7 +292,7 @@ class ApiServer:
         # metrics.k8s.io (served by no registry): both are asked only of paths that name no resource.
         target = parse_target(path)
         if target is None:
-            custom = self.custom_resources.target(path)
+            custom = self.custom_resources.target(request.method, path)
             if custom is not None:
                 return await self.handlers.handle_custom(request, custom)
             doc = self._discovery(request, path) if request.method == "GET" else None

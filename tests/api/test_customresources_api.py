@@ -284,6 +284,8 @@ async def test_deleting_the_crd_deletes_its_resources_and_stops_serving_them(api
     await gone(api, f"{WIDGETS}/x")
     assert (await call(api, "GET", f"{WIDGETS}/held", expect=200))["metadata"]["deletionTimestamp"]
     await call(api, "GET", f"{CRDS}/widgets.example.com", expect=200)  # waits for the finalizer of its last resource
+    refused = await call(api, "POST", WIDGETS, widget("late"), expect=405)
+    assert refused["message"] == "create not allowed while custom resource definition is terminating"
     await call(api, "PATCH", f"{WIDGETS}/held", {"metadata": {"finalizers": None}}, "application/merge-patch+json",
                expect=200)
     await gone(api, f"{CRDS}/widgets.example.com")
@@ -316,3 +318,21 @@ async def test_a_restarted_server_serves_its_crds_again(tmp_path: Path) -> None:
     async with serving(await SQLiteStore.open(tmp_path / "state.db")) as api:
         assert (await call(api, "GET", f"{WIDGETS}/kept", expect=200))["spec"]["replicas"] == 2
         await call(api, "POST", WIDGETS, widget("new"), expect=201)
+
+
+async def test_a_changed_crd_is_served_by_its_new_schema(api: Client) -> None:
+    await with_widgets(api)
+    await call(api, "POST", WIDGETS, widget("before", color="red"), expect=201)
+    patch = [{"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/size",
+              "value": {"type": "string", "default": "M"}}]
+    changed = await call(api, "PATCH", f"{CRDS}/widgets.example.com", patch, "application/json-patch+json",
+                         expect=200)
+    assert changed["metadata"]["generation"] == 2
+    for _ in range(200):
+        created = await call(api, "POST", WIDGETS, {**widget("after"), "metadata": {"generateName": "after-"}},
+                             expect=201)
+        if created["spec"].get("size") == "M":
+            break
+        await asyncio.sleep(0.02)
+    assert created["spec"] == {"replicas": 1, "size": "M"}
+    assert (await call(api, "GET", f"{WIDGETS}/before", expect=200))["spec"] == {"color": "red", "replicas": 1}

@@ -78,12 +78,19 @@ class CustomResources:
         self._by_crd: dict[str, tuple[tuple[Any, ...], list[CustomResource]]] = {}  # name → (what built them, them)
         self._watcher = Watcher("", None)
         self._tasks: list[asyncio.Task[None]] = []
-        self._cleanups: dict[str, asyncio.Task[None]] = {}
+        self._cleanups: dict[str, asyncio.Task[None]] = {}  # CRD name → its finalizer's work: it is terminating
 
     # --- what routing and discovery read -----------------------------------------------------------------
 
-    def target(self, path: str) -> Target | None:
-        return parse_target_in(path, self.served) if self.served else None
+    def target(self, method: str, path: str) -> Target | None:
+        """The custom resource `path` addresses, if any; a create of one whose CRD is being deleted is a 405, as the
+        crdHandler answers it."""
+        target = parse_target_in(path, self.served) if self.served else None
+        if target is not None and method == "POST" and isinstance(target.resource, CustomResource) and \
+                target.resource.crd in self._cleanups:
+            raise errors.ApiError(405, "MethodNotAllowed",
+                                  "create not allowed while custom resource definition is terminating")
+        return target
 
     def resources(self) -> tuple[CustomResource, ...]:
         """Every served version, each group's versions in priority order (the first is the preferred one)."""
