@@ -3,8 +3,9 @@
 The CRD cases are upstream's by name (apiextensions-apiserver pkg/apis/apiextensions/validation/validation_test.go,
 TestValidateCustomResourceDefinition), written in the v1 shape kubelite serves (a version's schema instead of
 spec.validation, which v1 no longer has; v1beta1's spec.version is left out): each lists the fields and error types
-upstream's case expects. The object cases follow the behaviours of upstream's pruning and defaulting algorithms
-(pkg/apiserver/schema/pruning, defaulting) and kube-openapi's messages as kube-apiserver reports them.
+upstream's case expects. Pruning's cases are upstream's TestPrune by name (pkg/apiserver/schema/pruning/algorithm_test.go); the
+defaulting and object validation cases follow upstream's defaulting algorithm and kube-openapi's messages as
+kube-apiserver reports them.
 """
 
 from __future__ import annotations
@@ -227,35 +228,83 @@ def test_int32_format_bounds() -> None:
         ['Invalid value: 2147483648: n in body must be of type int32: "2147483648"']
 
 
-PRUNE_CASES: list[tuple[str, Obj, Obj, Obj, list[str]]] = [
-    ("unknown fields are dropped, the root's apiVersion, kind and metadata kept",
-     {"type": "object", "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}}}}},
-     {"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "x"}, "spec": {"a": "1", "b": 2}, "extra": 1},
-     {"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "x"}, "spec": {"a": "1"}}, ["spec.b", "extra"]),
-    ("x-kubernetes-preserve-unknown-fields keeps its level",
-     {"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
-                                                "properties": {"a": {"type": "object", "properties": {}}}}}},
-     {"spec": {"a": {"z": 1}, "b": {"c": 2}}}, {"spec": {"a": {}, "b": {"c": 2}}}, ["spec.a.z"]),
-    ("additionalProperties prunes each value",
-     {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {
-         "type": "object", "properties": {"k": {"type": "string"}}}}}},
-     {"m": {"x": {"k": "v", "j": 1}}}, {"m": {"x": {"k": "v"}}}, ["m.x.j"]),
-    ("array items",
-     {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "object", "properties": {
-         "a": {"type": "integer"}}}}}},
-     {"xs": [{"a": 1, "b": 2}, {"c": 3}]}, {"xs": [{"a": 1}, {}]}, ["xs[0].b", "xs[1].c"]),
-    ("x-kubernetes-embedded-resource keeps apiVersion, kind and metadata",
-     {"type": "object", "properties": {"tpl": {"type": "object", "x-kubernetes-embedded-resource": True,
-                                               "properties": {"spec": {"type": "object"}}}}},
-     {"tpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}, "junk": 1}},
-     {"tpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}}, ["tpl.junk"]),
+OBJ: Obj = {"type": "object"}
+PRESERVE: Obj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+EMBEDDED_IN = {"apiVersion": "foo/v1", "kind": "Foo", "unspecified": "bar",
+               "metadata": {"name": "instance", "unspecified": "bar"}, "spec": {"unspecified": "bar"}}
+EMBEDDED_OUT = {"apiVersion": "foo/v1", "kind": "Foo", "metadata": {"name": "instance", "unspecified": "bar"},
+                "spec": {}}
+EMBEDDED_SCHEMA: Obj = {"type": "object", "properties": {
+    "pruned": {**OBJ, "x-kubernetes-embedded-resource": True, "properties": {"spec": OBJ}},
+    "preserving": {**PRESERVE, "x-kubernetes-embedded-resource": True},
+    "nested": {**OBJ, "x-kubernetes-embedded-resource": True, "properties": {"spec": {**OBJ, "properties": {
+        "embedded": {**OBJ, "x-kubernetes-embedded-resource": True, "properties": {"spec": OBJ}}}}}}}}
+
+# upstream's TestPrune (pkg/apiserver/schema/pruning/algorithm_test.go) by name, each pruned as a resource's root
+# (`prune` always prunes a whole custom resource): its cases' objects sit under a root property here
+PRUNE_CASES: list[tuple[str, Obj, Any, Any]] = [
+    ("object array", {"items": {"properties": {"a": {}, "c": {}}}},
+     [{"a": 1}, {"b": 1}, {"a": 1, "b": 2, "c": 3}], [{"a": 1}, {}, {"a": 1, "c": 3}]),
+    ("object array with nil schema", {"type": "array"},  # items without a schema
+     [{"a": 1}, {"b": 1}, {"a": 1, "b": 2, "c": 3}], [{}, {}, {}]),
+    ("object array object", {"properties": {"array": {"items": {"properties": {"a": {}, "c": {}}}},
+                                            "specified": {"properties": {"a": {}, "c": {}}}}},
+     {"array": [{"a": 1}, {"b": 1}, {"a": 1, "b": 2, "c": 3}], "unspecified": {"a": 1},
+      "specified": {"a": 1, "b": 2, "c": 3}},
+     {"array": [{"a": 1}, {}, {"a": 1, "c": 3}], "specified": {"a": 1, "c": 3}}),
+    ("nested x-kubernetes-preserve-unknown-fields",
+     {**PRESERVE, "properties": {
+         "alpha": {"type": "string"}, "beta": {"type": "number"},
+         "pruning": {**OBJ, "properties": {"preserving": PRESERVE, "pruning": OBJ}},
+         "preserving": {**PRESERVE, "properties": {"preserving": PRESERVE, "pruning": OBJ}},
+         "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {
+             **PRESERVE, "additionalProperties": {**OBJ, "properties": {"specified": OBJ}}},
+         "preservingAdditionalPropertiesKeyPruneValues": {
+             **OBJ, "additionalProperties": {**OBJ, "properties": {"specified": OBJ}}}}},
+     {"unspecified": "bar", "alpha": "abc", "beta": 42.0, "unspecifiedObject": {"unspecified": "bar"},
+      "pruning": {"unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"}, "pruning": {"unspecified": "bar"},
+                  "preserving": {"unspecified": "bar"}},
+      "preserving": {"unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"},
+                     "pruning": {"unspecified": "bar"}, "preserving": {"unspecified": "bar"}},
+      "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {
+          "foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}},
+      "preservingAdditionalPropertiesKeyPruneValues": {
+          "foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}}},
+     {"unspecified": "bar", "alpha": "abc", "beta": 42.0, "unspecifiedObject": {"unspecified": "bar"},
+      "pruning": {"pruning": {}, "preserving": {"unspecified": "bar"}},
+      "preserving": {"unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"}, "pruning": {},
+                     "preserving": {"unspecified": "bar"}},
+      "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {"foo": {"specified": {}}},
+      "preservingAdditionalPropertiesKeyPruneValues": {"foo": {"specified": {}}}}),
+    ("additionalProperties with schema",
+     {"properties": {"a": {}, "c": {"additionalProperties": {"type": "integer"}}}},
+     {"a": 1, "b": 1, "c": {"a": 1, "b": 2, "c": {"a": 1}}}, {"a": 1, "c": {"a": 1, "b": 2, "c": {}}}),
+    ("additionalProperties with bool",
+     {"properties": {"a": {}, "c": {"additionalProperties": False}}},
+     {"a": 1, "b": 1, "c": {"a": 1, "b": 2, "c": {"a": 1}}}, {"a": 1, "c": {"a": 1, "b": 2, "c": {}}}),
+    ("x-kubernetes-embedded-resource", EMBEDDED_SCHEMA,
+     {"unspecified": "bar", "pruned": copy.deepcopy(EMBEDDED_IN), "preserving": copy.deepcopy(EMBEDDED_IN),
+      "nested": {**copy.deepcopy(EMBEDDED_IN),
+                 "spec": {"unspecified": "bar", "embedded": copy.deepcopy(EMBEDDED_IN)}}},
+     {"pruned": EMBEDDED_OUT, "preserving": EMBEDDED_IN,
+      "nested": {**EMBEDDED_OUT, "spec": {"embedded": EMBEDDED_OUT}}}),
 ]
 
 
-@pytest.mark.parametrize(("name", "s", "obj", "expected", "dropped"), PRUNE_CASES, ids=[c[0] for c in PRUNE_CASES])
-def test_prune(name: str, s: Obj, obj: Obj, expected: Obj, dropped: list[str]) -> None:
-    assert schema.prune(obj, s) == dropped
-    assert obj == expected
+@pytest.mark.parametrize(("name", "s", "value", "expected"), PRUNE_CASES, ids=[c[0] for c in PRUNE_CASES])
+def test_prune(name: str, s: Obj, value: Any, expected: Any) -> None:
+    obj = {"apiVersion": "foo/v1", "kind": "Foo", "metadata": {"name": "instance", "unspecified": "bar"},
+           "x": copy.deepcopy(value)}
+    schema.prune(obj, {"type": "object", "properties": {"x": s}})
+    assert obj == {"apiVersion": "foo/v1", "kind": "Foo", "metadata": {"name": "instance", "unspecified": "bar"},
+                   "x": expected}
+
+
+def test_prune_reports_the_paths_it_drops() -> None:
+    obj = {"spec": {"a": 1, "b": {"c": 2}}, "extra": [1], "xs": [{"k": 1, "j": 2}]}
+    s = {"type": "object", "properties": {"spec": {**OBJ, "properties": {"a": {"type": "integer"}}},
+                                          "xs": {"type": "array", "items": {**OBJ, "properties": {"k": OBJ}}}}}
+    assert schema.prune(obj, s) == ["spec.b", "extra", "xs[0].j"]
 
 
 DEFAULT_CASES: list[tuple[str, Obj, Obj, Obj]] = [

@@ -275,45 +275,69 @@ def _object(value: Obj, s: Obj, path: str, causes: list[Cause]) -> None:
 
 
 def prune(obj: Obj, schema: Obj) -> list[str]:
-    """Drop the fields `schema` does not specify (structuralpruning.Prune): at the root apiVersion, kind and
-    metadata stay, as in an x-kubernetes-embedded-resource; x-kubernetes-preserve-unknown-fields keeps a
-    level's unknown fields. Returns the dropped fields' paths, for fieldValidation's warnings and errors."""
+    """Drop the fields `schema` does not specify, as structuralpruning.Prune of a resource root: apiVersion, kind
+    and metadata stay at the root and in an x-kubernetes-embedded-resource; x-kubernetes-preserve-unknown-fields
+    keeps a level's unknown fields; an object under no schema (or under additionalProperties: true) is emptied.
+    Returns the dropped fields' paths, for fieldValidation's warnings and errors."""
     dropped: list[str] = []
-    _prune_object(obj, schema, "", dropped, root=True)
+    _prune(obj, schema, "", dropped, root=True)
     return dropped
 
 
-def _prune_object(obj: Obj, s: Obj, path: str, dropped: list[str], root: bool = False) -> None:
-    props = s.get("properties") or {}
+def _additional(s: Obj) -> tuple[bool, Obj | None]:
+    """Whether `s` has additionalProperties (a map), and their schema (None for a boolean)."""
     additional = s.get("additionalProperties")
-    keep_unknown = s.get("x-kubernetes-preserve-unknown-fields") is True or additional is True
-    embedded = root or s.get("x-kubernetes-embedded-resource") is True
-    for name in list(obj):
-        sub = props.get(name)
-        if sub is None and isinstance(additional, dict):
-            sub = additional
-        if sub is None:
+    if additional is None:
+        return False, None
+    return True, additional if isinstance(additional, dict) else None
+
+
+def _prune(value: Any, s: Obj | None, path: str, dropped: list[str], root: bool = False) -> None:
+    if s is not None and s.get("x-kubernetes-preserve-unknown-fields") is True:
+        _skip_prune(value, s, path, dropped)
+        return
+    if isinstance(value, dict):
+        if s is None:
+            dropped.extend(_child(path, k) for k in value)
+            value.clear()
+            return
+        props = s.get("properties") or {}
+        is_map, additional = _additional(s)
+        embedded = s.get("x-kubernetes-embedded-resource") is True
+        for name in list(value):
+            if (embedded or root) and name in _ROOT_FIELDS:
+                continue
+            if name in props:
+                _prune(value[name], props[name], _child(path, name), dropped)
+            elif is_map:
+                _prune(value[name], additional, _child(path, name), dropped)
+            else:
+                del value[name]
+                dropped.append(_child(path, name))
+    elif isinstance(value, list):
+        items = s.get("items") if s is not None else None
+        for i, item in enumerate(value):
+            _prune(item, items if isinstance(items, dict) else None, f"{path}[{i}]", dropped)
+
+
+def _skip_prune(value: Any, s: Obj, path: str, dropped: list[str]) -> None:
+    """A preserve-unknown-fields level: its unknown fields stay, the specified ones are pruned by their schemas."""
+    if isinstance(value, dict):
+        props = s.get("properties") or {}
+        is_map, additional = _additional(s)
+        embedded = s.get("x-kubernetes-embedded-resource") is True
+        for name, item in value.items():
             if embedded and name in _ROOT_FIELDS:
                 continue
-            if not keep_unknown:
-                del obj[name]
-                dropped.append(_child(path, name))
-            continue
-        _prune_value(obj[name], sub, _child(path, name), dropped)
-
-
-def _prune_value(value: Any, s: Obj, path: str, dropped: list[str]) -> None:
-    if isinstance(value, dict):
-        if s.get("properties") or isinstance(s.get("additionalProperties"), dict) or \
-                s.get("x-kubernetes-embedded-resource") or \
-                (s.get("type") == "object" and not s.get("x-kubernetes-preserve-unknown-fields")
-                 and s.get("additionalProperties") is not True):
-            _prune_object(value, s, path, dropped)
+            if name in props:
+                _prune(item, props[name], _child(path, name), dropped)
+            elif is_map:
+                _prune(item, additional, _child(path, name), dropped)
     elif isinstance(value, list):
         items = s.get("items")
         if isinstance(items, dict):
             for i, item in enumerate(value):
-                _prune_value(item, items, f"{path}[{i}]", dropped)
+                _skip_prune(item, items, f"{path}[{i}]", dropped)
 
 
 def default(obj: Obj, schema: Obj) -> None:
