@@ -3,9 +3,9 @@
 The CRD cases are upstream's by name (apiextensions-apiserver pkg/apis/apiextensions/validation/validation_test.go,
 TestValidateCustomResourceDefinition), written in the v1 shape kubelite serves (a version's schema instead of
 spec.validation, which v1 no longer has; v1beta1's spec.version is left out): each lists the fields and error types
-upstream's case expects. Pruning's cases are upstream's TestPrune by name (pkg/apiserver/schema/pruning/algorithm_test.go); the
-defaulting and object validation cases follow upstream's defaulting algorithm and kube-openapi's messages as
-kube-apiserver reports them.
+upstream's case expects. Pruning's cases are upstream's TestPrune by name
+(pkg/apiserver/schema/pruning/algorithm_test.go); the defaulting and object validation cases follow upstream's
+defaulting algorithm and kube-openapi's messages as kube-apiserver reports them.
 """
 
 from __future__ import annotations
