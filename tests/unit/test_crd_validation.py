@@ -3,9 +3,9 @@
 The CRD cases are upstream's by name (apiextensions-apiserver pkg/apis/apiextensions/validation/validation_test.go,
 TestValidateCustomResourceDefinition), written in the v1 shape kubelite serves (a version's schema instead of
 spec.validation, which v1 no longer has; v1beta1's spec.version is left out): each lists the fields and error types
-upstream's case expects. Pruning's cases are upstream's TestPrune by name
-(pkg/apiserver/schema/pruning/algorithm_test.go); the defaulting and object validation cases follow upstream's
-defaulting algorithm and kube-openapi's messages as kube-apiserver reports them.
+upstream's case expects. Pruning's and defaulting's cases are upstream's TestPrune and TestDefault by name
+(pkg/apiserver/schema/pruning and defaulting, algorithm_test.go); the object validation cases follow
+kube-openapi's messages as kube-apiserver reports them.
 """
 
 from __future__ import annotations
@@ -307,29 +307,51 @@ def test_prune_reports_the_paths_it_drops() -> None:
     assert schema.prune(obj, s) == ["spec.b", "extra", "xs[0].j"]
 
 
-DEFAULT_CASES: list[tuple[str, Obj, Obj, Obj]] = [
-    ("absent fields of present objects get their default",
-     {"type": "object", "properties": {"spec": {"type": "object", "properties": {
-         "replicas": {"type": "integer", "default": 1}, "mode": {"type": "string", "default": "auto"}}}}},
-     {"spec": {"mode": "manual"}}, {"spec": {"mode": "manual", "replicas": 1}}),
-    ("an absent object gets no defaults inside it",
-     {"type": "object", "properties": {"spec": {"type": "object", "properties": {
-         "replicas": {"type": "integer", "default": 1}}}}}, {}, {}),
-    ("a defaulted object is defaulted inside",
-     {"type": "object", "properties": {"spec": {"type": "object", "default": {}, "properties": {
-         "replicas": {"type": "integer", "default": 1}}}}}, {}, {"spec": {"replicas": 1}}),
-    ("null of a non-nullable field is defaulted",
-     {"type": "object", "properties": {"a": {"type": "string", "default": "x"}}}, {"a": None}, {"a": "x"}),
-    ("items and additionalProperties",
-     {"type": "object", "properties": {
-         "xs": {"type": "array", "items": {"type": "object", "properties": {"p": {"type": "integer", "default": 80}}}},
-         "m": {"type": "object", "additionalProperties": {"type": "object", "properties": {
-             "on": {"type": "boolean", "default": False}}}}}},
-     {"xs": [{}, {"p": 1}], "m": {"a": {}}}, {"xs": [{"p": 80}, {"p": 1}], "m": {"a": {"on": False}}}),
+def defaulted(value: Any) -> Obj:
+    return {"default": value}
+
+
+# upstream's TestDefault (pkg/apiserver/schema/defaulting/algorithm_test.go) by name
+DEFAULT_CASES: list[tuple[str, Obj, Any, Any]] = [
+    ("scalar", defaulted("foo"), 4, 4),
+    ("scalar array", {"items": defaulted("foo")}, [1, 2], [1, 2]),
+    ("object array", {"items": {"properties": {"a": defaulted("A"), "b": defaulted("B"), "c": defaulted("C")}}},
+     [{"a": 1}, {"b": 1}, {"c": 1}],
+     [{"a": 1, "b": "B", "c": "C"}, {"a": "A", "b": 1, "c": "C"}, {"a": "A", "b": "B", "c": 1}]),
+    ("object array object",
+     {"properties": {"array": {"items": {"properties": {"a": defaulted("A"), "b": defaulted("B")}}},
+                     "object": {"properties": {"a": defaulted("N"), "b": defaulted("O")}},
+                     "additionalProperties": {"additionalProperties": {"properties": {
+                         "a": defaulted("alpha"), "b": defaulted("beta")}}},
+                     "foo": defaulted("bar")}},
+     {"array": [{"a": 1}, {"b": 2}], "object": {"a": 1}, "additionalProperties": {"x": {"a": 1}, "y": {"b": 2}}},
+     {"array": [{"a": 1, "b": "B"}, {"a": "A", "b": 2}], "object": {"a": 1, "b": "O"},
+      "additionalProperties": {"x": {"a": 1, "b": "beta"}, "y": {"a": "alpha", "b": 2}}, "foo": "bar"}),
+    ("empty and null", {"items": {"properties": {"a": defaulted("A")}}},
+     [{}, {"a": 1}, {"a": 0}, {"a": 0.0}, {"a": ""}, {"a": None}, {"a": []}, {"a": {}}],
+     [{"a": "A"}, {"a": 1}, {"a": 0}, {"a": 0.0}, {"a": ""}, {"a": "A"}, {"a": []}, {"a": {}}]),
+    ("null in nullable list", {"nullable": True, "items": {"properties": {"a": defaulted("A")}}}, [None], [None]),
+    ("null in non-nullable list", {"items": defaulted("A")}, [None], ["A"]),
+    ("null in nullable object", {"properties": {"a": {"nullable": True, "default": "A"}}}, {"a": None}, {"a": None}),
+    ("null in non-nullable object", {"properties": {"a": defaulted("A")}}, {"a": None}, {"a": "A"}),
+    ("null in nullable object with additionalProperties",
+     {"additionalProperties": {"nullable": True, "default": "A"}}, {"a": None}, {"a": None}),
+    ("null in non-nullable object with additionalProperties", {"additionalProperties": defaulted("A")},
+     {"a": None}, {"a": "A"}),
+    ("null unknown field", {"additionalProperties": True}, {"a": None}, {"a": None}),
 ]
 
 
-@pytest.mark.parametrize(("name", "s", "obj", "expected"), DEFAULT_CASES, ids=[c[0] for c in DEFAULT_CASES])
-def test_default(name: str, s: Obj, obj: Obj, expected: Obj) -> None:
-    schema.default(obj, s)
-    assert obj == expected
+@pytest.mark.parametrize(("name", "s", "value", "expected"), DEFAULT_CASES, ids=[c[0] for c in DEFAULT_CASES])
+def test_default(name: str, s: Obj, value: Any, expected: Any) -> None:
+    """Each case's value under a root property (`default` defaults a whole custom resource)."""
+    obj = {"x": copy.deepcopy(value)}
+    schema.default(obj, {"type": "object", "properties": {"x": s}})
+    assert obj == {"x": expected}
+
+
+def test_a_defaulted_object_is_defaulted_inside() -> None:
+    obj: Obj = {}
+    schema.default(obj, {"type": "object", "properties": {"spec": {
+        "type": "object", "default": {}, "properties": {"replicas": {"type": "integer", "default": 1}}}}})
+    assert obj == {"spec": {"replicas": 1}}

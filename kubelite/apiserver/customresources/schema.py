@@ -356,9 +356,12 @@ def _default(value: Any, s: Obj) -> None:
                 _default(value[name], sub)
         additional = s.get("additionalProperties")
         if isinstance(additional, dict):
-            for name, item in value.items():
-                if name not in props:
-                    _default(item, additional)
+            for name in value:
+                if name in props:
+                    continue
+                if value[name] is None and "default" in additional and not additional.get("nullable"):
+                    value[name] = copy_obj(additional["default"])
+                _default(value[name], additional)
     elif isinstance(value, list):
         items = s.get("items")
         if isinstance(items, dict):
