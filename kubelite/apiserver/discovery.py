@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import orjson
@@ -153,8 +153,13 @@ def openapi_document(path: str, extra: Extra = ()) -> Obj | None:
     if members is None:
         return None
     if any(r in extra for r in members):
-        return openapi.build_document(gv, tuple(members))
+        return _custom_document(gv, tuple(members))
     return openapi.document(gv, tuple(members))
+
+
+# A group-version with custom resources: built once per set of served resources (a CRD's change serves new ones),
+# the last few remembered — the index hashes every document at each request for it.
+_custom_document = lru_cache(maxsize=32)(openapi.build_document)
 
 
 def _index_entry(gv: str, extra: Extra) -> Obj:
