@@ -94,7 +94,13 @@ class ResourceHandlers:
         answered as a built-in's, its objects shown in the requested version when that is not the storage's."""
         r = target.resource
         assert isinstance(r, CustomResource)
-        resp = await self.handle(request, target)
+        try:
+            resp = await self.handle(request, target)
+        except KeyError:
+            if r in self.registry.strategies:
+                raise
+            # its CRD was deleted or changed while the request ran: what upstream answers for an unserved path
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource") from None
         if r.converts and _OBJECT in resp and isinstance(resp, web.Response):
             data = resp[_OBJECT]
             converted = _converted(r, data)

@@ -90,6 +90,8 @@ def test_kubectl_installs_a_crd_and_manages_its_resources(server: ServerProcess)
     assert server.kubectl("get", "ct", "my-cron", "-o", "jsonpath={.spec.replicas}").stdout == "3"
     server.kubectl("apply", "--server-side", "-f", "-", stdin=CR.replace("my-awesome-cron-image", "ssa-image"))
     assert server.kubectl("get", "ct", "my-cron", "-o", "jsonpath={.spec.image}").stdout == "ssa-image"
+    described = server.kubectl("describe", "ct", "my-cron").stdout
+    assert "Kind:         CronTab" in described and "Cron Spec:" in described
     explained = server.kubectl("explain", "crontabs.spec").stdout
     assert "cronSpec" in explained and "The schedule, in cron format." in explained
     bad = server.kubectl("apply", "-f", "-", stdin=CR.replace("my-awesome-cron-image", "1").replace(
