@@ -32,6 +32,7 @@ class CustomResource(Resource):
     list_kind: str = ""
     schema: Obj = field(default_factory=dict)
     storage: str = ""
+    versions: int = 1  # how many versions the CRD has (its objects may be stored in any of them)
     columns: tuple[Obj, ...] = ()  # additionalPrinterColumns
     scale: Obj | None = None  # the scale subresource's paths
 
@@ -40,8 +41,9 @@ class CustomResource(Resource):
 
     @property
     def converts(self) -> bool:
-        """Whether objects read through this version need their apiVersion rewritten (it is not the storage's)."""
-        return self.version != self.storage
+        """Whether objects read through this version may need their apiVersion rewritten: with several versions, an
+        object may have been stored in another (the storage version now, or the one before a change of it)."""
+        return self.versions > 1
 
     def convert(self, obj: Obj) -> Obj:
         """Conversion strategy None: the object as this version shows it, sharing all but its top level."""
