@@ -210,9 +210,11 @@ class Registry:
         `schema.prune_unknown` before the check would (fieldValidation's Warn and Ignore: their warnings are
         dropped with the request when the types are wrong). The object in a patch's message is shown pruned."""
         mismatch = typecheck.check(obj, resource.model, unknown)
-        if mismatch is None:
-            if unknown is not None and not resource.model:  # a custom resource's schema prunes (types: its 422)
+        if mismatch is None and not resource.model:  # a custom resource: its metadata typed, its schema prunes
+            mismatch = resource.check_metadata(obj, unknown)
+            if mismatch is None and unknown is not None:
                 unknown += resource.prune_unknown(obj)
+        if mismatch is None:
             return
         if unknown is not None:  # the walk stopped at the mismatch: prune the rest, as the two walks did
             schema.prune_unknown(obj, resource.model)

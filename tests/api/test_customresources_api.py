@@ -365,3 +365,17 @@ async def test_a_changed_crd_is_served_by_its_new_schema(api: Client) -> None:
         await asyncio.sleep(0.02)
     assert created["spec"] == {"replicas": 1, "size": "M"}
     assert (await call(api, "GET", f"{WIDGETS}/before", expect=200))["spec"] == {"color": "red", "replicas": 1}
+
+
+async def test_metadata_is_typed_and_pruned_as_object_meta(api: Client) -> None:
+    """Upstream decodes a custom resource's metadata into ObjectMeta: a wrong type is a 400, an unknown field is
+    dropped (with fieldValidation's warning)."""
+    await with_widgets(api)
+    out = await call(api, "POST", WIDGETS, {**widget("m"), "metadata": {"name": "m", "labels": "x"}}, expect=400)
+    assert out["message"] == 'Widget in version "v1" cannot be handled as a Widget: json: cannot unmarshal string ' \
+                             "into Go struct field Widget.metadata.labels of type map[string]string"
+    await call(api, "POST", WIDGETS, {**widget("n"), "metadata": {"name": 5}}, expect=400)
+    resp = await api.post(WIDGETS, data=orjson.dumps({**widget("o"), "metadata": {"name": "o", "junk": 1}}),
+                          headers={"Content-Type": "application/json"})
+    assert resp.status == 201 and "junk" not in (await resp.json())["metadata"]
+    assert resp.headers.getall("Warning") == ['299 - "unknown field \\"metadata.junk\\""']

@@ -16,10 +16,12 @@ from typing import Any
 import orjson
 
 from kubelite.api.errors import Cause
-from kubelite.apiserver import tables
+from kubelite.apiserver import schema as k8s_schema
+from kubelite.apiserver import tables, typecheck
 from kubelite.apiserver.customresources import schema
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
 
+_OBJECT_META = "V1ObjectMeta"
 _AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 
@@ -37,7 +39,27 @@ class CustomResource(Resource):
     scale: Obj | None = None  # the scale subresource's paths
 
     def prune_unknown(self, obj: Obj) -> list[str]:
-        return schema.prune(obj, self.schema)
+        """The schema's pruning, and ObjectMeta's of metadata (upstream decodes it into the Go type)."""
+        meta = obj.get("metadata")
+        dropped = [f"metadata.{p}" for p in k8s_schema.prune_unknown(meta, _OBJECT_META)] \
+            if isinstance(meta, dict) else []
+        return dropped + schema.prune(obj, self.schema)
+
+    def check_metadata(self, obj: Obj, unknown: list[str] | None) -> typecheck.Mismatch | None:
+        meta = obj.get("metadata")
+        if meta is None:
+            return None
+        if not isinstance(meta, dict):
+            return typecheck.Mismatch("metadata", f"json: cannot unmarshal {typecheck.json_type(meta)} into Go "
+                                                  f"struct field {self.kind}.metadata of type v1.ObjectMeta")
+        found: list[str] | None = [] if unknown is not None else None
+        mismatch = typecheck.check(meta, _OBJECT_META, found)
+        if unknown is not None and found:
+            unknown += [f"metadata.{p}" for p in found]
+        if mismatch is None:
+            return None
+        return typecheck.Mismatch(f"metadata.{mismatch.path}", mismatch.error.replace(
+            "Go struct field ObjectMeta.", f"Go struct field {self.kind}.metadata."))
 
     @property
     def converts(self) -> bool:

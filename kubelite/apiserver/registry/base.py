@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import COMMON_FIELDS, FieldGetter
 from kubelite.api.validation import is_dns1123_subdomain, validate_object_meta
-from kubelite.apiserver import enums, schema
+from kubelite.apiserver import enums, schema, typecheck
 from kubelite.apiserver.nesting import copy_obj
 
 Obj = dict[str, Any]
@@ -59,6 +59,11 @@ class Resource:
     def prune_unknown(self, obj: Obj) -> list[str]:
         """Remove the fields this type does not know from `obj` (in place); their paths (fieldValidation)."""
         return schema.prune_unknown(obj, self.model)
+
+    def check_metadata(self, obj: Obj, unknown: list[str] | None) -> typecheck.Mismatch | None:
+        """A type without a Go struct (`model` ""): the first type mismatch in its metadata, which upstream decodes
+        into ObjectMeta (kubelite's own kinds: none checked). With `unknown`, as `typecheck.check`'s."""
+        return None
 
 
 class Strategy:
