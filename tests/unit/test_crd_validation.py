@@ -138,6 +138,8 @@ V1_CASES: list[tuple[str, Obj, list[str]]] = [
         {"name": "X", "type": "map", "jsonPath": ".spec.x"}])]),
      ['spec.versions[0].additionalPrinterColumns[0].type: Unsupported value: "map": supported values: '
       '"boolean", "date", "integer", "number", "string"']),
+    ("a pattern in RE2's syntax only is accepted", crd([version(openapi={"type": "object", "properties": {
+        "name": {"type": "string", "pattern": "^\\p{L}+$"}}})]), []),
     ("webhook conversion of several versions", crd([version(), version("version2", storage=False)],
                                                    conversion={"strategy": "Webhook"}),
      ["spec.conversion.strategy: Forbidden: kubelite does not call conversion webhooks: versions are converted "
@@ -220,6 +222,11 @@ OBJECT_CASES: list[tuple[str, Obj, list[str]]] = [
 @pytest.mark.parametrize(("name", "spec", "expected"), OBJECT_CASES, ids=[c[0] for c in OBJECT_CASES])
 def test_validate_object(name: str, spec: Obj, expected: list[str]) -> None:
     assert [f"{c.field}: {c.message}" for c in schema.validate({"spec": spec}, WIDGET)] == expected
+
+
+def test_a_pattern_re_cannot_compile_is_not_enforced() -> None:
+    s = {"type": "object", "properties": {"n": {"type": "string", "pattern": "^\\p{L}+$"}}}
+    assert schema.validate({"n": "123"}, s) == []
 
 
 def test_int32_format_bounds() -> None:

@@ -196,26 +196,11 @@ def _validate_version(version: Obj, path: str) -> list[Cause]:
         causes.append(required(schema_path, "schemas are required"))
     else:
         causes += schema.structural_errors(openapi, schema_path)
-        causes += _patterns(openapi, schema_path)
         if "status" in subresources and isinstance(openapi, dict) and openapi.get("type") not in (None, "object"):
             causes.append(invalid(f"{schema_path}.type", openapi.get("type"), 'only "object" is allowed as the '
                                   "type at the root of the schema if the status subresource is enabled"))
     for i, column in enumerate(version.get("additionalPrinterColumns") or []):
         causes += _validate_column(column, f"{path}.additionalPrinterColumns[{i}]")
-    return causes
-
-
-def _patterns(s: Any, path: str) -> list[Cause]:
-    """Every `pattern` must compile (upstream builds the validator to find out)."""
-    if not isinstance(s, dict):
-        return []
-    causes: list[Cause] = []
-    if "pattern" in s and (why := schema.pattern_error(s["pattern"])) is not None:
-        causes.append(invalid(f"{path}.pattern", s["pattern"], why))
-    for name, sub in (s.get("properties") or {}).items() if isinstance(s.get("properties"), dict) else ():
-        causes += _patterns(sub, f"{path}.properties[{name}]")
-    for field in ("items", "additionalProperties"):
-        causes += _patterns(s.get(field), f"{path}.{field}")
     return causes
 
 

@@ -9,6 +9,7 @@ kube-openapi validator's messages as kube-apiserver reports them (`spec.replicas
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -209,33 +210,19 @@ def _string(value: str, s: Obj, path: str, causes: list[Cause]) -> None:
     if "minLength" in s and length < s["minLength"]:
         causes.append(invalid(path, value, f"{path} in body should be at least {s['minLength']} chars long"))
     pattern = s.get("pattern")
-    if pattern is not None and _compiled(pattern).search(value) is None:
+    compiled = _compiled(pattern) if isinstance(pattern, str) else None
+    if compiled is not None and compiled.search(value) is None:
         causes.append(invalid(path, value, f"{path} in body should match '{pattern}'"))
 
 
-_PATTERNS: dict[str, re.Pattern[str]] = {}
-
-
-def _compiled(pattern: str) -> re.Pattern[str]:
-    compiled = _PATTERNS.get(pattern)
-    if compiled is None:
-        try:
-            compiled = re.compile(pattern)
-        except re.error:
-            compiled = re.compile(r"(?!)")  # refused when the CRD is validated; never matches if stored before
-        _PATTERNS[pattern] = compiled
-    return compiled
-
-
-def pattern_error(pattern: Any) -> str | None:
-    """Why a schema's `pattern` is no regular expression (upstream compiles it with Go's RE2), or None."""
-    if not isinstance(pattern, str):
-        return "must be a string"
+@functools.lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    """A schema's pattern compiled once; None for one Python's `re` cannot compile (upstream's RE2 syntax has
+    classes such as `\\p{L}` it lacks): such a pattern is not enforced, rather than refusing valid CRDs."""
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        return f"must be a valid regular expression, but isn't: {exc}"
-    return None
+        return re.compile(pattern)
+    except re.error:
+        return None
 
 
 def _array(value: list[Any], s: Obj, path: str, causes: list[Cause]) -> None:
