@@ -230,6 +230,9 @@ async def test_names_in_use_are_not_accepted(api: Client) -> None:
         ("KindConflict", '"Widget" is already in use')
     assert conditions["Established"]["reason"] == "NotAccepted"
     await call(api, "GET", "/apis/example.com/v1/namespaces/default/gadgets", expect=404)
+    await call(api, "DELETE", f"{CRDS}/widgets.example.com", expect=200)  # frees the kind: gadgets are accepted
+    await established(api, "gadgets.example.com")
+    await call(api, "GET", "/apis/example.com/v1/namespaces/default/gadgets", expect=200)
     builtin = widget_crd()
     builtin["metadata"] = {"name": "ingresses.networking.k8s.io",
                            "annotations": {"api-approved.kubernetes.io": "unapproved, testing"}}

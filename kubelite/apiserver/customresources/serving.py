@@ -134,8 +134,16 @@ class CustomResources:
             for ev in events:
                 if ev.type == "DELETED":
                     self._unserve(ev.obj["metadata"]["name"])
+                    await self._retry_refused(ev.obj["spec"].get("group"))
                 elif cache.get("", ev.obj["metadata"]["name"]) is ev.obj:  # older events are superseded
                     await self._guarded(ev.obj)
+
+    async def _retry_refused(self, group: str | None) -> None:
+        """A deleted CRD frees its names: the group's CRDs whose names were not accepted are synced again (the
+        naming controller requeues a group's CRDs on any change of one)."""
+        for crd in self.registry.caches[CRDS].list():
+            if crd["spec"].get("group") == group and not definitions.is_true(crd, "NamesAccepted"):
+                await self._guarded(crd)
 
     async def _guarded(self, crd: Obj) -> None:
         """`_sync`, logging its failure: one CRD's must not stop the others being served."""
