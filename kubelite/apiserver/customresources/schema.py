@@ -4,7 +4,7 @@ objects with it.
 Mirrors apiextensions-apiserver's pkg/apiserver/schema (structural validation, pruning, defaulting) and the
 kube-openapi validator's messages as kube-apiserver reports them (`spec.replicas in body must be of type integer:
 "string"`). Not ported: CEL rules (x-kubernetes-validations), list types/map keys, allOf/anyOf/oneOf/not
-(accepted in a schema, not enforced), formats other than int32/int64.
+(accepted in a schema, not enforced), formats other than int32.
 """
 
 from __future__ import annotations

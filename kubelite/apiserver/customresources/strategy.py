@@ -124,6 +124,8 @@ def _cell(value: Any, typ: str, now: float) -> Any:
 
 
 class CustomResourceStrategy(Strategy):
+    """`status`: whether the version has the status subresource (what the main resource may then not change)."""
+
     def __init__(self, resource: CustomResource, status: bool) -> None:
         super().__init__(resource)
         self.custom = resource
