@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import random
 from pathlib import Path
 from typing import Any
 
@@ -382,3 +383,61 @@ async def test_metadata_is_typed_and_pruned_as_object_meta(api: Client) -> None:
                           headers={"Content-Type": "application/json"})
     assert resp.status == 201 and "junk" not in (await resp.json())["metadata"]
     assert resp.headers.getall("Warning") == ['299 - "unknown field \\"metadata.junk\\""']
+
+
+MUTATION_VALUES: list[Any] = [True, False, 0, -1, 1.5, 2**40, "", "x", "object", "array", "string", {}, {"a": 1},
+                              {"type": "integer", "default": "x"}, {"type": "bogus"}, [{"type": "object"}], "^(a",
+                              {"type": "array", "items": {"type": "object", "properties": {
+                                  "q": {"type": "integer", "default": 3}}}},
+                              {"x-kubernetes-preserve-unknown-fields": True}]
+MUTATED_KEYS = ["type", "items", "additionalProperties", "properties", "default", "enum", "required", "pattern",
+                "minimum", "maxLength", "nullable", "x-kubernetes-int-or-string", "x-kubernetes-embedded-resource"]
+
+
+def mutate(rnd: random.Random, value: Any, depth: int = 0) -> None:
+    """One random change somewhere in `value`: a replaced, removed or added schema keyword or value."""
+    if isinstance(value, dict) and value and depth < 12:
+        key = rnd.choice(list(value))
+        roll = rnd.random()
+        if roll < 0.3:
+            value[key] = copy.deepcopy(rnd.choice(MUTATION_VALUES))
+        elif roll < 0.4:
+            del value[key]
+        elif roll < 0.55:
+            value[rnd.choice(MUTATED_KEYS)] = copy.deepcopy(rnd.choice(MUTATION_VALUES))
+        else:
+            mutate(rnd, value[key], depth + 1)
+    elif isinstance(value, list) and value:
+        mutate(rnd, value[rnd.randrange(len(value))], depth + 1)
+
+
+async def test_mangled_schemas_and_objects_are_client_errors(api: Client) -> None:
+    """Hostile input: CRDs with randomly mangled schemas, and objects mangled alike for those accepted, are
+    created or refused with a 4xx — never a 500 — and what is served stays readable (Tables included)."""
+    rnd = random.Random(3)
+    accepted = 0
+    for i in range(40):
+        crd = copy.deepcopy(widget_crd())
+        crd["metadata"]["name"] = f"f{i}s.example.com"
+        crd["spec"]["names"] = {"plural": f"f{i}s", "kind": f"F{i}"}
+        for _ in range(rnd.randint(1, 3)):
+            mutate(rnd, crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+        resp = await api.post(CRDS, data=orjson.dumps(crd), headers={"Content-Type": "application/json"})
+        assert resp.status in (201, 400, 422), (resp.status, crd)
+        if resp.status != 201:
+            continue
+        accepted += 1
+        await established(api, crd["metadata"]["name"])
+        path = f"/apis/example.com/v1/namespaces/default/f{i}s"
+        for j in range(3):
+            obj = {"apiVersion": "example.com/v1", "kind": f"F{i}", "metadata": {"name": f"o{j}"},
+                   "spec": {"replicas": 1, "color": "red", "selector": "a"}}
+            for _ in range(rnd.randint(0, 3)):
+                mutate(rnd, obj)
+            created = await api.post(path, data=orjson.dumps(obj), headers={"Content-Type": "application/json"})
+            assert created.status < 500, (created.status, crd, obj)
+        for sub in ("", "/o0", "/o0/scale"):
+            read = await api.get(f"{path}{sub}", headers={"Accept": TABLE})
+            assert read.status < 500
+    assert accepted >= 5  # the table exercised served resources, not only refusals
+    assert (await api.get("/openapi/v3/apis/example.com/v1")).status == 200
