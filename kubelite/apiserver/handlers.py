@@ -91,7 +91,7 @@ class ResourceHandlers:
 
     async def handle_custom(self, request: web.Request, target: Target) -> web.StreamResponse:
         """A custom resource's request (routed here by its own catalogue, so built-in requests pay nothing for it):
-        answered as a built-in's, its objects shown in the requested version when that is not the storage's."""
+        answered as a built-in's, its objects shown as the requested version shows them (`CustomResource.view`)."""
         r = target.resource
         assert isinstance(r, CustomResource)
         try:
@@ -101,12 +101,12 @@ class ResourceHandlers:
                 raise
             # its CRD was deleted or changed while the request ran: what upstream answers for an unserved path
             raise errors.ApiError(404, "NotFound", "the server could not find the requested resource") from None
-        if r.converts and _OBJECT in resp and isinstance(resp, web.Response):
+        if _OBJECT in resp and isinstance(resp, web.Response):
             data = resp[_OBJECT]
-            converted = _converted(r, data)
-            if converted is not data:
-                resp[_OBJECT] = converted
-                resp.body = nesting.dumps(converted)
+            viewed = _viewed(r, data)
+            if viewed is not data:
+                resp[_OBJECT] = viewed
+                resp.body = nesting.dumps(viewed)
         return resp
 
     async def _handle(self, request: web.Request, target: Target) -> web.StreamResponse:
@@ -182,7 +182,7 @@ class ResourceHandlers:
         if watching:
             encoder = watch.table_encoder(r.kind, _include(request), self.clock, _printer(r), r.version) \
                 if wants_table(request) else watch.protobuf_event if _protobuf_watch(request, r) \
-                else watch.json_encoder(r.group_version if isinstance(r, CustomResource) and r.converts else "")
+                else watch.json_encoder(r.view if isinstance(r, CustomResource) else None, r.group_version)
             # 0 is no timeout, as none (handlers/get.go: `if timeout == 0 && minRequestTimeout > 0`)
             timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
             return await watch.serve(request, self.caches, r, target.namespace, matches, encoder,
@@ -481,15 +481,16 @@ def _printer(r: Resource) -> tables.Printer | None:
     return r.printer if isinstance(r, CustomResource) else None
 
 
-def _converted(r: CustomResource, data: Any) -> Any:
-    """An answer's object, or a list's items, as version `r` shows them (conversion strategy None)."""
+def _viewed(r: CustomResource, data: Any) -> Any:
+    """An answer's object, or a list's items, as version `r` shows them; `data` itself when none changes."""
     if not isinstance(data, dict):
         return data
     items = data.get("items")
     if isinstance(items, list) and data.get("kind") != "Table":
-        return {**data, "items": [r.convert(o) if isinstance(o, dict) else o for o in items]}
+        viewed = [r.view(o) if isinstance(o, dict) else o for o in items]
+        return {**data, "items": viewed} if any(v is not o for v, o in zip(viewed, items, strict=True)) else data
     if data.get("kind") == r.kind:
-        return r.convert(data)
+        return r.view(data)
     return data
 
 

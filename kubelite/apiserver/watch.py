@@ -40,19 +40,19 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # metav1.InitialEventsAnnotati
 Encoder = Callable[[CachedEvent], bytes]
 
 
-def json_encoder(api_version: str = "") -> Encoder:
-    """`api_version`: a custom resource's served version, when it is not the one its objects are stored in
-    (conversion strategy None rewrites apiVersion alone)."""
-    if api_version:
-        def converting(ev: CachedEvent) -> bytes:
-            key = ("json", api_version)
-            line = ev.encoded.get(key)
+def json_encoder(view: Callable[[Obj], Obj] | None = None, key: str = "") -> Encoder:
+    """`view`: how a custom resource's served version `key` (a group-version) shows its stored objects
+    (`CustomResource.view`: its apiVersion, its defaults); events are encoded once per view."""
+    if view is not None:
+        def viewed(ev: CachedEvent) -> bytes:
+            cache_key = ("json", key)
+            line = ev.encoded.get(cache_key)
             if line is None:
-                line = nesting.dumps({"type": ev.type, "object": {**ev.obj, "apiVersion": api_version}}) + b"\n"
-                ev.encoded[key] = line
+                line = nesting.dumps({"type": ev.type, "object": view(ev.obj)}) + b"\n"
+                ev.encoded[cache_key] = line
             return line
 
-        return converting
+        return viewed
 
     def enc(ev: CachedEvent) -> bytes:
         line = ev.encoded.get("json")

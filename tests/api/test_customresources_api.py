@@ -368,7 +368,8 @@ async def test_a_changed_crd_is_served_by_its_new_schema(api: Client) -> None:
             break
         await asyncio.sleep(0.02)
     assert created["spec"] == {"replicas": 1, "size": "M"}
-    assert (await call(api, "GET", f"{WIDGETS}/before", expect=200))["spec"] == {"color": "red", "replicas": 1}
+    before = await call(api, "GET", f"{WIDGETS}/before", expect=200)  # defaulted on read too
+    assert before["spec"] == {"color": "red", "replicas": 1, "size": "M"}
 
 
 async def test_metadata_is_typed_and_pruned_as_object_meta(api: Client) -> None:
@@ -441,3 +442,25 @@ async def test_mangled_schemas_and_objects_are_client_errors(api: Client) -> Non
             assert read.status < 500
     assert accepted >= 5  # the table exercised served resources, not only refusals
     assert (await api.get("/openapi/v3/apis/example.com/v1")).status == 200
+
+
+async def test_reads_show_defaults_added_after_an_object_was_written(api: Client) -> None:
+    """Defaulting on read, as upstream's decoder of stored objects: a default added to the schema later shows in
+    get, list and watch, though the stored object is not rewritten."""
+    await with_widgets(api)
+    stored = await call(api, "POST", WIDGETS, widget("old", color="red"), expect=201)
+    patch = [{"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/size",
+              "value": {"type": "string", "default": "M"}}]
+    await call(api, "PATCH", f"{CRDS}/widgets.example.com", patch, "application/json-patch+json", expect=200)
+    for _ in range(200):
+        got = await call(api, "GET", f"{WIDGETS}/old", expect=200)
+        if "size" in got["spec"]:
+            break
+        await asyncio.sleep(0.02)
+    assert got["spec"] == {"color": "red", "replicas": 1, "size": "M"}
+    assert got["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]  # read, not rewritten
+    assert (await call(api, "GET", WIDGETS, expect=200))["items"][0]["spec"]["size"] == "M"
+    resp = await api.get(f"{WIDGETS}?watch=1&timeoutSeconds=5")
+    event = orjson.loads(await asyncio.wait_for(resp.content.readline(), 5))
+    assert (event["type"], event["object"]["spec"]["size"]) == ("ADDED", "M")
+    resp.close()

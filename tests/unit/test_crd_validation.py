@@ -362,3 +362,14 @@ def test_a_defaulted_object_is_defaulted_inside() -> None:
     schema.default(obj, {"type": "object", "properties": {"spec": {
         "type": "object", "default": {}, "properties": {"replicas": {"type": "integer", "default": 1}}}}})
     assert obj == {"spec": {"replicas": 1}}
+
+
+def test_defaulted_copies_what_it_changes_and_shares_the_rest() -> None:
+    """A read defaults the watch cache's objects: never in place."""
+    s = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "a": {"type": "integer", "default": 1}}}, "other": {"type": "object"}}}
+    cached: Obj = {"spec": {}, "other": {"x": 1}}
+    out = schema.defaulted(cached, s)
+    assert out == {"spec": {"a": 1}, "other": {"x": 1}} and cached == {"spec": {}, "other": {"x": 1}}
+    assert out["other"] is cached["other"]
+    assert schema.defaulted(out, s) is out  # nothing missing: the object itself

@@ -328,31 +328,62 @@ def _skip_prune(value: Any, s: Obj, path: str, dropped: list[str]) -> None:
 
 
 def default(obj: Obj, schema: Obj) -> None:
-    """Set the `default:` of every absent field whose parent is present (structuraldefaulting.Default), and of
-    a null one that is not nullable, recursively into the defaults set."""
-    _default(obj, schema)
+    """Set, in place, the `default:` of every absent field whose parent is present (structuraldefaulting.Default),
+    and of a null one that is not nullable, recursively into the defaults set."""
+    result = defaulted(obj, schema)
+    if result is not obj:
+        obj.clear()
+        obj.update(result)
 
 
-def _default(value: Any, s: Obj) -> None:
+def defaulted(value: Any, s: Obj) -> Any:
+    """`value` with its defaults set, without changing it or anything in it: `value` itself when nothing was
+    missing, else a copy of the parts on the way to what was (a read defaults the watch cache's objects)."""
     if isinstance(value, dict):
-        props = s.get("properties") or {}
-        for name, sub in props.items():
-            if "default" in sub and (name not in value or (value[name] is None and not sub.get("nullable"))):
-                value[name] = copy_obj(sub["default"])
-            if name in value:
-                _default(value[name], sub)
-        additional = s.get("additionalProperties")
-        if isinstance(additional, dict):
-            for name in value:
-                if name in props:
-                    continue
-                if value[name] is None and "default" in additional and not additional.get("nullable"):
-                    value[name] = copy_obj(additional["default"])
-                _default(value[name], additional)
-    elif isinstance(value, list):
+        return _defaulted_object(value, s)
+    if isinstance(value, list):
         items = s.get("items")
-        if isinstance(items, dict):
-            for i, item in enumerate(value):
-                if item is None and "default" in items and not items.get("nullable"):
-                    value[i] = copy_obj(items["default"])
-                _default(value[i], items)
+        if not isinstance(items, dict):
+            return value
+        out = value
+        for i, item in enumerate(value):
+            new = copy_obj(items["default"]) if item is None and "default" in items and not items.get("nullable") \
+                else item
+            new = defaulted(new, items)
+            if new is not item:
+                if out is value:
+                    out = list(value)
+                out[i] = new
+        return out
+    return value
+
+
+def _defaulted_object(value: Obj, s: Obj) -> Obj:
+    out = value
+    props = s.get("properties") or {}
+    additional = s.get("additionalProperties")
+    for name, sub in props.items():
+        if not isinstance(sub, dict):
+            continue
+        old = value.get(name)
+        new = old
+        if "default" in sub and (name not in value or (old is None and not sub.get("nullable"))):
+            new = copy_obj(sub["default"])
+        if name in value or new is not old:
+            new = defaulted(new, sub)
+        if new is not old:
+            if out is value:
+                out = dict(value)
+            out[name] = new
+    if isinstance(additional, dict):
+        for name, old in value.items():
+            if name in props:
+                continue
+            new = copy_obj(additional["default"]) if old is None and "default" in additional and \
+                not additional.get("nullable") else old
+            new = defaulted(new, additional)
+            if new is not old:
+                if out is value:
+                    out = dict(value)
+                out[name] = new
+    return out

@@ -250,7 +250,6 @@ class CustomResources:
                 subresources=tuple(s for s in ("status", "scale") if s in subresources),
                 crd=name, list_kind=names.get("listKind") or names["kind"] + "List",
                 schema=(version.get("schema") or {}).get("openAPIV3Schema") or {}, storage=storage,
-                versions=len(spec["versions"]),
                 columns=tuple(version.get("additionalPrinterColumns") or ()), scale=subresources.get("scale"))
             self.registry.register(resource, CustomResourceStrategy(resource, "status" in subresources))
             self.served[(resource.group_version, resource.plural)] = resource

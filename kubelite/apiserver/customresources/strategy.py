@@ -4,7 +4,7 @@ Mirrors apiextensions-apiserver's customresource strategy: the version's structu
 fields, sets defaults and validates (schema errors are a 422 with kube-openapi's messages); with the status
 subresource, the main resource ignores status changes and /status ignores the rest, and generation counts every
 change but to metadata and status (without it, every change but to metadata). Objects are stored in the storage
-version; with conversion strategy None, another served version only rewrites apiVersion (`convert`).
+version; reads show them in the served version (conversion strategy None: apiVersion) with its defaults (`view`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ class CustomResource(Resource):
     list_kind: str = ""
     schema: Obj = field(default_factory=dict)
     storage: str = ""
-    versions: int = 1  # how many versions the CRD has (its objects may be stored in any of them)
     columns: tuple[Obj, ...] = ()  # additionalPrinterColumns
     scale: Obj | None = None  # the scale subresource's paths
 
@@ -61,15 +60,15 @@ class CustomResource(Resource):
         return typecheck.Mismatch(f"metadata.{mismatch.path}", mismatch.error.replace(
             "Go struct field ObjectMeta.", f"Go struct field {self.kind}.metadata."))
 
-    @property
-    def converts(self) -> bool:
-        """Whether objects read through this version may need their apiVersion rewritten: with several versions, an
-        object may have been stored in another (the storage version now, or the one before a change of it)."""
-        return self.versions > 1
-
-    def convert(self, obj: Obj) -> Obj:
-        """Conversion strategy None: the object as this version shows it, sharing all but its top level."""
-        return {**obj, "apiVersion": self.group_version} if obj.get("apiVersion") != self.group_version else obj
+    def view(self, obj: Obj) -> Obj:
+        """A stored object as a read through this version shows it: in this version's apiVersion (conversion
+        strategy None) and defaulted by its schema, as upstream defaults what it reads from storage (an object
+        written before a default was added shows it). `obj` itself when nothing changes; else a copy of what
+        does, sharing the rest (the watch cache's objects are never changed)."""
+        if obj.get("apiVersion") != self.group_version:
+            obj = {**obj, "apiVersion": self.group_version}
+        out: Obj = schema.defaulted(obj, self.schema)
+        return out
 
     @cached_property
     def printer(self) -> tables.Printer:
