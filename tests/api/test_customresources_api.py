@@ -450,7 +450,9 @@ async def test_reads_show_defaults_added_after_an_object_was_written(api: Client
     await with_widgets(api)
     stored = await call(api, "POST", WIDGETS, widget("old", color="red"), expect=201)
     patch = [{"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/size",
-              "value": {"type": "string", "default": "M"}}]
+              "value": {"type": "string", "default": "M"}},
+             {"op": "add", "path": "/spec/versions/0/additionalPrinterColumns/-",
+              "value": {"name": "Size", "type": "string", "jsonPath": ".spec.size"}}]
     await call(api, "PATCH", f"{CRDS}/widgets.example.com", patch, "application/json-patch+json", expect=200)
     for _ in range(200):
         got = await call(api, "GET", f"{WIDGETS}/old", expect=200)
@@ -460,6 +462,8 @@ async def test_reads_show_defaults_added_after_an_object_was_written(api: Client
     assert got["spec"] == {"color": "red", "replicas": 1, "size": "M"}
     assert got["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]  # read, not rewritten
     assert (await call(api, "GET", WIDGETS, expect=200))["items"][0]["spec"]["size"] == "M"
+    table = await (await api.get(WIDGETS, headers={"Accept": TABLE})).json()
+    assert table["columnDefinitions"][-1]["name"] == "Size" and table["rows"][0]["cells"][-1] == "M"
     resp = await api.get(f"{WIDGETS}?watch=1&timeoutSeconds=5")
     event = orjson.loads(await asyncio.wait_for(resp.content.readline(), 5))
     assert (event["type"], event["object"]["spec"]["size"]) == ("ADDED", "M")

@@ -81,6 +81,7 @@ class CustomResource(Resource):
         types = [c.get("type", "string") for c in columns]
 
         def cells(obj: Obj, now: float) -> list[Any]:
+            obj = self.view(obj)  # a column may show a default set on read
             out: list[Any] = [obj["metadata"]["name"]]
             for path, typ in zip(paths, types, strict=True):
                 out.append(_cell(_lookup(obj, path), typ, now))
