@@ -3,7 +3,9 @@
 Starts a real `kubelite server` (SQLite store, synchronous=FULL) in its own process and
 drives it over HTTP from this process, so server and client each get a core.
 
-    python -m benchmarks.apiserver [--pods 5000] [--clients 20] [--watchers 100] [--tls]
+    python -m benchmarks.apiserver [--pods 5000] [--clients 20] [--watchers 100] [--tls] [--custom 5000]
+
+`--custom N` also creates N custom resources of a CRD (schema-validated, pruned and defaulted) the same way.
 
 Prints figures only; it never passes or fails on time (see BENCHMARKS.md).
 """
@@ -57,6 +59,56 @@ async def create_pods(session: aiohttp.ClientSession, prefix: str, count: int, c
 
     await asyncio.gather(*(worker() for _ in range(clients)))
     return latencies
+
+
+CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+       "metadata": {"name": "benches.example.com"},
+       "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "benches", "kind": "Bench"},
+                "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                    "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                        "image": {"type": "string", "pattern": "^[a-z0-9./:-]+$"},
+                        "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                        "resources": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}}}}}]}}
+BENCH = {"apiVersion": "example.com/v1", "kind": "Bench", "metadata": {"name": "", "labels": {"app": "bench"}},
+         "spec": {"image": "registry.k8s.io/pause:3.10", "resources": {"cpu": "100m", "memory": "500Mi"},
+                  "labels": {"tier": "web"}}}
+
+
+async def create_custom(session: aiohttp.ClientSession, prefix: str, count: int, clients: int) -> list[float]:
+    latencies: list[float] = []
+    counter = iter(range(count))
+
+    async def worker() -> None:
+        for i in counter:
+            body = dict(BENCH, metadata={**BENCH["metadata"], "name": f"{prefix}-{i}"})
+            start = time.perf_counter()
+            async with session.post("/apis/example.com/v1/namespaces/default/benches", data=orjson.dumps(body)) \
+                    as resp:
+                await resp.read()
+                if resp.status != 201:
+                    raise RuntimeError(f"create failed: {resp.status}")
+            latencies.append(time.perf_counter() - start)
+
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    return latencies
+
+
+async def bench_custom_creates(session: aiohttp.ClientSession, count: int, clients: int, server_pid: int) -> None:
+    async with session.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", data=orjson.dumps(CRD)):
+        pass
+    for _ in range(100):  # until the CRD is Established and its resource served
+        async with session.get("/apis/example.com/v1/namespaces/default/benches") as resp:
+            if resp.status == 200:
+                break
+        await asyncio.sleep(0.05)
+    await create_custom(session, "warm", min(500, count), clients)
+    start, cpu = time.perf_counter(), cpu_seconds(server_pid)
+    lat = await create_custom(session, "c", count, clients)
+    elapsed, cpu = time.perf_counter() - start, cpu_seconds(server_pid) - cpu
+    print(f"custom resource creates: {count}, {clients} concurrent clients: {count / elapsed:,.0f} creates/s, "
+          f"p50 {pct(lat, 0.50) * 1000:.1f} ms, p99 {pct(lat, 0.99) * 1000:.1f} ms, "
+          f"mean {statistics.mean(lat) * 1000:.1f} ms; server CPU {cpu / count * 1000:.3f} ms per create")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -118,6 +170,7 @@ async def main() -> None:
     p.add_argument("--watchers", type=int, default=100)
     p.add_argument("--watch-events", type=int, default=5000)
     p.add_argument("--tls", action="store_true", help="HTTPS with a bearer token instead of --insecure")
+    p.add_argument("--custom", type=int, default=0, help="custom resources to create too (0: none)")
     store_option.add_argument(p)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp, store_option.server_args(args.store, Path(tmp)) as extra:
@@ -131,6 +184,8 @@ async def main() -> None:
             base = f"{scheme}://127.0.0.1:{server.port}"
             async with _session(base, token, ca, args.clients) as session:
                 await bench_creates(session, args.pods, args.clients, server.proc.pid)
+                if args.custom:
+                    await bench_custom_creates(session, args.custom, args.clients, server.proc.pid)
             async with _session(base, token, ca, args.watchers + args.clients) as session:
                 await bench_watch(session, args.watchers, args.watch_events, args.clients)
         finally:

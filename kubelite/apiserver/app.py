@@ -50,6 +50,7 @@ from kubelite.apiserver.auth.rbac import PrivilegedGroups
 from kubelite.apiserver.auth.requestinfo import RequestAttributes, new_request_info
 from kubelite.apiserver.auth.user import ANONYMOUS_USER, SYSTEM_PRIVILEGED_GROUP, UNSECURED_USER, UserInfo
 from kubelite.apiserver.cache import Caches
+from kubelite.apiserver.customresources.serving import CustomResources
 from kubelite.apiserver.endpoint_reconciler import EndpointReconciler
 from kubelite.apiserver.event_ttl import DEFAULT_EVENT_TTL, ExpiringKeys
 from kubelite.apiserver.handlers import ResourceHandlers, negotiate, respond
@@ -87,6 +88,7 @@ class ApiServer:
     event_ttl: int = DEFAULT_EVENT_TTL  # --event-ttl (seconds): Events expire so long after their last write; 0: never
     caches: Caches = field(init=False)
     registry: Registry = field(init=False)
+    custom_resources: CustomResources = field(init=False)  # what the CRDs define, served while they exist
     authentication: setup.Authentication = field(init=False)
     authorization: authorization.Authorization = field(init=False)
     issuer_discovery: openidmetadata.OpenIDMetadata | None = field(default=None, init=False)  # the OIDC documents
@@ -100,6 +102,7 @@ class ApiServer:
         self.caches = Caches(self.store, RESOURCES)
         self.registry = Registry(self.store, self.caches, self.clock)
         self.handlers = ResourceHandlers(self.registry, self.agent_tls)
+        self.custom_resources = CustomResources(self.registry)
         configure_services(self.registry.strategies, self.clock, self.service_cidr)
         self.metrics = ApiServerMetrics(self.clock, self.caches)
         self.metrics_api = MetricsApi(self.registry, self.clock, self.agent_tls)
@@ -139,6 +142,7 @@ class ApiServer:
             schema.warm(resource.model)
         await self.caches.start()
         await bootstrap.ensure_defaults(self.registry)
+        await self.custom_resources.start()
         await bootstrap.ensure_kubernetes_service(self.registry, self.server_address)
         self.endpoints = EndpointReconciler(self.registry, self.clock, self.server_address)
         await self.endpoints.reconcile()
@@ -163,6 +167,7 @@ class ApiServer:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
+        await self.custom_resources.stop()
         await self.caches.stop()
 
     async def _compact_loop(self) -> None:
@@ -287,6 +292,9 @@ class ApiServer:
         # metrics.k8s.io (served by no registry): both are asked only of paths that name no resource.
         target = parse_target(path)
         if target is None:
+            custom = self.custom_resources.target(request.method, path)
+            if custom is not None:
+                return await self.handlers.handle_custom(request, custom)
             doc = self._discovery(request, path) if request.method == "GET" else None
             if doc is None and self.issuer_discovery is not None:
                 doc = self.issuer_discovery.response(request.method, path)
@@ -317,30 +325,31 @@ class ApiServer:
     def _discovery(self, request: web.Request, path: str) -> web.StreamResponse | None:
         accept = request.headers.get("Accept", "")
         aggregated = "g=apidiscovery.k8s.io;v=v2" in accept
+        extra = self.custom_resources.resources()
         if path == "/version":
             return respond(discovery.VERSION)
         if path in ("/api", "/apis") and aggregated:
-            resp = respond(discovery.aggregated(path == "/api"))
+            resp = respond(discovery.aggregated(path == "/api", extra))
             resp.content_type = discovery.AGGREGATED_V2.split(";")[0]
             resp.headers["Content-Type"] = discovery.AGGREGATED_V2
             return resp
         if path == "/api":
             return respond(discovery.api_versions(self.server_address))
         if path == "/apis":
-            return respond(discovery.api_group_list())
+            return respond(discovery.api_group_list(extra))
         if path == "/openapi/v3":
-            return respond(discovery.openapi_index())
+            return respond(discovery.openapi_index(extra))
         if path.startswith("/openapi/v3/"):
-            doc = discovery.openapi_document(path.removeprefix("/openapi/v3/"))
+            doc = discovery.openapi_document(path.removeprefix("/openapi/v3/"), extra)
             return respond(doc) if doc is not None else None
         parts = path.strip("/").split("/")
         if parts == ["api", "v1"]:
             return respond(discovery.resource_list("v1"))
         if len(parts) == 2 and parts[0] == "apis":
-            group = discovery.api_group(parts[1])
+            group = discovery.api_group(parts[1], extra)
             return respond(group) if group is not None else None
         if len(parts) == 3 and parts[0] == "apis":
-            rl = discovery.resource_list(f"{parts[1]}/{parts[2]}")
+            rl = discovery.resource_list(f"{parts[1]}/{parts[2]}", extra)
             return respond(rl) if rl is not None else None
         return None
 

@@ -292,14 +292,40 @@ class Caches:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        for cache in self.by_resource.values():
+        for cache in self._by_prefix.values():
             for w in list(cache.watchers):
                 w.close()
 
     def _route(self, key: str) -> ResourceCache | None:
-        """The cache whose key prefix (three segments: /registry/GROUP/PLURAL/) begins `key`."""
+        """The cache whose key prefix (three segments: /registry/GROUP/PLURAL/) begins `key`. A prefix no served
+        resource has (a custom resource's, before its CRD is served) gets a cache of its own, kept current like
+        the others: serving it later (`register`) needs no list of the store, and no race with this watch."""
         parts = key.split("/", 4)
-        return self._by_prefix.get(f"/{parts[1]}/{parts[2]}/{parts[3]}/") if len(parts) == 5 else None
+        if len(parts) != 5:
+            return None
+        prefix = f"/{parts[1]}/{parts[2]}/{parts[3]}/"
+        cache = self._by_prefix.get(prefix)
+        if cache is None:
+            unserved = Resource(parts[2], "", parts[3], "", "", "/" in parts[4], "")
+            cache = self._by_prefix[prefix] = ResourceCache(unserved)
+        return cache
+
+    def register(self, resource: Resource) -> None:
+        """Serve `resource` (a version of a custom resource) from the cache of its key prefix; several versions
+        share one cache, as they share their objects."""
+        cache = self._by_prefix.get(resource.key_prefix)
+        if cache is None:
+            cache = self._by_prefix[resource.key_prefix] = ResourceCache(resource)
+        cache.resource = resource
+        self.by_resource[resource] = cache
+
+    def unregister(self, resource: Resource) -> None:
+        """Stop serving `resource`; once no version is served from its cache, its watches end (their clients
+        find it gone when they watch again). The objects stay cached, as their keys stay in the store."""
+        cache = self.by_resource.pop(resource, None)
+        if cache is not None and all(c is not cache for c in self.by_resource.values()):
+            for w in list(cache.watchers):
+                w.close()
 
     async def _run(self, from_revision: int) -> None:
         """Follow the store; when the watch's resume point was compacted away (etcd compacted while the stream
@@ -319,7 +345,7 @@ class Caches:
         ring is emptied and the open watches are ended (Cacher.terminateAllWatchers): their clients watch again
         from their resourceVersion, and get 410 Gone if it is older than this list."""
         listed = await self.store.list("/registry/")
-        for cache in self.by_resource.values():
+        for cache in self._by_prefix.values():
             cache.by_ns.clear()
             for w in list(cache.watchers):
                 w.close()

@@ -1,14 +1,15 @@
 """Discovery (`/api`, `/apis`, per group-version lists, aggregated v2), `/version` and `/openapi/v3`.
 
 All of it is derived from the resource catalogue, so a new resource shows up everywhere
-at once; the OpenAPI documents are built by `openapi` from the client's models.
+at once; the OpenAPI documents are built by `openapi` from the client's models. The custom
+resources served at the time (`extra`, from the CRDs) follow the built-in ones.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import orjson
@@ -37,9 +38,13 @@ _SUB_VERBS["token"] = ["create"]
 _SUB_VERBS["approval"] = ["get", "patch", "update"]  # certificatesigningrequests/approval
 
 
-def groups() -> dict[str, list[Resource]]:
+Extra = tuple[Resource, ...]
+
+
+def groups(extra: Extra = ()) -> dict[str, list[Resource]]:
+    """Resources by group-version, in the order discovery lists them (a group's preferred version first)."""
     out: dict[str, list[Resource]] = {}
-    for r in (*SERVED, *metrics_api.RESOURCES):  # metrics.k8s.io: served by metrics_api, not stored
+    for r in (*SERVED, *metrics_api.RESOURCES, *extra):  # metrics.k8s.io: served by metrics_api, not stored
         out.setdefault(r.group_version, []).append(r)
     return out
 
@@ -48,8 +53,8 @@ def _sub_kind(r: Resource, sub: str) -> tuple[str, str, str]:
     return _SUB_KIND.get(sub, (r.group, r.version, r.kind))
 
 
-def resource_list(group_version: str) -> Obj | None:
-    members = groups().get(group_version)
+def resource_list(group_version: str, extra: Extra = ()) -> Obj | None:
+    members = groups(extra).get(group_version)
     if members is None:
         return None
     resources: list[Obj] = []
@@ -79,29 +84,32 @@ def api_versions(server_address: str) -> Obj:
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
 
 
-def _group_names() -> list[str]:
-    return sorted({gv.split("/")[0] for gv in groups() if "/" in gv})
+def _group_names(extra: Extra = ()) -> list[str]:
+    """The built-in groups in name order, then the custom resources' groups (as upstream lists CRD groups last)."""
+    builtin = sorted({gv.split("/")[0] for gv in groups() if "/" in gv})
+    return builtin + sorted({r.group for r in extra} - set(builtin))
 
 
-def api_group(name: str) -> Obj | None:
-    versions = [gv for gv in groups() if gv.startswith(name + "/")]
+def api_group(name: str, extra: Extra = ()) -> Obj | None:
+    versions = [gv for gv in groups(extra) if gv.startswith(name + "/")]
     if not versions:
         return None
     refs = [{"groupVersion": gv, "version": gv.split("/")[1]} for gv in versions]  # the preferred (stored) first
     return {"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": refs, "preferredVersion": refs[0]}
 
 
-def api_group_list() -> Obj:
+def api_group_list(extra: Extra = ()) -> Obj:
     return {"kind": "APIGroupList", "apiVersion": "v1",
-            "groups": [{k: v for k, v in (api_group(n) or {}).items() if k not in ("kind", "apiVersion")}
-                       for n in _group_names()]}
+            "groups": [{k: v for k, v in (api_group(n, extra) or {}).items() if k not in ("kind", "apiVersion")}
+                       for n in _group_names(extra)]}
 
 
-def _aggregated_item(name: str, gvs: Iterable[str]) -> Obj:
+def _aggregated_item(name: str, gvs: Iterable[str], extra: Extra = ()) -> Obj:
     versions = []
+    members = groups(extra)
     for gv in gvs:
         resources = []
-        for r in groups()[gv]:
+        for r in members[gv]:
             subs = [{"subresource": s, "responseKind": dict(zip(("group", "version", "kind"), _sub_kind(r, s),
                                                                 strict=True)),
                      "verbs": _SUB_VERBS[s]} for s in r.subresources]
@@ -123,11 +131,12 @@ def _aggregated_item(name: str, gvs: Iterable[str]) -> Obj:
     return {"metadata": meta, "versions": versions}
 
 
-def aggregated(core: bool) -> Obj:
+def aggregated(core: bool, extra: Extra = ()) -> Obj:
     if core:
         items = [_aggregated_item("", ["v1"])]
     else:
-        items = [_aggregated_item(n, [gv for gv in groups() if gv.startswith(n + "/")]) for n in _group_names()]
+        items = [_aggregated_item(n, [gv for gv in groups(extra) if gv.startswith(n + "/")], extra)
+                 for n in _group_names(extra)]
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
 
 
@@ -137,18 +146,36 @@ def _openapi_path(gv: str) -> str:
     return "api/v1" if gv == "v1" else f"apis/{gv}"
 
 
-def openapi_document(path: str) -> Obj | None:
+def openapi_document(path: str, extra: Extra = ()) -> Obj | None:
+    """A group-version's document; one with custom resources is built anew (their schemas change with the CRDs)."""
     gv = "v1" if path == "api/v1" else path.removeprefix("apis/")
-    members = groups().get(gv)
-    return openapi.document(gv, tuple(members)) if members is not None else None
+    members = groups(extra).get(gv)
+    if members is None:
+        return None
+    if any(r in extra for r in members):
+        return _custom_document(gv, tuple(members))
+    return openapi.document(gv, tuple(members))
+
+
+# A group-version with custom resources: built once per set of served resources (a CRD's change serves new ones),
+# the last few remembered — the index hashes every document at each request for it.
+_custom_document = lru_cache(maxsize=32)(openapi.build_document)
+
+
+def _index_entry(gv: str, extra: Extra) -> Obj:
+    doc = orjson.dumps(openapi_document(_openapi_path(gv), extra))
+    digest = hashlib.sha512(doc).hexdigest()[:16].upper()
+    return {"serverRelativeURL": f"/openapi/v3/{_openapi_path(gv)}?hash={digest}"}
 
 
 @cache
-def openapi_index() -> Obj:
+def _builtin_index() -> Obj:
+    return {_openapi_path(gv): _index_entry(gv, ()) for gv in groups()}
+
+
+def openapi_index(extra: Extra = ()) -> Obj:
     """Each document's URL carries a hash of its content, as upstream's, so clients may cache it."""
-    paths = {}
-    for gv in groups():
-        doc = orjson.dumps(openapi_document(_openapi_path(gv)))
-        digest = hashlib.sha512(doc).hexdigest()[:16].upper()
-        paths[_openapi_path(gv)] = {"serverRelativeURL": f"/openapi/v3/{_openapi_path(gv)}?hash={digest}"}
+    paths = dict(_builtin_index())
+    for gv in dict.fromkeys(r.group_version for r in extra):
+        paths[_openapi_path(gv)] = _index_entry(gv, extra)
     return {"paths": paths}

@@ -32,6 +32,7 @@ from kubelite.apiserver import (
     watch,
 )
 from kubelite.apiserver.cache import decode
+from kubelite.apiserver.customresources.strategy import CustomResource
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.registry.pods import ephemeral_containers_update
 from kubelite.apiserver.request import (
@@ -89,6 +90,26 @@ class ResourceHandlers:
             negotiation.check_acceptable(request.headers.get("Accept", ""))
         return negotiate(request, await self._handle(request, target))
 
+    async def handle_custom(self, request: web.Request, target: Target) -> web.StreamResponse:
+        """A custom resource's request (routed here by its own catalogue, so built-in requests pay nothing for it):
+        answered as a built-in's, its objects shown as the requested version shows them (`CustomResource.view`)."""
+        r = target.resource
+        assert isinstance(r, CustomResource)
+        try:
+            resp = await self.handle(request, target)
+        except KeyError:
+            if r in self.registry.strategies:
+                raise
+            # its CRD was deleted or changed while the request ran: what upstream answers for an unserved path
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource") from None
+        if _OBJECT in resp and isinstance(resp, web.Response):
+            data = resp[_OBJECT]
+            viewed = _viewed(r, data)
+            if viewed is not data:
+                resp[_OBJECT] = viewed
+                resp.body = nesting.dumps(viewed)
+        return resp
+
     async def _handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         if target.resource is None:  # POST /api/v1/namespaces/NS/bindings
             if request.method != "POST":
@@ -112,7 +133,9 @@ class ResourceHandlers:
                     return await self._binding(request, target.namespace, target.name)
                 return await self._eviction(request, target)
             if sub == "scale":
-                return respond(await scale.handle(request, self.registry, target, _dry_run(request)))
+                paths = scale.ScalePaths.of_custom(r.scale) if isinstance(r, CustomResource) and r.scale \
+                    else scale.WORKLOADS
+                return respond(await scale.handle(request, self.registry, target, _dry_run(request), paths))
             if sub == "ephemeralcontainers":
                 return await self._ephemeral_containers(request, target)
             if sub == "finalize":
@@ -135,7 +158,7 @@ class ResourceHandlers:
             obj = self.registry.current(r, target.namespace, target.name)
             if wants_table(request):
                 return respond(tables.table(r.kind, [obj], self.clock.now(), _include(request),
-                                            obj["metadata"]["resourceVersion"]))
+                                            obj["metadata"]["resourceVersion"], printer=_printer(r)))
             return respond(obj)
         if method == "PUT":
             return await self._update(request, target)
@@ -161,8 +184,9 @@ class ResourceHandlers:
         initial_events = listoptions.validate(q, watching)
         matches, fields = self._matcher(request, r)
         if watching:
-            encoder = watch.table_encoder(r.kind, _include(request), self.clock) if wants_table(request) \
-                else watch.protobuf_event if _protobuf_watch(request, r) else watch.json_encoder()
+            encoder = watch.table_encoder(r.kind, _include(request), self.clock, _printer(r), r.version) \
+                if wants_table(request) else watch.protobuf_event if _protobuf_watch(request, r) \
+                else watch.json_encoder(r.view if isinstance(r, CustomResource) else None, r.group_version)
             # 0 is no timeout, as none (handlers/get.go: `if timeout == 0 && minRequestTimeout > 0`)
             timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
             return await watch.serve(request, self.caches, r, target.namespace, matches, encoder,
@@ -172,7 +196,7 @@ class ResourceHandlers:
         items, revision, token, remaining = await self._page(request, target, matches)
         if wants_table(request):
             return respond(tables.table(r.kind, items, self.clock.now(), _include(request), str(revision), token,
-                                       remaining=remaining))
+                                       remaining=remaining, printer=_printer(r)))
         return respond(_list_of(r, items, revision, token, remaining))
 
     def _matcher(self, request: web.Request, r: Resource) -> tuple[Callable[[Obj], bool] | None, FieldSelector]:
@@ -256,7 +280,7 @@ class ResourceHandlers:
             unknown: list[str] = []
             self.registry.check_types(r, obj, patch=True, unknown=unknown)
             return _unknown_field_warnings(request, unknown)
-        problems = [f'unknown field "{p}"' for p in schema.prune_unknown(obj, r.model)]
+        problems = [f'unknown field "{p}"' for p in r.prune_unknown(obj)]
         if mode == "Strict" and raw_json is not None:
             problems += [f'duplicate field "{d}"' for d in schema.duplicate_fields(raw_json)]
         if not problems or mode == "Ignore":
@@ -456,8 +480,27 @@ class ResourceHandlers:
         return respond(result, 201)
 
 
+def _printer(r: Resource) -> tables.Printer | None:
+    """A custom resource's table printer (its additionalPrinterColumns); None: the kind's own."""
+    return r.printer if isinstance(r, CustomResource) else None
+
+
+def _viewed(r: CustomResource, data: Any) -> Any:
+    """An answer's object, or a list's items, as version `r` shows them; `data` itself when none changes."""
+    if not isinstance(data, dict):
+        return data
+    items = data.get("items")
+    if isinstance(items, list) and data.get("kind") != "Table":
+        viewed = [r.view(o) if isinstance(o, dict) else o for o in items]
+        return {**data, "items": viewed} if any(v is not o for v, o in zip(viewed, items, strict=True)) else data
+    if data.get("kind") == r.kind:
+        return r.view(data)
+    return data
+
+
 def _list_of(r: Resource, items: list[Obj], revision: int, token: str, remaining: int | None) -> Obj:
-    return {"kind": f"{r.kind}List", "apiVersion": r.group_version,
+    kind = r.list_kind if isinstance(r, CustomResource) else f"{r.kind}List"  # a CRD names its list kind
+    return {"kind": kind, "apiVersion": r.group_version,
             "metadata": tables.list_meta(str(revision), token, remaining), "items": items}
 
 

@@ -15,6 +15,8 @@ from functools import cache
 from typing import Any
 
 from kubelite.apiserver import schema
+from kubelite.apiserver.customresources.strategy import CustomResource
+from kubelite.apiserver.nesting import copy_obj
 from kubelite.apiserver.patch_fields import PATCH_FIELDS
 from kubelite.apiserver.registry.base import Resource
 from kubelite.apiserver.schema import FieldType
@@ -44,6 +46,8 @@ def schema_name(model: str) -> str:
 
 
 def _kind_name(r: Resource) -> str:
+    if isinstance(r, CustomResource):  # upstream's name of a CRD's kind: its group reversed, then version and kind
+        return ".".join([*reversed(r.group.split(".")), r.version, r.kind])
     return schema_name(r.model) if r.model else f"io.kubelite.{r.version}.{r.kind}"
 
 
@@ -125,8 +129,23 @@ def _untyped(r: Resource) -> Obj:
                            "metadata": {"allOf": [_ref(schema_name(_OBJECT_META))], "default": {}}}}
 
 
+def _custom(r: CustomResource) -> Obj:
+    """A CRD version's schema as its kind's component: apiVersion, kind and metadata (ObjectMeta) added."""
+    component = copy_obj(r.schema) or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    properties = component.setdefault("properties", {})
+    properties["apiVersion"] = {"type": "string"}
+    properties["kind"] = {"type": "string"}
+    properties["metadata"] = {"allOf": [_ref(schema_name(_OBJECT_META))]}
+    return component
+
+
 @cache
 def document(group_version: str, resources: tuple[Resource, ...]) -> Obj:
+    """The document of one group-version of built-in resources (remembered: it never changes)."""
+    return build_document(group_version, resources)
+
+
+def build_document(group_version: str, resources: tuple[Resource, ...]) -> Obj:
     """The document of one group-version: its kinds' schemas (and all they use) and one patch path per kind."""
     typed = [r for r in resources if r.model]
     models: set[str] = {_OBJECT_META} if len(typed) < len(resources) else set()
@@ -135,7 +154,10 @@ def document(group_version: str, resources: tuple[Resource, ...]) -> Obj:
     schemas: Obj = {schema_name(m): _component(m) for m in sorted(models)}
     schemas.update(_SHARED)
     for r in resources:
-        component = schemas[schema_name(r.model)] if r.model else schemas.setdefault(_kind_name(r), _untyped(r))
+        if isinstance(r, CustomResource):
+            component = schemas[_kind_name(r)] = _custom(r)
+        else:
+            component = schemas[schema_name(r.model)] if r.model else schemas.setdefault(_kind_name(r), _untyped(r))
         component["x-kubernetes-group-version-kind"] = [{"group": r.group, "kind": r.kind, "version": r.version}]
     paths: Obj = {}
     prefix = "/api/v1/" if group_version == "v1" else f"/apis/{group_version}/"

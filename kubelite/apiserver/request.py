@@ -11,6 +11,7 @@ import asyncio
 import functools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +67,13 @@ def parse_target(path: str) -> Target | None:
     return _remembered_target(path) if len(path) <= CACHED_PATH else _parse_target(path)
 
 
-def _parse_target(path: str) -> Target | None:
+def parse_target_in(path: str, served: Mapping[tuple[str, str], Resource]) -> Target | None:
+    """`parse_target` for resources served at run time (custom resources), keyed by (group-version, plural): not
+    remembered, as what is served changes."""
+    return _parse_target(path, served)
+
+
+def _parse_target(path: str, served: Mapping[tuple[str, str], Resource] = _BY_GV_PLURAL) -> Target | None:
     parts = [p for p in path.split("/") if p]
     if len(parts) >= 2 and parts[0] == "api":
         gv, rest = parts[1], parts[2:]
@@ -77,21 +84,23 @@ def _parse_target(path: str) -> Target | None:
     namespace = ""
     if len(rest) >= 2 and rest[0] == "namespaces":
         if len(rest) == 2 or (len(rest) == 3 and rest[2] in ("status", "finalize") and gv == "v1"):
-            return _target(gv, "namespaces", "", rest[1], rest[2] if len(rest) == 3 else "")
+            return _target(gv, "namespaces", "", rest[1], rest[2] if len(rest) == 3 else "", served)
         namespace, rest = rest[1], rest[2:]
     if not rest or len(rest) > 3:
         return None
     if gv == "v1" and rest[0] == "bindings" and len(rest) == 1:
         return Target(None, namespace, "", "binding", gv)
-    return _target(gv, rest[0], namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
+    return _target(gv, rest[0], namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "",
+                   served)
 
 
 # Pure, and asked of the same paths over and over (a node's Lease, its status).
 _remembered_target = functools.lru_cache(maxsize=PATH_CACHE)(_parse_target)
 
 
-def _target(gv: str, plural: str, namespace: str, name: str, sub: str) -> Target | None:
-    resource = _BY_GV_PLURAL.get((gv, plural))
+def _target(gv: str, plural: str, namespace: str, name: str, sub: str,
+            served: Mapping[tuple[str, str], Resource]) -> Target | None:
+    resource = served.get((gv, plural))
     if resource is None:
         return None
     if sub and sub not in resource.subresources:

@@ -85,6 +85,15 @@ class Registry:
         self.by_plural = {r.plural: r for r in STRATEGIES}
         self.quota = ResourceQuotaAdmission(self, clock)  # validating admission that writes: after validation
 
+    def register(self, resource: Resource, strategy: Strategy) -> None:
+        """Serve a resource defined at run time (a custom resource's version), from its key prefix's cache."""
+        self.strategies[resource] = strategy
+        self.caches.register(resource)
+
+    def unregister(self, resource: Resource) -> None:
+        self.strategies.pop(resource, None)
+        self.caches.unregister(resource)
+
     # --- Lookup ----------------------------------------------------------------------------------
 
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
@@ -206,6 +215,10 @@ class Registry:
         `schema.prune_unknown` before the check would (fieldValidation's Warn and Ignore: their warnings are
         dropped with the request when the types are wrong). The object in a patch's message is shown pruned."""
         mismatch = typecheck.check(obj, resource.model, unknown)
+        if mismatch is None and not resource.model:  # a custom resource: its metadata typed, its schema prunes
+            mismatch = resource.check_metadata(obj, unknown)
+            if mismatch is None and unknown is not None:
+                unknown += resource.prune_unknown(obj)
         if mismatch is None:
             return
         if unknown is not None:  # the walk stopped at the mismatch: prune the rest, as the two walks did
@@ -453,6 +466,7 @@ class Registry:
             new["metadata"]["generation"] += 1
         if strategy.resource is NAMESPACES:
             new.setdefault("status", {})["phase"] = "Terminating"
+        strategy.mark_deleting(new)
         return new
 
     async def _delete_now(self, resource: Resource, cur: Obj) -> Obj:

@@ -8,6 +8,7 @@ Scale's resourceVersion, which is the object's). `kubectl scale` patches this su
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -30,14 +31,57 @@ from kubelite.apiserver.request import (
 from kubelite.apiserver.rest import Registry
 
 
-def to_scale(obj: Obj) -> Obj:
+@dataclass(frozen=True, slots=True)
+class ScalePaths:
+    """Where an object keeps what its Scale shows: the workloads' fixed fields, or a CRD's scale subresource's
+    specReplicasPath, statusReplicasPath and labelSelectorPath (a selector already in string form there)."""
+
+    spec: tuple[str, ...] = ("spec", "replicas")
+    status: tuple[str, ...] = ("status", "replicas")
+    selector: tuple[str, ...] | None = None  # None: the workloads' spec.selector, formatted
+
+    @staticmethod
+    def of_custom(scale: Obj) -> ScalePaths:
+        def path(expr: Any) -> tuple[str, ...]:
+            return tuple(p for p in str(expr or "").split(".") if p)
+
+        selector = scale.get("labelSelectorPath")
+        return ScalePaths(path(scale.get("specReplicasPath")), path(scale.get("statusReplicasPath")),
+                          path(selector) if selector else ())
+
+
+WORKLOADS = ScalePaths()
+
+
+def _at(obj: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return obj
+
+
+def to_scale(obj: Obj, paths: ScalePaths = WORKLOADS) -> Obj:
     meta = obj["metadata"]
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if paths.selector is None:
+        selector = format_selector(_label_selector(obj))
+    else:
+        selector = _at(obj, paths.selector) if paths.selector else ""
+    status: Obj = {"replicas": _at(obj, paths.status) or 0}
+    if selector or paths.selector is None:
+        status["selector"] = selector if isinstance(selector, str) else ""
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",
             "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                          if k in meta},
-            "spec": {"replicas": spec.get("replicas", 0)},
-            "status": {"replicas": status.get("replicas", 0), "selector": format_selector(_label_selector(obj))}}
+            "spec": {"replicas": _at(obj, paths.spec) or 0}, "status": status}
+
+
+def _set(obj: Obj, path: tuple[str, ...], value: int) -> None:
+    """Set `value` at `path`, making the maps on the way (a copy of the current object: its own to change)."""
+    for part in path[:-1]:
+        child = obj.get(part)
+        if not isinstance(child, dict):
+            child = obj[part] = {}
+        obj = child
+    obj[path[-1]] = value
 
 
 def _label_selector(obj: Obj) -> Obj | None:
@@ -58,12 +102,13 @@ def _replicas(scale: Any, name: str) -> int:
     return replicas
 
 
-async def handle(request: web.Request, registry: Registry, target: Target, dry_run: bool) -> Obj:
+async def handle(request: web.Request, registry: Registry, target: Target, dry_run: bool,
+                 paths: ScalePaths = WORKLOADS) -> Obj:
     r = target.resource
     assert r is not None
     method = request.method
     if method == "GET":
-        return to_scale(registry.current(r, target.namespace, target.name))
+        return to_scale(registry.current(r, target.namespace, target.name), paths)
     if method not in ("PUT", "PATCH"):
         raise errors.method_not_allowed(method, f"{r.plural}/scale")
     ctype = media_type(request)
@@ -73,18 +118,18 @@ async def handle(request: web.Request, registry: Registry, target: Target, dry_r
     body = await decode_request_body(raw, ctype, PATCH_TYPES if method == "PATCH" else BODY_TYPES)
 
     def apply(cur: Obj) -> Obj:
-        view = to_scale(cur)
+        view = to_scale(cur, paths)
         if method == "PUT":
             wanted = body
         elif ctype == JSON_PATCH:
             wanted = patch.json_patch(view, body)
         else:  # merge and strategic merge are the same on a Scale (no lists)
             wanted = patch.merge_patch(view, body)
-        cur.setdefault("spec", {})["replicas"] = _replicas(wanted, target.name)
+        _set(cur, paths.spec, _replicas(wanted, target.name))
         pinned = ((wanted or {}).get("metadata") or {}).get("resourceVersion")
         if pinned:
             cur["metadata"]["resourceVersion"] = pinned  # a stale Scale is a 409, as for the object
         return cur
 
     updated = await registry.patch(r, target.namespace, target.name, apply, "", dry_run)
-    return to_scale(updated)
+    return to_scale(updated, paths)

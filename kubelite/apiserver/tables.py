@@ -595,8 +595,8 @@ PRINTERS: dict[str, Printer] = {
 _DEFAULT: Printer = ([("Name", "string", 0), ("Created At", "date", 0)], _default_cells)
 
 
-def column_definitions(kind: str) -> list[Obj]:
-    columns, _ = PRINTERS.get(kind, _DEFAULT)
+def column_definitions(kind: str, printer: Printer | None = None) -> list[Obj]:
+    columns, _ = printer or PRINTERS.get(kind, _DEFAULT)
     return [{"name": name, "type": typ, "format": "name" if name == "Name" else "", "description": name,
              "priority": priority} for name, typ, priority in columns]
 
@@ -605,13 +605,13 @@ def partial_metadata(obj: Obj) -> Obj:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
 
 
-def row(kind: str, obj: Obj, now: float, include: str) -> Obj:
+def row(kind: str, obj: Obj, now: float, include: str, printer: Printer | None = None) -> Obj:
     """One object's row; an object its printer cannot read still gets a row (name, then `<unknown>`), logged,
-    so that one stored object never fails a whole `kubectl get`."""
-    columns, cells_fn = PRINTERS.get(kind, _DEFAULT)
+    so that one stored object never fails a whole `kubectl get`. `printer`: a custom resource's, else the kind's."""
+    columns, cells_fn = printer or PRINTERS.get(kind, _DEFAULT)
     try:
         out: Obj = {"cells": cells_fn(obj, now)}
-        conditions = _pod_row_conditions(obj) if kind == "Pod" else None
+        conditions = _pod_row_conditions(obj) if kind == "Pod" and printer is None else None
     except Exception:
         meta: Obj = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         log.exception("cannot print %s %s/%s; showing what is available", kind, meta.get("namespace", ""),
@@ -637,10 +637,11 @@ def list_meta(resource_version: str, continue_token: str = "", remaining: int | 
 
 
 def table(kind: str, objs: list[Obj], now: float, include: str, resource_version: str,
-          continue_token: str = "", headers: bool = True, remaining: int | None = None) -> Obj:
+          continue_token: str = "", headers: bool = True, remaining: int | None = None,
+          printer: Printer | None = None) -> Obj:
     out: Obj = {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
                 "metadata": list_meta(resource_version, continue_token, remaining)}
     if headers:
-        out["columnDefinitions"] = column_definitions(kind)
-    out["rows"] = [row(kind, o, now, include) for o in objs]
+        out["columnDefinitions"] = column_definitions(kind, printer)
+    out["rows"] = [row(kind, o, now, include, printer) for o in objs]
     return out

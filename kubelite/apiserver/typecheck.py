@@ -73,7 +73,7 @@ def go_type(t: FieldType) -> str:
     return _SCALAR_GO[t.kind]
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if isinstance(value, dict):
         return "object"
     if isinstance(value, list):
@@ -151,13 +151,13 @@ def _value(value: Any, t: FieldType, path: str, go_path: str, model: str, unknow
     elif _scalar_fits(value, kind):
         return
     elif kind == "int-or-string":
-        shown = f"number {value}" if _is_number(value) else _json_type(value)
+        shown = f"number {value}" if _is_number(value) else json_type(value)
         raise _Found(Mismatch(path, f"json: cannot unmarshal {shown} into Go value of type int32"))
     struct = schema.go_name(model)[1]
     if kind in _RANGES and _is_number(value):
         raise _Found(Mismatch(path, f"json: cannot unmarshal number {value} into Go struct field {struct}.{go_path} "
                                     f"of type {_SCALAR_GO[kind]}"))
-    raise _Found(Mismatch(path, f"json: cannot unmarshal {_json_type(value)} into Go struct field {struct}.{go_path} "
+    raise _Found(Mismatch(path, f"json: cannot unmarshal {json_type(value)} into Go struct field {struct}.{go_path} "
                                 f"of type {go_type(t)}"))
 
 

@@ -40,7 +40,20 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # metav1.InitialEventsAnnotati
 Encoder = Callable[[CachedEvent], bytes]
 
 
-def json_encoder() -> Encoder:
+def json_encoder(view: Callable[[Obj], Obj] | None = None, key: str = "") -> Encoder:
+    """`view`: how a custom resource's served version `key` (a group-version) shows its stored objects
+    (`CustomResource.view`: its apiVersion, its defaults); events are encoded once per view."""
+    if view is not None:
+        def viewed(ev: CachedEvent) -> bytes:
+            cache_key = ("json", key)
+            line = ev.encoded.get(cache_key)
+            if line is None:
+                line = nesting.dumps({"type": ev.type, "object": view(ev.obj)}) + b"\n"
+                ev.encoded[cache_key] = line
+            return line
+
+        return viewed
+
     def enc(ev: CachedEvent) -> bytes:
         line = ev.encoded.get("json")
         if line is None:
@@ -63,14 +76,17 @@ def protobuf_event(ev: CachedEvent) -> bytes:
     return frame
 
 
-def table_encoder(kind: str, include: str, clock: Clock) -> Encoder:
-    """One-row Tables; cells carry ages, so they are cached only within the same second."""
+def table_encoder(kind: str, include: str, clock: Clock, printer: tables.Printer | None = None,
+                  version: str = "") -> Encoder:
+    """One-row Tables; cells carry ages, so they are cached only within the same second. `printer` and `version`:
+    a custom resource's, whose versions may print different columns of the same events."""
     def enc(ev: CachedEvent) -> bytes:
         now = int(clock.now())
-        key = ("table", include, now)
+        key = ("table", include, now, version)
         line = ev.encoded.get(key)
         if line is None:
-            obj = tables.table(kind, [ev.obj], now, include, ev.obj["metadata"]["resourceVersion"])
+            obj = tables.table(kind, [ev.obj], now, include, ev.obj["metadata"]["resourceVersion"],
+                               printer=printer)
             line = nesting.dumps({"type": ev.type, "object": obj}) + b"\n"
             ev.encoded[key] = line
         return line

@@ -21,6 +21,7 @@ check.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 IGNORED = frozenset({"events"})  # upstream's ignoredResources: never owners or dependents worth watching
 DISCOVERY_RETRY = 2.0
+RESYNC_PERIOD = 30.0  # kube-controller-manager's garbage collector re-reads discovery every 30 s
 WORKERS = 5  # --concurrent-gc-syncs is 20; kubelite's API is one process
 
 
@@ -82,9 +84,35 @@ class GarbageCollector:
 
     async def run(self) -> None:
         for r in await self._discover():
-            self.kinds[(r.group_version, r.kind)] = r
-            self.informers.append(shared_informer(self.client, self.clock, r.collection(), self._handlers(r)))
-        await run_synced(self.informers, (self._collect,))
+            self.informers.append(self._monitor(r))
+        await run_synced(self.informers, (self._collect,), alongside=(self._resync,))
+
+    def _monitor(self, r: ApiResource) -> SharedInformerHandle:
+        self.kinds[(r.group_version, r.kind)] = r
+        return shared_informer(self.client, self.clock, r.collection(), self._handlers(r))
+
+    async def _resync(self) -> None:
+        """GarbageCollector.Sync: discovery again every period, monitors started for resources served since (the
+        resources of a CustomResourceDefinition created later) and stopped for those no longer served. A failed
+        discovery changes nothing until the next period."""
+        added: dict[tuple[str, str], asyncio.Task[None]] = {}
+        async with asyncio.TaskGroup() as tasks:
+            while True:
+                await self.clock.sleep(RESYNC_PERIOD)
+                try:
+                    found = {(r.group_version, r.kind): r for r in await deletable_resources(self.client)
+                             if r.plural not in IGNORED}
+                except ApiError as exc:
+                    log.warning("garbage collector: discovery failed (%s); monitors unchanged", exc)
+                    continue
+                for key, r in found.items():
+                    if key not in self.kinds:
+                        log.info("garbage collector: monitoring %s", r.gvr())
+                        added[key] = tasks.create_task(self._monitor(r).run())
+                for key in [k for k in added if k not in found]:
+                    log.info("garbage collector: no longer monitoring %s", self.kinds[key].gvr())
+                    added.pop(key).cancel()
+                    del self.kinds[key]
 
     async def _collect(self) -> None:
         """Process whatever happened while nobody was collecting, then every change as it comes."""

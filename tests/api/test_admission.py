@@ -94,7 +94,8 @@ async def test_discovery_documents(api: Client) -> None:
                                                      "discovery.k8s.io", "metrics.k8s.io", "storage.k8s.io",
                                                      "rbac.authorization.k8s.io", "authorization.k8s.io",
                                                      "certificates.k8s.io", "networking.k8s.io",
-                                                     "autoscaling"}
+                                                     "autoscaling",
+                                                     "apiextensions.k8s.io"}
     resp = await api.get("/api", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;"
                                                     "as=APIGroupDiscoveryList,application/json"})
     assert resp.headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
@@ -106,7 +107,8 @@ async def test_discovery_documents(api: Client) -> None:
                                    "apis/metrics.k8s.io/v1beta1", "apis/storage.k8s.io/v1",
                                    "apis/rbac.authorization.k8s.io/v1", "apis/authorization.k8s.io/v1",
                                    "apis/certificates.k8s.io/v1", "apis/networking.k8s.io/v1",
-                                   "apis/autoscaling/v2", "apis/autoscaling/v1"}
+                                   "apis/autoscaling/v2", "apis/autoscaling/v1",
+                                   "apis/apiextensions.k8s.io/v1"}
     doc = await call(api, "GET", index["paths"]["api/v1"]["serverRelativeURL"], expect=200)
     patch = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert any(p["name"] == "fieldValidation" for p in patch["parameters"])

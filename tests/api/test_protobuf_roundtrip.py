@@ -33,7 +33,10 @@ _SPECIAL: dict[str, Any] = {
 # table's header) does not yet: protobuf cannot carry them, so an object holding one is answered as JSON.
 NOT_UPSTREAM_YET = {"V1NodeSystemInfo.runningInUserNamespace"}
 KIND_MESSAGES = set(KINDS.values())
-SERVED = [(r.group_version, r.kind) for r in RESOURCES if not r.group_version.startswith("kubelite.io/")]
+# kubelite's own kinds have no message; nor CustomResourceDefinitions here (apiextensions-apiserver's messages are
+# not in the k8s.io/api protos the codec's table is generated from): both are served as JSON
+SERVED = [(r.group_version, r.kind) for r in RESOURCES
+          if not r.group_version.startswith(("kubelite.io/", "apiextensions.k8s.io/"))]
 
 
 def _field(key: str, name: str) -> codec.Field | None:

@@ -177,3 +177,59 @@ async def test_namespace_deletion_removes_content(client: InProcessClient) -> No
 
         await eventually(namespace_gone, clock=clock, step=0.5)
     assert await names(client, "/api/v1/pods") == set()
+
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+FOOS = "/apis/example.com/v1/namespaces/{ns}/foos"
+
+
+async def install_foos(client: InProcessClient) -> None:
+    """A CRD of namespaced `foos`, once it is Established (its resources are served)."""
+    await client.create(CRDS, {"metadata": {"name": "foos.example.com"}, "spec": {
+        "group": "example.com", "scope": "Namespaced", "names": {"plural": "foos", "kind": "Foo"},
+        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+            "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+
+    async def established() -> bool:
+        crd = await client.get(f"{CRDS}/foos.example.com")
+        return any(c["type"] == "Established" and c["status"] == "True"
+                   for c in (crd.get("status") or {}).get("conditions") or [])
+
+    await eventually(established)
+
+
+async def test_custom_resource_cascading_deletion(client: InProcessClient) -> None:
+    """TestCustomResourceCascadingDeletion: a custom resource owned by another is collected with it — here with
+    the CRD created after the collector started, which finds it at its next discovery."""
+    clock = FakeClock()
+    async with running(GarbageCollector(client, clock).run()):
+        await install_foos(client)
+        await clock.advance(30)
+        owner = await client.create(FOOS.format(ns="default"), {"apiVersion": "example.com/v1", "kind": "Foo",
+                                                                "metadata": {"name": "owner"}})
+        ref = {"apiVersion": "example.com/v1", "kind": "Foo", "name": "owner", "uid": owner["metadata"]["uid"]}
+        dependent = {"apiVersion": "example.com/v1", "kind": "Foo",
+                     "metadata": {"name": "dependent", "ownerReferences": [ref]}}
+        await client.create(FOOS.format(ns="default"), dependent)
+        await client.delete(f"{FOOS.format(ns='default')}/owner")
+
+        async def collected() -> bool:
+            return await names(client, FOOS.format(ns="default")) == set()
+
+        await eventually(collected, clock=clock)
+
+
+async def test_namespace_deletion_removes_custom_resources(client: InProcessClient) -> None:
+    """The namespace controller's discovery at each deletion finds the custom resources in the namespace."""
+    clock = FakeClock()
+    await install_foos(client)
+    await client.create("/api/v1/namespaces", {"metadata": {"name": "crs"}})
+    await client.create(FOOS.format(ns="crs"), {"apiVersion": "example.com/v1", "kind": "Foo",
+                                                "metadata": {"name": "f"}})
+    await client.delete("/api/v1/namespaces/crs")
+    async with running(NamespaceController(client, clock).run()):
+        async def namespace_gone() -> bool:
+            return await gone(client, "/api/v1/namespaces/crs")
+
+        await eventually(namespace_gone, clock=clock, step=0.5)
+    assert await names(client, "/apis/example.com/v1/foos") == set()

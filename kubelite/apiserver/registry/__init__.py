@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kubelite.apiserver.registry import (
+    apiextensions,
     apps,
     authorization,
     autoscaling,
@@ -65,6 +66,7 @@ STRATEGIES: dict[Resource, type[Strategy]] = {
     networking.INGRESS_CLASSES: networking.IngressClassStrategy,
     networking.NETWORK_POLICIES: networking.NetworkPolicyStrategy,
     autoscaling.HPAS: autoscaling.HorizontalPodAutoscalerStrategy,
+    apiextensions.CUSTOM_RESOURCE_DEFINITIONS: apiextensions.CustomResourceDefinitionStrategy,
 }
 RESOURCES: tuple[Resource, ...] = tuple(STRATEGIES)
 # Versions served by conversion to a stored one (apiserver.versions converts): routed and discovered, not stored.

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from kubelite.api.errors import Cause
 from kubelite.api.selectors import COMMON_FIELDS, FieldGetter
 from kubelite.api.validation import is_dns1123_subdomain, validate_object_meta
-from kubelite.apiserver import enums
+from kubelite.apiserver import enums, schema, typecheck
 from kubelite.apiserver.nesting import copy_obj
 
 Obj = dict[str, Any]
@@ -55,6 +55,15 @@ class Resource:
 
     def key(self, namespace: str, name: str) -> str:
         return f"{self.key_prefix}{namespace}/{name}" if self.namespaced else f"{self.key_prefix}{name}"
+
+    def prune_unknown(self, obj: Obj) -> list[str]:
+        """Remove the fields this type does not know from `obj` (in place); their paths (fieldValidation)."""
+        return schema.prune_unknown(obj, self.model)
+
+    def check_metadata(self, obj: Obj, unknown: list[str] | None) -> typecheck.Mismatch | None:
+        """A type without a Go struct (`model` ""): the first type mismatch in its metadata, which upstream decodes
+        into ObjectMeta (kubelite's own kinds: none checked). With `unknown`, as `typecheck.check`'s."""
+        return None
 
 
 class Strategy:
@@ -128,6 +137,9 @@ class Strategy:
     # delete
     def pending_finalizers(self, obj: Obj) -> list[str]:
         return list(obj["metadata"].get("finalizers") or [])
+
+    def mark_deleting(self, obj: Obj) -> None:
+        """What a type's own Delete adds to the object a delete marks (it has its deletionTimestamp already)."""
 
     def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
         """CheckGracefulDelete: the grace period to apply, or None when the type deletes at once."""
