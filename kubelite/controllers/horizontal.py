@@ -52,6 +52,7 @@ Obj = dict[str, Any]
 COMPONENT = "horizontal-pod-autoscaler"
 HPA_GROUP_VERSION = "autoscaling/v2"
 DEFAULT_SYNC_PERIOD = 15.0  # --horizontal-pod-autoscaler-sync-period
+DISCOVERY_RESET = 30.0  # seconds a group-version's discovered resources are used before they are read again
 DEFAULT_DOWNSCALE_STABILIZATION = 300.0  # --horizontal-pod-autoscaler-downscale-stabilization
 SCALE_UP_LIMIT_FACTOR = 2.0
 SCALE_UP_LIMIT_MINIMUM = 4.0
@@ -419,7 +420,9 @@ class HorizontalController:
         self.calculator = ReplicaCalculator(self.metrics, self._pods, clock.now, tolerance, cpu_initialization_period,
                                             delay_of_initial_readiness_status)
         self.recommender = Recommender(downscale_stabilization)
-        self._resources: dict[str, list[Obj]] = {}  # group-version → its discovered resources
+        # group-version → (when read, its discovered resources); read again after DISCOVERY_RESET, as upstream's
+        # controller manager resets its deferred RESTMapper every 30 s (a CRD's kind appears without a restart)
+        self._resources: dict[str, tuple[float, list[Obj]]] = {}
         # hpaSelectors: each HPA's target selector as last read (None: not read yet, selects nothing)
         self.selectors: dict[Key, PodSelector | None] = {}
 
@@ -463,8 +466,8 @@ class HorizontalController:
         group_version, kind = ref.get("apiVersion") or "", ref.get("kind", "")
         if group_version.count("/") > 1:
             raise MetricsError(f"unexpected GroupVersion string: {group_version}")
-        resources = self._resources.get(group_version)
-        if resources is None:
+        read_at, resources = self._resources.get(group_version, (None, []))
+        if read_at is None or self.clock.monotonic() - read_at >= DISCOVERY_RESET:
             path = "/api/v1" if group_version in ("", "v1") else f"/apis/{group_version}"
             try:
                 resources = (await self.client.get(path)).get("resources") or []
@@ -472,7 +475,7 @@ class HorizontalController:
                 if exc.code != 404:
                     raise
                 resources = []
-            self._resources[group_version] = resources
+            self._resources[group_version] = (self.clock.monotonic(), resources)
         plural = next((r["name"] for r in resources if r.get("kind") == kind and "/" not in r.get("name", "")), None)
         if plural is None:
             group = group_version.split("/")[0] if "/" in group_version else ""

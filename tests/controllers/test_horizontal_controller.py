@@ -233,3 +233,33 @@ async def test_two_hpas_on_the_same_pods_are_ambiguous(cluster: Cluster) -> None
         hpa = await cluster.until(lambda h: any(c["reason"] == "AmbiguousSelector"
                                                 for c in h["status"].get("conditions", [])), name, name=name)
         assert condition(hpa, "ScalingActive") == ("False", "AmbiguousSelector", message)
+
+
+class _Discovery:
+    """A client whose group-version discovery gains a kind (a CRD established) after a while."""
+
+    def __init__(self) -> None:
+        self.kinds: list[Obj] = []
+        self.reads = 0
+
+    async def get(self, path: str, params: Any = None) -> Obj:
+        self.reads += 1
+        return {"resources": self.kinds}
+
+
+async def test_a_kind_discovered_later_is_found_after_the_discovery_reset() -> None:
+    """Upstream's controller manager resets its RESTMapper every 30 s: a target kind that discovery did not list
+    (its CRD established afterwards) is found then, without a restart — not cached as missing for good."""
+    from kubelite.controllers.horizontal import DISCOVERY_RESET, MetricsError
+
+    clock, discovery = FakeClock(), _Discovery()
+    ctrl = HorizontalController(discovery, clock)  # type: ignore[arg-type]
+    ref = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "w"}
+    with pytest.raises(MetricsError, match=r'no matches for kind "Widget" in group "example\.com"'):
+        await ctrl._scale_path(ref, "default")
+    discovery.kinds = [{"name": "widgets", "kind": "Widget"}, {"name": "widgets/scale", "kind": "Scale"}]
+    with pytest.raises(MetricsError):  # within the reset period: the same answer, no second read
+        await ctrl._scale_path(ref, "default")
+    assert discovery.reads == 1
+    await clock.advance(DISCOVERY_RESET)
+    assert await ctrl._scale_path(ref, "default") == "/apis/example.com/v1/namespaces/default/widgets/w/scale"
