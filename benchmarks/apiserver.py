@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -43,15 +44,17 @@ def _session(base: str, token: str | None, ca: Path | None, limit: int) -> aioht
     return aiohttp.ClientSession(base, headers=headers, connector=aiohttp.TCPConnector(limit=limit, ssl=ctx or False))
 
 
-async def create_pods(session: aiohttp.ClientSession, prefix: str, count: int, clients: int) -> list[float]:
+async def create_objects(session: aiohttp.ClientSession, path: str, template: dict[str, Any], prefix: str,
+                         count: int, clients: int) -> list[float]:
+    """POST `count` copies of `template` named prefix-N over `clients` connections; each create's latency."""
     latencies: list[float] = []
     counter = iter(range(count))
 
     async def worker() -> None:
         for i in counter:
-            body = dict(POD, metadata={**POD["metadata"], "name": f"{prefix}-{i}"})
+            body = dict(template, metadata={**template["metadata"], "name": f"{prefix}-{i}"})
             start = time.perf_counter()
-            async with session.post("/api/v1/namespaces/default/pods", data=orjson.dumps(body)) as resp:
+            async with session.post(path, data=orjson.dumps(body)) as resp:
                 await resp.read()
                 if resp.status != 201:
                     raise RuntimeError(f"create failed: {resp.status}")
@@ -59,6 +62,10 @@ async def create_pods(session: aiohttp.ClientSession, prefix: str, count: int, c
 
     await asyncio.gather(*(worker() for _ in range(clients)))
     return latencies
+
+
+async def create_pods(session: aiohttp.ClientSession, prefix: str, count: int, clients: int) -> list[float]:
+    return await create_objects(session, "/api/v1/namespaces/default/pods", POD, prefix, count, clients)
 
 
 CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -76,22 +83,8 @@ BENCH = {"apiVersion": "example.com/v1", "kind": "Bench", "metadata": {"name": "
 
 
 async def create_custom(session: aiohttp.ClientSession, prefix: str, count: int, clients: int) -> list[float]:
-    latencies: list[float] = []
-    counter = iter(range(count))
-
-    async def worker() -> None:
-        for i in counter:
-            body = dict(BENCH, metadata={**BENCH["metadata"], "name": f"{prefix}-{i}"})
-            start = time.perf_counter()
-            async with session.post("/apis/example.com/v1/namespaces/default/benches", data=orjson.dumps(body)) \
-                    as resp:
-                await resp.read()
-                if resp.status != 201:
-                    raise RuntimeError(f"create failed: {resp.status}")
-            latencies.append(time.perf_counter() - start)
-
-    await asyncio.gather(*(worker() for _ in range(clients)))
-    return latencies
+    return await create_objects(session, "/apis/example.com/v1/namespaces/default/benches", BENCH, prefix, count,
+                                clients)
 
 
 async def bench_custom_creates(session: aiohttp.ClientSession, count: int, clients: int, server_pid: int) -> None:
