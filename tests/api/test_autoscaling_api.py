@@ -328,3 +328,19 @@ async def test_v1_round_trip_annotations_that_make_no_sense_are_never_a_500(api:
             "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3}}
     resp = await api.post(V1, data=orjson.dumps(body), headers={"Content-Type": "application/json"})
     assert resp.status in (201, 400, 422), await resp.read()
+
+
+async def test_v1_new_hpa_reads_with_the_official_client(api: Client) -> None:
+    """A new HPA's v1 status carries currentReplicas 0 (no omitempty at v1, unlike v2): V1HorizontalPodAutoscalerStatus
+    requires it, so AutoscalingV1Api's read and list would fail without it."""
+    from kubernetes.client import ApiClient
+
+    await call(api, "POST", V2, {"metadata": {"name": "web"}, "spec": spec()}, 201)
+    client = ApiClient()
+    got = client.deserialize((await (await api.get(f"{V1}/web")).text()), "V1HorizontalPodAutoscaler",
+                             "application/json")
+    listed = client.deserialize((await (await api.get(V1)).text()), "V1HorizontalPodAutoscalerList",
+                                "application/json")
+    for hpa in (got, *listed.items):
+        assert (hpa.status.current_replicas, hpa.status.desired_replicas) == (0, 0)
+        assert (hpa.spec.scale_target_ref.name, hpa.spec.max_replicas) == ("web", 5)
