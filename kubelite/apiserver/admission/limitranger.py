@@ -12,7 +12,6 @@ checked (their resources cannot change), nor are objects being deleted.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 
 from kubelite.api.quantity import Quantity
@@ -67,19 +66,14 @@ def merge_pod_resource_requirements(pod: Obj, requests: dict[str, str], limits: 
 
 # --- constraints ----------------------------------------------------------------------------------
 
-def _milli(q: Quantity | None) -> int:
-    """requestLimitEnforcedValues compares in milli-units (kubelite's quantities do not overflow)."""
-    return math.ceil(q.amount * 1000) if q is not None else 0
-
-
 def min_constraint(limit_type: str, name: str, enforced: Quantity, requests: ResourceList,
                    limits: ResourceList) -> str:
     req, lim = requests.get(name), limits.get(name)
     if req is None:
         return f"minimum {name} usage per {limit_type} is {enforced}.  No request is specified"
-    if _milli(req) < _milli(enforced):
+    if req.milli_value() < enforced.milli_value():
         return f"minimum {name} usage per {limit_type} is {enforced}, but request is {req}"
-    if lim is not None and _milli(lim) < _milli(enforced):
+    if lim is not None and lim.milli_value() < enforced.milli_value():
         return f"minimum {name} usage per {limit_type} is {enforced}, but limit is {lim}"
     return ""
 
@@ -89,7 +83,7 @@ def max_request_constraint(limit_type: str, name: str, enforced: Quantity, reque
     req = requests.get(name)
     if req is None:
         return f"maximum {name} usage per {limit_type} is {enforced}.  No request is specified"
-    if _milli(req) > _milli(enforced):
+    if req.milli_value() > enforced.milli_value():
         return f"maximum {name} usage per {limit_type} is {enforced}, but request is {req}"
     return ""
 
@@ -99,16 +93,16 @@ def max_constraint(limit_type: str, name: str, enforced: Quantity, requests: Res
     req, lim = requests.get(name), limits.get(name)
     if lim is None:
         return f"maximum {name} usage per {limit_type} is {enforced}.  No limit is specified"
-    if _milli(lim) > _milli(enforced):
+    if lim.milli_value() > enforced.milli_value():
         return f"maximum {name} usage per {limit_type} is {enforced}, but limit is {lim}"
-    if req is not None and _milli(req) > _milli(enforced):
+    if req is not None and req.milli_value() > enforced.milli_value():
         return f"maximum {name} usage per {limit_type} is {enforced}, but request is {req}"
     return ""
 
 
 def limit_request_ratio_constraint(limit_type: str, name: str, enforced: Quantity, requests: ResourceList,
                                    limits: ResourceList) -> str:
-    req, lim = _milli(requests.get(name)), _milli(limits.get(name))
+    req, lim = (q.milli_value() if (q := ls.get(name)) is not None else 0 for ls in (requests, limits))
     if req == 0:
         return (f"{name} max limit to request ratio per {limit_type} is {enforced}, but no request is specified "
                 "or request is 0")
@@ -116,7 +110,7 @@ def limit_request_ratio_constraint(limit_type: str, name: str, enforced: Quantit
         return (f"{name} max limit to request ratio per {limit_type} is {enforced}, but no limit is specified "
                 "or limit is 0")
     observed = lim / req
-    if observed * 1000 > _milli(enforced):
+    if observed * 1000 > enforced.milli_value():
         return f"{name} max limit to request ratio per {limit_type} is {enforced}, but provided ratio is {observed:f}"
     return ""
 
