@@ -22,7 +22,6 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.apiserver import handlers as h
 from kubelite.apiserver import listoptions, nesting, patch, watch
-from kubelite.apiserver.cache import CachedEvent
 from kubelite.apiserver.registry import autoscaling
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.request import (
@@ -138,21 +137,17 @@ async def _patch(handlers: h.ResourceHandlers, request: web.Request, stored: Tar
 
 async def _watch(handlers: h.ResourceHandlers, request: web.Request, stored: Target,
                  conversion: Conversion) -> web.StreamResponse:
-    """A watch whose events carry the objects as the served version (JSON)."""
+    """A watch whose events and bookmarks carry the objects as the served version, in JSON or protobuf as the
+    storage version's watch chooses."""
     q = request.query
     initial_events = listoptions.validate(q, True)
     matches, _ = handlers._matcher(request, conversion.storage)
-    key = ("json", conversion.served.group_version)
-
-    def encode(ev: CachedEvent) -> bytes:
-        line = ev.encoded.get(key)
-        if line is None:
-            line = nesting.dumps({"type": ev.type, "object": conversion.answer(ev.obj)}) + b"\n"
-            ev.encoded[key] = line
-        return line
+    served = conversion.served
+    encode = watch.protobuf_encoder(conversion.answer, served.group_version) if h._protobuf_watch(request, served) \
+        else watch.json_encoder(conversion.answer, served.group_version)
 
     timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
     return await watch.serve(request, handlers.caches, conversion.storage, stored.namespace, matches, encode,
                              q.get("resourceVersion", ""), float(timeout) if timeout else None,
                              parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), handlers.clock,
-                             None, initial_events)
+                             None, initial_events, served)

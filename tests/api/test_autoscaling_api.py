@@ -5,12 +5,15 @@ over HTTP against a real API server."""
 from __future__ import annotations
 
 import copy
+import struct
 from typing import Any
 
 import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
+from kubelite.apiserver import protobuf
+from kubelite.apiserver.proto import codec
 from kubelite.apiserver.registry.autoscaling import (
     BEHAVIOR_ANNOTATION,
     CONDITIONS_ANNOTATION,
@@ -308,6 +311,29 @@ async def test_v1_watch_converts_events(api: Client) -> None:
     events = [orjson.loads(line) for line in (await resp.read()).splitlines() if line]
     assert [(e["type"], e["object"]["apiVersion"], e["object"]["spec"]["targetCPUUtilizationPercentage"])
             for e in events] == [("ADDED", "autoscaling/v1", 70)]
+
+
+async def test_v1_watch_bookmarks_carry_v1(api: Client) -> None:
+    await call(api, "POST", V2, {"metadata": {"name": "web"}, "spec": spec()}, 201)
+    resp = await api.get(V1, params={"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": "1"})
+    events = [orjson.loads(line) for line in (await resp.read()).splitlines() if line]
+    assert [(e["type"], e["object"]["apiVersion"]) for e in events][:2] == [
+        ("ADDED", "autoscaling/v1"), ("BOOKMARK", "autoscaling/v1")]
+
+
+async def test_v1_watch_answers_protobuf_when_accepted(api: Client) -> None:
+    await call(api, "POST", V2, {"metadata": {"name": "web"}, "spec": spec()}, 201)
+    resp = await api.get(V1, params={"watch": "true", "allowWatchBookmarks": "true"},
+                         headers={"Accept": protobuf.WATCH_MEDIA_TYPE})
+    assert resp.headers["Content-Type"] == protobuf.WATCH_MEDIA_TYPE
+    events = []
+    for _ in range(2):
+        (length,) = struct.unpack(">I", await resp.content.readexactly(4))
+        events.append(codec.decode_message("meta.v1.WatchEvent", await resp.content.readexactly(length)))
+    resp.close()
+    assert [(e["type"], e["object"]["apiVersion"]) for e in events] == [
+        ("ADDED", "autoscaling/v1"), ("BOOKMARK", "autoscaling/v1")]
+    assert events[0]["object"]["spec"]["targetCPUUtilizationPercentage"] == 70
 
 
 async def test_v1_status_update_keeps_v2_conditions(api: Client) -> None:
