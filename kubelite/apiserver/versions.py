@@ -64,13 +64,26 @@ CONVERSIONS: dict[Resource, Conversion] = {
 }
 
 
+def version_mismatch(r: Resource, api_version: str) -> str:
+    """create.go's 400 message for a body of another version kubelite serves `r`'s kind at (decoded by upstream's
+    scheme, then refused), or "" when `api_version` is not one."""
+    for c in CONVERSIONS.values():
+        if r in (c.served, c.storage) and api_version in (c.served.group_version, c.storage.group_version) \
+                and api_version != r.group_version:
+            return (f"the API version in the data ({api_version}) does not match the expected API version "
+                    f"({r.group_version})")
+    return ""
+
+
 async def serve(handlers: h.ResourceHandlers, request: web.Request, target: Target,
                 conversion: Conversion) -> web.StreamResponse:
     """Serve `target` (at conversion.served) through the storage version's handling."""
     stored = Target(conversion.storage, target.namespace, target.name, target.subresource,
                     conversion.storage.group_version)
     method = request.method
-    if method in ("POST", "PUT") and (method == "PUT" or not target.name):
+    if method == "PUT" and not target.name:  # a collection is not replaced
+        raise errors.method_not_allowed(method, conversion.served.plural)
+    if method in ("POST", "PUT"):
         return await _write(handlers, request, target, stored, conversion)
     if method == "PATCH" and target.name:
         return await _patch(handlers, request, stored, conversion)
@@ -114,6 +127,8 @@ async def _patch(handlers: h.ResourceHandlers, request: web.Request, stored: Tar
     body = await read_body(request)
     document = await decode_request_body(body, ctype, PATCH_TYPES)
     served = conversion.served
+    warnings: list[str] = []
+    duplicates = h._duplicate_warnings(request, body)  # said before the unknown fields, as upstream
 
     def apply(cur: Obj) -> Obj:
         view = conversion.from_storage(cur)
@@ -126,13 +141,14 @@ async def _patch(handlers: h.ResourceHandlers, request: web.Request, stored: Tar
         if not isinstance(out, dict):
             raise errors.bad_request("patch produced an object without metadata")
         nesting.check_depth(out)
-        handlers.registry.check_types(served, out, patch=True)
+        # pruned, type-checked and refused or warned of as fieldValidation says, as the storage version's patch
+        warnings[:] = duplicates + handlers._field_validation(request, served, out, None, patched=True)
         return conversion.to_storage(out)
 
-    warnings: list[str] = []
+    admitted: list[str] = []
     patched = await handlers.registry.patch(conversion.storage, stored.namespace, stored.name, apply,
-                                            stored.subresource, h._dry_run(request), warnings)
-    return h.respond(conversion.from_storage(patched), 200, warnings)
+                                            stored.subresource, h._dry_run(request), admitted)
+    return h.respond(conversion.from_storage(patched), 200, warnings + admitted)
 
 
 async def _watch(handlers: h.ResourceHandlers, request: web.Request, stored: Target,

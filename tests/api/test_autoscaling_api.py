@@ -370,3 +370,42 @@ async def test_v1_new_hpa_reads_with_the_official_client(api: Client) -> None:
     for hpa in (got, *listed.items):
         assert (hpa.status.current_replicas, hpa.status.desired_replicas) == (0, 0)
         assert (hpa.spec.scale_target_ref.name, hpa.spec.max_replicas) == ("web", 5)
+
+
+V1_BODY = {"metadata": {"name": "web"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"},
+                                                 "maxReplicas": 3}}
+
+
+@pytest.mark.parametrize("mode,status,warnings", [
+    ("Strict", 400, []),
+    ("Warn", 200, ['299 - "unknown field \\"spec.bogus\\""']),
+    ("Ignore", 200, []),
+])
+async def test_v1_patch_validates_fields_as_the_storage_version(api: Client, mode: str, status: int,
+                                                                warnings: list[str]) -> None:
+    await call(api, "POST", V1, V1_BODY, 201)
+    resp = await api.patch(f"{V1}/web", params={"fieldValidation": mode}, data=b'{"spec": {"bogus": 1}}',
+                           headers={"Content-Type": "application/merge-patch+json"})
+    answer = await resp.json()
+    assert (resp.status, resp.headers.getall("Warning", [])) == (status, warnings)
+    if status == 400:
+        assert answer["message"] == ('HorizontalPodAutoscaler in version "v1" cannot be handled as a '
+                                     'HorizontalPodAutoscaler: strict decoding error: unknown field "spec.bogus"')
+    else:
+        assert "bogus" not in answer["spec"]
+
+
+async def test_v1_collection_put_is_405(api: Client) -> None:
+    status = await call(api, "PUT", V1, V1_BODY, 405)
+    assert status["message"] == ("the server does not allow this method on the requested resource "
+                                 "(PUT horizontalpodautoscalers)")
+
+
+@pytest.mark.parametrize("path,api_version", [(V1, "autoscaling/v2"), (V2, "autoscaling/v1")])
+async def test_a_body_of_the_other_version_is_refused_as_create_go_does(api: Client, path: str,
+                                                                        api_version: str) -> None:
+    body = {**V1_BODY, "apiVersion": api_version, "kind": "HorizontalPodAutoscaler"}
+    status = await call(api, "POST", path, body, 400)
+    expected = path.split("/")[3]
+    assert status["message"] == (f"the API version in the data ({api_version}) does not match the expected API "
+                                 f"version (autoscaling/{expected})")
