@@ -172,16 +172,22 @@ def _refusals(limit_ranges: Iterable[Obj], validate: Callable[[Obj, Obj], list[s
     return []
 
 
-def admit_pod(pod: Obj, lookup: Lookup) -> list[str]:
-    """Admit (defaults from every LimitRange of the namespace), then Validate, for a pod being created."""
-    limit_ranges = lookup.list("limitranges", pod["metadata"]["namespace"])
-    for limit_range in limit_ranges:
+def admit_pod(pod: Obj, lookup: Lookup) -> None:
+    """Admit (the mutating phase, before validation): defaults from every LimitRange of the namespace, for a pod
+    being created."""
+    for limit_range in lookup.list("limitranges", pod["metadata"]["namespace"]):
         merge_pod_resource_requirements(pod, *default_container_resource_requirements(limit_range))
-    return _refusals(limit_ranges, pod_validate_limit, pod)
 
 
-def admit_claim(claim: Obj, old: Obj | None, lookup: Lookup) -> list[str]:
-    """Validate for a claim created or updated (one being deleted is let through)."""
+def validate_pod(pod: Obj, lookup: Lookup) -> list[str]:
+    """Validate (the validating phase, after the object's validation): the min/max/ratio refusals of a pod being
+    created, so an invalid pod is a 422 before any LimitRange refuses it."""
+    return _refusals(lookup.list("limitranges", pod["metadata"]["namespace"]), pod_validate_limit, pod)
+
+
+def validate_claim(claim: Obj, old: Obj | None, lookup: Lookup) -> list[str]:
+    """Validate (after the object's validation) for a claim created or updated (one being deleted is let
+    through); claims get no defaults."""
     if old is not None and old["metadata"].get("deletionTimestamp"):
         return []
     return _refusals(lookup.list("limitranges", claim["metadata"]["namespace"]), claim_validate_limit, claim)
