@@ -118,6 +118,10 @@ class Quantity:
         """Quantity.Value(): the integer value, rounded up."""
         return math.ceil(self.amount)
 
+    def milli_value(self) -> int:
+        """Quantity.MilliValue(): the value in milli-units, rounded up (kubelite's quantities do not overflow)."""
+        return math.ceil(self.amount * 1000)
+
     def __str__(self) -> str:
         return format_quantity(self.amount, self.format)
 

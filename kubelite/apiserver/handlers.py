@@ -253,6 +253,9 @@ class ResourceHandlers:
         if not isinstance(obj, dict):
             raise errors.bad_request(f"the body of the request must be a {r.kind} object")
         kind, api_version = obj.get("kind"), obj.get("apiVersion")
+        if kind in (None, r.kind) and isinstance(api_version, str) \
+                and (mismatch := versions.version_mismatch(r, api_version)):
+            raise errors.bad_request(mismatch)
         if (kind and kind != r.kind) or (api_version and api_version != r.group_version):
             raise errors.bad_request(f"the object provided is unrecognized (must be of type {r.kind}): "
                                      f"{api_version}, Kind={kind}")

@@ -322,7 +322,7 @@ class InProcessClient(RestVerbs):
                             raise status_error(int(event["object"].get("code", 500)), event["object"])
                         yield event
                 elif type(item) is int:
-                    yield {"type": "BOOKMARK", "object": bookmark_object(stream.resource, item)}
+                    yield {"type": "BOOKMARK", "object": bookmark_object(stream.shown, item)}
                 else:
                     await cast(asyncio.Future[None], item)
         finally:

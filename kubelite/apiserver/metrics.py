@@ -33,7 +33,7 @@ from prometheus_client.utils import floatToGoString
 from kubelite.api.errors import ApiError
 from kubelite.apiserver import metrics_api
 from kubelite.apiserver.cache import Caches
-from kubelite.apiserver.registry import RESOURCES
+from kubelite.apiserver.registry import SERVED
 from kubelite.apiserver.request import APPLY_PATCH, CACHED_PATH, PATH_CACHE, media_type, parse_bool
 from kubelite.apiserver.watch import WatchResponse
 from kubelite.clock import Clock
@@ -56,7 +56,7 @@ NON_RESOURCE_PATHS = frozenset({"/", "/api", "/apis", "/healthz", "/livez", "/re
 # (GET, LIST, and whatever method a client invents) are readOnly
 _REQUEST_KIND: dict[str, str | None] = {"WATCH": None, "POST": "mutating", "PUT": "mutating", "PATCH": "mutating",
                                         "DELETE": "mutating", "APPLY": "mutating"}
-_SERVED = {(r.group, r.version, r.plural): r.subresources for r in (*RESOURCES, *metrics_api.RESOURCES)}
+_SERVED = {(r.group, r.version, r.plural): r.subresources for r in (*SERVED, *metrics_api.RESOURCES)}
 _SERVED["", "v1", "bindings"] = ()
 
 

@@ -168,6 +168,9 @@ class Registry:
         if refusals:
             raise self._forbidden(resource, meta.get("name", ""), "; ".join(refusals))
         self._raise_invalid(resource, obj, strategy.validate(obj))
+        refusals = strategy.admit_validated(obj, None, self)  # validating admission: ResourceQuota's last
+        if refusals:
+            raise self._forbidden(resource, meta["name"], "; ".join(refusals))
         refusal = await self.quota.admit(resource, obj, None, dry_run)
         if refusal:
             raise self._forbidden(resource, meta["name"], refusal)
@@ -345,6 +348,8 @@ class Registry:
             if warnings is not None:  # a retried mutation replaces what an earlier attempt said
                 warnings[:] = strategy.warnings(new, cur)
         self._raise_invalid(resource, new, causes)
+        if subresource != "status" and (refusals := strategy.admit_validated(new, cur, self)):
+            raise self._forbidden(resource, name, "; ".join(refusals))
         return new
 
     async def update(self, resource: Resource, namespace: str, name: str, body: Obj, subresource: str = "",

@@ -22,7 +22,6 @@ from aiohttp import web
 from kubelite.api import errors
 from kubelite.apiserver import handlers as h
 from kubelite.apiserver import listoptions, nesting, patch, watch
-from kubelite.apiserver.cache import CachedEvent
 from kubelite.apiserver.registry import autoscaling
 from kubelite.apiserver.registry.base import Obj, Resource
 from kubelite.apiserver.request import (
@@ -65,13 +64,26 @@ CONVERSIONS: dict[Resource, Conversion] = {
 }
 
 
+def version_mismatch(r: Resource, api_version: str) -> str:
+    """create.go's 400 message for a body of another version kubelite serves `r`'s kind at (decoded by upstream's
+    scheme, then refused), or "" when `api_version` is not one."""
+    for c in CONVERSIONS.values():
+        if r in (c.served, c.storage) and api_version in (c.served.group_version, c.storage.group_version) \
+                and api_version != r.group_version:
+            return (f"the API version in the data ({api_version}) does not match the expected API version "
+                    f"({r.group_version})")
+    return ""
+
+
 async def serve(handlers: h.ResourceHandlers, request: web.Request, target: Target,
                 conversion: Conversion) -> web.StreamResponse:
     """Serve `target` (at conversion.served) through the storage version's handling."""
     stored = Target(conversion.storage, target.namespace, target.name, target.subresource,
                     conversion.storage.group_version)
     method = request.method
-    if method in ("POST", "PUT") and (method == "PUT" or not target.name):
+    if method == "PUT" and not target.name:  # a collection is not replaced
+        raise errors.method_not_allowed(method, conversion.served.plural)
+    if method in ("POST", "PUT"):
         return await _write(handlers, request, target, stored, conversion)
     if method == "PATCH" and target.name:
         return await _patch(handlers, request, stored, conversion)
@@ -115,6 +127,8 @@ async def _patch(handlers: h.ResourceHandlers, request: web.Request, stored: Tar
     body = await read_body(request)
     document = await decode_request_body(body, ctype, PATCH_TYPES)
     served = conversion.served
+    warnings: list[str] = []
+    duplicates = h._duplicate_warnings(request, body)  # said before the unknown fields, as upstream
 
     def apply(cur: Obj) -> Obj:
         view = conversion.from_storage(cur)
@@ -127,32 +141,29 @@ async def _patch(handlers: h.ResourceHandlers, request: web.Request, stored: Tar
         if not isinstance(out, dict):
             raise errors.bad_request("patch produced an object without metadata")
         nesting.check_depth(out)
-        handlers.registry.check_types(served, out, patch=True)
+        # pruned, type-checked and refused or warned of as fieldValidation says, as the storage version's patch
+        warnings[:] = duplicates + handlers._field_validation(request, served, out, None, patched=True)
         return conversion.to_storage(out)
 
-    warnings: list[str] = []
+    admitted: list[str] = []
     patched = await handlers.registry.patch(conversion.storage, stored.namespace, stored.name, apply,
-                                            stored.subresource, h._dry_run(request), warnings)
-    return h.respond(conversion.from_storage(patched), 200, warnings)
+                                            stored.subresource, h._dry_run(request), admitted)
+    return h.respond(conversion.from_storage(patched), 200, warnings + admitted)
 
 
 async def _watch(handlers: h.ResourceHandlers, request: web.Request, stored: Target,
                  conversion: Conversion) -> web.StreamResponse:
-    """A watch whose events carry the objects as the served version (JSON)."""
+    """A watch whose events and bookmarks carry the objects as the served version, in JSON or protobuf as the
+    storage version's watch chooses."""
     q = request.query
     initial_events = listoptions.validate(q, True)
     matches, _ = handlers._matcher(request, conversion.storage)
-    key = ("json", conversion.served.group_version)
-
-    def encode(ev: CachedEvent) -> bytes:
-        line = ev.encoded.get(key)
-        if line is None:
-            line = nesting.dumps({"type": ev.type, "object": conversion.answer(ev.obj)}) + b"\n"
-            ev.encoded[key] = line
-        return line
+    served = conversion.served
+    encode = watch.protobuf_encoder(conversion.answer, served.group_version) if h._protobuf_watch(request, served) \
+        else watch.json_encoder(conversion.answer, served.group_version)
 
     timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
     return await watch.serve(request, handlers.caches, conversion.storage, stored.namespace, matches, encode,
                              q.get("resourceVersion", ""), float(timeout) if timeout else None,
                              parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks"), handlers.clock,
-                             None, initial_events)
+                             None, initial_events, served)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any, cast, final
 
@@ -38,6 +39,7 @@ MIN_REQUEST_TIMEOUT = 1800
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # metav1.InitialEventsAnnotationKey
 
 Encoder = Callable[[CachedEvent], bytes]
+_PROTOBUF_VIEWS: weakref.WeakSet[Encoder] = weakref.WeakSet()  # protobuf_encoder's: streams of protobuf frames
 
 
 def json_encoder(view: Callable[[Obj], Obj] | None = None, key: str = "") -> Encoder:
@@ -64,16 +66,34 @@ def json_encoder(view: Callable[[Obj], Obj] | None = None, key: str = "") -> Enc
     return enc
 
 
+def _protobuf_frame(ev: CachedEvent, obj: Obj) -> bytes:
+    frame = protobuf.watch_frame(ev.type, obj) or protobuf.watch_frame("ERROR", errors.internal(
+        f"{ev.resource.kind} {ev.obj['metadata'].get('name')} cannot be encoded as protobuf").status())
+    assert frame is not None
+    return frame
+
+
 def protobuf_event(ev: CachedEvent) -> bytes:
     """An Encoder: length-prefixed protobuf WatchEvents. Only kinds with a message are watched this way; an object
     holding a value of the wrong type for its message (never one that passed validation) becomes an ERROR event."""
     frame = ev.encoded.get("protobuf")
     if frame is None:
-        frame = protobuf.watch_frame(ev.type, ev.obj) or protobuf.watch_frame("ERROR", errors.internal(
-            f"{ev.resource.kind} {ev.obj['metadata'].get('name')} cannot be encoded as protobuf").status())
-        assert frame is not None
-        ev.encoded["protobuf"] = frame
+        frame = ev.encoded["protobuf"] = _protobuf_frame(ev, ev.obj)
     return frame
+
+
+def protobuf_encoder(view: Callable[[Obj], Obj], key: str) -> Encoder:
+    """protobuf_event for a version served by conversion (`view` shows a stored object as the group-version `key`);
+    events are encoded once per view."""
+    def viewed(ev: CachedEvent) -> bytes:
+        cache_key = ("protobuf", key)
+        frame = ev.encoded.get(cache_key)
+        if frame is None:
+            frame = ev.encoded[cache_key] = _protobuf_frame(ev, view(ev.obj))
+        return frame
+
+    _PROTOBUF_VIEWS.add(viewed)
+    return viewed
 
 
 def table_encoder(kind: str, include: str, clock: Clock, printer: tables.Printer | None = None,
@@ -110,14 +130,19 @@ class WatchStream:
     """
 
     def __init__(self, caches: Caches, resource: Resource, watcher: Watcher | None, encoder: Encoder,
-                 first: bytes, bookmarks: float | None, lifetime: float, clock: Clock, exact_end: bool = False) -> None:
+                 first: bytes, bookmarks: float | None, lifetime: float, clock: Clock, exact_end: bool = False,
+                 shown: Resource | None = None) -> None:
         """`bookmarks`: the interval between periodic bookmarks, None if the client did not ask for them.
-        `exact_end`: the client chose the lifetime (timeoutSeconds), so it ends on time (Ticker)."""
+        `exact_end`: the client chose the lifetime (timeoutSeconds), so it ends on time (Ticker).
+        `shown`: the version the client watches, when it is served by conversion from `resource` (its bookmarks
+        carry that version's apiVersion)."""
         self.caches, self.resource, self.watcher, self.encoder = caches, resource, watcher, encoder
+        self.shown = shown or resource
         self.first = first  # the initial events (and bookmark), or the one ERROR event of an expired watch
         self.bookmarks, self.lifetime, self.clock, self.exact_end = bookmarks, lifetime, clock, exact_end
-        self.bookmark = _protobuf_bookmark if encoder is protobuf_event else _bookmark
-        self.content_type = protobuf.WATCH_MEDIA_TYPE if encoder is protobuf_event else "application/json"
+        frames = encoder is protobuf_event or encoder in _PROTOBUF_VIEWS
+        self.bookmark = _protobuf_bookmark if frames else _bookmark
+        self.content_type = protobuf.WATCH_MEDIA_TYPE if frames else "application/json"
         self._ticker: Ticker | None = None
         self._closers: list[Callable[[], None]] = []
         self._first_taken = False
@@ -165,7 +190,7 @@ class WatchStream:
             if type(item) is bytes:
                 yield item
             elif type(item) is int:
-                yield self.bookmark(self.resource, item)
+                yield self.bookmark(self.shown, item)
             else:
                 await cast(asyncio.Future[None], item)
 
@@ -197,9 +222,10 @@ class WatchResponse(web.StreamResponse):
 async def open_stream(caches: Caches, resource: Resource, namespace: str, matches: Callable[[Obj], bool] | None,
                       encoder: Encoder, resource_version: str, timeout: float | None, bookmarks: bool,
                       clock: Clock, trigger: str | None = None, loopback: bool = False,
-                      initial_events: bool = False) -> WatchStream:
+                      initial_events: bool = False, shown: Resource | None = None) -> WatchStream:
     """Register the watch (or find its resourceVersion expired); a bad or future resourceVersion raises before.
-    `loopback`: for an in-process client (bookmarks at upstream's cadence, not HTTP's liveness one).
+    `loopback`: for an in-process client (bookmarks at upstream's cadence, not HTTP's liveness one); `shown`: as
+    WatchStream's.
 
     `initial_events`: sendInitialEvents as defaulted and validated (listoptions.watch_options), served as the watch
     cache's getAllEventsSinceLocked serves it. True (WatchList, also every watch from resourceVersion "" or "0"
@@ -224,26 +250,29 @@ async def open_stream(caches: Caches, resource: Resource, namespace: str, matche
         await listoptions.wait_fresh(caches, clock, start)  # the watch cache waits a little for a revision it lacks
         backlog = caches.events_since(resource, start, trigger)
         if backlog is None:
-            return WatchStream(caches, resource, None, encoder, _expired(start, caches.revision), None, 0.0, clock)
+            return WatchStream(caches, resource, None, encoder, _expired(start, caches.revision), None, 0.0, clock,
+                               shown=shown)
         for ev in backlog:
             watcher.offer(ev)
     cache.add(watcher)
-    stream = WatchStream(caches, resource, watcher, encoder, b"", interval, lifetime, clock, timeout is not None)
+    stream = WatchStream(caches, resource, watcher, encoder, b"", interval, lifetime, clock, timeout is not None,
+                         shown)
     stream.first = b"".join(encoder(e) for e in initial)
     if bookmarks and initial_events:
-        stream.first += stream.bookmark(resource, start, True)
+        stream.first += stream.bookmark(stream.shown, start, True)
     return stream
 
 
 async def serve(request: web.Request, caches: Caches, resource: Resource, namespace: str,
                 matches: Callable[[Obj], bool] | None, encoder: Encoder, resource_version: str,
                 timeout: float | None, bookmarks: bool, clock: Clock,
-                trigger: str | None = None, initial_events: bool = False) -> web.StreamResponse:
+                trigger: str | None = None, initial_events: bool = False,
+                shown: Resource | None = None) -> web.StreamResponse:
     """`trigger`: the value of the resource's indexed trigger field that `matches` requires (cache.py);
-    `initial_events`: as open_stream's."""
+    `initial_events`, `shown`: as open_stream's."""
     loopback = bool(request.get(LOOPBACK))
     stream = await open_stream(caches, resource, namespace, matches, encoder, resource_version, timeout, bookmarks,
-                               clock, trigger, loopback, initial_events)
+                               clock, trigger, loopback, initial_events, shown)
     try:  # after the watch opened, as serveWatchHandler negotiates after rw.Watch: its 400s come first
         negotiation.check_stream_acceptable(request.headers.get("Accept", ""))
     except errors.ApiError:

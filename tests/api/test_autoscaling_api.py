@@ -5,12 +5,15 @@ over HTTP against a real API server."""
 from __future__ import annotations
 
 import copy
+import struct
 from typing import Any
 
 import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
+from kubelite.apiserver import protobuf
+from kubelite.apiserver.proto import codec
 from kubelite.apiserver.registry.autoscaling import (
     BEHAVIOR_ANNOTATION,
     CONDITIONS_ANNOTATION,
@@ -310,6 +313,29 @@ async def test_v1_watch_converts_events(api: Client) -> None:
             for e in events] == [("ADDED", "autoscaling/v1", 70)]
 
 
+async def test_v1_watch_bookmarks_carry_v1(api: Client) -> None:
+    await call(api, "POST", V2, {"metadata": {"name": "web"}, "spec": spec()}, 201)
+    resp = await api.get(V1, params={"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": "1"})
+    events = [orjson.loads(line) for line in (await resp.read()).splitlines() if line]
+    assert [(e["type"], e["object"]["apiVersion"]) for e in events][:2] == [
+        ("ADDED", "autoscaling/v1"), ("BOOKMARK", "autoscaling/v1")]
+
+
+async def test_v1_watch_answers_protobuf_when_accepted(api: Client) -> None:
+    await call(api, "POST", V2, {"metadata": {"name": "web"}, "spec": spec()}, 201)
+    resp = await api.get(V1, params={"watch": "true", "allowWatchBookmarks": "true"},
+                         headers={"Accept": protobuf.WATCH_MEDIA_TYPE})
+    assert resp.headers["Content-Type"] == protobuf.WATCH_MEDIA_TYPE
+    events = []
+    for _ in range(2):
+        (length,) = struct.unpack(">I", await resp.content.readexactly(4))
+        events.append(codec.decode_message("meta.v1.WatchEvent", await resp.content.readexactly(length)))
+    resp.close()
+    assert [(e["type"], e["object"]["apiVersion"]) for e in events] == [
+        ("ADDED", "autoscaling/v1"), ("BOOKMARK", "autoscaling/v1")]
+    assert events[0]["object"]["spec"]["targetCPUUtilizationPercentage"] == 70
+
+
 async def test_v1_status_update_keeps_v2_conditions(api: Client) -> None:
     """A v1 status write converts currentCPUUtilizationPercentage back into the v2 current metric."""
     await call(api, "POST", V2, {"metadata": {"name": "web"}, "spec": spec()}, 201)
@@ -328,3 +354,58 @@ async def test_v1_round_trip_annotations_that_make_no_sense_are_never_a_500(api:
             "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3}}
     resp = await api.post(V1, data=orjson.dumps(body), headers={"Content-Type": "application/json"})
     assert resp.status in (201, 400, 422), await resp.read()
+
+
+async def test_v1_new_hpa_reads_with_the_official_client(api: Client) -> None:
+    """A new HPA's v1 status carries currentReplicas 0 (no omitempty at v1, unlike v2): V1HorizontalPodAutoscalerStatus
+    requires it, so AutoscalingV1Api's read and list would fail without it."""
+    from kubernetes.client import ApiClient
+
+    await call(api, "POST", V2, {"metadata": {"name": "web"}, "spec": spec()}, 201)
+    client = ApiClient()
+    got = client.deserialize((await (await api.get(f"{V1}/web")).text()), "V1HorizontalPodAutoscaler",
+                             "application/json")
+    listed = client.deserialize((await (await api.get(V1)).text()), "V1HorizontalPodAutoscalerList",
+                                "application/json")
+    for hpa in (got, *listed.items):
+        assert (hpa.status.current_replicas, hpa.status.desired_replicas) == (0, 0)
+        assert (hpa.spec.scale_target_ref.name, hpa.spec.max_replicas) == ("web", 5)
+
+
+V1_BODY = {"metadata": {"name": "web"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"},
+                                                 "maxReplicas": 3}}
+
+
+@pytest.mark.parametrize("mode,status,warnings", [
+    ("Strict", 400, []),
+    ("Warn", 200, ['299 - "unknown field \\"spec.bogus\\""']),
+    ("Ignore", 200, []),
+])
+async def test_v1_patch_validates_fields_as_the_storage_version(api: Client, mode: str, status: int,
+                                                                warnings: list[str]) -> None:
+    await call(api, "POST", V1, V1_BODY, 201)
+    resp = await api.patch(f"{V1}/web", params={"fieldValidation": mode}, data=b'{"spec": {"bogus": 1}}',
+                           headers={"Content-Type": "application/merge-patch+json"})
+    answer = await resp.json()
+    assert (resp.status, resp.headers.getall("Warning", [])) == (status, warnings)
+    if status == 400:
+        assert answer["message"] == ('HorizontalPodAutoscaler in version "v1" cannot be handled as a '
+                                     'HorizontalPodAutoscaler: strict decoding error: unknown field "spec.bogus"')
+    else:
+        assert "bogus" not in answer["spec"]
+
+
+async def test_v1_collection_put_is_405(api: Client) -> None:
+    status = await call(api, "PUT", V1, V1_BODY, 405)
+    assert status["message"] == ("the server does not allow this method on the requested resource "
+                                 "(PUT horizontalpodautoscalers)")
+
+
+@pytest.mark.parametrize("path,api_version", [(V1, "autoscaling/v2"), (V2, "autoscaling/v1")])
+async def test_a_body_of_the_other_version_is_refused_as_create_go_does(api: Client, path: str,
+                                                                        api_version: str) -> None:
+    body = {**V1_BODY, "apiVersion": api_version, "kind": "HorizontalPodAutoscaler"}
+    status = await call(api, "POST", path, body, 400)
+    expected = path.split("/")[3]
+    assert status["message"] == (f"the API version in the data ({api_version}) does not match the expected API "
+                                 f"version (autoscaling/{expected})")

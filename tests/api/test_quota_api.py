@@ -204,3 +204,29 @@ async def test_limit_range_defaults_satisfy_a_quota_on_limits(client: InProcessC
     await measured(client, "compute")
     await client.create(PODS, make_pod("p").obj())
     assert (await client.get(f"{QUOTAS}/compute"))["status"]["used"] == {"limits.cpu": "500m", "limits.memory": "128Mi"}
+
+
+def _badly_named_big_pod() -> dict[str, Any]:
+    pod = make_pod("big").lim(cpu="2").obj()
+    pod["spec"]["containers"][0]["name"] = "Bad_Name"
+    return pod
+
+
+@pytest.mark.parametrize("path,item,body,field", [
+    pytest.param(PODS, {"type": "Container", "max": {"cpu": "1"}}, _badly_named_big_pod(),
+                 "spec.containers[0].name", id="a pod above max with an invalid container name"),
+    pytest.param(f"{NS}/persistentvolumeclaims", {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}},
+                 {"metadata": {"name": "c"}, "spec": {"accessModes": ["Bogus"],
+                                                      "resources": {"requests": {"storage": "1Mi"}}}},
+                 "spec.accessModes", id="a claim below min with an invalid access mode"),
+])
+async def test_limit_ranger_refuses_only_what_validation_accepts(client: InProcessClient, path: str,
+                                                                  item: dict[str, Any], body: dict[str, Any],
+                                                                  field: str) -> None:
+    """Upstream runs LimitRanger's Validate in the validating phase, after the object's validation: an object both
+    invalid and out of bounds is a 422 naming the invalid field, not LimitRanger's 403."""
+    await client.create(LIMITS, limit_range("lr", item))
+    with pytest.raises(ApiError) as caught:
+        await client.create(path, body)
+    assert caught.value.code == 422, caught.value.message
+    assert field in caught.value.message

@@ -102,3 +102,18 @@ def test_watch(v1: client.CoreV1Api) -> None:
         if len(seen) == 3:
             break
     assert seen == [("ADDED", "py5"), ("MODIFIED", "py5"), ("DELETED", "py5")]
+
+
+def test_autoscaling_v1_reads_a_new_hpa(v1: client.CoreV1Api) -> None:
+    """AutoscalingV1Api's models require status.currentReplicas, which a new HPA's v1 view writes as 0."""
+    hpas = client.AutoscalingV1Api(v1.api_client)
+    hpas.create_namespaced_horizontal_pod_autoscaler("default", client.V1HorizontalPodAutoscaler(
+        metadata=client.V1ObjectMeta(name="pyhpa"), spec=client.V1HorizontalPodAutoscalerSpec(
+            scale_target_ref=client.V1CrossVersionObjectReference(api_version="apps/v1", kind="Deployment",
+                                                                  name="web"),
+            max_replicas=3, target_cpu_utilization_percentage=50)))
+    got = hpas.read_namespaced_horizontal_pod_autoscaler("pyhpa", "default")
+    assert (got.status.current_replicas, got.status.desired_replicas, got.spec.max_replicas) == (0, 0, 3)
+    listed = hpas.list_namespaced_horizontal_pod_autoscaler("default")
+    assert [h.metadata.name for h in listed.items] == ["pyhpa"]
+    hpas.delete_namespaced_horizontal_pod_autoscaler("pyhpa", "default")

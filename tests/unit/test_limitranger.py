@@ -185,7 +185,7 @@ def test_pod_limit_func_errors(pod: Obj, limit_range: Obj) -> None:
 def test_refusal_messages(pod: Obj, item: Obj, message: str) -> None:
     """Upstream's words, all of one LimitRange's violations in one aggregate (utilerrors.NewAggregate)."""
     limit_range = {"metadata": {"name": "lr", "namespace": "test"}, "spec": {"limits": [{"type": "Container", **item}]}}
-    assert limitranger.admit_pod(pod, FixedLimitRanges([limit_range])) == [message]
+    assert limitranger.validate_pod(pod, FixedLimitRanges([limit_range])) == [message]
 
 
 class FixedLimitRanges:
@@ -205,7 +205,8 @@ class FixedLimitRanges:
 def test_limit_ranger_admit_pod() -> None:
     """TestLimitRangerAdmitPod: the defaults and the annotation land on the pod, init containers included."""
     pod = valid_pod("pod-init", 1, {}, {})
-    assert limitranger.admit_pod(pod, FixedLimitRanges([valid_limit_range()])) == []
+    limitranger.admit_pod(pod, FixedLimitRanges([valid_limit_range()]))
+    assert limitranger.validate_pod(pod, FixedLimitRanges([valid_limit_range()])) == []
     for kind in ("containers", "initContainers"):
         assert pod["spec"][kind][0]["resources"] == {"requests": compute("50m", "5Mi"),
                                                      "limits": compute("75m", "10Mi")}
@@ -230,6 +231,6 @@ def test_persistent_volume_claim_limit_func(pvc: Obj, refused: list[str]) -> Non
     """TestPersistentVolumeClaimLimitFunc: min and max bound the requested storage; deleting claims pass."""
     limit_range = create_limit_range("PersistentVolumeClaim", min_={"storage": "1Gi"}, max_={"storage": "10Gi"})
     lookup = FixedLimitRanges([limit_range])
-    assert limitranger.admit_claim(pvc, None, lookup) == refused
+    assert limitranger.validate_claim(pvc, None, lookup) == refused
     deleting = {"metadata": {"name": "c", "namespace": "test", "deletionTimestamp": "2026-01-01T00:00:00Z"}}
-    assert limitranger.admit_claim(pvc, deleting, lookup) == []
+    assert limitranger.validate_claim(pvc, deleting, lookup) == []

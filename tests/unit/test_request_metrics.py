@@ -89,6 +89,9 @@ LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
     pytest.param("PUT", f"{LEASE}/n1", "application/apply-patch+yaml",
                  RequestInfo("PUT", "coordination.k8s.io", "v1", "leases", "", "resource", True),
                  id="apply's media type on another verb changes nothing"),
+    pytest.param("GET", "/apis/autoscaling/v1/namespaces/d/horizontalpodautoscalers/web/status", "",
+                 RequestInfo("GET", "autoscaling", "v1", "horizontalpodautoscalers", "status", "resource", True),
+                 id="a version served by conversion is labelled with its resource"),
 ])
 def test_labels_read_from_the_request(method: str, path: str, content_type: str, want: RequestInfo) -> None:
     headers = {"Content-Type": content_type} if content_type else {}

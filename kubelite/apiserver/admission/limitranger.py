@@ -12,7 +12,6 @@ checked (their resources cannot change), nor are objects being deleted.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 
 from kubelite.api.quantity import Quantity
@@ -67,19 +66,14 @@ def merge_pod_resource_requirements(pod: Obj, requests: dict[str, str], limits: 
 
 # --- constraints ----------------------------------------------------------------------------------
 
-def _milli(q: Quantity | None) -> int:
-    """requestLimitEnforcedValues compares in milli-units (kubelite's quantities do not overflow)."""
-    return math.ceil(q.amount * 1000) if q is not None else 0
-
-
 def min_constraint(limit_type: str, name: str, enforced: Quantity, requests: ResourceList,
                    limits: ResourceList) -> str:
     req, lim = requests.get(name), limits.get(name)
     if req is None:
         return f"minimum {name} usage per {limit_type} is {enforced}.  No request is specified"
-    if _milli(req) < _milli(enforced):
+    if req.milli_value() < enforced.milli_value():
         return f"minimum {name} usage per {limit_type} is {enforced}, but request is {req}"
-    if lim is not None and _milli(lim) < _milli(enforced):
+    if lim is not None and lim.milli_value() < enforced.milli_value():
         return f"minimum {name} usage per {limit_type} is {enforced}, but limit is {lim}"
     return ""
 
@@ -89,7 +83,7 @@ def max_request_constraint(limit_type: str, name: str, enforced: Quantity, reque
     req = requests.get(name)
     if req is None:
         return f"maximum {name} usage per {limit_type} is {enforced}.  No request is specified"
-    if _milli(req) > _milli(enforced):
+    if req.milli_value() > enforced.milli_value():
         return f"maximum {name} usage per {limit_type} is {enforced}, but request is {req}"
     return ""
 
@@ -99,16 +93,16 @@ def max_constraint(limit_type: str, name: str, enforced: Quantity, requests: Res
     req, lim = requests.get(name), limits.get(name)
     if lim is None:
         return f"maximum {name} usage per {limit_type} is {enforced}.  No limit is specified"
-    if _milli(lim) > _milli(enforced):
+    if lim.milli_value() > enforced.milli_value():
         return f"maximum {name} usage per {limit_type} is {enforced}, but limit is {lim}"
-    if req is not None and _milli(req) > _milli(enforced):
+    if req is not None and req.milli_value() > enforced.milli_value():
         return f"maximum {name} usage per {limit_type} is {enforced}, but request is {req}"
     return ""
 
 
 def limit_request_ratio_constraint(limit_type: str, name: str, enforced: Quantity, requests: ResourceList,
                                    limits: ResourceList) -> str:
-    req, lim = _milli(requests.get(name)), _milli(limits.get(name))
+    req, lim = (q.milli_value() if (q := ls.get(name)) is not None else 0 for ls in (requests, limits))
     if req == 0:
         return (f"{name} max limit to request ratio per {limit_type} is {enforced}, but no request is specified "
                 "or request is 0")
@@ -116,7 +110,7 @@ def limit_request_ratio_constraint(limit_type: str, name: str, enforced: Quantit
         return (f"{name} max limit to request ratio per {limit_type} is {enforced}, but no limit is specified "
                 "or limit is 0")
     observed = lim / req
-    if observed * 1000 > _milli(enforced):
+    if observed * 1000 > enforced.milli_value():
         return f"{name} max limit to request ratio per {limit_type} is {enforced}, but provided ratio is {observed:f}"
     return ""
 
@@ -178,16 +172,22 @@ def _refusals(limit_ranges: Iterable[Obj], validate: Callable[[Obj, Obj], list[s
     return []
 
 
-def admit_pod(pod: Obj, lookup: Lookup) -> list[str]:
-    """Admit (defaults from every LimitRange of the namespace), then Validate, for a pod being created."""
-    limit_ranges = lookup.list("limitranges", pod["metadata"]["namespace"])
-    for limit_range in limit_ranges:
+def admit_pod(pod: Obj, lookup: Lookup) -> None:
+    """Admit (the mutating phase, before validation): defaults from every LimitRange of the namespace, for a pod
+    being created."""
+    for limit_range in lookup.list("limitranges", pod["metadata"]["namespace"]):
         merge_pod_resource_requirements(pod, *default_container_resource_requirements(limit_range))
-    return _refusals(limit_ranges, pod_validate_limit, pod)
 
 
-def admit_claim(claim: Obj, old: Obj | None, lookup: Lookup) -> list[str]:
-    """Validate for a claim created or updated (one being deleted is let through)."""
+def validate_pod(pod: Obj, lookup: Lookup) -> list[str]:
+    """Validate (the validating phase, after the object's validation): the min/max/ratio refusals of a pod being
+    created, so an invalid pod is a 422 before any LimitRange refuses it."""
+    return _refusals(lookup.list("limitranges", pod["metadata"]["namespace"]), pod_validate_limit, pod)
+
+
+def validate_claim(claim: Obj, old: Obj | None, lookup: Lookup) -> list[str]:
+    """Validate (after the object's validation) for a claim created or updated (one being deleted is let
+    through); claims get no defaults."""
     if old is not None and old["metadata"].get("deletionTimestamp"):
         return []
     return _refusals(lookup.list("limitranges", claim["metadata"]["namespace"]), claim_validate_limit, claim)

@@ -441,7 +441,9 @@ def to_v1(obj: Obj) -> Obj:
     out["apiVersion"] = "autoscaling/v1"
     meta = out.setdefault("metadata", {})
     annotations = {k: a for k, a in (meta.get("annotations") or {}).items() if k not in ROUND_TRIP_ANNOTATIONS}
-    spec, status = out.get("spec") or {}, out.get("status") or {}
+    spec = out.get("spec") or {}
+    # v1's status is a struct value whose replica counts have no omitempty (v2's currentReplicas has): always written
+    status = out["status"] = {"currentReplicas": 0, "desiredReplicas": 0, **(out.get("status") or {})}
     metrics = spec.pop("metrics", None) or []
     behavior = spec.pop("behavior", None)
     cpu = next((m for m in metrics if _is_cpu_utilization(m)), None)

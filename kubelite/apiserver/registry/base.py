@@ -92,6 +92,12 @@ class Strategy:
         """Admission that needs other objects; each returned reason refuses the request (403 Forbidden)."""
         return []
 
+    def admit_validated(self, obj: Obj, old: Obj | None, lookup: Lookup) -> list[str]:
+        """Validating admission of a create (`old` None) or an update of the main resource: runs after the object's
+        validation, as upstream's validating admission phase after its mutating one (`admit`); each returned reason
+        refuses the request (403 Forbidden)."""
+        return []
+
     def validate(self, obj: Obj) -> list[Cause]:
         return validate_object_meta(obj.get("metadata", {}), self.resource.namespaced, self.name_validator) + \
             enums.causes(obj, self.resource.model)

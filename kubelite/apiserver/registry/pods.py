@@ -577,12 +577,18 @@ class PodStrategy(Strategy):
                                             "lastTransitionTime": obj["metadata"]["creationTimestamp"]}]
 
     def admit(self, obj: Obj, lookup: Lookup) -> list[str]:
-        """LimitRanger first, as upstream's order; its defaults change the pod's resources, hence its QoS class."""
-        refusals = limitranger.admit_pod(obj, lookup)
+        """LimitRanger's defaults first, as upstream's order; they change the pod's resources, hence its QoS class
+        (its refusals come after validation: `admit_validated`)."""
+        limitranger.admit_pod(obj, lookup)
         if limitranger.LIMIT_RANGER_ANNOTATION in (obj["metadata"].get("annotations") or {}):
             obj["status"]["qosClass"] = qos_class(obj["spec"])
-        refusals += [reason for plugin in self.plugins for reason in plugin(obj, lookup)]
+        refusals = [reason for plugin in self.plugins for reason in plugin(obj, lookup)]
         return refusals + admit_priority(obj["spec"], lookup)
+
+    def admit_validated(self, obj: Obj, old: Obj | None, lookup: Lookup) -> list[str]:
+        """LimitRanger's Validate, for a pod being created (its SupportsAttributes skips pod updates: containers
+        cannot be added, removed or resized by one)."""
+        return limitranger.validate_pod(obj, lookup) if old is None else []
 
     def validate(self, obj: Obj) -> list[Cause]:
         """ValidatePodCreate: ephemeral containers come only through pods/ephemeralcontainers."""

@@ -74,10 +74,6 @@ def _limit_type(value: str, path: str) -> list[Cause]:
     return causes
 
 
-def _milli(q: Quantity) -> int:
-    return math.ceil(q.amount * 1000)
-
-
 def validate_limit_range(obj: Obj) -> list[Cause]:
     """ValidateLimitRange (after the object metadata)."""
     causes: list[Cause] = []
@@ -135,8 +131,9 @@ def _limit_item_bounds(path: str, fields: dict[str, dict[str, Quantity]]) -> lis
         if r is not None and r.amount < 1:
             causes.append(v.invalid(f"{path}.maxLimitRequestRatio[{k}]", str(r), f"ratio {r} is less than 1"))
         if r is not None and lo is not None and hi is not None:
-            limit = _milli(hi) / _milli(lo) if _milli(lo) else math.inf  # float64 division, as upstream
-            if _milli(r) / 1000 > limit:
+            # float64 division, as upstream
+            limit = hi.milli_value() / lo.milli_value() if lo.milli_value() else math.inf
+            if r.milli_value() / 1000 > limit:
                 causes.append(v.invalid(f"{path}.maxLimitRequestRatio[{k}]", str(r),
                                         f"ratio {r} is greater than max/min = {limit:f}"))
         overcommit = quota.is_native_resource(k) and not k.startswith("hugepages-")  # IsOvercommitAllowed

@@ -135,11 +135,8 @@ class PersistentVolumeClaimStrategy(Strategy):
                 spec["storageClassName"] = default["metadata"]["name"]
         _add_finalizer(obj, PVC_PROTECTION)
 
-    def admit(self, obj: Obj, lookup: Lookup) -> list[str]:
-        return limitranger.admit_claim(obj, None, lookup)
-
-    def admit_update(self, new: Obj, old: Obj, lookup: Lookup) -> list[str]:
-        return limitranger.admit_claim(new, old, lookup)
+    def admit_validated(self, obj: Obj, old: Obj | None, lookup: Lookup) -> list[str]:
+        return limitranger.validate_claim(obj, old, lookup)
 
     def validate(self, obj: Obj) -> list[Cause]:
         causes = super().validate(obj)
