@@ -51,6 +51,17 @@ def decode(kv: KeyValue) -> Obj:
     return decode_value(kv.value, kv.mod_revision)
 
 
+UNREADABLE = (orjson.JSONDecodeError, KeyError, TypeError)  # a stored value that is no object
+
+
+def _unreadable(kv: KeyValue, exc: Exception) -> None:
+    """A stored value that does not read as an object (written before its fields were bounded, or by another writer
+    of the store) is logged and left out of the cache: it must never stop the cache's start or its watch, which
+    every read and write of the server waits on."""
+    log.warning("watch cache: %s at revision %d is not readable (%s: %s); left out", kv.key, kv.mod_revision,
+                type(exc).__name__, exc)
+
+
 def decode_value(value: bytes, mod_revision: int) -> Obj:
     obj: Obj = orjson.loads(value)
     obj["metadata"]["resourceVersion"] = str(mod_revision)
@@ -283,7 +294,10 @@ class Caches:
         for kv in listed.items:
             cache = self._route(kv.key)
             if cache is not None:
-                cache.put(decode(kv))
+                try:
+                    cache.put(decode(kv))
+                except UNREADABLE as exc:
+                    _unreadable(kv, exc)
         self.start_revision = self.revision = listed.revision
         self._task = asyncio.create_task(self._run(listed.revision), name="watch-cache")
 
@@ -352,7 +366,10 @@ class Caches:
         for kv in listed.items:
             target = self._route(kv.key)
             if target is not None:
-                target.put(decode(kv))
+                try:
+                    target.put(decode(kv))
+                except UNREADABLE as exc:
+                    _unreadable(kv, exc)
         self.ring.clear()
         self.start_revision = listed.revision
         self._advance(listed.revision)
@@ -385,19 +402,23 @@ class Caches:
             return
         cache = self._route(ev.kv.key)
         if cache is not None:
-            if ev.type is EventType.DELETE:
-                obj = decode(ev.kv)
-                cache.remove(obj)
-                prev = decode(ev.prev) if ev.prev is not None else None
-                cev = CachedEvent("DELETED", obj, prev, ev.revision, cache.resource)
+            try:
+                if ev.type is EventType.DELETE:
+                    obj = decode(ev.kv)
+                    cache.remove(obj)
+                    prev = decode(ev.prev) if ev.prev is not None else None
+                    cev = CachedEvent("DELETED", obj, prev, ev.revision, cache.resource)
+                else:
+                    obj = self._object(ev.kv)
+                    prev = cache.put(obj)
+                    cev = CachedEvent("MODIFIED" if prev is not None else "ADDED", obj, prev, ev.revision,
+                                      cache.resource)
+            except UNREADABLE as exc:
+                _unreadable(ev.kv, exc)
             else:
-                obj = self._object(ev.kv)
-                prev = cache.put(obj)
-                cev = CachedEvent("MODIFIED" if prev is not None else "ADDED", obj, prev, ev.revision,
-                                  cache.resource)
-            triggers = cache.triggers(cev)
-            self._record(ev, cev, triggers)
-            cache.offer(cev, triggers)
+                triggers = cache.triggers(cev)
+                self._record(ev, cev, triggers)
+                cache.offer(cev, triggers)
         self._advance(ev.revision)
 
     def _advance(self, revision: int) -> None:

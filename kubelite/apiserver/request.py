@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -179,7 +180,7 @@ def decode_body(body: bytes, content_type: str, allowed: tuple[str, ...] = BODY_
         if content_type in (YAML, APPLY_PATCH):
             doc = _load_yaml(body)
             measure(doc, YAML_EXPANSION * len(body) + 10_000)
-            return doc
+            return go_numbers(doc)
         doc = _load_json(body)
         limit = MAX_DEPTH + (_OPERATION_LEVELS if content_type == JSON_PATCH else 0)
         # Each level of a JSON document opens with a { or [ of its text: a body with no more of them than the limit
@@ -211,7 +212,7 @@ def _load_json(body: bytes) -> Any:
         return orjson.loads(text)
     try:
         with headroom():
-            return json.loads(text)
+            return go_numbers(json.loads(text))
     except RecursionError:
         raise TooDeep(f"exceeded max depth {MAX_DEPTH}") from None
 
@@ -277,6 +278,36 @@ def _load_yaml(body: bytes) -> Any:
             return loader.get_data() if loader.check_data() else None
     finally:
         loader.dispose()
+
+
+_INT_MIN, _UINT_MAX = -(1 << 63), (1 << 64) - 1
+
+
+def go_numbers(doc: Any) -> Any:
+    """The numbers of a document as Go's decoder (and orjson, the JSON path's) reads them: an integer beyond 64 bits
+    is a float64, one beyond float64 (and a YAML infinity or NaN, which JSON cannot hold) is refused. Python's
+    YAML and json readers keep integers of any size, which no store encoding reads back (a 401-digit integer in
+    a custom resource once stopped the watch cache). Containers are walked once each (a YAML alias is a DAG)."""
+    seen: set[int] = set()
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            if isinstance(value, (dict, list)):
+                stack.append(value)
+            elif isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _UINT_MAX:
+                try:
+                    node[key] = float(value)
+                except OverflowError:
+                    raise ValueError(f"json: cannot unmarshal number {value} into Go value of type float64") \
+                        from None
+            elif isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"json: unsupported value: {'NaN' if value != value else f'{value:+}'.title()}")
+    return doc
 
 
 def measure(doc: Any, limit: int) -> None:
