@@ -273,6 +273,7 @@ class Caches:
         self.store = store
         self.by_resource = {r: ResourceCache(r) for r in resources}
         self._by_prefix = {r.key_prefix: c for r, c in self.by_resource.items()}  # each /registry/GROUP/PLURAL/
+        self._builtin = frozenset(self._by_prefix)  # never served by `register`
         self.ring = Ring(RING_SIZE, RING_BYTES)
         # Watches from this revision on are served from the ring: the start, then the last event evicted.
         self.start_revision = 0
@@ -326,7 +327,10 @@ class Caches:
 
     def register(self, resource: Resource) -> None:
         """Serve `resource` (a version of a custom resource) from the cache of its key prefix; several versions
-        share one cache, as they share their objects."""
+        share one cache, as they share their objects. A built-in resource's prefix is refused: a custom resource
+        serving it would read and write the built-in's objects unvalidated."""
+        if resource.key_prefix in self._builtin:
+            raise ValueError(f"{resource.key_prefix} holds a built-in resource's objects")
         cache = self._by_prefix.get(resource.key_prefix)
         if cache is None:
             cache = self._by_prefix[resource.key_prefix] = ResourceCache(resource)

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from kubelite.api import errors
+from kubelite.apiserver import metrics_api
 from kubelite.apiserver.cache import Watcher
 from kubelite.apiserver.customresources import definitions
 from kubelite.apiserver.customresources.definitions import CLEANUP_FINALIZER
@@ -51,7 +52,7 @@ def _builtin_names(group: str) -> dict[str, set[str]]:
     """The names the group's built-in resources use, by kind of name (plural, singular, kind, listKind, short)."""
     names: dict[str, set[str]] = {"plural": set(), "singular": set(), "kind": set(), "listKind": set(),
                                   "shortNames": set()}
-    for r in RESOURCES:
+    for r in (*RESOURCES, *metrics_api.RESOURCES):  # metrics.k8s.io: served by kubelite, as by metrics-server
         if r.group == group:
             names["plural"].add(r.plural)
             names["singular"].add(r.singular)
@@ -237,6 +238,13 @@ class CustomResources:
             return
         self._unserve(name)
         names = {**spec["names"], **(crd.get("status", {}).get("acceptedNames") or {})}  # served as accepted
+        builtin = _builtin_names(spec["group"])["plural"]
+        if not names.get("plural") or not names.get("kind") or {names["plural"], spec["names"]["plural"]} & builtin:
+            # no accepted names yet, or names (a status written by hand) a built-in resource of the group has:
+            # serving them would read and write the built-in's objects
+            log.warning("customresourcedefinition %s: not served (names %s/%s)", name, spec["group"],
+                        names.get("plural"))
+            return
         storage = definitions.storage_version(crd)
         resources = []
         for version in spec["versions"]:
