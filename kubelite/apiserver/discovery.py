@@ -8,6 +8,7 @@ resources served at the time (`extra`, from the CRDs) follow the built-in ones.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
@@ -18,6 +19,7 @@ from kubelite.apiserver import metrics_api, openapi
 from kubelite.apiserver.registry import SERVED
 from kubelite.apiserver.registry.base import Resource
 
+log = logging.getLogger("kubelite.apiserver")
 Obj = dict[str, Any]
 
 VERSION: Obj = {
@@ -177,5 +179,9 @@ def openapi_index(extra: Extra = ()) -> Obj:
     """Each document's URL carries a hash of its content, as upstream's, so clients may cache it."""
     paths = dict(_builtin_index())
     for gv in dict.fromkeys(r.group_version for r in extra):
-        paths[_openapi_path(gv)] = _index_entry(gv, extra)
+        try:
+            paths[_openapi_path(gv)] = _index_entry(gv, extra)
+        except orjson.JSONEncodeError as exc:  # a CRD's schema too deep to encode: its group-version is left out,
+            # never the whole index (kubectl apply reads it for every kind)
+            log.warning("openapi: %s left out of the index: %s", gv, exc)
     return {"paths": paths}

@@ -59,3 +59,18 @@ async def test_a_crd_in_the_metrics_group_is_a_name_conflict(api: Client) -> Non
     assert names["NamesAccepted"] == ("False", "PluralConflict"), crd["status"]
     listed = await call(api, "GET", "/apis/metrics.k8s.io/v1beta1/pods", expect=200)
     assert listed["kind"] == "PodMetricsList", "still the metrics API's answer"
+
+
+def test_a_schema_too_deep_to_encode_leaves_only_its_group_version_out_of_the_openapi_index() -> None:
+    """One CRD's document that cannot be encoded (orjson's depth limit) must not fail the index kubectl apply reads
+    for every kind (a 500 there broke `kubectl apply` for all of them)."""
+    from kubelite.apiserver import discovery
+    from kubelite.apiserver.customresources.strategy import CustomResource
+
+    schema: Obj = {"type": "object"}
+    for _ in range(300):
+        schema = {"type": "object", "properties": {"a": schema}}
+    deep = CustomResource("deep.example.com", "v1", "deeps", "deep", "Deep", True, "", crd="deeps.deep.example.com",
+                          list_kind="DeepList", schema=schema, storage="v1")
+    index = discovery.openapi_index((deep,))["paths"]
+    assert "apis/deep.example.com/v1" not in index and "api/v1" in index
