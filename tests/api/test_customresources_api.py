@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import orjson
 from aiohttp.test_utils import TestClient
 
+from kubelite.apiserver.nesting import MAX_DEPTH
 from kubelite.store.sqlite import SQLiteStore
 from tests.api.test_rest import call
 from tests.conftest import serving, serving_server
@@ -455,3 +457,41 @@ async def test_reads_show_defaults_added_after_an_object_was_written(api: Client
     event = orjson.loads(await asyncio.wait_for(resp.content.readline(), 5))
     assert (event["type"], event["object"]["spec"]["size"]) == ("ADDED", "M")
     resp.close()
+
+
+def nested_schema(levels: int) -> Obj:
+    """The widget schema with `levels` levels of `properties` under spec.deep."""
+    deep: Obj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    for _ in range(levels):
+        deep = {"type": "object", "properties": {"a": deep}}
+    out = copy.deepcopy(SCHEMA)
+    out["properties"]["spec"]["properties"]["deep"] = deep
+    return out
+
+
+async def test_schemas_too_deep_for_the_openapi_document_are_refused(api: Client) -> None:
+    """A schema ~190 levels of properties deep used to be stored and then fail /openapi/v3 with a 500 (orjson
+    writes 254 levels at most), which breaks `kubectl apply` of every kind: it is refused with a 422, and one as
+    deep as the bound admits is published, as are custom resources as deep as a request may nest."""
+    crd = widget_crd()
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = nested_schema(190)
+    out = await call(api, "POST", CRDS, json.dumps(crd).encode(), expect=422)  # deeper than orjson writes
+    assert out["details"]["causes"] == [{
+        "reason": "FieldValueForbidden", "field": "spec.versions[0].schema.openAPIV3Schema",
+        "message": "Forbidden: must not be nested more than 128 levels deep"}]
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = nested_schema(61)  # 5 + 2 * 61 = 127 levels
+    await call(api, "POST", CRDS, crd, expect=201)
+    await established(api, "widgets.example.com")
+    doc = await call(api, "GET", "/openapi/v3/apis/example.com/v1", expect=200)
+    assert doc["components"]["schemas"]["com.example.v1.Widget"]["properties"]["spec"]["properties"]["deep"] == \
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["deep"]
+    await call(api, "GET", "/openapi/v3", expect=200)
+    deep: Any = {"x": 1}
+    for _ in range(MAX_DEPTH - 3):  # the object, spec and deep: as deep as a request may nest
+        deep = {"a": deep}
+    assert (await call(api, "POST", WIDGETS, json.dumps(widget("deep", deep=deep)).encode(), expect=201))[
+        "spec"]["deep"] == deep
+    assert (await call(api, "GET", f"{WIDGETS}/deep", expect=200))["spec"]["deep"] == deep
+    assert (await call(api, "GET", WIDGETS, expect=200))["items"][0]["spec"]["deep"] == deep
+    out = await call(api, "POST", WIDGETS, json.dumps(widget("deeper", deep={"a": deep})).encode(), expect=400)
+    assert out["message"].endswith(f"exceeded max depth {MAX_DEPTH}")

@@ -11,6 +11,7 @@ kube-openapi's messages as kube-apiserver reports them.
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 import pytest
@@ -40,6 +41,14 @@ def version(name: str = "version", storage: bool = True, openapi: Any = OBJECT, 
     out = {"name": name, "served": True, "storage": storage, **extra}
     if openapi is not None:
         out["schema"] = {"openAPIV3Schema": openapi}
+    return out
+
+
+def nested(levels: int) -> Obj:
+    """An object schema `levels` levels of `properties` deep: 1 + 2 * levels JSON levels."""
+    out: Obj = {"type": "object"}
+    for _ in range(levels):
+        out = {"type": "object", "properties": {"a": out}}
     return out
 
 
@@ -140,6 +149,32 @@ V1_CASES: list[tuple[str, Obj, list[str]]] = [
       '"boolean", "date", "integer", "number", "string"']),
     ("a pattern in RE2's syntax only is accepted", crd([version(openapi={"type": "object", "properties": {
         "name": {"type": "string", "pattern": "^\\p{L}+$"}}})]), []),
+    ("a pattern RE2 cannot compile", crd([version(openapi={"type": "object", "properties": {
+        "name": {"type": "string", "pattern": "(abc"}}})]),
+     [f'{SCHEMA}.properties[name].pattern: Invalid value: "(abc": must be a valid regular expression, but '
+      "isn't: error parsing regexp: missing ): (abc"]),
+    ("a schema nested deeper than the bound", crd([version(openapi=nested(64))]),
+     [f"{SCHEMA}: Forbidden: must not be nested more than 128 levels deep"]),
+    ("a schema nested as deep as the bound", crd([version(openapi=nested(63))]), []),
+    ("a default of the wrong type", crd([version(openapi={"type": "object", "properties": {
+        "count": {"type": "integer", "default": "notanint"}}})]),
+     [f'{SCHEMA}.properties[count].default: Invalid value: "string": {SCHEMA}.properties[count].default in body '
+      'must be of type integer: "string"']),
+    ("a default breaking its nested schema", crd([version(openapi={"type": "object", "properties": {
+        "spec": {"type": "object", "default": {"size": 0},
+                 "properties": {"size": {"type": "integer", "minimum": 1}}}}})]),
+     [f"{SCHEMA}.properties[spec].default.size: Invalid value: 0: {SCHEMA}.properties[spec].default.size in body "
+      "should be greater than or equal to 1"]),
+    ("a default with unknown fields", crd([version(openapi={"type": "object", "properties": {
+        "spec": {"type": "object", "default": {"x": 1}, "properties": {"y": {"type": "integer"}}}}})]),
+     [f'{SCHEMA}.properties[spec].default: Invalid value: {{"x":1}}: must not have '
+      "unknown fields"]),
+    ("defaults in items and maps are checked", crd([version(openapi={"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "string", "default": "a", "enum": ["b"]}},
+        "m": {"type": "object", "additionalProperties": {"type": "integer", "default": 3, "maximum": 2}}}})]),
+     [f'{SCHEMA}.properties[xs].items.default: Unsupported value: "a": supported values: "b"',
+      f"{SCHEMA}.properties[m].additionalProperties.default: Invalid value: 3: "
+      f"{SCHEMA}.properties[m].additionalProperties.default in body should be less than or equal to 2"]),
     ("webhook conversion of several versions", crd([version(), version("version2", storage=False)],
                                                    conversion={"strategy": "Webhook"}),
      ["spec.conversion.strategy: Forbidden: kubelite does not call conversion webhooks: versions are converted "
@@ -224,9 +259,39 @@ def test_validate_object(name: str, spec: Obj, expected: list[str]) -> None:
     assert [f"{c.field}: {c.message}" for c in schema.validate({"spec": spec}, WIDGET)] == expected
 
 
-def test_a_pattern_re_cannot_compile_is_not_enforced() -> None:
+def test_a_pattern_in_re2_syntax_only_is_enforced() -> None:
     s = {"type": "object", "properties": {"n": {"type": "string", "pattern": "^\\p{L}+$"}}}
-    assert schema.validate({"n": "123"}, s) == []
+    assert schema.validate({"n": "ünïcode"}, s) == []
+    assert [c.message for c in schema.validate({"n": "123"}, s)] == \
+        ['Invalid value: "123": n in body should match \'^\\p{L}+$\'']
+
+
+def test_a_backtracking_pattern_runs_in_linear_time() -> None:
+    """Python's re takes minutes on this (and blocks the server's event loop meanwhile); RE2 microseconds."""
+    s = {"type": "object", "properties": {"n": {"type": "string", "pattern": "^(a+)+$"}}}
+    started = time.perf_counter()
+    causes = schema.validate({"n": "a" * 30 + "!"}, s)
+    assert time.perf_counter() - started < 0.5
+    assert [c.message for c in causes] == ["Invalid value: \"" + "a" * 30 + "!\": n in body should match '^(a+)+$'"]
+
+
+MULTIPLE_OF_CASES: list[tuple[str, float, float, bool]] = [
+    ("a decimal multiple of a factor below 1", 0.3, 0.1, True),
+    ("a decimal that is not a multiple", 0.35, 0.1, False),
+    ("an integer multiple", 12, 4, True),
+    ("an integer that is not a multiple", 13, 4, False),
+    ("a float multiple of an integer factor", 7.5, 2.5, True),
+    ("an integer too large for a float64", 10**400, 3, False),
+    ("a multiple beyond a JSON integer", 2.0**60, 0.5, False),
+    ("an integer factor too large for a float64 (infinite, as Go holds it)", 3, 10**400, True),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "factor", "ok"), MULTIPLE_OF_CASES, ids=[c[0] for c in MULTIPLE_OF_CASES])
+def test_multiple_of_as_go_openapi(name: str, value: float, factor: float, ok: bool) -> None:
+    s = {"type": "object", "properties": {"n": {"type": "number", "multipleOf": factor}}}
+    causes = schema.validate({"n": value}, s)
+    assert causes == [] if ok else [c.message.endswith(f"should be a multiple of {factor}") for c in causes] == [True]
 
 
 def test_int32_format_bounds() -> None:

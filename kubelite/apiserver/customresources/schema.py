@@ -10,12 +10,14 @@ kube-openapi validator's messages as kube-apiserver reports them (`spec.replicas
 from __future__ import annotations
 
 import functools
-import re
+import math
 from typing import Any
+
+import re2
 
 from kubelite.api.errors import Cause
 from kubelite.api.validation import forbidden, go_value, invalid, not_supported, required
-from kubelite.apiserver.nesting import copy_obj
+from kubelite.apiserver.nesting import TooDeep, check_depth, copy_obj
 
 Obj = dict[str, Any]
 
@@ -25,6 +27,14 @@ _METADATA_ALLOWED = frozenset({"name", "generateName"})
 _INT32 = (-(2**31), 2**31 - 1)
 # Fields a structural schema may not use (structural/validation.go validateValueValidation / unsupported fields)
 _FORBIDDEN = ("$ref", "patternProperties", "additionalItems", "dependencies", "definitions", "id", "$schema")
+# How deeply an openAPIV3Schema may nest (JSON levels, the schema itself being 1; a level of `properties` takes two).
+# Not an upstream rule: kubelite writes JSON with orjson, which stops at nesting.ORJSON_DEPTH (254), and a schema is
+# written nested in other documents: a CRD list (7 levels above it: list, items, CRD, spec, versions, version,
+# schema) and /openapi/v3 (3: document, components, schemas). 128 keeps all of those writable with room to spare.
+MAX_DEPTH = 128
+_MAX_JSON_INTEGER = 2**53 - 1  # swag.IsFloat64AJSONInteger's bounds (maxJSONFloat)
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a bad pattern is the client's error, reported in its 422, not the server's log
 
 
 def _child(path: str, name: str) -> str:
@@ -41,10 +51,14 @@ def structural_errors(schema: Any, path: str) -> list[Cause]:
     metadata restricted to name and generateName)."""
     if not isinstance(schema, dict):
         return [invalid(path, schema, "must be an object")]
+    try:
+        check_depth(schema, MAX_DEPTH)
+    except TooDeep:
+        return [forbidden(path, f"must not be nested more than {MAX_DEPTH} levels deep")]
     basic: list[Cause] = []
     structural: list[Cause] = []
     _check(schema, path, "root", basic, structural)
-    return basic or structural
+    return basic or structural or _default_errors(schema, path)
 
 
 def _check(s: Obj, path: str, level: str, basic: list[Cause], structural: list[Cause]) -> None:
@@ -69,6 +83,10 @@ def _check(s: Obj, path: str, level: str, basic: list[Cause], structural: list[C
     if props and additional is not None and additional is not True:
         basic.append(forbidden(_child(path, "additionalProperties"),
                                "additionalProperties and properties are mutual exclusive"))
+    pattern = s.get("pattern")
+    if isinstance(pattern, str) and pattern and isinstance(reason := _compiled(pattern), str):
+        basic.append(invalid(_child(path, "pattern"), pattern,
+                             f"must be a valid regular expression, but isn't: {reason}"))
     if typ == "array" and "items" not in s:
         basic.append(required(_child(path, "items"), "must be specified"))
     if int_or_string and typ:
@@ -99,6 +117,35 @@ def _check(s: Obj, path: str, level: str, basic: list[Cause], structural: list[C
             if isinstance(sub, dict) and "type" in sub and sub.get("type") != typ:
                 structural.append(invalid(f"{path}.{junction}[{i}].type", sub["type"],
                                           "must be empty to be structural"))
+
+
+def _default_errors(schema: Obj, path: str) -> list[Cause]:
+    """defaulting.ValidateDefaults: every `default` below the root must be what its own schema admits once pruned
+    by it (an unknown field in a default is refused, not silently dropped), else every object lacking the field
+    would be refused for a value its client never sent."""
+    causes: list[Cause] = []
+    for s, at in _nodes(schema, path):
+        if "default" not in s or at == path:
+            continue
+        value = copy_obj(s["default"])
+        dropped: list[str] = []
+        _prune(value, s, "", dropped)
+        if dropped:
+            causes.append(invalid(_child(at, "default"), s["default"], "must not have unknown fields"))
+        else:
+            _validate(value, s, _child(at, "default"), causes)
+    return causes
+
+
+def _nodes(s: Obj, path: str) -> list[tuple[Obj, str]]:
+    """`s` and every schema below it (properties, additionalProperties, items), with their paths as _check's."""
+    out = [(s, path)]
+    for name, sub in (s.get("properties") or {}).items():
+        out += _nodes(sub, f"{path}.properties[{name}]")
+    for field in ("additionalProperties", "items"):
+        if isinstance(s.get(field), dict):
+            out += _nodes(s[field], _child(path, field))
+    return out
 
 
 def _metadata(s: Obj, path: str) -> list[Cause]:
@@ -197,10 +244,26 @@ def _numeric(value: float, s: Obj, path: str, causes: list[Cause]) -> None:
         if value > high or (s.get("exclusiveMaximum") and value == high):
             word = "less than" if s.get("exclusiveMaximum") else "less than or equal to"
             causes.append(invalid(path, value, f"{path} in body should be {word} {go_value(high)}"))
-    if "multipleOf" in s and s["multipleOf"] and (value / s["multipleOf"]) % 1:
+    if "multipleOf" in s and s["multipleOf"] and not _multiple_of(value, s["multipleOf"]):
         causes.append(invalid(path, value, f"{path} in body should be a multiple of {go_value(s['multipleOf'])}"))
     if s.get("format") == "int32" and isinstance(value, int) and not _INT32[0] <= value <= _INT32[1]:
         causes.append(invalid(path, value, f"{path} in body must be of type int32: {go_value(str(value))}"))
+
+
+def _float(value: float) -> float:
+    """`value` as Go's float64 would hold it: an integer too large for one is infinite (Python's float() raises)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _multiple_of(value: float, factor: float) -> bool:
+    """go-openapi's validate.MultipleOf, in float64 as upstream: a factor below 1 is inverted first (1/0.1*0.3 is
+    exactly 3, where 0.3/0.1 is not), and the quotient must be an integer a JSON number holds exactly."""
+    data, by = _float(value), _float(factor)
+    mult = 1 / by * data if by < 1 else data / by
+    return math.isfinite(mult) and abs(mult) <= _MAX_JSON_INTEGER and mult.is_integer()
 
 
 def _string(value: str, s: Obj, path: str, causes: list[Cause]) -> None:
@@ -211,18 +274,19 @@ def _string(value: str, s: Obj, path: str, causes: list[Cause]) -> None:
         causes.append(invalid(path, value, f"{path} in body should be at least {s['minLength']} chars long"))
     pattern = s.get("pattern")
     compiled = _compiled(pattern) if isinstance(pattern, str) else None
-    if compiled is not None and compiled.search(value) is None:
+    if compiled is not None and not isinstance(compiled, str) and compiled.search(value) is None:
         causes.append(invalid(path, value, f"{path} in body should match '{pattern}'"))
 
 
 @functools.lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern[str] | None:
-    """A schema's pattern compiled once; None for one Python's `re` cannot compile (upstream's RE2 syntax has
-    classes such as `\\p{L}` it lacks): such a pattern is not enforced, rather than refusing valid CRDs."""
+def _compiled(pattern: str) -> re2._Regexp[str] | str:
+    """A schema's pattern compiled once (the cache is bounded: patterns come from clients), or why RE2 cannot
+    compile it, as Go's regexp says it (a CRD with such a pattern is refused, so objects never meet one)."""
     try:
-        return re.compile(pattern)
-    except re.error:
-        return None
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as e:
+        reason = e.args[0] if e.args else ""
+        return f"error parsing regexp: {reason.decode(errors='replace') if isinstance(reason, bytes) else reason}"
 
 
 def _array(value: list[Any], s: Obj, path: str, causes: list[Cause]) -> None:
