@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,13 +96,8 @@ async def bench_custom_creates(session: aiohttp.ClientSession, count: int, clien
             if resp.status == 200:
                 break
         await asyncio.sleep(0.05)
-    await create_custom(session, "warm", min(500, count), clients)
-    start, cpu = time.perf_counter(), cpu_seconds(server_pid)
-    lat = await create_custom(session, "c", count, clients)
-    elapsed, cpu = time.perf_counter() - start, cpu_seconds(server_pid) - cpu
-    print(f"custom resource creates: {count}, {clients} concurrent clients: {count / elapsed:,.0f} creates/s, "
-          f"p50 {pct(lat, 0.50) * 1000:.1f} ms, p99 {pct(lat, 0.99) * 1000:.1f} ms, "
-          f"mean {statistics.mean(lat) * 1000:.1f} ms; server CPU {cpu / count * 1000:.3f} ms per create")
+    await timed_creates(f"custom resource creates: {count}",
+                        lambda prefix, n: create_custom(session, prefix, n, clients), count, clients, server_pid)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -115,14 +111,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def bench_creates(session: aiohttp.ClientSession, pods: int, clients: int, server_pid: int) -> None:
-    await create_pods(session, "warm", min(500, pods), clients)
+async def timed_creates(what: str, create: Callable[[str, int], Awaitable[list[float]]], count: int, clients: int,
+                        server_pid: int) -> None:
+    """Warm up, then `count` creates: their rate, latency and the server's CPU per create, printed after `what`."""
+    await create("warm", min(500, count))
     start, cpu = time.perf_counter(), cpu_seconds(server_pid)
-    lat = await create_pods(session, "c", pods, clients)
+    lat = await create("c", count)
     elapsed, cpu = time.perf_counter() - start, cpu_seconds(server_pid) - cpu
-    print(f"pod creates: {pods} pods, {clients} concurrent clients: {pods / elapsed:,.0f} creates/s, "
+    print(f"{what}, {clients} concurrent clients: {count / elapsed:,.0f} creates/s, "
           f"p50 {pct(lat, 0.50) * 1000:.1f} ms, p99 {pct(lat, 0.99) * 1000:.1f} ms, "
-          f"mean {statistics.mean(lat) * 1000:.1f} ms; server CPU {cpu / pods * 1000:.3f} ms per create")
+          f"mean {statistics.mean(lat) * 1000:.1f} ms; server CPU {cpu / count * 1000:.3f} ms per create")
+
+
+async def bench_creates(session: aiohttp.ClientSession, pods: int, clients: int, server_pid: int) -> None:
+    await timed_creates(f"pod creates: {pods} pods", lambda prefix, n: create_pods(session, prefix, n, clients), pods,
+                        clients, server_pid)
 
 
 async def bench_watch(session: aiohttp.ClientSession, watchers: int, events: int, clients: int) -> None:
