@@ -191,6 +191,25 @@ async def test_scale_subresource(api: Client) -> None:
     assert (await call(api, "GET", f"{WIDGETS}/sc", expect=200))["spec"]["replicas"] == 5
 
 
+async def test_printer_columns_with_filters_and_indexes(api: Client) -> None:
+    """Operators' usual columns (cert-manager's, the Gateway API's): a condition picked by a filter, an index."""
+    crd = widget_crd(additionalPrinterColumns=[
+        {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+        {"name": "First", "type": "string", "jsonPath": ".spec.hosts[0]"}])
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = {"type": "object", "properties": {
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    await call(api, "POST", CRDS, crd, expect=201)
+    await established(api, "widgets.example.com")
+    await call(api, "POST", WIDGETS, widget("w", hosts=["a.com", "b.com"]), expect=201)
+    await call(api, "PATCH", f"{WIDGETS}/w/status", {"status": {"conditions": [  # the status subresource's
+        {"type": "Scheduled", "status": "True"}, {"type": "Ready", "status": "False"}]}},
+               "application/merge-patch+json", expect=200)
+    table = await (await api.get(WIDGETS, headers={"Accept": TABLE})).json()
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Ready", "First"]
+    assert table["rows"][0]["cells"] == ["w", "False", "a.com"]
+
+
 async def test_tables_show_the_printer_columns(api: Client) -> None:
     await with_widgets(api)
     await call(api, "POST", WIDGETS, widget("t", replicas=3), expect=201)

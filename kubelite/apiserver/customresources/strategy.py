@@ -18,7 +18,7 @@ import orjson
 from kubelite.api.errors import Cause
 from kubelite.apiserver import schema as k8s_schema
 from kubelite.apiserver import tables, typecheck
-from kubelite.apiserver.customresources import schema
+from kubelite.apiserver.customresources import jsonpath, schema
 from kubelite.apiserver.registry.base import Lookup, Obj, Resource, Strategy
 
 _OBJECT_META = "V1ObjectMeta"
@@ -77,30 +77,17 @@ class CustomResource(Resource):
         columns = self.columns or (_AGE_COLUMN,)
         specs: list[tables.Column] = [("Name", "string", 0)]
         specs += [(c.get("name", ""), c.get("type", "string"), int(c.get("priority") or 0)) for c in columns]
-        paths = [_json_path(c.get("jsonPath", "")) for c in columns]
+        paths = [str(c.get("jsonPath", "")) for c in columns]
         types = [c.get("type", "string") for c in columns]
 
         def cells(obj: Obj, now: float) -> list[Any]:
             obj = self.view(obj)  # a column may show a default set on read
             out: list[Any] = [obj["metadata"]["name"]]
             for path, typ in zip(paths, types, strict=True):
-                out.append(_cell(_lookup(obj, path), typ, now))
+                out.append(_cell(jsonpath.first(obj, path), typ, now))
             return out
 
         return specs, cells
-
-
-def _json_path(expr: str) -> tuple[str, ...]:
-    """The simple JSONPaths upstream allows in printer columns (`.spec.replicas`, `{.status.phase}`)."""
-    return tuple(p for p in expr.strip().strip("{}").split(".") if p)
-
-
-def _lookup(obj: Any, path: tuple[str, ...]) -> Any:
-    for part in path:
-        if not isinstance(obj, dict) or part not in obj:
-            return None
-        obj = obj[part]
-    return obj
 
 
 def _cell(value: Any, typ: str, now: float) -> Any:
