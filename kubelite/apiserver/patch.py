@@ -69,12 +69,17 @@ def _pointer(path: str) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
+def _is_decimal(token: str) -> bool:
+    """An array index token: ASCII digits only ("²".isdigit() is true, and int() then raises)."""
+    return token.isascii() and token.isdigit()
+
+
 def _parent(doc: Any, parts: list[str], path: str) -> Any:
     cur = doc
     for p in parts[:-1]:
         if isinstance(cur, dict) and p in cur:
             cur = cur[p]
-        elif isinstance(cur, list) and p.isdigit() and int(p) < len(cur):
+        elif isinstance(cur, list) and _is_decimal(p) and int(p) < len(cur):
             cur = cur[int(p)]
         else:
             raise _ApplyFailed(f"jsonpatch: path {path!r} does not exist")
@@ -84,7 +89,7 @@ def _parent(doc: Any, parts: list[str], path: str) -> Any:
 def _index(container: list[Any], token: str, path: str, allow_end: bool) -> int:
     if token == "-" and allow_end:
         return len(container)
-    if not token.isdigit():
+    if not _is_decimal(token):
         raise _ApplyFailed(f"jsonpatch: invalid array index in {path!r}")
     i = int(token)
     if i > len(container) or (i == len(container) and not allow_end):

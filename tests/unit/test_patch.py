@@ -67,6 +67,9 @@ JSON_PATCH_ERRORS = [
     Case("replace missing", {"a": 1}, [{"op": "replace", "path": "/b", "value": 1}], 422),
     Case("not a list", {"a": 1}, {"op": "add"}, 400),
     Case("unknown op", {"a": 1}, [{"op": "frob", "path": "/a"}], 422),  # patchObj.Apply fails: 422, as upstream
+    # "²".isdigit() is true and int("²") raises: such an index was a 500
+    Case("a non-ASCII digit as the last index", {"a": [1]}, [{"op": "replace", "path": "/a/²", "value": 2}], 422),
+    Case("a non-ASCII digit on the way", {"a": [{}]}, [{"op": "add", "path": "/a/²/b", "value": 2}], 422),
 ]
 
 
