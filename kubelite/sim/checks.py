@@ -95,7 +95,7 @@ def deepest_line(tree: Any, path: str) -> int:
         key = bracket if bracket is not None else token
         if isinstance(node, dict) and key in node:
             line, node = line_of(node, key) or line, node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+        elif isinstance(node, list) and key.isascii() and key.isdigit() and int(key) < len(node):
             node = node[int(key)]
             line = line_of(node) or line
         elif isinstance(node, list) and any(isinstance(i, dict) and i.get("name") == key for i in node):

@@ -82,7 +82,8 @@ def app(server: ApiServer, loop: ControlledLoop, clock: VirtualClock) -> web.App
     async def step(request: web.Request) -> web.Response:
         text = request.query.get("duration", "")
         try:
-            seconds = float(text) if text.replace(".", "", 1).isdigit() else duration(text)
+            plain = text.replace(".", "", 1)  # ASCII: "²".isdigit() is true and float() then raises
+            seconds = float(text) if plain.isascii() and plain.isdigit() else duration(text)
         except NodeConfigError:
             return bad(f"step: duration must be seconds or a duration such as 30s, 5m, 1h, not {text!r}")
         await loop.step(seconds)

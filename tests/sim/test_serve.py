@@ -93,6 +93,8 @@ def test_served_simulation_starts_paused_steps_and_changes_speed(tmp_path: Path)
         bad = subprocess.run([sys.executable, "-m", "kubelite.cli.main", "sim", "control", "--server", server,
                               "step", "soon"], capture_output=True, text=True)
         assert bad.returncode == 1 and "duration must be" in bad.stderr
+        with pytest.raises(ValueError, match="duration must be"):  # the server's 400 ("²".isdigit() is true and
+            control.call(server, "step", "²")  # float() raised: a 500 before)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
