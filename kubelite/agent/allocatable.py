@@ -80,9 +80,12 @@ class NodeAllocatable(Mapping[str, str]):
         """validateNodeAllocatable: kubelet refuses to start when a reservation exceeds the capacity."""
         reservation = self.reservation()
         for name, text in self.capacity.items():
-            if name in reservation and Quantity.parse(text).amount < reservation[name]:
+            if name not in reservation:
+                continue
+            capacity = Quantity.parse(text)
+            if capacity.amount < reservation[name]:
                 raise ReservationError(f"Resource {name!r} has a reservation of "
-                                       f"{Quantity(reservation[name], Quantity.parse(text).format)} but capacity of "
+                                       f"{Quantity(reservation[name], capacity.format)} but capacity of "
                                        f"{text}. Expected capacity >= reservation.")
 
     def __getitem__(self, name: str) -> str:
